@@ -1,0 +1,68 @@
+"""Splice's exceptions. Every error a user can cause is a :class:`SpliceError`.
+
+The tree::
+
+    SpliceError                    root; carries ``fix`` (how to fix it) and ``retry`` (can a retry help)
+    ├── ConfigError                splice.toml is malformed, has an unknown key, or names a missing path
+    ├── ProjectError               a dbt or SQLMesh project failed to load (parse / config error)
+    ├── WarehouseError             the warehouse cannot be reached or is locked by another process
+    ├── SelectorError              a selector matched nothing or is malformed (names the closest ids)
+    ├── NodeNotFoundError          a node or column named on the command line does not exist
+    └── StateError                 Splice's own state is newer than this Splice, or corrupt
+
+The CLI has one error boundary: a ``SpliceError`` becomes a red one-line message (plus the fix)
+and exit status 2; the traceback is shown only with ``--debug``.
+"""
+
+from __future__ import annotations
+
+
+class SpliceError(Exception):
+    """Root of every error Splice raises on purpose.
+
+    >>> e = SpliceError("splice.toml: unknown key 'foo'", fix="remove it")
+    >>> str(e)
+    "splice.toml: unknown key 'foo'"
+    >>> e.fix
+    'remove it'
+    """
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, fix: str | None = None, retry: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self.fix = fix
+        self.retry = retry
+
+    def one_line(self) -> str:
+        text = self.message
+        if self.fix:
+            text += f" Fix: {self.fix}"
+        if self.retry:
+            text += " (a retry may help)"
+        return text
+
+
+class ConfigError(SpliceError):
+    """splice.toml (or a file it points to) is wrong."""
+
+
+class ProjectError(SpliceError):
+    """A dbt or SQLMesh project could not be loaded."""
+
+
+class WarehouseError(SpliceError):
+    """The warehouse could not be opened or queried."""
+
+
+class SelectorError(SpliceError):
+    """A node selector is malformed or matched nothing."""
+
+
+class NodeNotFoundError(SpliceError):
+    """A node id or column does not exist in the graph."""
+
+
+class StateError(SpliceError):
+    """Splice's state store cannot be used."""
