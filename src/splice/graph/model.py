@@ -53,6 +53,7 @@ class Node:
     kind: NodeKind
     tool: str  # dbt, sqlmesh, dlt, command, exposure, declared
     writes: Relation | None = None
+    also_writes: list[Relation] = field(default_factory=list)  # an ingestion job may load several
     reads: list[Relation] = field(default_factory=list)
     depends_on: list[str] = field(default_factory=list)
     tags: list[str] = field(default_factory=list)
@@ -70,6 +71,10 @@ class Node:
     @property
     def short(self) -> str:
         return self.name
+
+    @property
+    def all_writes(self) -> list[Relation]:
+        return ([self.writes] if self.writes else []) + list(self.also_writes)
 
 
 @dataclass(frozen=True)
@@ -132,7 +137,7 @@ class Graph:
         return [e for e in self.edges if e.binding]
 
     def writer_of(self, relation: Relation) -> list[str]:
-        return [n.id for n in self.nodes.values() if n.writes == relation]
+        return [n.id for n in self.nodes.values() if relation in n.all_writes]
 
     def ancestors(self, node_id: str, depth: int | None = None) -> set[str]:
         return self._walk(node_id, self.parents, depth)

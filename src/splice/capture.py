@@ -1,0 +1,69 @@
+"""Capture the tools' own chatter (dbt, SQLMesh, dlt) into a log file.
+
+Shown to the user only when something fails, or with ``-v``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+
+class _Tee(io.TextIOBase):
+    def __init__(self, *streams: io.TextIOBase) -> None:
+        self._streams = streams
+
+    def write(self, s: str) -> int:
+        for st in self._streams:
+            st.write(s)
+        return len(s)
+
+    def flush(self) -> None:
+        for st in self._streams:
+            st.flush()
+
+
+_VERBOSE = False
+
+
+def set_verbose(value: bool) -> None:
+    global _VERBOSE
+    _VERBOSE = value
+
+
+@contextlib.contextmanager
+def captured(log_path: Path | None, label: str) -> Iterator[io.StringIO]:
+    """Send stdout, stderr and logging of the block to ``log_path`` (and a buffer).
+
+    With verbose on (``-v``) the chatter is also shown on stderr.
+    """
+    buf = io.StringIO()
+    fh = None
+    streams: list[io.TextIOBase] = [buf]
+    if log_path is not None:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(log_path, "a", encoding="utf-8")  # noqa: SIM115 - closed below
+        fh.write(f"\n===== {label} =====\n")
+        streams.append(fh)  # type: ignore[arg-type]
+    if _VERBOSE:
+        streams.append(sys.__stderr__)  # type: ignore[arg-type]
+    tee = _Tee(*streams)
+    handler = logging.StreamHandler(tee)
+    handler.setLevel(logging.DEBUG if _VERBOSE else logging.INFO)
+    root = logging.getLogger()
+    old_handlers = root.handlers[:]
+    old_level = root.level
+    root.handlers = [handler]
+    root.setLevel(min(old_level or logging.WARNING, logging.INFO))
+    try:
+        with contextlib.redirect_stdout(tee), contextlib.redirect_stderr(tee):  # type: ignore[type-var]
+            yield buf
+    finally:
+        root.handlers = old_handlers
+        root.setLevel(old_level)
+        if fh is not None:
+            fh.close()

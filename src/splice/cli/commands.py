@@ -1,0 +1,106 @@
+"""The commands. Each parses its arguments, calls one library function, and renders the result."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from splice.cli.main import cli, emit_json, open_workspace
+from splice.cli.render import console, render_checks, render_lineage, render_nodes
+
+
+@cli.command("ls")
+@click.option("-s", "--select", "select", default=None, help="Node selector (dbt syntax: name, +name, name+, tag:x, kind:x, project:*).")
+@click.option("--exclude", default=None, help="Nodes to leave out (same syntax).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def ls_cmd(ctx: click.Context, select: str | None, exclude: str | None, as_json: bool) -> None:
+    """List the nodes of every project in one graph."""
+    from splice.api import list_nodes
+
+    with open_workspace(ctx) as ws:
+        records = list_nodes(ws, select, exclude=exclude)
+    if as_json:
+        emit_json(records)
+    else:
+        render_nodes(records)
+
+
+@cli.command("graph")
+@click.option("-s", "--select", "select", default=None, help="Limit to a selection.")
+@click.option("--json", "fmt", flag_value="json", help="Print JSON (nodes and edges).")
+@click.option("--dot", "fmt", flag_value="dot", help="Print Graphviz DOT.")
+@click.option("--mermaid", "fmt", flag_value="mermaid", help="Print a Mermaid flowchart.")
+@click.pass_context
+def graph_cmd(ctx: click.Context, select: str | None, fmt: str | None) -> None:
+    """Print the joined graph; bindings across projects are marked with their evidence."""
+    from splice.api import graph_view
+
+    with open_workspace(ctx) as ws:
+        out = graph_view(ws, select, fmt or "text")
+    if fmt == "json":
+        emit_json(out)
+    else:
+        click.echo(out)
+
+
+@cli.command("lineage")
+@click.argument("target_ref", metavar="NODE[.COLUMN]")
+@click.option("--upstream", "direction", flag_value="upstream", help="Only walk upstream.")
+@click.option("--downstream", "direction", flag_value="downstream", help="Only walk downstream.")
+@click.option("--depth", type=click.IntRange(min=1), default=None, help="Stop after N hops.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--openlineage", is_flag=True, help="Print the OpenLineage ColumnLineageDatasetFacet of each dataset.")
+@click.pass_context
+def lineage_cmd(ctx: click.Context, target_ref: str, direction: str | None, depth: int | None, as_json: bool, openlineage: bool) -> None:
+    """Column lineage across tools, from ingestion to dashboards."""
+    from splice.api import lineage, openlineage_facets
+
+    with open_workspace(ctx) as ws:
+        if openlineage:
+            emit_json(openlineage_facets(ws, target_ref, direction=direction, depth=depth))
+            return
+        result = lineage(ws, target_ref, direction=direction, depth=depth)
+    if as_json:
+        emit_json(result)
+    else:
+        render_lineage(result)
+
+
+@cli.command("doctor")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--no-lineage", is_flag=True, help="Skip the checks that need column lineage (faster).")
+@click.pass_context
+def doctor_cmd(ctx: click.Context, as_json: bool, no_lineage: bool) -> None:
+    """Check where the join of projects is weak. Exit status 1 when a check is an error."""
+    from splice.api import doctor
+    from splice.graph.doctor import exit_status
+
+    with open_workspace(ctx) as ws:
+        checks = doctor(ws, lineage=not no_lineage)
+    if as_json:
+        emit_json({"checks": [c.to_dict() for c in checks], "errors": sum(c.severity == "error" for c in checks)})
+    else:
+        render_checks(checks)
+    ctx.exit(exit_status(checks))
+
+
+@cli.command("demo")
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--incident", type=click.Choice(["stale-rates"]), default=None, help="Switch on a production incident in the vendor feed.")
+@click.option("--force", is_flag=True, help="Replace DIRECTORY if it exists.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.pass_context
+def demo_cmd(ctx: click.Context, directory: Path, incident: str | None, force: bool, as_json: bool) -> None:
+    """Write and build the travel-marketplace demo workspace in DIRECTORY."""
+    from splice.api import demo_tour
+    from splice.demo import build_demo
+
+    if as_json:
+        res = build_demo(directory, incident=incident, force=force)
+        emit_json(res.to_dict() if hasattr(res, "to_dict") else res.__dict__)
+        return
+    with console().status("Building the demo workspace...") as status:
+        res = build_demo(directory, incident=incident, force=force, progress=lambda msg: status.update(msg))
+    console().print(demo_tour(res))

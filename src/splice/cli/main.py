@@ -1,0 +1,89 @@
+"""The `splice` command line: parse arguments, call the library, render. No logic lives here."""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+import click
+
+from splice.errors import SpliceError
+
+
+class _State:
+    debug = False
+
+
+def _fail(message: str, code: int) -> None:
+    from rich.console import Console
+
+    Console(stderr=True, highlight=False, soft_wrap=True).print(f"[bold red]Error:[/] {message}", markup=True)
+    sys.exit(code)
+
+
+class SpliceGroup(click.Group):
+    """The one error boundary: SpliceError -> red one line, exit 2; traceback only with --debug."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except SpliceError as e:
+            if _State.debug:
+                traceback.print_exc()
+            _fail(_escape(e.one_line()), e.exit_code)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except KeyboardInterrupt:
+            _fail("interrupted.", 130)
+        except Exception as e:  # noqa: BLE001 - the boundary itself
+            if _State.debug:
+                traceback.print_exc()
+            _fail(
+                _escape(f"unexpected {type(e).__name__}: {e}. This is a bug in Splice; rerun with --debug for the traceback."),
+                1,
+            )
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+def emit_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, default=str, sort_keys=False))
+
+
+@click.group(cls=SpliceGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("-w", "--workspace", "workspace", default=".", show_default=True, type=click.Path(file_okay=False), envvar="SPLICE_WORKSPACE", help="The workspace directory (holds splice.toml, or is a dbt/SQLMesh project).")
+@click.option("-t", "--target", default=None, envvar="SPLICE_TARGET", help="Splice target (maps each project to its environment). Default: [workspace].default_target.")
+@click.option("-v", "--verbose", is_flag=True, help="Show the tools' own output (dbt, SQLMesh, dlt).")
+@click.option("--debug", is_flag=True, help="Show full tracebacks.")
+@click.version_option(package_name="splice")
+@click.pass_context
+def cli(ctx: click.Context, workspace: str, target: str | None, verbose: bool, debug: bool) -> None:
+    """Splice: one graph, one plan and one production watch across dbt and SQLMesh."""
+    from splice.capture import set_verbose
+
+    _State.debug = debug
+    set_verbose(verbose)
+    ctx.obj = {"workspace": Path(workspace), "target": target}
+
+
+def open_workspace(ctx: click.Context) -> Any:
+    from splice.workspace import Workspace
+
+    return Workspace.open(ctx.obj["workspace"], target=ctx.obj["target"])
+
+
+def main() -> None:
+    from splice.cli import commands  # noqa: F401 - registers the commands
+
+    cli(prog_name="splice")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,107 @@
+"""Join the projects: tool edges, declared bindings, matched bindings and ambiguities.
+
+Rules (DESIGN.md, "Binding"): a declared binding always wins; otherwise a read of relation R
+that no node of the reader's own project writes becomes an edge from R's writer when exactly one
+node of another project writes R (evidence "matched", shown as inferred); zero or several writers
+is never an edge: the input counts as external and doctor reports it.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import defaultdict
+
+from splice.config import WorkspaceConfig
+from splice.errors import ConfigError
+from splice.graph.model import Ambiguity, Edge, Graph, Node, Relation
+from splice.graph.relations import parse_relation
+
+
+def closest(name: str, candidates: list[str], n: int = 3) -> list[str]:
+    """Closest candidate ids for an error message.
+
+    >>> closest("pricing:fx.daly_rates", ["pricing:fx.daily_rates", "finance:stg"])
+    ['pricing:fx.daily_rates']
+    """
+    found = difflib.get_close_matches(name, candidates, n=n, cutoff=0.5)
+    if not found:
+        short = {c.split(":", 1)[-1]: c for c in candidates}
+        found = [short[s] for s in difflib.get_close_matches(name.split(":", 1)[-1], list(short), n=n, cutoff=0.5)]
+    return found
+
+
+def resolve_ref(graph: Graph, ref: str, *, where: str, dialect: str, default_catalog: str | None) -> str:
+    """A node id or a relation name in splice.toml -> node id; unknown refs are ConfigErrors."""
+    if ref in graph.nodes:
+        return ref
+    # a bare name that is unique across projects
+    by_name = [n.id for n in graph.nodes.values() if n.name == ref]
+    if len(by_name) == 1:
+        return by_name[0]
+    # a relation name: the node that writes it
+    try:
+        rel = parse_relation(ref, dialect=dialect, default_catalog=default_catalog)
+        writers = graph.writer_of(rel)
+        if len(writers) == 1:
+            return writers[0]
+    except Exception:  # noqa: BLE001 - not a relation name either; reported below
+        pass
+    near = closest(ref, list(graph.nodes))
+    hint = f" Closest: {', '.join(near)}." if near else ""
+    raise ConfigError(
+        f"splice.toml: {where}: {ref!r} is not a node id.{hint}",
+        fix="use an id `project:node` as `splice ls` prints it",
+    )
+
+
+def join(nodes: list[Node], cfg: WorkspaceConfig, *, dialect: str, default_catalog: str | None) -> Graph:
+    g = Graph()
+    for n in nodes:
+        g.add_node(n)
+    for n in nodes:
+        for d in n.depends_on:
+            if d in g.nodes:
+                g.add_edge(Edge(d, n.id, "tool"))
+
+    writers: dict[Relation, list[str]] = defaultdict(list)
+    for n in nodes:
+        for r in n.all_writes:
+            writers[r].append(n.id)
+
+    declared: set[str] = set()
+    for i, b in enumerate(cfg.bindings):
+        w = resolve_ref(g, b.writer, where=f"bindings[{i}].writer", dialect=dialect, default_catalog=default_catalog)
+        r = resolve_ref(g, b.reader, where=f"bindings[{i}].reader", dialect=dialect, default_catalog=default_catalog)
+        wn, rn = g.nodes[w], g.nodes[r]
+        rel = wn.writes or (rn.reads[0] if rn.reads else None)
+        g.add_edge(Edge(w, r, "declared", rel))
+        declared.add(r)
+
+    for i, d in enumerate(cfg.dashboards):
+        did = f"dashboards:{d.name}"
+        for j, ref in enumerate(d.reads):
+            up = resolve_ref(g, ref, where=f"dashboards[{i}].reads[{j}]", dialect=dialect, default_catalog=default_catalog)
+            up_node = g.nodes[up]
+            g.nodes[did].reads.append(up_node.writes) if up_node.writes else None
+            g.add_edge(Edge(up, did, "declared", up_node.writes))
+
+    for n in nodes:
+        if n.id in declared or n.kind in ("dashboard",):
+            continue
+        covered: set[Relation] = set()
+        for d in n.depends_on:
+            if d in g.nodes:
+                covered.update(g.nodes[d].reads)
+                covered.update(g.nodes[d].all_writes)
+        for rel in n.reads:
+            if rel in covered:
+                continue  # read through a source / external node of its own project
+            own = [w for w in writers.get(rel, []) if g.nodes[w].project == n.project]
+            if own:
+                continue  # an edge the tool itself knows
+            others = sorted(w for w in writers.get(rel, []) if g.nodes[w].project != n.project)
+            if len(others) == 1:
+                g.add_edge(Edge(others[0], n.id, "matched", rel))
+            else:
+                g.ambiguities.append(Ambiguity(n.id, rel, tuple(others)))
+    return g

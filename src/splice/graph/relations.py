@@ -1,0 +1,72 @@
+"""Relation names, normalised by the dialect's identifier rules.
+
+``"warehouse"."marts"."x"`` (SQLMesh's fqn) and ``warehouse.marts.x`` (dbt's relation_name in
+another spelling) are the same relation once normalised.
+
+>>> parse_relation('"warehouse"."marts"."agg_gmv_daily"').key
+'warehouse.marts.agg_gmv_daily'
+>>> parse_relation("WAREHOUSE.Marts.X") == parse_relation('"warehouse"."marts"."x"')
+True
+>>> parse_relation("raw.fx_rates", default_catalog="warehouse").key
+'warehouse.raw.fx_rates'
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
+
+from splice.graph.model import Relation
+
+
+@lru_cache(maxsize=65536)
+def _parse(text: str, dialect: str) -> tuple[str | None, str, str]:
+    d = Dialect.get_or_raise(dialect)
+    table = exp.to_table(text, dialect=dialect)
+    parts = []
+    for ident in (table.args.get("catalog"), table.args.get("db"), table.this):
+        if ident is None or not ident.name:
+            parts.append(None)
+            continue
+        ident = ident.copy() if isinstance(ident, exp.Identifier) else exp.to_identifier(ident.name)
+        # DuckDB (and most dialects here) resolve quoted and unquoted names case-insensitively;
+        # normalise both so a quoted fqn and an unquoted ref meet.
+        ident.set("quoted", False)
+        parts.append(d.normalize_identifier(ident).name)
+    catalog, schema, name = parts
+    if not name:
+        raise ValueError(f"not a relation name: {text!r}")
+    return catalog, schema or "main", name
+
+
+def parse_relation(
+    text: str, *, dialect: str = "duckdb", default_catalog: str | None = None
+) -> Relation:
+    """Parse a 1-, 2- or 3-part name into a normalised :class:`Relation`."""
+    catalog, schema, name = _parse(text.strip(), dialect)
+    if catalog is None and default_catalog:
+        catalog = normalise_identifier(default_catalog, dialect)
+    return Relation(catalog, schema, name)
+
+
+def normalise_identifier(name: str, dialect: str = "duckdb") -> str:
+    """Normalise one identifier by the dialect's rules.
+
+    >>> normalise_identifier("Warehouse")
+    'warehouse'
+    """
+    ident = exp.to_identifier(name)
+    ident.set("quoted", False)
+    return Dialect.get_or_raise(dialect).normalize_identifier(ident).name
+
+
+def relation_from_parts(
+    catalog: str | None, schema: str | None, name: str, *, dialect: str = "duckdb"
+) -> Relation:
+    return Relation(
+        normalise_identifier(catalog, dialect) if catalog else None,
+        normalise_identifier(schema, dialect) if schema else "main",
+        normalise_identifier(name, dialect),
+    )

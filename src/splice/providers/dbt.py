@@ -1,0 +1,303 @@
+"""dbt projects, through dbtRunner in process (no subprocess, no second parse where avoidable)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+from splice.capture import captured
+from splice.errors import ProjectError, WarehouseError
+from splice.graph.model import Node
+from splice.graph.relations import parse_relation
+from splice.providers.base import Capabilities, LoadContext, RenderedSQL
+
+CAPABILITIES = Capabilities(exact_selection=True, owns_state=False, renders_sql=True)
+
+_KINDS = {"model": "model", "seed": "seed", "snapshot": "snapshot", "test": "test"}
+
+
+def _quiet_env() -> None:
+    os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
+    os.environ.setdefault("DO_NOT_TRACK", "1")
+
+
+def release_warehouse() -> None:
+    """dbt-duckdb keeps the DuckDB file open after invoke(); release it (see STACK.md)."""
+    try:
+        from dbt.adapters.duckdb.connections import DuckDBConnectionManager
+    except ImportError:  # pragma: no cover - dbt-duckdb is a pinned dependency
+        return
+    DuckDBConnectionManager.close_all_connections()
+
+
+def locked_error(exc: BaseException, where: str) -> WarehouseError | None:
+    text = str(exc)
+    if "Could not set lock" in text or "Conflicting lock" in text:
+        holder = ""
+        if "PID" in text:
+            holder = " by " + text[text.index("PID") :].split(")")[0].strip() + ")"
+        return WarehouseError(
+            f"{where}: the warehouse file is locked{holder}.",
+            fix="wait for the other process (dbt, sqlmesh, a notebook) to finish or close it; "
+            "DuckDB allows one writer process at a time",
+            retry=True,
+        )
+    return None
+
+
+class DbtProvider:
+    format = "dbt"
+    capabilities = CAPABILITIES
+
+    def __init__(self, ctx: LoadContext) -> None:
+        self.ctx = ctx
+        self.manifest: Any = None
+        self.work = ctx.work_dir or (ctx.root / ".splice" / "dbt" / ctx.project_name)
+        explicit = ctx.options.get("profiles_dir")
+        if explicit:
+            self.profiles_dir = Path(str(explicit))
+        elif (ctx.project_path / "profiles.yml").exists():
+            self.profiles_dir = ctx.project_path
+        else:
+            self.profiles_dir = Path(os.environ.get("DBT_PROFILES_DIR") or Path.home() / ".dbt")
+
+    # -- invoking dbt -------------------------------------------------------------------------
+    def _args(self, command: str) -> list[str]:
+        return [
+            command,
+            "--project-dir",
+            str(self.ctx.project_path),
+            "--profiles-dir",
+            str(self.profiles_dir),
+            "--target",
+            self.ctx.environment,
+            "--target-path",
+            str(self.work / "target" / self.ctx.environment),
+            "--log-path",
+            str(self.work / "logs"),
+            "--log-level",
+            "none",
+            "--log-level-file",
+            "info",
+        ]
+
+    def invoke(self, args: list[str], *, label: str) -> Any:
+        from dbt.cli.main import dbtRunner
+
+        _quiet_env()
+        runner = dbtRunner(manifest=self.manifest) if self.manifest is not None else dbtRunner()
+        with captured(self.ctx.log_path, f"dbt {' '.join(args[:1])} ({self.ctx.project_name})") as out:
+            try:
+                res = runner.invoke(args)
+            finally:
+                release_warehouse()
+        if not res.success and res.exception is not None:
+            err = locked_error(res.exception, f"dbt project {self.ctx.project_name!r}")
+            if err:
+                raise err
+            raise ProjectError(
+                f"dbt project {self.ctx.project_name!r} ({self.ctx.project_path}) failed to {label}: "
+                f"{_first_lines(str(res.exception))}",
+                fix="fix the file dbt names, then check with `dbt parse` in that directory; "
+                "rerun with -v to see dbt's output",
+            )
+        res.captured = out.getvalue()
+        return res
+
+    def _parse(self) -> Any:
+        if self.manifest is None:
+            if not (self.ctx.project_path / "dbt_project.yml").exists():
+                raise ProjectError(
+                    f"dbt project {self.ctx.project_name!r}: no dbt_project.yml in {self.ctx.project_path}.",
+                    fix="point projects.path at the directory that holds dbt_project.yml",
+                )
+            res = self.invoke(self._args("parse"), label="parse")
+            if not res.success or res.result is None:
+                raise ProjectError(
+                    f"dbt project {self.ctx.project_name!r} failed to parse.",
+                    fix="run `dbt parse` in the project to see why; rerun with -v for dbt's output",
+                )
+            self.manifest = res.result
+        return self.manifest
+
+    # -- graph ----------------------------------------------------------------------------------
+    def load(self) -> list[Node]:
+        m = self._parse()
+        root_pkg = m.metadata.project_name if m.metadata else None
+        names: dict[str, str] = {}
+        counts: dict[str, int] = {}
+        for uid, n in m.nodes.items():
+            if n.resource_type.value in _KINDS:
+                counts[n.name] = counts.get(n.name, 0) + 1
+        for uid, n in m.nodes.items():
+            if n.resource_type.value not in _KINDS:
+                continue
+            clash = counts[n.name] > 1
+            names[uid] = f"{n.package_name}.{n.name}" if clash and n.package_name != root_pkg else n.name
+        for uid, s in m.sources.items():
+            names[uid] = f"source:{s.source_name}.{s.name}"
+        for uid, e in m.exposures.items():
+            names[uid] = f"exposure:{e.name}"
+
+        p = self.ctx.project_name
+        rel_of: dict[str, Any] = {}
+        nodes: list[Node] = []
+
+        def rel(text: str | None) -> Any:
+            if not text:
+                return None
+            return parse_relation(text, dialect=self.ctx.dialect)
+
+        for uid, s in m.sources.items():
+            r = rel(s.relation_name)
+            rel_of[uid] = r
+            nodes.append(
+                Node(
+                    id=f"{p}:{names[uid]}",
+                    project=p,
+                    name=names[uid],
+                    kind="source",
+                    tool="dbt",
+                    reads=[r] if r else [],
+                    tags=list(s.tags or []),
+                    columns={c.name: c.data_type or "" for c in s.columns.values()},
+                    language="none",
+                    path=s.original_file_path,
+                    description=s.description or None,
+                    meta={"unique_id": uid, "loader": s.loader or None, "freshness": bool(s.freshness)},
+                )
+            )
+        for uid, n in m.nodes.items():
+            if uid not in names:
+                continue
+            kind = _KINDS[n.resource_type.value]
+            r = rel(getattr(n, "relation_name", None)) if kind != "test" else None
+            rel_of[uid] = r
+        for uid, n in m.nodes.items():
+            if uid not in names:
+                continue
+            kind = _KINDS[n.resource_type.value]
+            deps = [d for d in n.depends_on.nodes if d in names]
+            materialized = getattr(n.config, "materialized", None)
+            lang = str(getattr(n, "language", "sql") or "sql")
+            if kind == "seed":
+                lang = "none"
+            nodes.append(
+                Node(
+                    id=f"{p}:{names[uid]}",
+                    project=p,
+                    name=names[uid],
+                    kind=kind,  # type: ignore[arg-type]
+                    tool="dbt",
+                    writes=rel_of.get(uid),
+                    reads=[rel_of[d] for d in deps if rel_of.get(d) is not None],
+                    depends_on=[f"{p}:{names[d]}" for d in deps],
+                    tags=list(n.tags or []),
+                    columns={c.name: c.data_type or "" for c in n.columns.values()},
+                    dialect=self.ctx.dialect,
+                    language=lang,
+                    materialization=materialized,
+                    path=n.original_file_path,
+                    owner=_owner(n),
+                    description=n.description or None,
+                    meta={
+                        "unique_id": uid,
+                        "package": n.package_name,
+                        "checksum": n.checksum.checksum if getattr(n, "checksum", None) else None,
+                    },
+                )
+            )
+        for uid, e in m.exposures.items():
+            deps = [d for d in e.depends_on.nodes if d in names]
+            nodes.append(
+                Node(
+                    id=f"{p}:{names[uid]}",
+                    project=p,
+                    name=names[uid],
+                    kind="dashboard",
+                    tool="exposure",
+                    depends_on=[f"{p}:{names[d]}" for d in deps],
+                    reads=[rel_of[d] for d in deps if rel_of.get(d) is not None],
+                    tags=list(e.tags or []),
+                    language="none",
+                    path=e.original_file_path,
+                    owner=(e.owner.name or e.owner.email) if e.owner else None,
+                    description=e.description or None,
+                    meta={
+                        "unique_id": uid,
+                        "label": e.label or e.name,
+                        "url": e.url,
+                        "type": str(e.type.value if hasattr(e.type, "value") else e.type),
+                    },
+                )
+            )
+        self._names = names
+        return nodes
+
+    # -- rendering ------------------------------------------------------------------------------
+    def macro_hash(self) -> str:
+        m = self._parse()
+        h = hashlib.sha256()
+        for uid in sorted(m.macros):
+            mac = m.macros[uid]
+            h.update(uid.encode())
+            h.update((mac.macro_sql or "").encode())
+        return h.hexdigest()
+
+    def render(self, nodes: list[Node]) -> dict[str, RenderedSQL]:
+        """Compile the given models with dbt and return their compiled SQL."""
+        m = self._parse()
+        out: dict[str, RenderedSQL] = {}
+        todo: list[Node] = []
+        for n in nodes:
+            if n.kind not in ("model", "snapshot"):
+                continue
+            if n.language != "sql":
+                out[n.id] = RenderedSQL(n.id, None, self.ctx.dialect, f"{n.language} model: no SQL to analyse")
+                continue
+            todo.append(n)
+        if not todo:
+            return out
+        by_uid = {str(n.meta["unique_id"]): n for n in todo}
+        args = self._args("compile") + ["--no-introspect"]
+        if len(todo) < len([x for x in m.nodes.values() if x.resource_type.value == "model"]):
+            args += ["--select", *[_selector_for(m.nodes[u]) for u in by_uid]]
+        else:
+            args += ["--select", "resource_type:model", "resource_type:snapshot"]
+        res = self.invoke(args, label="compile")
+        results = getattr(res.result, "results", None) or []
+        for r in results:
+            node = getattr(r, "node", None)
+            if node is None or node.unique_id not in by_uid:
+                continue
+            sn = by_uid[node.unique_id]
+            code = getattr(node, "compiled_code", None)
+            if code:
+                out[sn.id] = RenderedSQL(sn.id, code, self.ctx.dialect)
+            else:
+                msg = getattr(r, "message", None) or "dbt did not compile it"
+                out[sn.id] = RenderedSQL(sn.id, None, self.ctx.dialect, f"not compiled: {msg}")
+        for n in todo:
+            out.setdefault(n.id, RenderedSQL(n.id, None, self.ctx.dialect, "dbt did not compile it"))
+        return out
+
+    def close(self) -> None:
+        release_warehouse()
+
+
+def _selector_for(node: Any) -> str:
+    # unique ids are not selectable; fqn-based selection is exact for models
+    return ".".join(node.fqn) if getattr(node, "fqn", None) else node.name
+
+
+def _owner(n: Any) -> str | None:
+    meta = getattr(n.config, "meta", None) or getattr(n, "meta", None) or {}
+    owner = meta.get("owner") if isinstance(meta, dict) else None
+    return str(owner) if owner else None
+
+
+def _first_lines(text: str, n: int = 3) -> str:
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    return " ".join(lines[:n])

@@ -1,0 +1,201 @@
+"""SQLMesh projects, through sqlmesh.Context in process."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from splice.capture import captured
+from splice.errors import ProjectError
+from splice.graph.model import Node, Relation
+from splice.graph.relations import parse_relation, relation_from_parts
+from splice.providers.base import Capabilities, LoadContext, RenderedSQL
+from splice.providers.dbt import locked_error
+
+CAPABILITIES = Capabilities(exact_selection=True, owns_state=True, renders_sql=True)
+
+
+class SqlmeshProvider:
+    format = "sqlmesh"
+    capabilities = CAPABILITIES
+
+    def __init__(self, ctx: LoadContext) -> None:
+        self.ctx = ctx
+        self._context: Any = None
+
+    @property
+    def context(self) -> Any:
+        if self._context is None:
+            os.environ.setdefault("SQLMESH__DISABLE_ANONYMIZED_ANALYTICS", "true")
+            with captured(self.ctx.log_path, f"sqlmesh load ({self.ctx.project_name})"):
+                try:
+                    from sqlmesh import Context
+
+                    kwargs: dict[str, Any] = {"paths": str(self.ctx.project_path)}
+                    gw = self.ctx.options.get("gateway")
+                    if gw:
+                        kwargs["gateway"] = gw
+                    self._context = Context(**kwargs)
+                except Exception as e:  # noqa: BLE001 - turned into a ProjectError below
+                    raise self._error(e, "load") from e
+        return self._context
+
+    def _error(self, e: BaseException, what: str) -> Exception:
+        lock = locked_error(e, f"SQLMesh project {self.ctx.project_name!r}")
+        if lock:
+            return lock
+        text = " ".join(ln.strip() for ln in str(e).strip().splitlines()[:3] if ln.strip())
+        return ProjectError(
+            f"SQLMesh project {self.ctx.project_name!r} ({self.ctx.project_path}) failed to {what}: "
+            f"{type(e).__name__}: {text}",
+            fix="fix the config or model file SQLMesh names; `sqlmesh info` in that directory "
+            "shows the same error; rerun with -v for SQLMesh's output",
+        )
+
+    def naming(self, environment: str | None = None) -> Any:
+        from sqlmesh.core.environment import EnvironmentNamingInfo
+
+        return EnvironmentNamingInfo(
+            name=environment or self.ctx.environment,
+            suffix_target=self.context.config.environment_suffix_target,
+        )
+
+    def view_relation(self, model: Any, environment: str | None = None) -> Relation:
+        """The relation a model is read through in this environment (the virtual-layer view)."""
+        from sqlglot import exp
+        from sqlmesh.core.snapshot.definition import QualifiedViewName
+
+        t = exp.to_table(model.fully_qualified_table or model.fqn)
+        qvn = QualifiedViewName(catalog=t.catalog or None, schema_name=t.db or None, table=t.name)
+        tbl = qvn.table_for_environment(self.naming(environment), dialect=model.dialect)
+        return relation_from_parts(tbl.catalog or None, tbl.db or None, tbl.name, dialect=self.ctx.dialect)
+
+    def load(self) -> list[Node]:
+        ctx = self.context
+        p = self.ctx.project_name
+        default_catalog = (ctx.default_catalog or "").lower() or None
+        models = ctx.models
+        ids: dict[str, str] = {}
+        for fqn, m in models.items():
+            ids[fqn] = f"{p}:{_short_name(m, default_catalog)}"
+        nodes: list[Node] = []
+        for fqn, m in models.items():
+            kind_name = m.kind.name.value if hasattr(m.kind.name, "value") else str(m.kind.name)
+            external = kind_name.upper() == "EXTERNAL"
+            rel_fqn = parse_relation(fqn, dialect=self.ctx.dialect)
+            deps = sorted(d for d in m.depends_on if d in ids)
+            ext_reads = sorted(d for d in m.depends_on if d not in ids)
+            columns = {c: (t.sql(dialect=m.dialect) if t is not None else "") for c, t in (m.columns_to_types or {}).items()}
+            language = "python" if type(m).__name__ == "PythonModel" else "sql"
+            if kind_name.upper() in ("SEED",):
+                language = "none"
+            time_col = None
+            tc = getattr(m, "time_column", None)
+            if tc is not None:
+                col = tc.column
+                time_col = col.name if hasattr(col, "name") else str(col)
+            reads: list[Relation] = [
+                self.view_relation(models[d]) if d in models else parse_relation(d, dialect=self.ctx.dialect)
+                for d in deps
+            ] + [parse_relation(d, dialect=self.ctx.dialect) for d in ext_reads]
+            name = ids[fqn].split(":", 1)[1]
+            path = str(Path(m._path).relative_to(self.ctx.project_path)) if m._path and str(m._path).startswith(str(self.ctx.project_path)) else (str(m._path) if m._path else None)
+            node = Node(
+                id=ids[fqn],
+                project=p,
+                name=name,
+                kind="external" if external else ("seed" if kind_name.upper() == "SEED" else "model"),
+                tool="sqlmesh",
+                writes=None if external else self.view_relation(m),
+                reads=[rel_fqn] if external else reads,
+                depends_on=[ids[d] for d in deps],
+                tags=list(m.tags or []),
+                columns=columns,
+                dialect=m.dialect or self.ctx.dialect,
+                language="none" if external else language,
+                materialization=kind_name,
+                time_column=time_col,
+                path=path,
+                owner=m.owner,
+                description=m.description,
+                meta={
+                    "fqn": fqn,
+                    "cron": getattr(m, "cron", None),
+                    "prod_relation": (
+                        self.view_relation(m, "prod").key
+                        if not external and self.ctx.environment.lower() != "prod"
+                        else None
+                    ),
+                },
+            )
+            nodes.append(node)
+            for audit_name, _args in m.audits:
+                aid = f"{p}:audit:{name}.{audit_name}"
+                nodes.append(
+                    Node(
+                        id=aid,
+                        project=p,
+                        name=f"audit:{name}.{audit_name}",
+                        kind="audit",
+                        tool="sqlmesh",
+                        depends_on=[ids[fqn]],
+                        language="none",
+                        meta={"audit": audit_name, "model": ids[fqn], "blocking": True},
+                    )
+                )
+        self._ids = ids
+        return nodes
+
+    def render(self, nodes: list[Node]) -> dict[str, RenderedSQL]:
+        ctx = self.context
+        out: dict[str, RenderedSQL] = {}
+        with captured(self.ctx.log_path, f"sqlmesh render ({self.ctx.project_name})"):
+            for n in nodes:
+                if n.kind != "model":
+                    continue
+                fqn = str(n.meta.get("fqn"))
+                if n.language == "python":
+                    out[n.id] = RenderedSQL(n.id, None, self.ctx.dialect, "Python model: no SQL to analyse")
+                    continue
+                try:
+                    model = ctx.models[fqn]
+                    q = ctx.render(model)
+                    out[n.id] = RenderedSQL(n.id, q.sql(dialect=model.dialect or self.ctx.dialect), model.dialect or self.ctx.dialect)
+                except Exception as e:  # noqa: BLE001 - one bad model is opaque, never a crash
+                    out[n.id] = RenderedSQL(n.id, None, self.ctx.dialect, f"SQLMesh could not render it: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+        return out
+
+    def intervals(self) -> dict[str, list[tuple[int, int]]]:
+        """Intervals in SQLMesh's state for this environment, per node id ([start_ms, end_ms))."""
+        ctx = self.context
+        with captured(self.ctx.log_path, f"sqlmesh state ({self.ctx.project_name})"):
+            env = ctx.state_reader.get_environment(self.ctx.environment)
+            if env is None:
+                return {}
+            snaps = ctx.state_reader.get_snapshots(env.snapshots)
+        ids = getattr(self, "_ids", None) or {}
+        out: dict[str, list[tuple[int, int]]] = {}
+        for s in snaps.values():
+            nid = ids.get(s.name)
+            if nid:
+                out[nid] = [(int(a), int(b)) for a, b in s.intervals]
+        return out
+
+    def close(self) -> None:
+        if self._context is not None:
+            try:
+                self._context.close()
+            finally:
+                self._context = None
+
+
+def _short_name(model: Any, default_catalog: str | None) -> str:
+    """``fx.daily_rates`` for a model in the default catalog, ``cat.fx.daily_rates`` otherwise."""
+    from sqlglot import exp
+
+    t = exp.to_table(model.fqn)
+    parts = [t.db, t.name]
+    if t.catalog and (default_catalog is None or t.catalog.lower() != default_catalog):
+        parts.insert(0, t.catalog)
+    return ".".join(x for x in parts if x)
