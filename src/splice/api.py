@@ -1,0 +1,102 @@
+"""The public operations, shared by the CLI and the MCP tools. Each takes an open Workspace."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from splice.graph.doctor import Check, graph_checks, lineage_checks
+from splice.graph.listing import node_record
+from splice.workspace import Workspace
+
+
+def list_nodes(ws: Workspace, selector: str | None = None, *, exclude: str | None = None) -> list[dict[str, Any]]:
+    """Nodes of every project (optionally a selection), in dependency order, as records."""
+    from splice.graph.selectors import select
+
+    g = ws.graph()
+    return [node_record(g.nodes[i], g) for i in select(g, selector, exclude=exclude)]
+
+
+def graph_view(ws: Workspace, selector: str | None, fmt: str) -> Any:
+    """The joined graph as JSON data, DOT, Mermaid or text."""
+    from splice.graph import render
+    from splice.graph.selectors import select
+
+    g = ws.graph()
+    ids = select(g, selector) if selector else None
+    if fmt == "json":
+        return render.to_json(g, ids)
+    if fmt == "dot":
+        return render.to_dot(g, ids)
+    if fmt == "mermaid":
+        return render.to_mermaid(g, ids)
+    return text_graph(ws, ids)
+
+
+def text_graph(ws: Workspace, ids: list[str] | None) -> str:
+    from splice.graph.render import evidence_label
+
+    g = ws.graph()
+    wanted = set(ids) if ids is not None else set(g.nodes)
+    lines: list[str] = []
+    projects = sorted({g.nodes[i].project for i in wanted})
+    for p in projects:
+        members = [i for i in g.topological_order(wanted) if g.nodes[i].project == p]
+        lines.append(f"{p} ({len(members)} nodes)")
+        for nid in members:
+            n = g.nodes[nid]
+            ups = sorted(u for u in g.parents(nid) if u in wanted)
+            inner = [u for u in ups if g.nodes[u].project == p]
+            lines.append(f"  {n.name} [{n.kind}]" + (f" <- {', '.join(g.nodes[u].name for u in inner)}" if inner else ""))
+    bindings = [e for e in g.bindings if e.upstream in wanted and e.downstream in wanted]
+    if bindings:
+        lines.append("bindings across projects")
+        for e in sorted(bindings, key=lambda e: (e.upstream, e.downstream)):
+            rel = f" via {e.relation.key}" if e.relation else ""
+            lines.append(f"  {e.upstream} -> {e.downstream} ({evidence_label(e)}{rel})")
+    return "\n".join(lines)
+
+
+def doctor(ws: Workspace, *, lineage: bool = True) -> list[Check]:
+    """Every doctor check for the workspace's current target."""
+    g = ws.graph()
+    prod: dict[str, str] = {}
+    for n in g.nodes.values():
+        rel = n.meta.get("prod_relation")
+        if rel:
+            prod[str(rel)] = n.id
+    checks = graph_checks(g, prod_relations=prod)
+    if lineage:
+        from splice.lineage_service import workspace_lineage
+
+        checks += lineage_checks(workspace_lineage(ws).models)
+    order = {"error": 0, "warning": 1, "info": 2}
+    return sorted(checks, key=lambda c: (order[c.severity], c.code, c.node or ""))
+
+
+def lineage(ws: Workspace, ref: str, *, direction: str | None = None, depth: int | None = None) -> dict[str, Any]:
+    from splice.lineage_service import column_lineage
+
+    return column_lineage(ws, ref, direction=direction, depth=depth)
+
+
+def openlineage_facets(ws: Workspace, ref: str, *, direction: str | None = None, depth: int | None = None) -> list[dict[str, Any]]:
+    from splice.lineage_service import openlineage_for
+
+    return openlineage_for(ws, ref, direction=direction, depth=depth)
+
+
+def demo_tour(result: Any) -> str:
+    """What a newcomer should look at next, after `splice demo DIR`."""
+    ws = getattr(result, "workspace", None) or getattr(result, "path", None)
+    return (
+        f"[bold green]Demo workspace built[/] in {ws}\n\n"
+        "Look next:\n"
+        f"  cd {ws}\n"
+        "  splice ls                                   # every node of dbt, SQLMesh, ingestion, dashboards\n"
+        "  splice graph                                # the joined graph; bindings with their evidence\n"
+        "  splice lineage finance:exposure:q3_close --upstream\n"
+        "                                              # from the Q3 close dashboard to the rates vendor\n"
+        "  splice lineage pricing:fx.daily_rates.rate_to_usd --downstream\n"
+        "  splice doctor                               # where the join is weak\n"
+    )

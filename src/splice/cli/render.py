@@ -1,0 +1,63 @@
+"""Rich rendering of library results for people (the --json paths bypass this)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+
+@lru_cache(maxsize=1)
+def console() -> Console:
+    return Console(highlight=False)
+
+
+def render_nodes(records: list[dict[str, Any]]) -> None:
+    t = Table(box=None, header_style="bold", pad_edge=False)
+    for col in ("id", "kind", "tool", "writes", "reads"):
+        t.add_column(col, overflow="fold")
+    for r in records:
+        reads = ", ".join(r["reads"][:3]) + (f" (+{len(r['reads']) - 3})" if len(r["reads"]) > 3 else "")
+        t.add_row(r["id"], r["kind"], r["tool"], r["writes"] or "", reads)
+    console().print(t)
+    console().print(f"[dim]{len(records)} nodes[/]")
+
+
+SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def render_checks(checks: list[Any]) -> None:
+    c = console()
+    if not checks:
+        c.print("[green]No problems found.[/]")
+        return
+    for chk in checks:
+        style = SEVERITY_STYLE[chk.severity]
+        c.print(f"[{style}]{chk.severity.upper():7}[/] [bold]{chk.code}[/] {chk.message}", markup=True, soft_wrap=True)
+        c.print(f"        [dim]fix: {chk.fix}[/]", soft_wrap=True)
+    errors = sum(x.severity == "error" for x in checks)
+    warnings = sum(x.severity == "warning" for x in checks)
+    c.print(f"\n{errors} error(s), {warnings} warning(s), {len(checks) - errors - warnings} info")
+
+
+def render_lineage(result: dict[str, Any]) -> None:
+    c = console()
+    c.print(f"[bold]{result['root']}[/]")
+    for direction in ("upstream", "downstream"):
+        hops = result.get(direction)
+        if hops is None:
+            continue
+        c.print(f"[bold]{direction}[/] ({len(hops)} columns)")
+        if not hops:
+            c.print("  [dim](none)[/]")
+        for h in hops:
+            indent = "  " * h["depth"]
+            col = f".{h['column']}" if h.get("column") else ""
+            kind = h.get("kind", "")
+            style = "" if kind == "direct" else "dim"
+            note = f" [red]opaque: {h['opaque_reason']}[/]" if h.get("opaque_reason") else ""
+            via = " [magenta](across binding)[/]" if h.get("across_binding") else ""
+            line = f"{indent}{h['node']}{col} [{style}]{kind}[/]{via}{note}" if style else f"{indent}{h['node']}{col} {kind}{via}{note}"
+            c.print(line, soft_wrap=True)
