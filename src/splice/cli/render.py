@@ -11,12 +11,16 @@ from rich.table import Table
 
 @lru_cache(maxsize=1)
 def console() -> Console:
-    return Console(highlight=False)
+    import sys
+
+    # piped output keeps whole lines (a terminal wraps at its own width)
+    return Console(highlight=False, width=None if sys.stdout.isatty() else 200)
 
 
 def render_nodes(records: list[dict[str, Any]]) -> None:
     t = Table(box=None, header_style="bold", pad_edge=False)
-    for col in ("id", "kind", "tool", "writes", "reads"):
+    t.add_column("id", no_wrap=True)
+    for col in ("kind", "tool", "writes", "reads"):
         t.add_column(col, overflow="fold")
     for r in records:
         reads = ", ".join(r["reads"][:3]) + (f" (+{len(r['reads']) - 3})" if len(r["reads"]) > 3 else "")

@@ -110,6 +110,7 @@ class Graph:
     _parents: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set), repr=False)
     _children: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set), repr=False)
     _edge_index: dict[tuple[str, str], Edge] = field(default_factory=dict, repr=False)
+    _topo_cache: tuple[tuple[int, int], list[str]] | None = field(default=None, repr=False)
 
     def add_node(self, node: Node) -> None:
         self.nodes[node.id] = node
@@ -161,11 +162,23 @@ class Graph:
             level += 1
         return seen
 
-    def topological_order(self, ids: set[str] | None = None) -> list[str]:
-        """Node ids in dependency order (stable: ties broken by id)."""
+    def topological_order(self, ids: set[str] | list[str] | None = None) -> list[str]:
+        """Node ids in dependency order (stable: ties broken by id).
+
+        A subset keeps the order of the whole graph, so a node never comes before an
+        ancestor even when the nodes between them are not in the subset.
+        """
+        if getattr(self, "_topo_cache", None) is None or self._topo_cache[0] != (len(self.nodes), len(self.edges)):
+            self._topo_cache = ((len(self.nodes), len(self.edges)), self._topo(set(self.nodes)))
+        order = self._topo_cache[1]
+        if ids is None:
+            return list(order)
+        wanted = set(ids)
+        return [n for n in order if n in wanted]
+
+    def _topo(self, wanted: set[str]) -> list[str]:
         import heapq
 
-        wanted = set(self.nodes) if ids is None else set(ids)
         indeg = {n: 0 for n in wanted}
         for n in wanted:
             for p in self.parents(n):
