@@ -158,12 +158,26 @@ def detect_single_project(root: Path) -> ProjectSection | None:
             name = yaml.safe_load((root / "dbt_project.yml").read_text()).get("name") or root.name
         except Exception:  # noqa: BLE001 - the dbt provider reports the real parse error later
             name = root.name
-        return ProjectSection(name=str(name), format="dbt", path=".")
+        return ProjectSection(name=_project_name(str(name)), format="dbt", path=".")
     if any((root / f).exists() for f in ("config.yaml", "config.yml", "config.py")) and (
         root / "models"
     ).is_dir():
-        return ProjectSection(name=root.name.replace(" ", "_") or "project", format="sqlmesh", path=".")
+        return ProjectSection(name=_project_name(root.name), format="sqlmesh", path=".")
     return None
+
+
+def _project_name(text: str) -> str:
+    """A project name (``NAME_PATTERN``) from a directory or dbt project name.
+
+    >>> _project_name("shop.v2"), _project_name("2024 shop"), _project_name("")
+    ('shop_v2', '_2024_shop', 'project')
+    """
+    import re
+
+    name = re.sub(r"[^A-Za-z0-9_\-]", "_", text.strip())
+    if not name:
+        return "project"
+    return name if re.match(r"[A-Za-z_]", name) else f"_{name}"
 
 
 def load_config(root: Path) -> WorkspaceConfig:

@@ -86,4 +86,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    # Under `python -m splice.cli.main` this file runs as __main__, a second copy of the module:
+    # the commands register on the importable splice.cli.main, so run that one's group.
+    from splice.cli.main import main as _main
+
+    _main()

@@ -65,3 +65,9 @@ def render_lineage(result: dict[str, Any]) -> None:
             via = " [magenta](across binding)[/]" if h.get("across_binding") else ""
             line = f"{indent}{h['node']}{col} [{style}]{kind}[/]{via}{note}" if style else f"{indent}{h['node']}{col} {kind}{via}{note}"
             c.print(line, soft_wrap=True)
+    if result.get("upstream_origins"):
+        c.print(f"[bold]origins[/]: {', '.join(result['upstream_origins'])}")
+    if result.get("dashboards"):
+        c.print(f"[bold]dashboards[/]: {', '.join(result['dashboards'])}")
+    if result.get("opaque_reason"):
+        c.print(f"[red]{result['node']} is opaque: {result['opaque_reason']}[/]")

@@ -96,6 +96,10 @@ def graph_checks(graph: Graph, *, prod_relations: dict[str, str] | None = None, 
             continue
         if not graph.children(n.id):
             continue
+        if n.kind == "ingestion" and all(
+            graph.nodes[c].columns and all(graph.nodes[c].columns.values()) for c in graph.children(n.id)
+        ):
+            continue  # every reader of what the job loads declares its column types
         if not n.columns:
             checks.append(Check("SPL301", "warning", n.id, f"{n.id} declares no columns, so column lineage through it is weaker (SELECT * cannot expand, unqualified columns may be opaque).", _column_fix(n.tool, n.kind)))
         elif any(not t for t in n.columns.values()):
@@ -107,9 +111,13 @@ def graph_checks(graph: Graph, *, prod_relations: dict[str, str] | None = None, 
 def _column_fix(tool: str, kind: str) -> str:
     if tool == "sqlmesh":
         return "run `sqlmesh create_external_models` or add the columns to external_models.yaml"
+    if tool == "dbt" and kind == "seed":
+        return "give the seed's columns types with +column_types in dbt_project.yml (or column_types in its config)"
     if tool == "dbt":
         return "add columns with data_type to the source's YAML"
-    return "list the columns in splice.toml or let the job run once so its schema is known"
+    if tool == "dlt":
+        return "let the pipeline run once so its schema is known, or declare the columns where its tables are read (external_models.yaml, a dbt source's YAML)"
+    return "declare the columns where the job's tables are read (external_models.yaml in SQLMesh, data_type in a dbt source's YAML)"
 
 
 def lineage_checks(results: dict[str, Any]) -> list[Check]:

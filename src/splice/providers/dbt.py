@@ -33,13 +33,22 @@ def release_warehouse() -> None:
 
 
 def locked_error(exc: BaseException, where: str) -> WarehouseError | None:
+    """A WarehouseError naming the file and the holder, when ``exc`` is DuckDB's lock conflict.
+
+    >>> e = locked_error(IOError('IO Error: Could not set lock on file "/w/warehouse.duckdb": '
+    ...     'Conflicting lock is held in /usr/bin/python3 (PID 42). See also https://duckdb.org'), "x")
+    >>> e.message
+    'x: the warehouse file /w/warehouse.duckdb is locked by another process (PID 42).'
+    """
+    import re
+
     text = str(exc)
     if "Could not set lock" in text or "Conflicting lock" in text:
-        holder = ""
-        if "PID" in text:
-            holder = " by " + text[text.index("PID") :].split(")")[0].strip() + ")"
+        file = re.search(r'on file "([^"]+)"', text)
+        pid = re.search(r"\(PID (\d+)\)", text)
+        holder = f" (PID {pid.group(1)})" if pid else ""
         return WarehouseError(
-            f"{where}: the warehouse file is locked{holder}.",
+            f"{where}: the warehouse file {file.group(1) + ' ' if file else ''}is locked by another process{holder}.",
             fix="wait for the other process (dbt, sqlmesh, a notebook) to finish or close it; "
             "DuckDB allows one writer process at a time",
             retry=True,
@@ -97,11 +106,17 @@ class DbtProvider:
             err = locked_error(res.exception, f"dbt project {self.ctx.project_name!r}")
             if err:
                 raise err
+            text = str(res.exception)
+            fix = (
+                "fix the file dbt names, then check with `dbt parse` in that directory; "
+                "rerun with -v to see dbt's output"
+            )
+            if "dbt deps" in text:  # packages.yml lists packages that are not installed
+                fix = f"run `dbt deps` in {self.ctx.project_path} to install the packages of packages.yml"
             raise ProjectError(
                 f"dbt project {self.ctx.project_name!r} ({self.ctx.project_path}) failed to {label}: "
-                f"{_first_lines(str(res.exception))}",
-                fix="fix the file dbt names, then check with `dbt parse` in that directory; "
-                "rerun with -v to see dbt's output",
+                f"{_first_lines(text)}",
+                fix=fix,
             )
         res.captured = out.getvalue()
         return res
@@ -146,7 +161,7 @@ class DbtProvider:
         nodes: list[Node] = []
 
         def rel(text: str | None) -> Any:
-            if not text:
+            if not text or _reads_files(text, self.ctx.dialect):
                 return None
             return parse_relation(text, dialect=self.ctx.dialect)
 
@@ -166,7 +181,13 @@ class DbtProvider:
                     language="none",
                     path=s.original_file_path,
                     description=s.description or None,
-                    meta={"unique_id": uid, "loader": s.loader or None, "freshness": bool(s.freshness)},
+                    meta={
+                        "unique_id": uid,
+                        "loader": s.loader or None,
+                        "freshness": bool(s.freshness),
+                        # dbt-duckdb's external_location: the source reads files, not a relation
+                        "external_location": s.relation_name if r is None and s.relation_name else None,
+                    },
                 )
             )
         for uid, n in m.nodes.items():
@@ -179,7 +200,8 @@ class DbtProvider:
             if uid not in names:
                 continue
             kind = _KINDS[n.resource_type.value]
-            deps = [d for d in n.depends_on.nodes if d in names]
+            # seeds carry a MacroDependsOn (macros only, no .nodes)
+            deps = [d for d in (getattr(n.depends_on, "nodes", None) or []) if d in names]
             materialized = getattr(n.config, "materialized", None)
             lang = str(getattr(n, "language", "sql") or "sql")
             if kind == "seed":
@@ -195,7 +217,7 @@ class DbtProvider:
                     reads=[rel_of[d] for d in deps if rel_of.get(d) is not None],
                     depends_on=[f"{p}:{names[d]}" for d in deps],
                     tags=list(n.tags or []),
-                    columns={c.name: c.data_type or "" for c in n.columns.values()},
+                    columns=_seed_columns(n) if kind == "seed" else {c.name: c.data_type or "" for c in n.columns.values()},
                     dialect=self.ctx.dialect,
                     language=lang,
                     materialization=materialized,
@@ -285,6 +307,46 @@ class DbtProvider:
 
     def close(self) -> None:
         release_warehouse()
+
+
+def _reads_files(relation_name: str, dialect: str) -> bool:
+    """True when a relation_name is a table function or a file path, not a relation.
+
+    dbt-duckdb renders a source with ``meta.external_location`` as, e.g.,
+    ``read_csv_auto('data/refunds.csv')`` or ``'s3://bucket/x.parquet'``.
+
+    >>> _reads_files("read_csv_auto('data/refunds.csv')", "duckdb"), _reads_files("'x.parquet'", "duckdb")
+    (True, True)
+    >>> _reads_files('"jaffle"."raw"."orders"', "duckdb")
+    False
+    """
+    import sqlglot
+    from sqlglot import exp
+
+    text = relation_name.strip()
+    if text.startswith("'"):
+        return True
+    try:
+        table = sqlglot.parse_one(f"SELECT * FROM {text}", dialect=dialect).find(exp.Table)
+    except sqlglot.errors.ParseError:
+        return False  # parse_relation reports it
+    return table is None or not isinstance(table.this, exp.Identifier)
+
+
+def _seed_columns(n: Any) -> dict[str, str]:
+    """A seed's columns: the CSV header, typed by ``+column_types`` (or its YAML) where declared."""
+    import csv
+
+    typed = {str(k).lower(): str(v) for k, v in (getattr(n.config, "column_types", None) or {}).items()}
+    typed.update({c.name.lower(): c.data_type for c in n.columns.values() if c.data_type})
+    header: list[str] = []
+    try:
+        with open(Path(n.root_path) / n.original_file_path, newline="", encoding="utf-8") as fh:
+            header = next(csv.reader(fh), [])
+    except (OSError, csv.Error, UnicodeDecodeError):
+        pass
+    names = [h.strip() for h in header if h.strip()] or [c.name for c in n.columns.values()]
+    return {c: typed.get(c.lower(), "") for c in names}
 
 
 def _selector_for(node: Any) -> str:

@@ -38,7 +38,8 @@ def dlt_tables(
         schema = pipe.default_schema
     except Exception:  # noqa: BLE001
         return dataset, {}, facts
-    for tname, table in schema.data_tables().items() if hasattr(schema, "data_tables") else []:
+    for table in schema.data_tables():
+        tname = table["name"]
         cols = {c: str(spec.get("data_type", "")) for c, spec in table.get("columns", {}).items()}
         out[relation_from_parts(catalog, dataset, tname, dialect=dialect)] = cols
     facts["last_trace"] = None

@@ -46,11 +46,16 @@ class SqlmeshProvider:
         if lock:
             return lock
         text = " ".join(ln.strip() for ln in str(e).strip().splitlines()[:3] if ln.strip())
+        where = str(self.ctx.project_path)
+        fix = "fix the config or model file SQLMesh names"
+        config_file = _config_file(self.ctx.project_path) if _raised_by_config_loader(e) else None
+        if config_file is not None:  # SQLMesh's message names the key but not the file
+            where = str(config_file)
+            fix = f"correct {config_file.name}"
         return ProjectError(
-            f"SQLMesh project {self.ctx.project_name!r} ({self.ctx.project_path}) failed to {what}: "
+            f"SQLMesh project {self.ctx.project_name!r} ({where}) failed to {what}: "
             f"{type(e).__name__}: {text}",
-            fix="fix the config or model file SQLMesh names; `sqlmesh info` in that directory "
-            "shows the same error; rerun with -v for SQLMesh's output",
+            fix=f"{fix}; `sqlmesh info` in that directory shows the same error; rerun with -v for SQLMesh's output",
         )
 
     def naming(self, environment: str | None = None) -> Any:
@@ -96,7 +101,7 @@ class SqlmeshProvider:
                 col = tc.column
                 time_col = col.name if hasattr(col, "name") else str(col)
             reads: list[Relation] = [
-                self.view_relation(models[d]) if d in models else parse_relation(d, dialect=self.ctx.dialect)
+                self.view_relation(models[d]) if not _is_external(models[d]) else parse_relation(d, dialect=self.ctx.dialect)
                 for d in deps
             ] + [parse_relation(d, dialect=self.ctx.dialect) for d in ext_reads]
             name = ids[fqn].split(":", 1)[1]
@@ -130,18 +135,28 @@ class SqlmeshProvider:
                 },
             )
             nodes.append(node)
+            seen_audits: dict[str, int] = {}
             for audit_name, _args in m.audits:
-                aid = f"{p}:audit:{name}.{audit_name}"
+                # the same audit may be applied twice (accepted_range on two columns): number
+                # the repeats so that no audit replaces another in the graph
+                seen_audits[audit_name] = seen_audits.get(audit_name, 0) + 1
+                label = audit_name if seen_audits[audit_name] == 1 else f"{audit_name}_{seen_audits[audit_name]}"
+                aid = f"{p}:audit:{name}.{label}"
                 nodes.append(
                     Node(
                         id=aid,
                         project=p,
-                        name=f"audit:{name}.{audit_name}",
+                        name=f"audit:{name}.{label}",
                         kind="audit",
                         tool="sqlmesh",
                         depends_on=[ids[fqn]],
                         language="none",
-                        meta={"audit": audit_name, "model": ids[fqn], "blocking": True},
+                        meta={
+                            "audit": audit_name,
+                            "model": ids[fqn],
+                            "blocking": True,
+                            "args": {k: (v.sql(dialect=m.dialect) if hasattr(v, "sql") else str(v)) for k, v in _args.items()},
+                        },
                     )
                 )
         self._ids = ids
@@ -160,7 +175,9 @@ class SqlmeshProvider:
                     continue
                 try:
                     model = ctx.models[fqn]
-                    q = ctx.render(model)
+                    # Render against model names (the virtual layer), not the snapshots'
+                    # physical tables: lineage joins on the relations other projects read.
+                    q = model.render_query_or_raise(engine_adapter=ctx.engine_adapter)
                     out[n.id] = RenderedSQL(n.id, q.sql(dialect=model.dialect or self.ctx.dialect), model.dialect or self.ctx.dialect)
                 except Exception as e:  # noqa: BLE001 - one bad model is opaque, never a crash
                     out[n.id] = RenderedSQL(n.id, None, self.ctx.dialect, f"SQLMesh could not render it: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
@@ -188,6 +205,25 @@ class SqlmeshProvider:
                 self._context.close()
             finally:
                 self._context = None
+
+
+def _is_external(model: Any) -> bool:
+    name = model.kind.name.value if hasattr(model.kind.name, "value") else str(model.kind.name)
+    return name.upper() == "EXTERNAL"
+
+
+def _raised_by_config_loader(e: BaseException) -> bool:
+    """True when ``e`` came out of SQLMesh's config loading (config.yaml / config.py)."""
+    tb = e.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename.replace("\\", "/").endswith("sqlmesh/core/config/loader.py"):
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def _config_file(project: Path) -> Path | None:
+    return next((project / f for f in ("config.yaml", "config.yml", "config.py") if (project / f).exists()), None)
 
 
 def _short_name(model: Any, default_catalog: str | None) -> str:

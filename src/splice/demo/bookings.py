@@ -1,0 +1,195 @@
+"""The marketplace's bookings: deterministic, seeded, loaded into ``raw.bookings``.
+
+Every calendar day gets its own ``random.Random`` seeded from (seed, day), so regenerating a
+single day gives exactly the rows a full build gave it.  Volume follows a weekly pattern
+(Sundays and Mondays busy, Saturdays quiet) and a summer that fades into September; prices
+are set in the local currency (a list price in USD converted once at the 2026-06-30 ECB
+rate and rounded to the currency's minor unit), so GMV in USD moves with FX.
+
+``raw.bookings``: ``booking_id TEXT, booked_at TIMESTAMP, booking_date DATE, currency TEXT,
+amount DOUBLE`` (local currency) and ``channel TEXT`` (web, app, partner).
+
+>>> rows = generate_bookings(date(2026, 9, 28), date(2026, 9, 28))
+>>> rows == generate_bookings(date(2026, 9, 28), date(2026, 9, 28))
+True
+>>> rows[0].booking_id, rows[0].booking_date
+('BK-20260928-00001', datetime.date(2026, 9, 28))
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import sys
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from typing import NamedTuple
+
+from splice.demo.ecb import CURRENCIES, rates_to_usd
+from splice.demo.layout import BOOKINGS_SEED, Q3_END, Q3_START, days_between, warehouse_path
+
+#: Share of bookings per currency (a travel marketplace: dollars, euros and pounds dominate).
+CURRENCY_WEIGHTS: dict[str, float] = {
+    "USD": 24.0,
+    "EUR": 20.0,
+    "GBP": 10.0,
+    "JPY": 4.5,
+    "AUD": 4.0,
+    "CAD": 4.0,
+    "CHF": 2.5,
+    "CNY": 3.0,
+    "HKD": 1.5,
+    "SGD": 1.8,
+    "INR": 3.0,
+    "KRW": 2.0,
+    "MXN": 2.0,
+    "BRL": 2.0,
+    "SEK": 1.5,
+    "NOK": 1.2,
+    "DKK": 1.2,
+    "PLN": 1.5,
+    "CZK": 0.9,
+    "HUF": 0.7,
+    "RON": 0.6,
+    "TRY": 1.0,
+    "ILS": 0.8,
+    "ZAR": 0.9,
+    "NZD": 1.0,
+    "THB": 1.3,
+    "MYR": 0.8,
+    "IDR": 0.9,
+    "PHP": 0.7,
+    "ISK": 0.3,
+}
+#: Currencies priced in whole units.
+ZERO_DECIMALS = frozenset({"JPY", "KRW", "IDR", "HUF", "ISK"})
+#: Bookings per weekday relative to an average day (Monday first).
+WEEKLY = (1.12, 0.97, 0.94, 0.96, 1.0, 0.82, 1.19)
+CHANNELS = (("web", 0.52), ("app", 0.38), ("partner", 0.10))
+PRICE_LIST_DAY = date(2026, 6, 30)
+BASE_PER_DAY = 1000
+
+assert set(CURRENCY_WEIGHTS) == set(CURRENCIES)
+
+
+class Booking(NamedTuple):
+    booking_id: str
+    booked_at: datetime
+    booking_date: date
+    currency: str
+    amount: float
+    channel: str
+
+
+def bookings_per_day(day: date, rng: random.Random) -> int:
+    """How many bookings ``day`` gets: weekly pattern x summer trend x a little noise."""
+    summer = 1.15 - 0.3 * (day - Q3_START).days / ((Q3_END - Q3_START).days or 1)
+    return max(1, round(BASE_PER_DAY * WEEKLY[day.weekday()] * summer * rng.gauss(1.0, 0.04)))
+
+
+def _day_bookings(day: date, seed: int, price_list: dict[str, float]) -> list[Booking]:
+    rng = random.Random(f"splice-demo-bookings:{seed}:{day.isoformat()}")
+    n = bookings_per_day(day, rng)
+    currencies = rng.choices(list(CURRENCY_WEIGHTS), weights=list(CURRENCY_WEIGHTS.values()), k=n)
+    channels = rng.choices([c for c, _ in CHANNELS], weights=[w for _, w in CHANNELS], k=n)
+    seconds = sorted(rng.randrange(86_400) for _ in range(n))
+    midnight = datetime(day.year, day.month, day.day)
+    out: list[Booking] = []
+    for i in range(n):
+        cur = currencies[i]
+        usd = min(max(rng.lognormvariate(math.log(260.0), 0.65), 25.0), 9_000.0)
+        local = usd / price_list[cur]
+        amount = float(round(local)) if cur in ZERO_DECIMALS else round(local, 2)
+        out.append(
+            Booking(
+                booking_id=f"BK-{day:%Y%m%d}-{i + 1:05d}",
+                booked_at=midnight + timedelta(seconds=seconds[i]),
+                booking_date=day,
+                currency=cur,
+                amount=amount,
+                channel=channels[i],
+            )
+        )
+    return out
+
+
+def generate_bookings(start: date, end: date, seed: int = BOOKINGS_SEED) -> list[Booking]:
+    """Every booking made from ``start`` to ``end`` (both included), in booking order."""
+    price_list = rates_to_usd(PRICE_LIST_DAY)
+    assert price_list is not None
+    rows: list[Booking] = []
+    for day in days_between(start, end):
+        rows.extend(_day_bookings(day, seed, price_list))
+    return rows
+
+
+DDL = """
+CREATE SCHEMA IF NOT EXISTS raw;
+CREATE TABLE IF NOT EXISTS raw.bookings (
+    booking_id   TEXT NOT NULL,
+    booked_at    TIMESTAMP NOT NULL,
+    booking_date DATE NOT NULL,
+    currency     TEXT NOT NULL,
+    amount       DOUBLE NOT NULL,
+    channel      TEXT NOT NULL
+);
+"""
+
+
+@dataclass
+class BookingsResult:
+    start: date
+    end: date
+    rows: int
+
+
+def load_bookings(
+    workspace: Path, start: date, end: date, seed: int = BOOKINGS_SEED
+) -> BookingsResult:
+    """Replace the bookings of ``start .. end`` in ``raw.bookings`` with freshly generated ones."""
+    import duckdb
+    import pandas as pd
+
+    rows = generate_bookings(start, end, seed)
+    frame = pd.DataFrame(rows, columns=list(Booking._fields))
+    frame["booking_date"] = pd.to_datetime(frame["booking_date"])
+    con = duckdb.connect(str(warehouse_path(workspace)))
+    try:
+        con.execute(DDL)
+        con.execute("BEGIN TRANSACTION")
+        con.execute("DELETE FROM raw.bookings WHERE booking_date BETWEEN ? AND ?", [start, end])
+        con.register("new_bookings", frame)
+        con.execute(
+            "INSERT INTO raw.bookings SELECT booking_id, booked_at::TIMESTAMP, "
+            "booking_date::DATE, currency, amount::DOUBLE, channel FROM new_bookings "
+            "ORDER BY booked_at, booking_id"
+        )
+        con.execute("COMMIT")
+    finally:
+        con.close()
+    return BookingsResult(start=start, end=end, rows=len(rows))
+
+
+def main(argv: list[str] | None = None, *, workspace: Path | None = None) -> int:
+    """Command line of ``ingest/load_bookings.py``."""
+    from splice.demo.layout import parse_day
+    from splice.errors import SpliceError
+
+    parser = argparse.ArgumentParser(
+        prog="load_bookings.py",
+        description="Regenerate the (deterministic) bookings of a date range into raw.bookings.",
+    )
+    parser.add_argument("--start", required=True, help="first day, YYYY-MM-DD")
+    parser.add_argument("--end", required=True, help="last day, YYYY-MM-DD (included)")
+    parser.add_argument("--seed", type=int, default=BOOKINGS_SEED)
+    parser.add_argument("--workspace", type=Path, default=workspace or Path.cwd())
+    args = parser.parse_args(argv)
+    try:
+        res = load_bookings(args.workspace, parse_day(args.start), parse_day(args.end), args.seed)
+    except SpliceError as e:
+        print(f"load_bookings: {e.one_line()}", file=sys.stderr)
+        return 2
+    print(f"load_bookings: loaded {res.rows} bookings for {res.start} .. {res.end}")
+    return 0

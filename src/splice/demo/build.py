@@ -1,0 +1,419 @@
+"""Write the travel-marketplace workspace and build Q3 2026 in it, end to end.
+
+The steps run one after another in this process (DuckDB lets one process write the file):
+write the files, set the vendor's behaviour, load the rates (dlt, through the vendor over
+HTTP), load the bookings, plan SQLMesh's prod environment, ``dbt build`` the finance project,
+then check the warehouse and record what was built in ``.splice/demo.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from importlib import resources
+from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import Any
+
+from splice.demo.capture import ToolOutput
+from splice.demo.ecb import CURRENCIES
+from splice.demo.layout import (
+    BOOKINGS_SEED,
+    CATALOG,
+    CONFIG_FILE,
+    EXECUTION_TIME,
+    FINANCE_DIR,
+    LOG_FILE,
+    PRICING_DIR,
+    Q3_END,
+    Q3_START,
+    RECORD_FILE,
+    DemoError,
+    warehouse_path,
+)
+from splice.demo.vendor import check_incident, set_incident
+from splice.errors import ConfigError, SpliceError
+
+#: The top-level entries a demo workspace consists of (``force`` replaces only these).
+DEMO_ENTRIES = (
+    CONFIG_FILE,
+    "README.md",
+    ".gitignore",
+    "warehouse.duckdb",
+    "warehouse.duckdb.wal",
+    "ingest",
+    "vendor",
+    PRICING_DIR,
+    FINANCE_DIR,
+    ".splice",
+)
+
+GITIGNORE = """\
+# built by `splice demo`; rebuild with `splice demo DIR --force`
+warehouse.duckdb
+warehouse.duckdb.wal
+.splice/
+pricing/.cache/
+pricing/logs/
+finance/target/
+finance/logs/
+__pycache__/
+"""
+
+
+@dataclass
+class DemoResult:
+    """What :func:`build_demo` built."""
+
+    workspace: Path
+    warehouse: Path
+    log_path: Path
+    incident: str | None
+    start: date
+    end: date
+    counts: dict[str, int] = field(default_factory=dict)
+    steps: dict[str, float] = field(default_factory=dict)  # step -> seconds
+    elapsed_seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready summary (for ``splice demo --json``)."""
+        return {
+            "workspace": str(self.workspace),
+            "warehouse": str(self.warehouse),
+            "log_path": str(self.log_path),
+            "incident": self.incident,
+            "start": self.start.isoformat(),
+            "end": self.end.isoformat(),
+            "counts": dict(self.counts),
+            "steps": dict(self.steps),
+            "elapsed_seconds": self.elapsed_seconds,
+        }
+
+
+# -- writing the files ---------------------------------------------------------------------
+def _templates() -> Traversable:
+    return resources.files("splice.demo").joinpath("templates")
+
+
+_RENDERED = {"profiles.yml.tmpl"}  # written by _write_profiles, not copied
+
+
+def _copy_tree(src: Traversable, dest: Path) -> list[Path]:
+    written: list[Path] = []
+    dest.mkdir(parents=True, exist_ok=True)
+    for item in sorted(src.iterdir(), key=lambda t: t.name):
+        if item.name == "__pycache__":
+            continue
+        if item.is_dir():
+            written += _copy_tree(item, dest / item.name)
+        else:
+            if item.name in _RENDERED:
+                continue
+            name = item.name.removesuffix(".tmpl")
+            (dest / name).write_bytes(item.read_bytes())
+            written.append(dest / name)
+    return written
+
+
+def _looks_like_demo(directory: Path) -> bool:
+    if (directory / RECORD_FILE).exists():
+        return True
+    cfg = directory / CONFIG_FILE
+    try:
+        return cfg.exists() and 'name = "travel"' in cfg.read_text()
+    except OSError:
+        return False
+
+
+def _prepare_directory(directory: Path, force: bool) -> None:
+    if directory.exists() and not directory.is_dir():
+        raise ConfigError(
+            f"{directory} exists and is not a directory.", fix="pass a new or empty directory"
+        )
+    if not directory.exists():
+        directory.mkdir(parents=True)
+        return
+    if not any(directory.iterdir()):
+        return
+    if not force:
+        raise ConfigError(
+            f"{directory} is not empty.",
+            fix="pass a new or empty directory, or --force to replace a demo workspace built there",
+        )
+    if not _looks_like_demo(directory):
+        raise ConfigError(
+            f"{directory} is not empty and is not a demo workspace, so --force will not touch it.",
+            fix="pass a new or empty directory",
+        )
+    for name in DEMO_ENTRIES:
+        path = directory / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.exists() or path.is_symlink():
+            path.unlink()
+
+
+PROFILES = f"{FINANCE_DIR}/profiles.yml"
+WAREHOUSE_PLACEHOLDER = "__WAREHOUSE__"
+
+
+def _write_profiles(workspace: Path) -> Path:
+    text = _templates().joinpath(FINANCE_DIR, "profiles.yml.tmpl").read_text()
+    # a JSON string is a valid double-quoted YAML scalar
+    text = text.replace(WAREHOUSE_PLACEHOLDER, json.dumps(str(warehouse_path(workspace))))
+    path = workspace / PROFILES
+    path.write_text(text)
+    return path
+
+
+def relocate(workspace: Path) -> None:
+    """Point a moved or copied demo workspace at its own warehouse.
+
+    dbt resolves a relative DuckDB path against the working directory, so the finance
+    project's profiles.yml holds the warehouse's absolute path; this rewrites it.
+    (SQLMesh's config.py and the ingestion scripts find the warehouse from their own
+    location and need nothing.)
+    """
+    workspace = Path(workspace).resolve()
+    if not (workspace / PROFILES).exists():
+        raise ConfigError(
+            f"{workspace} is not a demo workspace (no {PROFILES}).",
+            fix="pass the directory `splice demo` built",
+        )
+    _write_profiles(workspace)
+
+
+def write_workspace(directory: Path, *, incident: str | None = None) -> list[Path]:
+    """Write the workspace's files (nothing is built); returns the files written."""
+    check_incident(incident)
+    directory = Path(directory).resolve()
+    written = _copy_tree(_templates(), directory)
+    written.append(_write_profiles(directory))
+    (directory / ".gitignore").write_text(GITIGNORE)
+    written.append(directory / ".gitignore")
+    written.append(set_incident(directory, incident))
+    return written
+
+
+# -- the tool steps ------------------------------------------------------------------------
+def _build_pricing(workspace: Path, out: ToolOutput) -> int:
+    from rich.console import Console as RichConsole
+    from sqlmesh import Context
+    from sqlmesh.core.console import TerminalConsole, get_console, set_console
+
+    previous = get_console()
+    rich = RichConsole(file=out.stream, force_terminal=False, no_color=True, width=120)
+    set_console(TerminalConsole(console=rich))
+    try:
+        ctx = Context(paths=str(workspace / PRICING_DIR))
+        try:
+            ctx.plan("prod", auto_apply=True, no_prompts=True, execution_time=EXECUTION_TIME)
+            return sum(1 for m in ctx.models.values() if m.kind.name != "EXTERNAL")
+        finally:
+            ctx.close()
+    finally:
+        set_console(previous)
+
+
+def _build_finance(workspace: Path, out: ToolOutput) -> int:
+    from dbt.cli.main import dbtRunner
+
+    project = workspace / FINANCE_DIR
+
+    def to_log(msg: Any) -> None:
+        if msg.info.level in ("info", "warn", "error") and msg.info.msg:
+            out.write(f"dbt [{msg.info.level}] {msg.info.msg}")
+
+    try:
+        res = dbtRunner(callbacks=[to_log]).invoke(
+            [
+                "build",
+                "--project-dir",
+                str(project),
+                "--profiles-dir",
+                str(project),
+                "--target",
+                "prod",
+                "--log-level",
+                "none",
+                "--no-use-colors",
+                "--log-path",
+                str(project / "logs"),
+                "--target-path",
+                str(project / "target"),
+            ]
+        )
+    finally:
+        from dbt.adapters.duckdb.connections import DuckDBConnectionManager
+
+        DuckDBConnectionManager.close_all_connections()
+    if res.exception is not None:
+        raise DemoError(f"dbt build raised {type(res.exception).__name__}: {res.exception}")
+    results = list(getattr(res.result, "results", []) or [])
+    bad = [
+        f"{r.node.unique_id} ({r.status})" for r in results if str(r.status) in ("error", "fail")
+    ]
+    if not res.success or bad:
+        more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
+        raise DemoError(
+            "dbt build did not succeed: " + (", ".join(bad[:5]) + more or "see the log")
+        )
+    return len(results)
+
+
+def _check_warehouse(workspace: Path) -> dict[str, int]:
+    import duckdb
+
+    con = duckdb.connect(str(warehouse_path(workspace)))
+    try:
+
+        def one(sql: str) -> int:
+            row = con.execute(sql).fetchone()
+            return int(row[0]) if row and row[0] is not None else 0
+
+        counts = {
+            "currencies": one(f"SELECT COUNT(DISTINCT currency) FROM {CATALOG}.raw.fx_rates"),
+            "rate_days": one(f"SELECT COUNT(DISTINCT rate_date) FROM {CATALOG}.raw.fx_rates"),
+            "fx_rates": one(f"SELECT COUNT(*) FROM {CATALOG}.raw.fx_rates"),
+            "bookings": one(f"SELECT COUNT(*) FROM {CATALOG}.raw.bookings"),
+            "booking_days": one(f"SELECT COUNT(DISTINCT booking_date) FROM {CATALOG}.raw.bookings"),
+            "gmv_days": one(
+                f"SELECT COUNT(DISTINCT booking_date) FROM {CATALOG}.marts.agg_gmv_daily"
+            ),
+            "converted_bookings": one(f"SELECT COUNT(*) FROM {CATALOG}.marts.fct_bookings_usd"),
+            "qtd_days": one(f"SELECT COUNT(*) FROM {CATALOG}.finance.fct_gmv_qtd"),
+        }
+    finally:
+        con.close()
+    days = (Q3_END - Q3_START).days + 1
+    problems = [
+        f"{k} = {counts[k]}, expected {v}"
+        for k, v in {
+            "booking_days": days,
+            "gmv_days": days,
+            "qtd_days": days,
+            "converted_bookings": counts["bookings"],
+            "currencies": len(CURRENCIES),
+        }.items()
+        if counts[k] != v
+    ]
+    if problems:
+        raise DemoError("the warehouse is incomplete: " + "; ".join(problems))
+    return counts
+
+
+# -- the build -----------------------------------------------------------------------------
+def build_demo(
+    directory: Path,
+    *,
+    incident: str | None = None,
+    force: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> DemoResult:
+    """Write the demo workspace into ``directory`` and build Q3 2026 in it.
+
+    ``incident="stale-rates"`` switches the vendor to re-serve Friday 2026-09-25's rates on
+    2026-09-28 and 2026-09-29 before anything is loaded.  ``force`` replaces a demo workspace
+    already in ``directory`` (and refuses to touch a directory that is not one).  ``progress``
+    receives one line per step; the tools' own output goes to ``.splice/logs/demo.log``.
+    """
+    t0 = time.perf_counter()
+    check_incident(incident)
+    workspace = Path(directory).expanduser().resolve()
+    _prepare_directory(workspace, force)
+    log_path = workspace / LOG_FILE
+    result = DemoResult(
+        workspace=workspace,
+        warehouse=warehouse_path(workspace),
+        log_path=log_path,
+        incident=incident,
+        start=Q3_START,
+        end=Q3_END,
+    )
+
+    with ToolOutput(log_path) as out:
+
+        def say(message: str) -> None:
+            if progress is not None:
+                with out.released():
+                    progress(message)
+
+        @contextmanager
+        def step(name: str, message: str) -> Iterator[None]:
+            say(message)
+            out.write(f"\n===== {datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ} step {name}: {message}")
+            s0 = time.perf_counter()
+            try:
+                yield
+            except Exception as e:  # noqa: BLE001 - every failure becomes a SpliceError below
+                out.write(f"step {name} failed: {type(e).__name__}: {e}")
+                import traceback
+
+                out.write(traceback.format_exc())
+                detail = e.message if isinstance(e, SpliceError) else f"{type(e).__name__}: {e}"
+                raise DemoError(
+                    f"building the demo failed at step '{name}': {detail} "
+                    f"(the tools' output is in {log_path}).",
+                    fix=f"read {log_path}; then rebuild with --force",
+                    retry=isinstance(e, SpliceError) and e.retry,
+                ) from e
+            finally:
+                result.steps[name] = round(time.perf_counter() - s0, 3)
+
+        with step("workspace", f"Writing the workspace to {workspace}"):
+            write_workspace(workspace, incident=incident)
+        if incident:
+            say(f"Incident {incident!r} is switched on at the vendor (vendor/vendor.json)")
+
+        with step("rates", f"Loading FX rates {Q3_START} .. {Q3_END} from the vendor (dlt)"):
+            from splice.demo.ingest import ingest_fx_rates
+
+            rates = ingest_fx_rates(workspace, Q3_START, Q3_END)
+            result.counts["rate_days"] = len(rates.days_loaded)
+
+        with step("bookings", f"Loading bookings {Q3_START} .. {Q3_END}"):
+            from splice.demo.bookings import load_bookings
+
+            result.counts["bookings"] = load_bookings(workspace, Q3_START, Q3_END).rows
+
+        with step("pricing", "Building pricing: SQLMesh plan for prod"):
+            result.counts["sqlmesh_models"] = _build_pricing(workspace, out)
+
+        with step("finance", "Building finance: dbt build (prod)"):
+            result.counts["dbt_nodes"] = _build_finance(workspace, out)
+
+        with step("check", "Checking the warehouse"):
+            result.counts.update(_check_warehouse(workspace))
+
+        result.elapsed_seconds = round(time.perf_counter() - t0, 3)
+        record = {
+            "version": 1,
+            "built_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "workspace": str(workspace),
+            "quarter": "2026-Q3",
+            "start": Q3_START.isoformat(),
+            "end": Q3_END.isoformat(),
+            "execution_time": EXECUTION_TIME.isoformat(),
+            "incident": incident,
+            "bookings_seed": BOOKINGS_SEED,
+            "currencies": list(CURRENCIES),
+            "stale_rate_days": {
+                d.isoformat(): a.isoformat() for d, a in sorted(rates.stale_days.items())
+            },
+            "built": {
+                "ingestion": ["fx_rates_ingest", "bookings_load"],
+                "pricing": {"environment": "prod"},
+                "finance": {"target": "prod"},
+            },
+            "counts": result.counts,
+            "steps": result.steps,
+            "elapsed_seconds": result.elapsed_seconds,
+        }
+        (workspace / RECORD_FILE).write_text(json.dumps(record, indent=2) + "\n")
+        say(f"Built the demo in {result.elapsed_seconds:.1f} s")
+    return result

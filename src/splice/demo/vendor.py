@@ -1,0 +1,260 @@
+"""The demo's FX rates vendor: a small HTTP API on 127.0.0.1 serving real ECB rates.
+
+``GET /v1/rates?date=YYYY-MM-DD`` answers, for a day the ECB published::
+
+    {"date": "2026-09-25", "as_of": "2026-09-25", "base": "USD",
+     "rates": {"EUR": 1.1403, "GBP": 1.3252..., "USD": 1.0, ...}}
+
+where each rate is how many US dollars one unit of the currency is worth.  On a day the
+ECB did not publish (weekends, TARGET holidays, dates outside the data) it answers 404 with
+a JSON error, as the real feed has nothing for that day.
+
+What the vendor does is read from ``vendor/vendor.json`` in the workspace at every request,
+so an incident can be switched on or off while it runs::
+
+    {"incident": "stale-rates",
+     "freeze": {"from": "2026-09-28", "to": "2026-09-29", "serve_as_of": "2026-09-25"}}
+
+makes it answer the 28th and the 29th with Friday 2026-09-25's rates (and ``as_of``
+2026-09-25); ``{"incident": null, "freeze": null}`` (or no file) is the honest vendor.
+
+>>> status, body = respond("/v1/rates?date=2026-09-26", {})
+>>> status, body["error"]
+(404, 'no rates published for 2026-09-26 (not an ECB business day)')
+>>> status, body = respond("/v1/rates?date=2026-09-28", INCIDENTS["stale-rates"])
+>>> status, body["date"], body["as_of"], len(body["rates"])
+(200, '2026-09-28', '2026-09-25', 30)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import threading
+from datetime import date
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from splice.demo.ecb import CURRENCIES, rates_to_usd
+from splice.demo.layout import DEFAULT_VENDOR_PORT, VENDOR_FILE, VENDOR_PATH, DemoError
+from splice.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+CLEAN: dict[str, Any] = {"incident": None, "freeze": None}
+
+#: The incidents the demo knows, as the vendor.json that switches each on.
+INCIDENTS: dict[str, dict[str, Any]] = {
+    # Monday 2026-09-28 and Tuesday the 29th: the vendor re-serves Friday's rates.
+    "stale-rates": {
+        "incident": "stale-rates",
+        "freeze": {"from": "2026-09-28", "to": "2026-09-29", "serve_as_of": "2026-09-25"},
+    },
+}
+
+
+def check_incident(name: str | None) -> None:
+    """Raise a ConfigError naming the known incidents if ``name`` is not one of them.
+
+    >>> check_incident("stale-rates")
+    >>> check_incident("stale-rate")
+    Traceback (most recent call last):
+    ...
+    splice.errors.ConfigError: unknown incident 'stale-rate'.
+    """
+    if name is not None and name not in INCIDENTS:
+        known = ", ".join(sorted(INCIDENTS))
+        raise ConfigError(f"unknown incident {name!r}.", fix=f"use one of: {known}")
+
+
+def settings_path(workspace: Path) -> Path:
+    return Path(workspace) / VENDOR_FILE
+
+
+def read_settings(workspace: Path) -> dict[str, Any]:
+    """The vendor's current behaviour (the honest vendor if there is no vendor.json)."""
+    path = settings_path(workspace)
+    if not path.exists():
+        return dict(CLEAN)
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise DemoError(
+            f"{path}: not valid JSON: {e}.",
+            fix="correct it, or reset it with splice.demo.set_incident(workspace, None)",
+        ) from e
+    if not isinstance(data, dict):
+        raise DemoError(f"{path}: expected a JSON object.", fix="reset it with set_incident")
+    return data
+
+
+def set_incident(workspace: Path, name: str | None) -> Path:
+    """Switch the vendor of ``workspace`` to incident ``name`` (None: the honest vendor).
+
+    Takes effect at the vendor's next request; returns the path of vendor.json.
+    """
+    check_incident(name)
+    path = settings_path(workspace)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    settings = INCIDENTS[name] if name else CLEAN
+    path.write_text(json.dumps(settings, indent=2) + "\n")
+    return path
+
+
+def _frozen_as_of(day: date, settings: dict[str, Any]) -> date | None:
+    freeze = settings.get("freeze")
+    if not freeze:
+        return None
+    try:
+        lo = date.fromisoformat(freeze["from"])
+        hi = date.fromisoformat(freeze["to"])
+        as_of = date.fromisoformat(freeze["serve_as_of"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise DemoError(
+            f"vendor.json: 'freeze' needs dates 'from', 'to' and 'serve_as_of' ({e}).",
+            fix="reset it with set_incident",
+        ) from e
+    return as_of if lo <= day <= hi else None
+
+
+def respond(target: str, settings: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """The status and JSON body the vendor answers for request target ``target``."""
+    url = urlsplit(target)
+    if url.path.rstrip("/") != VENDOR_PATH:
+        return 404, {"error": f"no such endpoint {url.path!r}; try {VENDOR_PATH}?date=YYYY-MM-DD"}
+    values = parse_qs(url.query).get("date", [])
+    if len(values) != 1:
+        return 400, {"error": "pass exactly one date=YYYY-MM-DD"}
+    try:
+        day = date.fromisoformat(values[0])
+    except ValueError:
+        return 400, {"error": f"{values[0]!r} is not a date (YYYY-MM-DD)"}
+    if rates_to_usd(day) is None:
+        return 404, {"error": f"no rates published for {day} (not an ECB business day)"}
+    as_of = _frozen_as_of(day, settings) or day
+    rates = rates_to_usd(as_of)
+    if rates is None:  # a freeze pointing at a day without rates
+        return 500, {"error": f"vendor misconfigured: no rates for as_of {as_of}"}
+    return 200, {
+        "date": day.isoformat(),
+        "as_of": as_of.isoformat(),
+        "base": "USD",
+        "rates": {cur: rates[cur] for cur in sorted(rates)},
+    }
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: VendorHTTPServer
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:  # noqa: N802 - the http.server API
+        try:
+            status, body = respond(self.path, read_settings(self.server.workspace))
+        except DemoError as e:
+            status, body = 500, {"error": e.message}
+        payload = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the http.server API
+        log.debug("vendor: " + format, *args)
+
+
+class VendorHTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, workspace: Path, host: str, port: int) -> None:
+        self.workspace = Path(workspace)
+        super().__init__((host, port), _Handler)
+
+
+class Vendor:
+    """The vendor running in a background thread; use as a context manager.
+
+    >>> import tempfile, urllib.request
+    >>> with tempfile.TemporaryDirectory() as ws, Vendor(Path(ws)) as v:
+    ...     body = json.load(urllib.request.urlopen(v.url + "?date=2026-09-25"))
+    >>> body["as_of"], body["rates"]["USD"]
+    ('2026-09-25', 1.0)
+    """
+
+    def __init__(self, workspace: Path, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.workspace = Path(workspace)
+        self.host = host
+        self.port = port
+        self._server: VendorHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        """The rates endpoint, e.g. ``http://127.0.0.1:54321/v1/rates``."""
+        if self._server is None:
+            raise DemoError("the vendor is not running.", fix="start it first")
+        return f"http://{self.host}:{self._server.server_address[1]}{VENDOR_PATH}"
+
+    def start(self) -> Vendor:
+        try:
+            self._server = VendorHTTPServer(self.workspace, self.host, self.port)
+        except OSError as e:
+            raise DemoError(
+                f"the rates vendor could not listen on {self.host}:{self.port}: {e}.",
+                fix="pick another port (0 picks a free one)",
+                retry=True,
+            ) from e
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="splice-demo-vendor",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> Vendor:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m splice.demo.vendor WORKSPACE [--port N]``: serve until interrupted."""
+    parser = argparse.ArgumentParser(prog="python -m splice.demo.vendor", description=__doc__)
+    parser.add_argument(
+        "workspace", type=Path, help="the demo workspace (reads vendor/vendor.json)"
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=DEFAULT_VENDOR_PORT)
+    args = parser.parse_args(argv)
+    server = VendorHTTPServer(args.workspace, args.host, args.port)
+    port = server.server_address[1]
+    print(
+        f"serving ECB rates for {len(CURRENCIES)} currencies on "
+        f"http://{args.host}:{port}{VENDOR_PATH} (vendor.json: {settings_path(args.workspace)})"
+    )
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

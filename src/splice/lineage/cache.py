@@ -1,0 +1,53 @@
+"""Content hashes for column lineage, so an unchanged model is never analysed twice.
+
+The caller keeps ``{lineage_key(...): ModelLineage.to_dict()}`` (Splice keeps it in its SQLite
+state) and only calls :func:`~splice.lineage.analyse_model` on a miss.  The key covers everything
+the result depends on: the SQL text, the dialect, the columns and types of the tables it reads
+(normalised, so key order and identifier case do not matter), the defaults for 1- and 2-part
+names, the output relation, and the engine and sqlglot versions.
+
+>>> s = {"warehouse": {"raw": {"t": {"a": "INT"}}}}
+>>> k = lineage_key("SELECT a FROM raw.t", "duckdb", s, default_catalog="warehouse")
+>>> len(k), k == lineage_key("SELECT a FROM raw.t", "duckdb", {"WAREHOUSE": {"RAW": {"T": {"A": "INT"}}}},
+...                          default_catalog="warehouse")
+(64, True)
+>>> k == lineage_key("SELECT a FROM raw.t", "duckdb", {"warehouse": {"raw": {"t": {"a": "TEXT"}}}},
+...                  default_catalog="warehouse")
+False
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import sqlglot
+
+from splice.graph.model import Relation
+from splice.lineage.schema import normalise_schema
+from splice.lineage.types import ENGINE_VERSION
+
+
+def lineage_key(
+    sql_text: str | None,
+    dialect: str,
+    schema_subset: Any = None,
+    *,
+    default_catalog: str | None = None,
+    default_schema: str | None = None,
+    output: Relation | None = None,
+) -> str:
+    """sha256 (hex) of the normalised inputs of :func:`~splice.lineage.analyse_model`."""
+    payload = {
+        "engine": ENGINE_VERSION,
+        "sqlglot": sqlglot.__version__,
+        "dialect": dialect,
+        "sql": (sql_text or "").strip(),
+        "schema": normalise_schema(schema_subset, dialect, default_catalog=default_catalog),
+        "catalog": default_catalog,
+        "db": default_schema,
+        "output": output.key if output is not None else None,
+    }
+    blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(blob.encode()).hexdigest()

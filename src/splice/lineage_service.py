@@ -1,0 +1,512 @@
+"""Column lineage for a whole workspace: render each model once, analyse it once, cache it.
+
+The engine (:mod:`splice.lineage`) analyses one query; this module feeds it:
+
+1. the SQL each tool renders (dbt compiled SQL, SQLMesh rendered SQL), itself cached by the
+   inputs that determine it, so an unchanged project is not recompiled;
+2. the schemas of what each model reads: tool metadata (SQLMesh column types, dbt YAML, a dlt
+   pipeline's schema), the warehouse's information_schema when it exists, and the output
+   columns of upstream models analysed earlier in the same pass (models go in waves, in
+   dependency order, each wave in parallel);
+3. a content-hash cache in Splice's state, so an unchanged model is never re-analysed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from splice.errors import NodeNotFoundError
+from splice.graph.model import Graph, Node, Relation
+from splice.lineage.types import ModelLineage
+from splice.workspace import Workspace
+
+RENDER_KIND = "rendered_sql"
+RENDER_VERSION = "2"  # bump when the way Splice asks a tool to render changes
+LINEAGE_KIND = "lineage"
+
+
+@dataclass
+class WorkspaceLineage:
+    models: dict[str, ModelLineage] = field(default_factory=dict)
+    relation_index: dict[Relation, str] = field(default_factory=dict)
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+# -- rendering (cached) --------------------------------------------------------------------------
+def _render_key(ws: Workspace, node: Node, provider: Any, graph: Graph) -> str | None:
+    """What determines a node's rendered SQL, or None when it cannot be told without rendering."""
+    h = hashlib.sha256()
+    h.update(f"{RENDER_VERSION}|{node.id}|{ws.target}|{provider.ctx.environment}|{node.tool}".encode())
+    if node.tool == "dbt":
+        checksum = node.meta.get("checksum")
+        if not checksum:
+            return None
+        if not hasattr(provider, "_splice_macro_hash"):
+            provider._splice_macro_hash = provider.macro_hash()
+        h.update(f"{checksum}|{provider._splice_macro_hash}".encode())
+        for p in sorted(node.depends_on):
+            pn = graph.nodes.get(p)
+            h.update(f"|{p}:{pn.writes.key if pn and pn.writes else ''}:{pn.meta.get('checksum') if pn and pn.materialization == 'ephemeral' else ''}".encode())
+        # ephemeral parents are inlined: their own parents matter too
+        return h.hexdigest()
+    if node.tool == "sqlmesh":
+        model = provider.context.models.get(str(node.meta.get("fqn")))
+        if model is None:
+            return None
+        h.update(f"{model.data_hash}|{model.metadata_hash}".encode())
+        for d in sorted(model.depends_on):
+            dm = provider.context.models.get(d)
+            h.update(f"|{d}:{dm.data_hash if dm is not None else ''}".encode())
+        return h.hexdigest()
+    return None
+
+
+def rendered_sql(ws: Workspace, graph: Graph, node_ids: list[str]) -> dict[str, tuple[str | None, str, str | None]]:
+    """node id -> (sql, dialect, opaque_reason) for the given models."""
+    out: dict[str, tuple[str | None, str, str | None]] = {}
+    by_project: dict[str, list[Node]] = {}
+    for nid in node_ids:
+        n = graph.nodes[nid]
+        by_project.setdefault(n.project, []).append(n)
+    for project, nodes in by_project.items():
+        prov = ws.provider(project)
+        keys = {n.id: _render_key(ws, n, prov, graph) for n in nodes}
+        cached = ws.state.cache_get_many(RENDER_KIND, [k for k in keys.values() if k])
+        todo = []
+        for n in nodes:
+            k = keys[n.id]
+            if k and k in cached:
+                c = cached[k]
+                assert isinstance(c, dict)
+                out[n.id] = (c.get("sql"), str(c.get("dialect")), c.get("opaque_reason"))
+            else:
+                todo.append(n)
+        if todo:
+            fresh = prov.render(todo)
+            store: dict[str, object] = {}
+            for n in todo:
+                r = fresh.get(n.id)
+                if r is None:
+                    out[n.id] = (None, ws.dialect, "the tool did not render it")
+                    continue
+                out[n.id] = (r.sql, r.dialect, r.opaque_reason)
+                k = keys[n.id]
+                if k and r.sql is not None:
+                    store[k] = {"sql": r.sql, "dialect": r.dialect, "opaque_reason": r.opaque_reason}
+            ws.state.cache_put_many(RENDER_KIND, store)
+    return out
+
+
+# -- schemas ---------------------------------------------------------------------------------------
+def warehouse_columns(ws: Workspace) -> dict[Relation, dict[str, str]]:
+    """Columns of every table and view in the warehouse (empty if it does not exist yet)."""
+    path = ws.warehouse_path
+    if not path.exists() or ws.config.warehouse.type != "duckdb":
+        return {}
+    import duckdb
+    from sqlglot import exp
+
+    from splice.graph.relations import relation_from_parts
+
+    query = (
+        exp.select("table_catalog", "table_schema", "table_name", "column_name", "data_type")
+        .from_(exp.table_("columns", db="information_schema"))
+        .order_by("table_catalog", "table_schema", "table_name", "ordinal_position")
+        .sql(dialect="duckdb")
+    )
+    try:
+        con = duckdb.connect(str(path))
+    except duckdb.Error as e:
+        from splice.providers.dbt import locked_error
+
+        err = locked_error(e, f"warehouse {path}")
+        if err:
+            raise err from None
+        return {}
+    try:
+        rows = con.execute(query).fetchall()
+    finally:
+        con.close()
+    out: dict[Relation, dict[str, str]] = {}
+    for cat, sch, tbl, col, typ in rows:
+        rel = relation_from_parts(cat, sch, tbl, dialect=ws.dialect)
+        out.setdefault(rel, {})[col.lower()] = str(typ)
+    return out
+
+
+def _nest(schema: dict[Relation, dict[str, str]]) -> dict[str, Any]:
+    nested: dict[str, Any] = {}
+    for rel, cols in schema.items():
+        nested.setdefault(rel.catalog or "", {}).setdefault(rel.schema, {})[rel.name] = dict(cols)
+    return nested
+
+
+def relation_index(graph: Graph) -> dict[Relation, str]:
+    """Which node carries the columns of each relation (writers first, then placeholders)."""
+    idx: dict[Relation, str] = {}
+    for n in graph.nodes.values():
+        if n.kind in ("source", "external"):
+            for r in n.reads:
+                idx.setdefault(r, n.id)
+    for n in graph.nodes.values():
+        if n.kind in ("model", "seed", "snapshot", "ingestion"):
+            for r in n.all_writes:
+                idx[r] = n.id
+            fqn = n.meta.get("fqn")
+            if fqn and n.tool == "sqlmesh":
+                from splice.graph.relations import parse_relation
+
+                idx.setdefault(parse_relation(str(fqn), dialect=n.dialect or "duckdb"), n.id)
+    return idx
+
+
+# -- the pass ------------------------------------------------------------------------------------
+def _levels(graph: Graph, ids: list[str]) -> list[list[str]]:
+    wanted = set(ids)
+    level: dict[str, int] = {}
+    for nid in graph.topological_order(wanted):
+        ups = [level[p] for p in _model_ancestors(graph, nid, wanted) if p in level]
+        level[nid] = (max(ups) + 1) if ups else 0
+    out: dict[int, list[str]] = {}
+    for nid, lv in level.items():
+        out.setdefault(lv, []).append(nid)
+    return [out[k] for k in sorted(out)]
+
+
+def _model_ancestors(graph: Graph, nid: str, wanted: set[str]) -> set[str]:
+    """Nearest analysed ancestors, looking through sources, externals and bindings."""
+    found: set[str] = set()
+    stack = list(graph.parents(nid))
+    seen: set[str] = set()
+    while stack:
+        p = stack.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        if p in wanted:
+            found.add(p)
+        elif graph.nodes[p].kind in ("source", "external") or graph.nodes[p].materialization == "ephemeral":
+            stack.extend(graph.parents(p))
+    return found
+
+
+def workspace_lineage(ws: Workspace, *, workers: int | None = None) -> WorkspaceLineage:
+    """Column lineage of every SQL model in the workspace (cached by content hash)."""
+    from splice.lineage import analyse_many, lineage_key
+
+    memo = getattr(ws, "_lineage_memo", None)
+    if memo is not None:
+        return memo
+    t0 = time.perf_counter()
+    graph = ws.graph()
+    models = [
+        n.id
+        for n in graph.nodes.values()
+        if n.kind in ("model", "snapshot") and n.tool in ("dbt", "sqlmesh")
+    ]
+    rendered = rendered_sql(ws, graph, models)
+    t_render = time.perf_counter() - t0
+    schema: dict[Relation, dict[str, str]] = {}
+    wh = warehouse_columns(ws)
+    for n in graph.nodes.values():
+        if n.columns:
+            for r in n.all_writes + (n.reads if n.kind in ("source", "external") else []):
+                schema[r] = {c.lower(): t for c, t in n.columns.items()}
+    for rel, cols in wh.items():
+        if rel not in schema or not any(schema[rel].values()):
+            schema[rel] = cols
+    idx = relation_index(graph)
+    result = WorkspaceLineage(relation_index=idx)
+    analysed = cached_hits = 0
+    for wave in _levels(graph, models):
+        items: dict[str, tuple[str, str, dict[str, Any], Relation | None]] = {}
+        keys: dict[str, str] = {}
+        for nid in wave:
+            sql, dialect, reason = rendered[nid]
+            node = graph.nodes[nid]
+            if sql is None:
+                result.models[nid] = ModelLineage.opaque(reason or "no SQL", output=node.writes, dialect=dialect)
+                continue
+            subset = {r: schema[r] for r in _reads_for_schema(graph, node, schema)}
+            nested = _nest(subset)
+            items[nid] = (sql, dialect, nested, node.writes)
+            keys[nid] = lineage_key(sql, dialect, nested)
+        cached = ws.state.cache_get_many(LINEAGE_KIND, keys.values())
+        todo = {}
+        for nid, key in keys.items():
+            if key in cached:
+                result.models[nid] = ModelLineage.from_dict(cached[key])  # type: ignore[arg-type]
+                cached_hits += 1
+            else:
+                todo[nid] = items[nid]
+        if todo:
+            fresh = analyse_many(
+                [(sql, {"dialect": d, "schema": s, "output": o, "default_catalog": ws.default_catalog}) for sql, d, s, o in todo.values()],
+                workers=workers,
+            )
+            store: dict[str, object] = {}
+            for nid, ml in zip(todo, fresh, strict=True):
+                result.models[nid] = ml
+                store[keys[nid]] = ml.to_dict()
+            analysed += len(todo)
+            ws.state.cache_put_many(LINEAGE_KIND, store)
+        # what this wave produced becomes schema for the next
+        for nid in wave:
+            ml = result.models.get(nid)
+            node = graph.nodes[nid]
+            if ml is not None and ml.columns and node.writes is not None:
+                known = schema.get(node.writes) or {}
+                schema[node.writes] = {c: known.get(c, "") for c in ml.columns}
+                fqn = node.meta.get("fqn")
+                if fqn:
+                    from splice.graph.relations import parse_relation
+
+                    schema[parse_relation(str(fqn), dialect=node.dialect or "duckdb")] = schema[node.writes]
+    result.stats = {
+        "models": len(models),
+        "analysed": analysed,
+        "cached": cached_hits,
+        "render_seconds": round(t_render, 3),
+        "seconds": round(time.perf_counter() - t0, 3),
+    }
+    ws._lineage_memo = result  # type: ignore[attr-defined]
+    return result
+
+
+def _reads_for_schema(graph: Graph, node: Node, schema: dict[Relation, dict[str, str]]) -> list[Relation]:
+    rels: set[Relation] = set(node.reads)
+    # dbt ephemeral parents are inlined: what they read is read here
+    stack = [p for p in node.depends_on]
+    while stack:
+        p = graph.nodes.get(stack.pop())
+        if p is None:
+            continue
+        rels.update(p.reads)
+        if p.materialization == "ephemeral":
+            stack.extend(p.depends_on)
+    fqn = node.meta.get("fqn")
+    if fqn:
+        from splice.graph.relations import parse_relation
+
+        for d in node.depends_on:
+            dn = graph.nodes.get(d)
+            if dn is not None and dn.meta.get("fqn"):
+                rels.add(parse_relation(str(dn.meta["fqn"]), dialect=dn.dialect or "duckdb"))
+    return sorted(r for r in rels if r in schema)
+
+
+def writers_map(graph: Graph) -> dict[str, str]:
+    """relation key -> the node a walk continues into when a model reads that relation.
+
+    Writers (models, seeds, ingestion jobs) own their relations.  A source or external model
+    that is bound to exactly one writer in another project hands its relation to that writer,
+    so a walk crosses the binding; an unbound or ambiguous one keeps it and the walk stops there.
+    """
+    from splice.graph.relations import parse_relation
+
+    out: dict[str, str] = {}
+    for n in graph.nodes.values():
+        if n.kind in ("model", "seed", "snapshot", "ingestion"):
+            for r in n.all_writes:
+                out[r.key] = n.id
+            if n.tool == "sqlmesh" and n.meta.get("fqn"):
+                out.setdefault(parse_relation(str(n.meta["fqn"]), dialect=n.dialect or "duckdb").key, n.id)
+    for n in graph.nodes.values():
+        if n.kind not in ("source", "external"):
+            continue
+        bound = [e.upstream for e in graph.edges if e.downstream == n.id and e.binding]
+        for r in n.reads:
+            if len(bound) == 1:
+                out.setdefault(r.key, bound[0])
+            else:
+                out.setdefault(r.key, n.id)
+    return out
+
+
+def resolve_column_ref(graph: Graph, ref: str) -> tuple[str, str | None]:
+    """``NODE[.COLUMN]`` -> (node id, column or None). Node names may contain dots.
+
+    Accepts a full id (``pricing:fx.daily_rates.rate_to_usd``) or a name unique across projects
+    (``fct_gmv_qtd.gmv_usd_qtd``).
+    """
+    from splice.graph.bindings import closest
+
+    def node_for(text: str) -> str | None:
+        if text in graph.nodes:
+            return text
+        hits = [n.id for n in graph.nodes.values() if n.name == text]
+        return hits[0] if len(hits) == 1 else None
+
+    nid = node_for(ref)
+    if nid:
+        return nid, None
+    if "." in ref:
+        head, col = ref.rsplit(".", 1)
+        nid = node_for(head)
+        if nid:
+            return nid, col
+    near = closest(ref, list(graph.nodes)) or closest(ref.rsplit(".", 1)[0], list(graph.nodes))
+    hint = f" Closest: {', '.join(near)}." if near else ""
+    raise NodeNotFoundError(
+        f"no node {ref!r} in the graph.{hint}",
+        fix="name a node as `splice ls` prints it, optionally followed by .COLUMN",
+    )
+
+
+def _hop_record(graph: Graph, hop: Any, lineages: dict[str, ModelLineage]) -> dict[str, Any]:
+    node = graph.nodes.get(hop.node_id) if hop.node_id else None
+    via_node = graph.nodes.get(hop.via[0]) if hop.via and hop.via[0] else None
+    rec: dict[str, Any] = {
+        "node": hop.node_id or (hop.relation.key if hop.relation else None),
+        "column": hop.column,
+        "kind": hop.kind,
+        "depth": hop.depth,
+        "relation": hop.relation.key if hop.relation else None,
+        "project": node.project if node else None,
+        "node_kind": node.kind if node else "external",
+        "tool": node.tool if node else None,
+        "via": f"{hop.via[0]}.{hop.via[1]}" if hop.via else None,
+        "across_binding": bool(node and via_node and node.project != via_node.project),
+    }
+    ml = lineages.get(hop.node_id) if hop.node_id else None
+    if ml is not None:
+        reason = ml.opaque_reason or (ml.columns.get(hop.column).opaque_reason if ml.columns.get(hop.column) else None)
+        if reason:
+            rec["opaque_reason"] = reason
+    elif node is not None and node.kind in ("source", "external") and hop.column != "*":
+        rec["opaque_reason"] = None
+    if hop.column == "*":
+        rec["opaque_reason"] = "an opaque model: which columns flow is unknown"
+    return rec
+
+
+def _merge_hops(hops: list[Any]) -> list[Any]:
+    best: dict[tuple[Any, Any, str], Any] = {}
+    for h in hops:
+        key = (h.node_id, h.relation.key if h.relation else None, h.column)
+        prev = best.get(key)
+        if prev is None or (h.kind == "direct" and prev.kind != "direct") or (h.kind == prev.kind and h.depth < prev.depth):
+            best[key] = h
+    return sorted(best.values(), key=lambda h: (h.depth, h.node_id or "~", h.column))
+
+
+def column_lineage(ws: Workspace, ref: str, *, direction: str | None = None, depth: int | None = None) -> dict[str, Any]:
+    """Column lineage of ``NODE[.COLUMN]`` upstream and/or downstream, across projects.
+
+    A node without a column walks every column it has; a dashboard walks everything it reads;
+    an ingestion job walks everything downstream of the relations it loads. Dashboards that read
+    a reached node are listed at the end of a downstream walk.
+    """
+    from splice.lineage import LineageIndex
+
+    graph = ws.graph()
+    nid, column = resolve_column_ref(graph, ref)
+    wl = workspace_lineage(ws)
+    writers = writers_map(graph)
+    idx = LineageIndex({k: (v, graph.nodes[k].writes) for k, v in wl.models.items()}, writers)
+    node = graph.nodes[nid]
+    starts: list[tuple[str, str]] = []  # (node id, column)
+    parents_as_start = node.kind == "dashboard" or node.kind in ("test", "audit")
+    if parents_as_start:
+        for p in sorted(graph.parents(nid)):
+            cols = [column] if column else _columns_of(graph, wl, p)
+            starts.extend((p, c) for c in cols)
+    else:
+        cols = [column] if column else _columns_of(graph, wl, nid)
+        if column and nid in wl.models and not wl.models[nid].opaque_reason and column not in wl.models[nid].columns:
+            from splice.graph.bindings import closest
+
+            near = closest(column, list(wl.models[nid].columns))
+            raise NodeNotFoundError(
+                f"{nid} has no column {column!r}." + (f" Closest: {', '.join(near)}." if near else ""),
+                fix=f"name one of its columns: {', '.join(list(wl.models[nid].columns)[:10])}",
+            )
+        starts.extend((nid, c) for c in cols)
+    out: dict[str, Any] = {
+        "root": ref,
+        "node": nid,
+        "column": column,
+        "node_kind": node.kind,
+        "stats": wl.stats,
+    }
+    if node.kind in ("model", "snapshot") and nid in wl.models:
+        ml = wl.models[nid]
+        out["opaque_reason"] = ml.opaque_reason
+    if direction in (None, "upstream"):
+        hops: list[Any] = []
+        for s_node, s_col in starts:
+            if s_node in idx.lineages:
+                hops += idx.upstream(s_node, s_col, depth=depth)
+            # a start that is itself a source / ingestion node has no lineage of its own
+        extra = []
+        if parents_as_start:
+            from splice.lineage.walk import Hop
+
+            extra = [Hop(s, graph.nodes[s].writes, c, "direct", 1, (nid, "")) for s, c in starts]
+            hops = [Hop(h.node_id, h.relation, h.column, h.kind, h.depth + 1, h.via) for h in hops]
+        out["upstream"] = [_hop_record(graph, h, wl.models) for h in _merge_hops(extra + hops)]
+        out["upstream_origins"] = _origins(graph, out["upstream"])
+    if direction in (None, "downstream") and not parents_as_start:
+        hops = []
+        for s_node, s_col in starts:
+            if node.kind in ("source", "external", "ingestion"):
+                for r in node.all_writes or node.reads:
+                    hops += idx.downstream(None, s_col, depth=depth, relation=r)
+            else:
+                hops += idx.downstream(s_node, s_col, depth=depth)
+        records = [_hop_record(graph, h, wl.models) for h in _merge_hops(hops)]
+        out["downstream"] = records
+        reached = {nid} | {r["node"] for r in records if r["node"]}
+        out["dashboards"] = sorted(
+            {c for n in reached for c in graph.children(n) if graph.nodes[c].kind == "dashboard"}
+        )
+    return out
+
+
+def _columns_of(graph: Graph, wl: WorkspaceLineage, nid: str) -> list[str]:
+    if nid in wl.models and wl.models[nid].columns:
+        return list(wl.models[nid].columns)
+    return [c.lower() for c in graph.nodes[nid].columns]
+
+
+def _origins(graph: Graph, hops: list[dict[str, Any]]) -> list[str]:
+    """The farthest nodes reached upstream: ingestion jobs, unbound sources, external tables."""
+    origins = set()
+    for h in hops:
+        nid = h["node"]
+        n = graph.nodes.get(nid) if nid else None
+        if n is None or n.kind in ("ingestion", "source", "external"):
+            origins.add(nid)
+    return sorted(o for o in origins if o)
+
+
+def openlineage_for(ws: Workspace, ref: str, *, direction: str | None = None, depth: int | None = None) -> list[dict[str, Any]]:
+    """The OpenLineage column-lineage facet of each model reached from ``ref`` (itself included)."""
+    from splice.lineage import to_openlineage_facet
+
+    res = column_lineage(ws, ref, direction=direction, depth=depth)
+    wl = workspace_lineage(ws)
+    graph = ws.graph()
+    namespace = f"{ws.config.warehouse.type}://{ws.default_catalog or ws.warehouse_path.stem}"
+    ids = [res["node"]] + [h["node"] for h in res.get("upstream", []) + res.get("downstream", [])]
+    out = []
+    seen: set[str] = set()
+    for nid in ids:
+        if nid in seen or nid not in wl.models:
+            continue
+        seen.add(nid)
+        node = graph.nodes[nid]
+        out.append(
+            {
+                "namespace": namespace,
+                "name": node.writes.key if node.writes else nid,
+                "node": nid,
+                "facets": {"columnLineage": to_openlineage_facet(wl.models[nid], namespace)},
+            }
+        )
+    return out

@@ -1,0 +1,32 @@
+"""Shared fixtures: the demo workspace, built once per test session with the real tools."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from splice.demo import DemoResult, build_demo, relocate
+
+
+@pytest.fixture(scope="session")
+def demo_build(tmp_path_factory: pytest.TempPathFactory) -> DemoResult:
+    """The result of building the demo (Q3 2026, no incident) once for the whole session."""
+    return build_demo(tmp_path_factory.mktemp("demo") / "travel")
+
+
+@pytest.fixture(scope="session")
+def demo_workspace(demo_build: DemoResult) -> Path:
+    """The built demo workspace.  Shared by every test: read it, never modify it
+    (use ``fresh_demo`` for a copy you may change)."""
+    return demo_build.workspace
+
+
+@pytest.fixture
+def fresh_demo(demo_workspace: Path, tmp_path: Path) -> Path:
+    """A private copy of the built demo workspace (warehouse included), safe to modify."""
+    dest = tmp_path / "travel"
+    shutil.copytree(demo_workspace, dest, symlinks=True)
+    relocate(dest)  # dbt's profile holds the warehouse's absolute path
+    return dest
