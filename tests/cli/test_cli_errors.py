@@ -101,8 +101,9 @@ def test_a_directory_that_is_no_workspace(tmp_path: Path) -> None:
 
 
 def test_dbt_project_with_broken_jinja(tmp_path: Path) -> None:
-    root = copy_fixture("federated", tmp_path)
-    model = root / "reporting" / "models" / "marts" / "fct_reorder_alerts.sql"
+    # federated's dbt project, opened on its own (no splice.toml: a workspace of one project)
+    root = copy_fixture("federated", tmp_path) / "reporting"
+    model = root / "models" / "marts" / "fct_reorder_alerts.sql"
     model.write_text(model.read_text().replace("ref('stg_stock_levels')", "ref('stg_stock_levels'"))
     before = snapshot(root)
     res = splice("ls", cwd=root)

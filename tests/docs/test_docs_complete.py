@@ -9,8 +9,10 @@ import pytest
 from pydantic import BaseModel
 
 from splice import config as cfg
-from splice.cli import commands  # noqa: F401 - registers commands
+from splice.cli.main import register_commands
 from splice.cli.main import cli
+
+register_commands()
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -79,9 +79,22 @@ def open_workspace(ctx: click.Context) -> Any:
     return Workspace.open(ctx.obj["workspace"], target=ctx.obj["target"])
 
 
-def main() -> None:
-    from splice.cli import commands  # noqa: F401 - registers the commands
+COMMAND_MODULES = ("commands", "plan_cmds", "run_cmds")
 
+
+def register_commands() -> None:
+    import importlib
+
+    for name in COMMAND_MODULES:
+        try:
+            importlib.import_module(f"splice.cli.{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"splice.cli.{name}":
+                raise
+
+
+def main() -> None:
+    register_commands()
     cli(prog_name="splice")
 
 
