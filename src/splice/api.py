@@ -9,7 +9,9 @@ from splice.graph.listing import node_record
 from splice.workspace import Workspace
 
 
-def list_nodes(ws: Workspace, selector: str | None = None, *, exclude: str | None = None) -> list[dict[str, Any]]:
+def list_nodes(
+    ws: Workspace, selector: str | None = None, *, exclude: str | None = None
+) -> list[dict[str, Any]]:
     """Nodes of every project (optionally a selection), in dependency order, as records."""
     from splice.graph.selectors import select
 
@@ -47,7 +49,10 @@ def text_graph(ws: Workspace, ids: list[str] | None) -> str:
             n = g.nodes[nid]
             ups = sorted(u for u in g.parents(nid) if u in wanted)
             inner = [u for u in ups if g.nodes[u].project == p]
-            lines.append(f"  {n.name} [{n.kind}]" + (f" <- {', '.join(g.nodes[u].name for u in inner)}" if inner else ""))
+            lines.append(
+                f"  {n.name} [{n.kind}]"
+                + (f" <- {', '.join(g.nodes[u].name for u in inner)}" if inner else "")
+            )
     bindings = [e for e in g.bindings if e.upstream in wanted and e.downstream in wanted]
     if bindings:
         lines.append("bindings across projects")
@@ -74,13 +79,17 @@ def doctor(ws: Workspace, *, lineage: bool = True) -> list[Check]:
     return sorted(checks, key=lambda c: (order[c.severity], c.code, c.node or ""))
 
 
-def lineage(ws: Workspace, ref: str, *, direction: str | None = None, depth: int | None = None) -> dict[str, Any]:
+def lineage(
+    ws: Workspace, ref: str, *, direction: str | None = None, depth: int | None = None
+) -> dict[str, Any]:
     from splice.lineage_service import column_lineage
 
     return column_lineage(ws, ref, direction=direction, depth=depth)
 
 
-def openlineage_facets(ws: Workspace, ref: str, *, direction: str | None = None, depth: int | None = None) -> list[dict[str, Any]]:
+def openlineage_facets(
+    ws: Workspace, ref: str, *, direction: str | None = None, depth: int | None = None
+) -> list[dict[str, Any]]:
     from splice.lineage_service import openlineage_for
 
     return openlineage_for(ws, ref, direction=direction, depth=depth)
@@ -104,7 +113,9 @@ def lineage_chain(ws: Workspace, ref: str) -> list[str]:
     for depth in sorted(by_depth):
         nxt = [h for h in by_depth[depth] if h["via"] == current]
         # prefer the rate over the amount when a value has two direct inputs
-        nxt.sort(key=lambda h: (not str(h["column"]).startswith("rate"), h["node"] or "", h["column"]))
+        nxt.sort(
+            key=lambda h: (not str(h["column"]).startswith("rate"), h["node"] or "", h["column"])
+        )
         if not nxt:
             break
         current = f"{nxt[0]['node']}.{nxt[0]['column']}"
@@ -114,7 +125,7 @@ def lineage_chain(ws: Workspace, ref: str) -> list[str]:
 
 def demo_tour(result: Any) -> str:
     """What a newcomer should look at next, after `splice demo DIR`."""
-    ws_dir = getattr(result, "workspace", None) or getattr(result, "path", None)
+    ws_dir = result.workspace
     chain: list[str] = []
     try:
         with Workspace.open(ws_dir) as ws:

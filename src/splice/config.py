@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -112,7 +112,7 @@ class WorkspaceConfig(_Strict):
         return target
 
 
-def _loc(err: dict) -> str:  # type: ignore[type-arg]
+def _loc(err: Any) -> str:
     parts: list[str] = []
     for p in err["loc"]:
         if isinstance(p, int):
@@ -133,7 +133,9 @@ def parse_config(text: str, source: str = CONFIG_FILE) -> WorkspaceConfig:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{source}: not valid TOML: {e}.", fix=f"correct the syntax of {source}") from e
+        raise ConfigError(
+            f"{source}: not valid TOML: {e}.", fix=f"correct the syntax of {source}"
+        ) from e
     try:
         return WorkspaceConfig.model_validate(data)
     except ValidationError as e:
@@ -159,9 +161,10 @@ def detect_single_project(root: Path) -> ProjectSection | None:
         except Exception:  # noqa: BLE001 - the dbt provider reports the real parse error later
             name = root.name
         return ProjectSection(name=_project_name(str(name)), format="dbt", path=".")
-    if any((root / f).exists() for f in ("config.yaml", "config.yml", "config.py")) and (
-        root / "models"
-    ).is_dir():
+    if (
+        any((root / f).exists() for f in ("config.yaml", "config.yml", "config.py"))
+        and (root / "models").is_dir()
+    ):
         return ProjectSection(name=_project_name(root.name), format="sqlmesh", path=".")
     return None
 

@@ -14,10 +14,8 @@ The engine (:mod:`splice.lineage`) analyses one query; this module feeds it:
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from splice.errors import NodeNotFoundError
@@ -41,7 +39,9 @@ class WorkspaceLineage:
 def _render_key(ws: Workspace, node: Node, provider: Any, graph: Graph) -> str | None:
     """What determines a node's rendered SQL, or None when it cannot be told without rendering."""
     h = hashlib.sha256()
-    h.update(f"{RENDER_VERSION}|{node.id}|{ws.target}|{provider.ctx.environment}|{node.tool}".encode())
+    h.update(
+        f"{RENDER_VERSION}|{node.id}|{ws.target}|{provider.ctx.environment}|{node.tool}".encode()
+    )
     if node.tool == "dbt":
         checksum = node.meta.get("checksum")
         if not checksum:
@@ -51,7 +51,9 @@ def _render_key(ws: Workspace, node: Node, provider: Any, graph: Graph) -> str |
         h.update(f"{checksum}|{provider._splice_macro_hash}".encode())
         for p in sorted(node.depends_on):
             pn = graph.nodes.get(p)
-            h.update(f"|{p}:{pn.writes.key if pn and pn.writes else ''}:{pn.meta.get('checksum') if pn and pn.materialization == 'ephemeral' else ''}".encode())
+            h.update(
+                f"|{p}:{pn.writes.key if pn and pn.writes else ''}:{pn.meta.get('checksum') if pn and pn.materialization == 'ephemeral' else ''}".encode()
+            )
         # ephemeral parents are inlined: their own parents matter too
         return h.hexdigest()
     if node.tool == "sqlmesh":
@@ -66,7 +68,9 @@ def _render_key(ws: Workspace, node: Node, provider: Any, graph: Graph) -> str |
     return None
 
 
-def rendered_sql(ws: Workspace, graph: Graph, node_ids: list[str]) -> dict[str, tuple[str | None, str, str | None]]:
+def rendered_sql(
+    ws: Workspace, graph: Graph, node_ids: list[str]
+) -> dict[str, tuple[str | None, str, str | None]]:
     """node id -> (sql, dialect, opaque_reason) for the given models."""
     out: dict[str, tuple[str | None, str, str | None]] = {}
     by_project: dict[str, list[Node]] = {}
@@ -97,7 +101,11 @@ def rendered_sql(ws: Workspace, graph: Graph, node_ids: list[str]) -> dict[str, 
                 out[n.id] = (r.sql, r.dialect, r.opaque_reason)
                 k = keys[n.id]
                 if k and r.sql is not None:
-                    store[k] = {"sql": r.sql, "dialect": r.dialect, "opaque_reason": r.opaque_reason}
+                    store[k] = {
+                        "sql": r.sql,
+                        "dialect": r.dialect,
+                        "opaque_reason": r.opaque_reason,
+                    }
             ws.state.cache_put_many(RENDER_KIND, store)
     return out
 
@@ -190,7 +198,10 @@ def _model_ancestors(graph: Graph, nid: str, wanted: set[str]) -> set[str]:
         seen.add(p)
         if p in wanted:
             found.add(p)
-        elif graph.nodes[p].kind in ("source", "external") or graph.nodes[p].materialization == "ephemeral":
+        elif (
+            graph.nodes[p].kind in ("source", "external")
+            or graph.nodes[p].materialization == "ephemeral"
+        ):
             stack.extend(graph.parents(p))
     return found
 
@@ -230,7 +241,9 @@ def workspace_lineage(ws: Workspace, *, workers: int | None = None) -> Workspace
             sql, dialect, reason = rendered[nid]
             node = graph.nodes[nid]
             if sql is None:
-                result.models[nid] = ModelLineage.opaque(reason or "no SQL", output=node.writes, dialect=dialect)
+                result.models[nid] = ModelLineage.opaque(
+                    reason or "no SQL", output=node.writes, dialect=dialect
+                )
                 continue
             subset = {r: schema[r] for r in _reads_for_schema(graph, node, schema)}
             nested = _nest(subset)
@@ -246,7 +259,18 @@ def workspace_lineage(ws: Workspace, *, workers: int | None = None) -> Workspace
                 todo[nid] = items[nid]
         if todo:
             fresh = analyse_many(
-                [(sql, {"dialect": d, "schema": s, "output": o, "default_catalog": ws.default_catalog}) for sql, d, s, o in todo.values()],
+                [
+                    (
+                        sql,
+                        {
+                            "dialect": d,
+                            "schema": s,
+                            "output": o,
+                            "default_catalog": ws.default_catalog,
+                        },
+                    )
+                    for sql, d, s, o in todo.values()
+                ],
                 workers=workers,
             )
             store: dict[str, object] = {}
@@ -257,16 +281,18 @@ def workspace_lineage(ws: Workspace, *, workers: int | None = None) -> Workspace
             ws.state.cache_put_many(LINEAGE_KIND, store)
         # what this wave produced becomes schema for the next
         for nid in wave:
-            ml = result.models.get(nid)
+            produced = result.models.get(nid)
             node = graph.nodes[nid]
-            if ml is not None and ml.columns and node.writes is not None:
+            if produced is not None and produced.columns and node.writes is not None:
                 known = schema.get(node.writes) or {}
-                schema[node.writes] = {c: known.get(c, "") for c in ml.columns}
+                schema[node.writes] = {c: known.get(c, "") for c in produced.columns}
                 fqn = node.meta.get("fqn")
                 if fqn:
                     from splice.graph.relations import parse_relation
 
-                    schema[parse_relation(str(fqn), dialect=node.dialect or "duckdb")] = schema[node.writes]
+                    schema[parse_relation(str(fqn), dialect=node.dialect or "duckdb")] = schema[
+                        node.writes
+                    ]
     result.stats = {
         "models": len(models),
         "analysed": analysed,
@@ -278,7 +304,9 @@ def workspace_lineage(ws: Workspace, *, workers: int | None = None) -> Workspace
     return result
 
 
-def _reads_for_schema(graph: Graph, node: Node, schema: dict[Relation, dict[str, str]]) -> list[Relation]:
+def _reads_for_schema(
+    graph: Graph, node: Node, schema: dict[Relation, dict[str, str]]
+) -> list[Relation]:
     rels: set[Relation] = set(node.reads)
     # dbt ephemeral parents are inlined: what they read is read here
     stack = [p for p in node.depends_on]
@@ -315,7 +343,9 @@ def writers_map(graph: Graph) -> dict[str, str]:
             for r in n.all_writes:
                 out[r.key] = n.id
             if n.tool == "sqlmesh" and n.meta.get("fqn"):
-                out.setdefault(parse_relation(str(n.meta["fqn"]), dialect=n.dialect or "duckdb").key, n.id)
+                out.setdefault(
+                    parse_relation(str(n.meta["fqn"]), dialect=n.dialect or "duckdb").key, n.id
+                )
     for n in graph.nodes.values():
         if n.kind not in ("source", "external"):
             continue
@@ -375,7 +405,8 @@ def _hop_record(graph: Graph, hop: Any, lineages: dict[str, ModelLineage]) -> di
     }
     ml = lineages.get(hop.node_id) if hop.node_id else None
     if ml is not None:
-        reason = ml.opaque_reason or (ml.columns.get(hop.column).opaque_reason if ml.columns.get(hop.column) else None)
+        col = ml.columns.get(hop.column)
+        reason = ml.opaque_reason or (col.opaque_reason if col is not None else None)
         if reason:
             rec["opaque_reason"] = reason
     elif node is not None and node.kind in ("source", "external") and hop.column != "*":
@@ -390,12 +421,18 @@ def _merge_hops(hops: list[Any]) -> list[Any]:
     for h in hops:
         key = (h.node_id, h.relation.key if h.relation else None, h.column)
         prev = best.get(key)
-        if prev is None or (h.kind == "direct" and prev.kind != "direct") or (h.kind == prev.kind and h.depth < prev.depth):
+        if (
+            prev is None
+            or (h.kind == "direct" and prev.kind != "direct")
+            or (h.kind == prev.kind and h.depth < prev.depth)
+        ):
             best[key] = h
     return sorted(best.values(), key=lambda h: (h.depth, h.node_id or "~", h.column))
 
 
-def column_lineage(ws: Workspace, ref: str, *, direction: str | None = None, depth: int | None = None) -> dict[str, Any]:
+def column_lineage(
+    ws: Workspace, ref: str, *, direction: str | None = None, depth: int | None = None
+) -> dict[str, Any]:
     """Column lineage of ``NODE[.COLUMN]`` upstream and/or downstream, across projects.
 
     A node without a column walks every column it has; a dashboard walks everything it reads;
@@ -418,12 +455,18 @@ def column_lineage(ws: Workspace, ref: str, *, direction: str | None = None, dep
             starts.extend((p, c) for c in cols)
     else:
         cols = [column] if column else _columns_of(graph, wl, nid)
-        if column and nid in wl.models and not wl.models[nid].opaque_reason and column not in wl.models[nid].columns:
+        if (
+            column
+            and nid in wl.models
+            and not wl.models[nid].opaque_reason
+            and column not in wl.models[nid].columns
+        ):
             from splice.graph.bindings import closest
 
             near = closest(column, list(wl.models[nid].columns))
             raise NodeNotFoundError(
-                f"{nid} has no column {column!r}." + (f" Closest: {', '.join(near)}." if near else ""),
+                f"{nid} has no column {column!r}."
+                + (f" Closest: {', '.join(near)}." if near else ""),
                 fix=f"name one of its columns: {', '.join(list(wl.models[nid].columns)[:10])}",
             )
         starts.extend((nid, c) for c in cols)
@@ -485,7 +528,9 @@ def _origins(graph: Graph, hops: list[dict[str, Any]]) -> list[str]:
     return sorted(o for o in origins if o)
 
 
-def openlineage_for(ws: Workspace, ref: str, *, direction: str | None = None, depth: int | None = None) -> list[dict[str, Any]]:
+def openlineage_for(
+    ws: Workspace, ref: str, *, direction: str | None = None, depth: int | None = None
+) -> list[dict[str, Any]]:
     """The OpenLineage column-lineage facet of each model reached from ``ref`` (itself included)."""
     from splice.lineage import to_openlineage_facet
 

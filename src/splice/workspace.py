@@ -57,7 +57,10 @@ class Workspace:
     def open(cls, root: Path | str = ".", target: str | None = None) -> Workspace:
         root = Path(root).resolve()
         if not root.is_dir():
-            raise ConfigError(f"workspace {root} does not exist.", fix="pass --workspace DIR of an existing directory")
+            raise ConfigError(
+                f"workspace {root} does not exist.",
+                fix="pass --workspace DIR of an existing directory",
+            )
         return cls(root, load_config(root), target)
 
     def __enter__(self) -> Workspace:
@@ -99,7 +102,12 @@ class Workspace:
             default_catalog=self.default_catalog,
             log_path=self.log_path,
             work_dir=self.splice_dir / spec.format / spec.name,
-            options={"profiles_dir": (self.root / spec.profiles_dir).resolve() if spec.profiles_dir else None, "gateway": spec.gateway},
+            options={
+                "profiles_dir": (self.root / spec.profiles_dir).resolve()
+                if spec.profiles_dir
+                else None,
+                "gateway": spec.gateway,
+            },
         )
         if spec.format == "dbt":
             from splice.providers.dbt import DbtProvider
@@ -129,10 +137,17 @@ class Workspace:
             self.timings.add(f"load:{spec.name}", time.perf_counter() - t0)
         t0 = time.perf_counter()
         nodes.extend(
-            ingestion_nodes(self.config.ingestion, self.root, dialect=self.dialect, default_catalog=self.default_catalog)
+            ingestion_nodes(
+                self.config.ingestion,
+                self.root,
+                dialect=self.dialect,
+                default_catalog=self.default_catalog,
+            )
         )
         nodes.extend(dashboard_nodes(self.config.dashboards))
-        self._graph = join(nodes, self.config, dialect=self.dialect, default_catalog=self.default_catalog)
+        self._graph = join(
+            nodes, self.config, dialect=self.dialect, default_catalog=self.default_catalog
+        )
         self.timings.add("join", time.perf_counter() - t0)
         return self._graph
 

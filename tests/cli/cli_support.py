@@ -42,7 +42,11 @@ def copy_fixture(name: str, parent: Path, as_name: str | None = None) -> Path:
 
 def splice(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """`python -m splice.cli.main ARGS` in ``cwd``, with colour forced on (Rich honours FORCE_COLOR)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "SPLICE_WORKSPACE", "SPLICE_TARGET")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("NO_COLOR", "SPLICE_WORKSPACE", "SPLICE_TARGET")
+    }
     env.update(
         FORCE_COLOR="1",
         DBT_SEND_ANONYMOUS_USAGE_STATS="false",
@@ -71,11 +75,11 @@ def snapshot(root: Path) -> dict[str, str]:
     return out
 
 
-def changes(before: dict[str, str], after: dict[str, str], *, allow_tool_scratch: bool) -> list[str]:
+def changes(
+    before: dict[str, str], after: dict[str, str], *, allow_tool_scratch: bool
+) -> list[str]:
     """Paths added, removed or modified, leaving out TOOL_SCRATCH when allowed."""
-    changed = sorted(
-        p for p in set(before) | set(after) if before.get(p) != after.get(p)
-    )
+    changed = sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
     if allow_tool_scratch:
         changed = [p for p in changed if not any(rx.search(p) for rx in TOOL_SCRATCH)]
     return changed

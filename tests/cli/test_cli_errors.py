@@ -73,7 +73,9 @@ def test_unknown_key_names_the_file_and_the_key(tmp_path: Path, toml: str, key: 
 
 
 def test_missing_project_path(tmp_path: Path) -> None:
-    root = _workspace(tmp_path, '[[projects]]\nname = "pricing"\nformat = "sqlmesh"\npath = "pricing"\n')
+    root = _workspace(
+        tmp_path, '[[projects]]\nname = "pricing"\nformat = "sqlmesh"\npath = "pricing"\n'
+    )
     before = snapshot(root)
     res = splice("ls", cwd=root)
     assert_one_red_error_line(
@@ -129,7 +131,9 @@ def test_dbt_project_whose_packages_are_not_installed(tmp_path: Path) -> None:
 def test_sqlmesh_config_error_names_the_config_file_and_key(tmp_path: Path) -> None:
     root = copy_fixture("shop_sqlmesh", tmp_path)
     cfg = root / "config.yaml"
-    cfg.write_text(cfg.read_text().replace("      database: shop.duckdb", "      databse: shop.duckdb"))
+    cfg.write_text(
+        cfg.read_text().replace("      database: shop.duckdb", "      databse: shop.duckdb")
+    )
     before = snapshot(root)
     res = splice("ls", cwd=root)
     assert_one_red_error_line(

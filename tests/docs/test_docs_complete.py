@@ -9,8 +9,7 @@ import pytest
 from pydantic import BaseModel
 
 from splice import config as cfg
-from splice.cli.main import register_commands
-from splice.cli.main import cli
+from splice.cli.main import cli, register_commands
 
 register_commands()
 
@@ -32,7 +31,9 @@ def test_every_command_and_option_is_in_the_cli_reference():
     for path, cmd in _walk(cli):
         if path != "splice" and f"## `{path}" not in text:
             missing.append(f"section for `{path}`")
-        section = text.split(f"## `{path}", 1)[-1].split("\n## ", 1)[0] if path != "splice" else text
+        section = (
+            text.split(f"## `{path}", 1)[-1].split("\n## ", 1)[0] if path != "splice" else text
+        )
         for p in cmd.params:
             if isinstance(p, click.Option):
                 for opt in p.opts:

@@ -54,15 +54,25 @@ def test_relations_from_both_tools_meet(ws):
 def test_bindings_carry_their_evidence(ws):
     data = graph_view(ws, None, "json")
     edges = {(e["upstream"], e["downstream"]): e["evidence"] for e in data["edges"]}
-    assert edges[("pricing:marts.agg_gmv_daily", "finance:source:pricing.agg_gmv_daily")] == "declared"
-    assert edges[("pricing:marts.fct_bookings_usd", "finance:source:pricing.fct_bookings_usd")] == "matched"
+    assert (
+        edges[("pricing:marts.agg_gmv_daily", "finance:source:pricing.agg_gmv_daily")] == "declared"
+    )
+    assert (
+        edges[("pricing:marts.fct_bookings_usd", "finance:source:pricing.fct_bookings_usd")]
+        == "matched"
+    )
     assert edges[("ingestion:fx_rates_ingest", "pricing:raw.fx_rates")] == "matched"
     text = graph_view(ws, None, "text")
-    assert "pricing:marts.fct_bookings_usd -> finance:source:pricing.fct_bookings_usd (inferred" in text
+    assert (
+        "pricing:marts.fct_bookings_usd -> finance:source:pricing.fct_bookings_usd (inferred"
+        in text
+    )
 
 
 def test_selectors_cross_the_binding(ws):
-    ids = [r["id"] for r in list_nodes(ws, "pricing:fx.daily_rates+", exclude="kind:test kind:audit")]
+    ids = [
+        r["id"] for r in list_nodes(ws, "pricing:fx.daily_rates+", exclude="kind:test kind:audit")
+    ]
     assert ids[0] == "pricing:fx.daily_rates"
     assert "finance:fct_gmv_qtd" in ids and "finance:exposure:q3_close" in ids
     assert ids.index("pricing:marts.agg_gmv_daily") < ids.index("finance:stg_gmv_daily")
@@ -87,7 +97,11 @@ def test_rate_lineage_downstream_reaches_dbt_and_dashboards(ws):
     reached = {(h["node"], h["column"]) for h in res["downstream"]}
     assert ("finance:fct_gmv_qtd", "gmv_usd_qtd") in reached
     assert ("finance:stg_gmv_daily", "gmv_usd") in reached
-    assert {"finance:exposure:q3_close", "finance:exposure:gmv_usd_dashboard", "dashboards:pricing_ops"} <= set(res["dashboards"])
+    assert {
+        "finance:exposure:q3_close",
+        "finance:exposure:gmv_usd_dashboard",
+        "dashboards:pricing_ops",
+    } <= set(res["dashboards"])
 
 
 def test_unknown_column_names_the_closest(ws):
@@ -101,7 +115,9 @@ def test_openlineage_facets(ws):
     f = by_name["warehouse.finance.fct_gmv_qtd"]["facets"]["columnLineage"]
     assert f["_schemaURL"].endswith("ColumnLineageDatasetFacet")
     inputs = f["fields"]["gmv_usd_qtd"]["inputFields"]
-    assert any(i["name"] == "warehouse.finance.stg_gmv_daily" and i["field"] == "gmv_usd" for i in inputs)
+    assert any(
+        i["name"] == "warehouse.finance.stg_gmv_daily" and i["field"] == "gmv_usd" for i in inputs
+    )
 
 
 def test_unchanged_models_are_never_reanalysed(ws_dir: Path):

@@ -40,12 +40,13 @@ def cwd(path: Path) -> Iterator[None]:
         os.chdir(old)
 
 
-def dbt(project: Path, *args: str) -> object:
-    """Run dbt in process on ``project`` (its profiles.yml), from the project directory."""
+def dbt(project: Path, *args: str, run_from: Path | None = None) -> object:
+    """Run dbt in process on ``project`` (its profiles.yml), from ``run_from`` (default: the
+    project directory; dbt-duckdb resolves a relative path against the working directory)."""
     from dbt.adapters.duckdb.connections import DuckDBConnectionManager
     from dbt.cli.main import dbtRunner
 
-    with cwd(project):
+    with cwd(run_from or project):
         try:
             res = dbtRunner().invoke(
                 [*args, "--project-dir", str(project), "--profiles-dir", str(project), "--quiet"]

@@ -92,7 +92,9 @@ def test_ephemeral_model_writes_nothing_and_is_still_upstream(jaffle: Loaded) ->
     assert "jaffle:orders" in jaffle.graph.children("jaffle:stg_payments")
     assert {r.key for r in eph.reads} == {"jaffle.raw.payments", "jaffle.seeds.payment_methods"}
     # nothing else claims a relation named after it
-    assert not [r for r in jaffle.graph.nodes.values() if r.writes and r.writes.name == "stg_payments"]
+    assert not [
+        r for r in jaffle.graph.nodes.values() if r.writes and r.writes.name == "stg_payments"
+    ]
 
 
 def test_python_model_has_language_python(jaffle: Loaded) -> None:

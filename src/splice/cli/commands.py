@@ -11,7 +11,13 @@ from splice.cli.render import console, render_checks, render_lineage, render_nod
 
 
 @cli.command("ls")
-@click.option("-s", "--select", "select", default=None, help="Node selector (dbt syntax: name, +name, name+, tag:x, kind:x, project:*).")
+@click.option(
+    "-s",
+    "--select",
+    "select",
+    default=None,
+    help="Node selector (dbt syntax: name, +name, name+, tag:x, kind:x, project:*).",
+)
 @click.option("--exclude", default=None, help="Nodes to leave out (same syntax).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
@@ -51,9 +57,20 @@ def graph_cmd(ctx: click.Context, select: str | None, fmt: str | None) -> None:
 @click.option("--downstream", "direction", flag_value="downstream", help="Only walk downstream.")
 @click.option("--depth", type=click.IntRange(min=1), default=None, help="Stop after N hops.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@click.option("--openlineage", is_flag=True, help="Print the OpenLineage ColumnLineageDatasetFacet of each dataset.")
+@click.option(
+    "--openlineage",
+    is_flag=True,
+    help="Print the OpenLineage ColumnLineageDatasetFacet of each dataset.",
+)
 @click.pass_context
-def lineage_cmd(ctx: click.Context, target_ref: str, direction: str | None, depth: int | None, as_json: bool, openlineage: bool) -> None:
+def lineage_cmd(
+    ctx: click.Context,
+    target_ref: str,
+    direction: str | None,
+    depth: int | None,
+    as_json: bool,
+    openlineage: bool,
+) -> None:
     """Column lineage across tools, from ingestion to dashboards."""
     from splice.api import lineage, openlineage_facets
 
@@ -70,7 +87,9 @@ def lineage_cmd(ctx: click.Context, target_ref: str, direction: str | None, dept
 
 @cli.command("doctor")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@click.option("--no-lineage", is_flag=True, help="Skip the checks that need column lineage (faster).")
+@click.option(
+    "--no-lineage", is_flag=True, help="Skip the checks that need column lineage (faster)."
+)
 @click.pass_context
 def doctor_cmd(ctx: click.Context, as_json: bool, no_lineage: bool) -> None:
     """Check where the join of projects is weak. Exit status 1 when a check is an error."""
@@ -80,7 +99,12 @@ def doctor_cmd(ctx: click.Context, as_json: bool, no_lineage: bool) -> None:
     with open_workspace(ctx) as ws:
         checks = doctor(ws, lineage=not no_lineage)
     if as_json:
-        emit_json({"checks": [c.to_dict() for c in checks], "errors": sum(c.severity == "error" for c in checks)})
+        emit_json(
+            {
+                "checks": [c.to_dict() for c in checks],
+                "errors": sum(c.severity == "error" for c in checks),
+            }
+        )
     else:
         render_checks(checks)
     ctx.exit(exit_status(checks))
@@ -88,19 +112,28 @@ def doctor_cmd(ctx: click.Context, as_json: bool, no_lineage: bool) -> None:
 
 @cli.command("demo")
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--incident", type=click.Choice(["stale-rates"]), default=None, help="Switch on a production incident in the vendor feed.")
+@click.option(
+    "--incident",
+    type=click.Choice(["stale-rates"]),
+    default=None,
+    help="Switch on a production incident in the vendor feed.",
+)
 @click.option("--force", is_flag=True, help="Replace DIRECTORY if it exists.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
-def demo_cmd(ctx: click.Context, directory: Path, incident: str | None, force: bool, as_json: bool) -> None:
+def demo_cmd(
+    ctx: click.Context, directory: Path, incident: str | None, force: bool, as_json: bool
+) -> None:
     """Write and build the travel-marketplace demo workspace in DIRECTORY."""
     from splice.api import demo_tour
     from splice.demo import build_demo
 
     if as_json:
         res = build_demo(directory, incident=incident, force=force)
-        emit_json(res.to_dict() if hasattr(res, "to_dict") else res.__dict__)
+        emit_json(res.as_dict())
         return
     with console().status("Building the demo workspace...") as status:
-        res = build_demo(directory, incident=incident, force=force, progress=lambda msg: status.update(msg))
+        res = build_demo(
+            directory, incident=incident, force=force, progress=lambda msg: status.update(msg)
+        )
     console().print(demo_tour(res))

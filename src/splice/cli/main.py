@@ -20,7 +20,9 @@ class _State:
 def _fail(message: str, code: int) -> None:
     from rich.console import Console
 
-    Console(stderr=True, highlight=False, soft_wrap=True).print(f"[bold red]Error:[/] {message}", markup=True)
+    Console(stderr=True, highlight=False, soft_wrap=True).print(
+        f"[bold red]Error:[/] {message}", markup=True
+    )
     sys.exit(code)
 
 
@@ -42,7 +44,9 @@ class SpliceGroup(click.Group):
             if _State.debug:
                 traceback.print_exc()
             _fail(
-                _escape(f"unexpected {type(e).__name__}: {e}. This is a bug in Splice; rerun with --debug for the traceback."),
+                _escape(
+                    f"unexpected {type(e).__name__}: {e}. This is a bug in Splice; rerun with --debug for the traceback."
+                ),
                 1,
             )
 
@@ -58,9 +62,26 @@ def emit_json(data: Any) -> None:
 
 
 @click.group(cls=SpliceGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("-w", "--workspace", "workspace", default=".", show_default=True, type=click.Path(file_okay=False), envvar="SPLICE_WORKSPACE", help="The workspace directory (holds splice.toml, or is a dbt/SQLMesh project).")
-@click.option("-t", "--target", default=None, envvar="SPLICE_TARGET", help="Splice target (maps each project to its environment). Default: [workspace].default_target.")
-@click.option("-v", "--verbose", is_flag=True, help="Show the tools' own output (dbt, SQLMesh, dlt).")
+@click.option(
+    "-w",
+    "--workspace",
+    "workspace",
+    default=".",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    envvar="SPLICE_WORKSPACE",
+    help="The workspace directory (holds splice.toml, or is a dbt/SQLMesh project).",
+)
+@click.option(
+    "-t",
+    "--target",
+    default=None,
+    envvar="SPLICE_TARGET",
+    help="Splice target (maps each project to its environment). Default: [workspace].default_target.",
+)
+@click.option(
+    "-v", "--verbose", is_flag=True, help="Show the tools' own output (dbt, SQLMesh, dlt)."
+)
 @click.option("--debug", is_flag=True, help="Show full tracebacks.")
 @click.version_option(package_name="splice")
 @click.pass_context

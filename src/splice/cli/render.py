@@ -23,7 +23,9 @@ def render_nodes(records: list[dict[str, Any]]) -> None:
     for col in ("kind", "tool", "writes", "reads"):
         t.add_column(col, overflow="fold")
     for r in records:
-        reads = ", ".join(r["reads"][:3]) + (f" (+{len(r['reads']) - 3})" if len(r["reads"]) > 3 else "")
+        reads = ", ".join(r["reads"][:3]) + (
+            f" (+{len(r['reads']) - 3})" if len(r["reads"]) > 3 else ""
+        )
         t.add_row(r["id"], r["kind"], r["tool"], r["writes"] or "", reads)
     console().print(t)
     console().print(f"[dim]{len(records)} nodes[/]")
@@ -39,7 +41,11 @@ def render_checks(checks: list[Any]) -> None:
         return
     for chk in checks:
         style = SEVERITY_STYLE[chk.severity]
-        c.print(f"[{style}]{chk.severity.upper():7}[/] [bold]{chk.code}[/] {chk.message}", markup=True, soft_wrap=True)
+        c.print(
+            f"[{style}]{chk.severity.upper():7}[/] [bold]{chk.code}[/] {chk.message}",
+            markup=True,
+            soft_wrap=True,
+        )
         c.print(f"        [dim]fix: {chk.fix}[/]", soft_wrap=True)
     errors = sum(x.severity == "error" for x in checks)
     warnings = sum(x.severity == "warning" for x in checks)
@@ -63,7 +69,11 @@ def render_lineage(result: dict[str, Any]) -> None:
             style = "" if kind == "direct" else "dim"
             note = f" [red]opaque: {h['opaque_reason']}[/]" if h.get("opaque_reason") else ""
             via = " [magenta](across binding)[/]" if h.get("across_binding") else ""
-            line = f"{indent}{h['node']}{col} [{style}]{kind}[/]{via}{note}" if style else f"{indent}{h['node']}{col} {kind}{via}{note}"
+            line = (
+                f"{indent}{h['node']}{col} [{style}]{kind}[/]{via}{note}"
+                if style
+                else f"{indent}{h['node']}{col} {kind}{via}{note}"
+            )
             c.print(line, soft_wrap=True)
     if result.get("upstream_origins"):
         c.print(f"[bold]origins[/]: {', '.join(result['upstream_origins'])}")

@@ -26,11 +26,16 @@ def closest(name: str, candidates: list[str], n: int = 3) -> list[str]:
     found = difflib.get_close_matches(name, candidates, n=n, cutoff=0.5)
     if not found:
         short = {c.split(":", 1)[-1]: c for c in candidates}
-        found = [short[s] for s in difflib.get_close_matches(name.split(":", 1)[-1], list(short), n=n, cutoff=0.5)]
+        found = [
+            short[s]
+            for s in difflib.get_close_matches(name.split(":", 1)[-1], list(short), n=n, cutoff=0.5)
+        ]
     return found
 
 
-def resolve_ref(graph: Graph, ref: str, *, where: str, dialect: str, default_catalog: str | None) -> str:
+def resolve_ref(
+    graph: Graph, ref: str, *, where: str, dialect: str, default_catalog: str | None
+) -> str:
     """A node id or a relation name in splice.toml -> node id; unknown refs are ConfigErrors."""
     if ref in graph.nodes:
         return ref
@@ -54,7 +59,9 @@ def resolve_ref(graph: Graph, ref: str, *, where: str, dialect: str, default_cat
     )
 
 
-def join(nodes: list[Node], cfg: WorkspaceConfig, *, dialect: str, default_catalog: str | None) -> Graph:
+def join(
+    nodes: list[Node], cfg: WorkspaceConfig, *, dialect: str, default_catalog: str | None
+) -> Graph:
     g = Graph()
     for n in nodes:
         g.add_node(n)
@@ -70,29 +77,48 @@ def join(nodes: list[Node], cfg: WorkspaceConfig, *, dialect: str, default_catal
 
     declared: set[str] = set()
     for i, b in enumerate(cfg.bindings):
-        w = resolve_ref(g, b.writer, where=f"bindings[{i}].writer", dialect=dialect, default_catalog=default_catalog)
-        r = resolve_ref(g, b.reader, where=f"bindings[{i}].reader", dialect=dialect, default_catalog=default_catalog)
-        wn, rn = g.nodes[w], g.nodes[r]
-        rel = wn.writes or (rn.reads[0] if rn.reads else None)
-        g.add_edge(Edge(w, r, "declared", rel))
-        declared.add(r)
+        w_id = resolve_ref(
+            g,
+            b.writer,
+            where=f"bindings[{i}].writer",
+            dialect=dialect,
+            default_catalog=default_catalog,
+        )
+        r_id = resolve_ref(
+            g,
+            b.reader,
+            where=f"bindings[{i}].reader",
+            dialect=dialect,
+            default_catalog=default_catalog,
+        )
+        wn, rn = g.nodes[w_id], g.nodes[r_id]
+        brel = wn.writes or (rn.reads[0] if rn.reads else None)
+        g.add_edge(Edge(w_id, r_id, "declared", brel))
+        declared.add(r_id)
 
-    for i, d in enumerate(cfg.dashboards):
-        did = f"dashboards:{d.name}"
-        for j, ref in enumerate(d.reads):
-            up = resolve_ref(g, ref, where=f"dashboards[{i}].reads[{j}]", dialect=dialect, default_catalog=default_catalog)
+    for i, dash in enumerate(cfg.dashboards):
+        did = f"dashboards:{dash.name}"
+        for j, ref in enumerate(dash.reads):
+            up = resolve_ref(
+                g,
+                ref,
+                where=f"dashboards[{i}].reads[{j}]",
+                dialect=dialect,
+                default_catalog=default_catalog,
+            )
             up_node = g.nodes[up]
-            g.nodes[did].reads.append(up_node.writes) if up_node.writes else None
+            if up_node.writes:
+                g.nodes[did].reads.append(up_node.writes)
             g.add_edge(Edge(up, did, "declared", up_node.writes))
 
     for n in nodes:
         if n.id in declared or n.kind in ("dashboard",):
             continue
         covered: set[Relation] = set()
-        for d in n.depends_on:
-            if d in g.nodes:
-                covered.update(g.nodes[d].reads)
-                covered.update(g.nodes[d].all_writes)
+        for dep in n.depends_on:
+            if dep in g.nodes:
+                covered.update(g.nodes[dep].reads)
+                covered.update(g.nodes[dep].all_writes)
         for rel in n.reads:
             if rel in covered:
                 continue  # read through a source / external node of its own project

@@ -50,7 +50,12 @@ CODES = {
 }
 
 
-def graph_checks(graph: Graph, *, prod_relations: dict[str, str] | None = None, non_prod_projects: set[str] | None = None) -> list[Check]:
+def graph_checks(
+    graph: Graph,
+    *,
+    prod_relations: dict[str, str] | None = None,
+    non_prod_projects: set[str] | None = None,
+) -> list[Check]:
     """Checks that need only the joined graph.
 
     ``prod_relations`` maps a relation key to the node that writes it in *prod* when this
@@ -67,29 +72,83 @@ def graph_checks(graph: Graph, *, prod_relations: dict[str, str] | None = None, 
         node = graph.nodes[a.reader]
         rel = a.relation.key
         if len(a.writers) > 1:
-            checks.append(Check("SPL101", "error", a.reader, f"{a.reader} reads {rel}, which {len(a.writers)} nodes write: {', '.join(a.writers)}; no edge was made.", "declare the writer with a [[bindings]] entry in splice.toml, or make only one node write it"))
+            checks.append(
+                Check(
+                    "SPL101",
+                    "error",
+                    a.reader,
+                    f"{a.reader} reads {rel}, which {len(a.writers)} nodes write: {', '.join(a.writers)}; no edge was made.",
+                    "declare the writer with a [[bindings]] entry in splice.toml, or make only one node write it",
+                )
+            )
             continue
         if rel in prod_relations:
-            checks.append(Check("SPL201", "error", a.reader, f"{a.reader} would read {rel}, the prod relation of {prod_relations[rel]}, while this target builds {prod_relations[rel].split(':', 1)[0]} in another environment.", "make the source follow the environment (for example a var in its schema) or map both projects to the same environment under [targets.NAME.environments]"))
+            checks.append(
+                Check(
+                    "SPL201",
+                    "error",
+                    a.reader,
+                    f"{a.reader} would read {rel}, the prod relation of {prod_relations[rel]}, while this target builds {prod_relations[rel].split(':', 1)[0]} in another environment.",
+                    "make the source follow the environment (for example a var in its schema) or map both projects to the same environment under [targets.NAME.environments]",
+                )
+            )
             continue
         if a.relation.schema.startswith("sqlmesh__"):
-            checks.append(Check("SPL104", "warning", a.reader, f"{a.reader} reads {rel}, a versioned physical table of SQLMesh that changes name with every breaking change.", "point it at the model's view (schema without the sqlmesh__ prefix) so the binding follows SQLMesh's environments"))
+            checks.append(
+                Check(
+                    "SPL104",
+                    "warning",
+                    a.reader,
+                    f"{a.reader} reads {rel}, a versioned physical table of SQLMesh that changes name with every breaking change.",
+                    "point it at the model's view (schema without the sqlmesh__ prefix) so the binding follows SQLMesh's environments",
+                )
+            )
             continue
-        look = [w for w in by_table.get(a.relation.name, []) if graph.nodes[w].project != node.project]
+        look = [
+            w for w in by_table.get(a.relation.name, []) if graph.nodes[w].project != node.project
+        ]
         if look:
-            checks.append(Check("SPL103", "warning", a.reader, f"{a.reader} reads {rel}, which nothing writes, but {', '.join(sorted(look))} writes a relation of the same name ({', '.join(sorted({r.key for w in look for r in graph.nodes[w].all_writes if r.name == a.relation.name}))}).", "point the source at that relation, or declare the binding in splice.toml if it is the same data"))
+            checks.append(
+                Check(
+                    "SPL103",
+                    "warning",
+                    a.reader,
+                    f"{a.reader} reads {rel}, which nothing writes, but {', '.join(sorted(look))} writes a relation of the same name ({', '.join(sorted({r.key for w in look for r in graph.nodes[w].all_writes if r.name == a.relation.name}))}).",
+                    "point the source at that relation, or declare the binding in splice.toml if it is the same data",
+                )
+            )
             continue
         if node.kind in ("source", "external"):
-            checks.append(Check("SPL102", "warning", a.reader, f"{a.reader} reads {rel}, which no node of the workspace writes; it counts as an external input.", "declare the job that loads it as [[ingestion]] in splice.toml (with writes = [\"" + a.relation.schema + "." + a.relation.name + "\"]) to see it in lineage and blast radius"))
+            checks.append(
+                Check(
+                    "SPL102",
+                    "warning",
+                    a.reader,
+                    f"{a.reader} reads {rel}, which no node of the workspace writes; it counts as an external input.",
+                    'declare the job that loads it as [[ingestion]] in splice.toml (with writes = ["'
+                    + a.relation.schema
+                    + "."
+                    + a.relation.name
+                    + '"]) to see it in lineage and blast radius',
+                )
+            )
 
     for e in graph.bindings:
         if e.evidence != "declared":
             continue
-        w, r = graph.nodes[e.upstream], graph.nodes[e.downstream]
-        if r.kind == "dashboard" or not r.reads or not w.all_writes:
+        wnode, rnode = graph.nodes[e.upstream], graph.nodes[e.downstream]
+        if rnode.kind == "dashboard" or not rnode.reads or not wnode.all_writes:
             continue
-        if not set(r.reads) & set(w.all_writes):
-            checks.append(Check("SPL202", "error", r.id, f"declared binding {w.id} -> {r.id}: {r.id} reads {', '.join(x.key for x in r.reads)} but {w.id} writes {', '.join(x.key for x in w.all_writes)} in this target.", "correct the binding in splice.toml, or make the reader follow the writer's environment"))
+        if not set(rnode.reads) & set(wnode.all_writes):
+            checks.append(
+                Check(
+                    "SPL202",
+                    "error",
+                    rnode.id,
+                    f"declared binding {wnode.id} -> {rnode.id}: {rnode.id} reads {', '.join(x.key for x in rnode.reads)} but {wnode.id} writes {', '.join(x.key for x in wnode.all_writes)} in this target.",
+                    "correct the binding in splice.toml, or make the reader follow the writer's environment",
+                )
+            )
 
     for n in graph.nodes.values():
         if n.kind not in ("source", "external", "ingestion", "seed"):
@@ -97,14 +156,31 @@ def graph_checks(graph: Graph, *, prod_relations: dict[str, str] | None = None, 
         if not graph.children(n.id):
             continue
         if n.kind == "ingestion" and all(
-            graph.nodes[c].columns and all(graph.nodes[c].columns.values()) for c in graph.children(n.id)
+            graph.nodes[c].columns and all(graph.nodes[c].columns.values())
+            for c in graph.children(n.id)
         ):
             continue  # every reader of what the job loads declares its column types
         if not n.columns:
-            checks.append(Check("SPL301", "warning", n.id, f"{n.id} declares no columns, so column lineage through it is weaker (SELECT * cannot expand, unqualified columns may be opaque).", _column_fix(n.tool, n.kind)))
+            checks.append(
+                Check(
+                    "SPL301",
+                    "warning",
+                    n.id,
+                    f"{n.id} declares no columns, so column lineage through it is weaker (SELECT * cannot expand, unqualified columns may be opaque).",
+                    _column_fix(n.tool, n.kind),
+                )
+            )
         elif any(not t for t in n.columns.values()):
             missing = [c for c, t in n.columns.items() if not t]
-            checks.append(Check("SPL301", "warning", n.id, f"{n.id} has columns without a type: {', '.join(missing[:5])}{'...' if len(missing) > 5 else ''}.", _column_fix(n.tool, n.kind)))
+            checks.append(
+                Check(
+                    "SPL301",
+                    "warning",
+                    n.id,
+                    f"{n.id} has columns without a type: {', '.join(missing[:5])}{'...' if len(missing) > 5 else ''}.",
+                    _column_fix(n.tool, n.kind),
+                )
+            )
     return checks
 
 
@@ -127,13 +203,29 @@ def lineage_checks(results: dict[str, Any]) -> list[Check]:
         ml = results[nid]
         reason = getattr(ml, "opaque_reason", None)
         if reason:
-            checks.append(Check("SPL302", "warning", nid, f"{nid} is opaque to column lineage: {reason}", "lineage stops here; for a Python model declare its columns, for SQL fix what the reason names"))
+            checks.append(
+                Check(
+                    "SPL302",
+                    "warning",
+                    nid,
+                    f"{nid} is opaque to column lineage: {reason}",
+                    "lineage stops here; for a Python model declare its columns, for SQL fix what the reason names",
+                )
+            )
             continue
         cols = getattr(ml, "columns", {}) or {}
         bad = sorted(c for c, cl in cols.items() if getattr(cl, "opaque_reason", None))
         if bad:
             first = cols[bad[0]].opaque_reason
-            checks.append(Check("SPL303", "info", nid, f"{nid}: {len(bad)} column(s) could not be resolved ({', '.join(bad[:5])}): {first}", "declare the column types of the tables it reads"))
+            checks.append(
+                Check(
+                    "SPL303",
+                    "info",
+                    nid,
+                    f"{nid}: {len(bad)} column(s) could not be resolved ({', '.join(bad[:5])}): {first}",
+                    "declare the column types of the tables it reads",
+                )
+            )
     return checks
 
 

@@ -168,8 +168,9 @@ class Graph:
         A subset keeps the order of the whole graph, so a node never comes before an
         ancestor even when the nodes between them are not in the subset.
         """
-        if getattr(self, "_topo_cache", None) is None or self._topo_cache[0] != (len(self.nodes), len(self.edges)):
-            self._topo_cache = ((len(self.nodes), len(self.edges)), self._topo(set(self.nodes)))
+        stamp = (len(self.nodes), len(self.edges))
+        if self._topo_cache is None or self._topo_cache[0] != stamp:
+            self._topo_cache = (stamp, self._topo(set(self.nodes)))
         order = self._topo_cache[1]
         if ids is None:
             return list(order)

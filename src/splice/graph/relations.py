@@ -25,7 +25,7 @@ from splice.graph.model import Relation
 def _parse(text: str, dialect: str) -> tuple[str | None, str, str]:
     d = Dialect.get_or_raise(dialect)
     table = exp.to_table(text, dialect=dialect)
-    parts = []
+    parts: list[str | None] = []
     for ident in (table.args.get("catalog"), table.args.get("db"), table.this):
         if ident is None or not ident.name:
             parts.append(None)

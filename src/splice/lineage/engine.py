@@ -123,6 +123,7 @@ class _Walker:
         self.default_catalog = default_catalog
         self.default_schema = default_schema
         self.infos: dict[int, _Info] = {}
+        self.by_expr: dict[int, Scope] = {}
         self.reads: dict[Relation, None] = {}
         self.warnings: list[str] = []
         self._rel_cache: dict[int, Relation | None] = {}
@@ -134,7 +135,7 @@ class _Walker:
         if key in self._rel_cache:
             return self._rel_cache[key]
         rel: Relation | None = None
-        if not isinstance(table.this, exp.Func) and table.name:
+        if not isinstance(table.this, exp.Func) and table.name and not _is_file(table):
             d = self.dialect
             name = norm_ident(table.name, d)
             db = norm_ident(table.db, d) if table.db else (self.default_schema or "main")
@@ -143,6 +144,13 @@ class _Walker:
                 cat = self.catalog_of.get((db, name), self.default_catalog)
             rel = Relation(cat or None, db, name)
             self.reads[rel] = None
+        elif _is_file(table):
+            self.warnings.append(f"reads the file '{table.name}': its columns start here")
+        else:
+            self.warnings.append(
+                f"reads the table function {table.this.sql(dialect=self.dialect)}: "
+                "its columns start here"
+            )
         self._rel_cache[key] = rel
         return rel
 
@@ -151,6 +159,9 @@ class _Walker:
 
     # -- scopes --------------------------------------------------------------------------------
     def info(self, scope: Scope) -> _Info:
+        # A recursive CTE's self-reference is a scope sqlglot never traversed: use the traversed
+        # scope of the same expression (the base case) instead.
+        scope = self.by_expr.get(id(scope.expression), scope)
         key = id(scope)
         got = self.infos.get(key)
         if got is not None:
@@ -261,6 +272,8 @@ class _Walker:
             node = proj.this if isinstance(proj, exp.Alias) else proj
             refs: Refs = {}
             reasons: list[str] = []
+            if _COLUMNS is not None and node.find(_COLUMNS):
+                reasons.append("COLUMNS(...) picks columns by pattern, which lineage does not follow")
             sub = "IDENTITY" if type(node) is exp.Column else "TRANSFORMATION"
             self.collect(node, scope, "direct", sub, refs, reasons)
             if name in info.cols:
@@ -308,7 +321,9 @@ class _Walker:
             src = scope.sources.get(n)
             if isinstance(src, exp.Table):
                 rel = self.relation(src)
-                if rel is None:
+                if rel is None and _is_file(src):
+                    out.append(f"the file '{src.name}'")
+                elif rel is None:
                     out.append(f"the table function {src.this.sql(dialect=self.dialect)}")
                 elif self.columns_of(rel) is None:
                     out.append(rel.key)
@@ -326,13 +341,51 @@ class _Walker:
                 break
             s = s.parent
         if src is None:
+            pivot = self._pivot(scope, table)
+            if pivot is not None:
+                return self._resolve_pivot(scope, pivot, column)
             return {}, f"{table}.{column} refers to no table of the query"
         if isinstance(src, exp.Table):
+            pivots = src.args.get("pivots")
+            if pivots and pivots[0].args.get("unpivot"):
+                return self._resolve_pivot(scope, (src, pivots[0]), column)
             rel = self.relation(src)
             if rel is None:
-                return {}, None  # a table function: the column starts here
+                return {}, None  # a table function or a file: the column starts here
             return {(rel, column, "direct"): {"IDENTITY"}}, None
         return self.info(src).lookup(column)
+
+    def _pivot(self, scope: Scope, alias: str) -> tuple[exp.Table, exp.Pivot] | None:
+        for src in scope.sources.values():
+            if isinstance(src, exp.Table):
+                for pivot in src.args.get("pivots") or ():
+                    if pivot.alias == alias:
+                        return src, pivot
+        return None
+
+    def _resolve_pivot(
+        self, scope: Scope, found: tuple[exp.Table, exp.Pivot], column: str
+    ) -> tuple[Refs, str | None]:
+        """A column of ``t PIVOT (agg(x) FOR k IN (...))``: a pivoted column is the aggregate of
+        ``x`` filtered by ``k``; any other column passes through from ``t``."""
+        table, pivot = found
+        if pivot.args.get("unpivot"):
+            rel = self.relation(table)
+            known = self.columns_of(rel) if rel is not None else None
+            if rel is not None and known is not None and column in known:
+                return {(rel, column, "direct"): {"IDENTITY"}}, None
+            return {}, f"column {column} comes out of an UNPIVOT, which lineage does not follow"
+        pivoted = {c.name for c in pivot.args.get("columns") or ()}
+        if column not in pivoted:
+            return self.resolve(scope, table.alias_or_name, column)
+        refs: Refs = {}
+        reasons: list[str] = []
+        for agg in pivot.expressions:
+            self.collect(agg, scope, "direct", "TRANSFORMATION", refs, reasons)
+        for fld in pivot.args.get("fields") or ():
+            key = fld.this if isinstance(fld, exp.In) else fld
+            self.collect(key, scope, "indirect", "FILTER", refs, reasons)
+        return refs, reasons[0] if reasons else None
 
     def _resolve_among(self, scope: Scope, names: list[str], column: str) -> tuple[Refs, str | None]:
         """An unqualified column (or one passed through a ``*``) among several sources."""
@@ -463,6 +516,20 @@ class _Walker:
                             stack.append((item, k, s, m))
 
 
+_COLUMNS: type[exp.Expr] | None = getattr(exp, "Columns", None)
+
+
+def _is_file(table: exp.Table) -> bool:
+    """DuckDB's ``FROM 'data/*.parquet'``: a quoted one-part name that looks like a path."""
+    ident = table.this
+    return (
+        isinstance(ident, exp.Identifier)
+        and bool(ident.args.get("quoted"))
+        and not table.db
+        and any(ch in ident.name for ch in "/.*:")
+    )
+
+
 def _to_refs(refs: Refs) -> list[ColumnRef]:
     out = []
     for (rel, col, kind), subs in refs.items():
@@ -587,6 +654,7 @@ def _analyse_query(
     if not scopes:
         return ModelLineage.opaque("not a query sqlglot can walk", **base)
     walker = _Walker(dialect, known, catalog_of, cat_n, db_n)
+    walker.by_expr = {id(s.expression): s for s in scopes}
     root = walker.info(scopes[-1])
     for s in scopes:  # record every relation read, even in scopes the output does not use
         for _n, (_node, src) in s.selected_sources.items():
@@ -596,6 +664,8 @@ def _analyse_query(
         n: ColumnLineage(n, _to_refs(root.cols[n]), root.opaque.get(n)) for n in root.names
     }
     reason = None
+    if not root.names and not root.unknown_star:
+        reason = "the query has no output columns"
     if root.unknown_star:
         rels = ", ".join(dict.fromkeys(root.unknown_star))
         reason = f"SELECT * over {rels} whose columns are unknown: add column types"

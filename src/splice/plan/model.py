@@ -38,7 +38,9 @@ class Reason:
     code: ReasonCode
     text: str
     upstream: str | None = None
-    components: tuple[str, ...] = ()  # fingerprint components that changed: sql, config, macros, ...
+    components: tuple[
+        str, ...
+    ] = ()  # fingerprint components that changed: sql, config, macros, ...
     data: dict[str, Any] = field(default_factory=dict, compare=False)
 
 

@@ -97,7 +97,9 @@ class DbtProvider:
 
         _quiet_env()
         runner = dbtRunner(manifest=self.manifest) if self.manifest is not None else dbtRunner()
-        with captured(self.ctx.log_path, f"dbt {' '.join(args[:1])} ({self.ctx.project_name})") as out:
+        with captured(
+            self.ctx.log_path, f"dbt {' '.join(args[:1])} ({self.ctx.project_name})"
+        ) as out:
             try:
                 res = runner.invoke(args)
             finally:
@@ -118,7 +120,7 @@ class DbtProvider:
                 f"{_first_lines(text)}",
                 fix=fix,
             )
-        res.captured = out.getvalue()
+        res.captured = out.getvalue()  # type: ignore[attr-defined]
         return res
 
     def _parse(self) -> Any:
@@ -143,14 +145,16 @@ class DbtProvider:
         root_pkg = m.metadata.project_name if m.metadata else None
         names: dict[str, str] = {}
         counts: dict[str, int] = {}
-        for uid, n in m.nodes.items():
+        for n in m.nodes.values():
             if n.resource_type.value in _KINDS:
                 counts[n.name] = counts.get(n.name, 0) + 1
         for uid, n in m.nodes.items():
             if n.resource_type.value not in _KINDS:
                 continue
             clash = counts[n.name] > 1
-            names[uid] = f"{n.package_name}.{n.name}" if clash and n.package_name != root_pkg else n.name
+            names[uid] = (
+                f"{n.package_name}.{n.name}" if clash and n.package_name != root_pkg else n.name
+            )
         for uid, s in m.sources.items():
             names[uid] = f"source:{s.source_name}.{s.name}"
         for uid, e in m.exposures.items():
@@ -186,7 +190,9 @@ class DbtProvider:
                         "loader": s.loader or None,
                         "freshness": bool(s.freshness),
                         # dbt-duckdb's external_location: the source reads files, not a relation
-                        "external_location": s.relation_name if r is None and s.relation_name else None,
+                        "external_location": s.relation_name
+                        if r is None and s.relation_name
+                        else None,
                     },
                 )
             )
@@ -217,7 +223,9 @@ class DbtProvider:
                     reads=[rel_of[d] for d in deps if rel_of.get(d) is not None],
                     depends_on=[f"{p}:{names[d]}" for d in deps],
                     tags=list(n.tags or []),
-                    columns=_seed_columns(n) if kind == "seed" else {c.name: c.data_type or "" for c in n.columns.values()},
+                    columns=_seed_columns(n)
+                    if kind == "seed"
+                    else {c.name: c.data_type or "" for c in n.columns.values()},
                     dialect=self.ctx.dialect,
                     language=lang,
                     materialization=materialized,
@@ -277,7 +285,9 @@ class DbtProvider:
             if n.kind not in ("model", "snapshot"):
                 continue
             if n.language != "sql":
-                out[n.id] = RenderedSQL(n.id, None, self.ctx.dialect, f"{n.language} model: no SQL to analyse")
+                out[n.id] = RenderedSQL(
+                    n.id, None, self.ctx.dialect, f"{n.language} model: no SQL to analyse"
+                )
                 continue
             todo.append(n)
         if not todo:
@@ -302,7 +312,9 @@ class DbtProvider:
                 msg = getattr(r, "message", None) or "dbt did not compile it"
                 out[sn.id] = RenderedSQL(sn.id, None, self.ctx.dialect, f"not compiled: {msg}")
         for n in todo:
-            out.setdefault(n.id, RenderedSQL(n.id, None, self.ctx.dialect, "dbt did not compile it"))
+            out.setdefault(
+                n.id, RenderedSQL(n.id, None, self.ctx.dialect, "dbt did not compile it")
+            )
         return out
 
     def close(self) -> None:
@@ -337,7 +349,9 @@ def _seed_columns(n: Any) -> dict[str, str]:
     """A seed's columns: the CSV header, typed by ``+column_types`` (or its YAML) where declared."""
     import csv
 
-    typed = {str(k).lower(): str(v) for k, v in (getattr(n.config, "column_types", None) or {}).items()}
+    typed = {
+        str(k).lower(): str(v) for k, v in (getattr(n.config, "column_types", None) or {}).items()
+    }
     typed.update({c.name.lower(): c.data_type for c in n.columns.values() if c.data_type})
     header: list[str] = []
     try:

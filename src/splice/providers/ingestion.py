@@ -41,7 +41,7 @@ def dlt_tables(
     for table in schema.data_tables():
         tname = table["name"]
         cols = {c: str(spec.get("data_type", "")) for c, spec in table.get("columns", {}).items()}
-        out[relation_from_parts(catalog, dataset, tname, dialect=dialect)] = cols
+        out[relation_from_parts(catalog, dataset or None, str(tname), dialect=dialect)] = cols
     facts["last_trace"] = None
     return dataset, out, facts
 

@@ -74,7 +74,9 @@ class SqlmeshProvider:
         t = exp.to_table(model.fully_qualified_table or model.fqn)
         qvn = QualifiedViewName(catalog=t.catalog or None, schema_name=t.db or None, table=t.name)
         tbl = qvn.table_for_environment(self.naming(environment), dialect=model.dialect)
-        return relation_from_parts(tbl.catalog or None, tbl.db or None, tbl.name, dialect=self.ctx.dialect)
+        return relation_from_parts(
+            tbl.catalog or None, tbl.db or None, tbl.name, dialect=self.ctx.dialect
+        )
 
     def load(self) -> list[Node]:
         ctx = self.context
@@ -91,7 +93,10 @@ class SqlmeshProvider:
             rel_fqn = parse_relation(fqn, dialect=self.ctx.dialect)
             deps = sorted(d for d in m.depends_on if d in ids)
             ext_reads = sorted(d for d in m.depends_on if d not in ids)
-            columns = {c: (t.sql(dialect=m.dialect) if t is not None else "") for c, t in (m.columns_to_types or {}).items()}
+            columns = {
+                c: (t.sql(dialect=m.dialect) if t is not None else "")
+                for c, t in (m.columns_to_types or {}).items()
+            }
             language = "python" if type(m).__name__ == "PythonModel" else "sql"
             if kind_name.upper() in ("SEED",):
                 language = "none"
@@ -101,16 +106,24 @@ class SqlmeshProvider:
                 col = tc.column
                 time_col = col.name if hasattr(col, "name") else str(col)
             reads: list[Relation] = [
-                self.view_relation(models[d]) if not _is_external(models[d]) else parse_relation(d, dialect=self.ctx.dialect)
+                self.view_relation(models[d])
+                if not _is_external(models[d])
+                else parse_relation(d, dialect=self.ctx.dialect)
                 for d in deps
             ] + [parse_relation(d, dialect=self.ctx.dialect) for d in ext_reads]
             name = ids[fqn].split(":", 1)[1]
-            path = str(Path(m._path).relative_to(self.ctx.project_path)) if m._path and str(m._path).startswith(str(self.ctx.project_path)) else (str(m._path) if m._path else None)
+            path = (
+                str(Path(m._path).relative_to(self.ctx.project_path))
+                if m._path and str(m._path).startswith(str(self.ctx.project_path))
+                else (str(m._path) if m._path else None)
+            )
             node = Node(
                 id=ids[fqn],
                 project=p,
                 name=name,
-                kind="external" if external else ("seed" if kind_name.upper() == "SEED" else "model"),
+                kind="external"
+                if external
+                else ("seed" if kind_name.upper() == "SEED" else "model"),
                 tool="sqlmesh",
                 writes=None if external else self.view_relation(m),
                 reads=[rel_fqn] if external else reads,
@@ -140,7 +153,11 @@ class SqlmeshProvider:
                 # the same audit may be applied twice (accepted_range on two columns): number
                 # the repeats so that no audit replaces another in the graph
                 seen_audits[audit_name] = seen_audits.get(audit_name, 0) + 1
-                label = audit_name if seen_audits[audit_name] == 1 else f"{audit_name}_{seen_audits[audit_name]}"
+                label = (
+                    audit_name
+                    if seen_audits[audit_name] == 1
+                    else f"{audit_name}_{seen_audits[audit_name]}"
+                )
                 aid = f"{p}:audit:{name}.{label}"
                 nodes.append(
                     Node(
@@ -155,7 +172,10 @@ class SqlmeshProvider:
                             "audit": audit_name,
                             "model": ids[fqn],
                             "blocking": True,
-                            "args": {k: (v.sql(dialect=m.dialect) if hasattr(v, "sql") else str(v)) for k, v in _args.items()},
+                            "args": {
+                                k: (v.sql(dialect=m.dialect) if hasattr(v, "sql") else str(v))
+                                for k, v in _args.items()
+                            },
                         },
                     )
                 )
@@ -171,16 +191,27 @@ class SqlmeshProvider:
                     continue
                 fqn = str(n.meta.get("fqn"))
                 if n.language == "python":
-                    out[n.id] = RenderedSQL(n.id, None, self.ctx.dialect, "Python model: no SQL to analyse")
+                    out[n.id] = RenderedSQL(
+                        n.id, None, self.ctx.dialect, "Python model: no SQL to analyse"
+                    )
                     continue
                 try:
                     model = ctx.models[fqn]
                     # Render against model names (the virtual layer), not the snapshots'
                     # physical tables: lineage joins on the relations other projects read.
                     q = model.render_query_or_raise(engine_adapter=ctx.engine_adapter)
-                    out[n.id] = RenderedSQL(n.id, q.sql(dialect=model.dialect or self.ctx.dialect), model.dialect or self.ctx.dialect)
+                    out[n.id] = RenderedSQL(
+                        n.id,
+                        q.sql(dialect=model.dialect or self.ctx.dialect),
+                        model.dialect or self.ctx.dialect,
+                    )
                 except Exception as e:  # noqa: BLE001 - one bad model is opaque, never a crash
-                    out[n.id] = RenderedSQL(n.id, None, self.ctx.dialect, f"SQLMesh could not render it: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+                    out[n.id] = RenderedSQL(
+                        n.id,
+                        None,
+                        self.ctx.dialect,
+                        f"SQLMesh could not render it: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}",
+                    )
         return out
 
     def intervals(self) -> dict[str, list[tuple[int, int]]]:
@@ -216,14 +247,19 @@ def _raised_by_config_loader(e: BaseException) -> bool:
     """True when ``e`` came out of SQLMesh's config loading (config.yaml / config.py)."""
     tb = e.__traceback__
     while tb is not None:
-        if tb.tb_frame.f_code.co_filename.replace("\\", "/").endswith("sqlmesh/core/config/loader.py"):
+        if tb.tb_frame.f_code.co_filename.replace("\\", "/").endswith(
+            "sqlmesh/core/config/loader.py"
+        ):
             return True
         tb = tb.tb_next
     return False
 
 
 def _config_file(project: Path) -> Path | None:
-    return next((project / f for f in ("config.yaml", "config.yml", "config.py") if (project / f).exists()), None)
+    return next(
+        (project / f for f in ("config.yaml", "config.yml", "config.py") if (project / f).exists()),
+        None,
+    )
 
 
 def _short_name(model: Any, default_catalog: str | None) -> str:

@@ -52,7 +52,9 @@ class StateStore:
     @property
     def schema_version(self) -> int:
         try:
-            row = self.conn.execute("SELECT value FROM splice_meta WHERE key='schema_version'").fetchone()
+            row = self.conn.execute(
+                "SELECT value FROM splice_meta WHERE key='schema_version'"
+            ).fetchone()
         except sqlite3.OperationalError:
             return 0
         except sqlite3.DatabaseError as e:
