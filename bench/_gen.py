@@ -109,13 +109,17 @@ def _join(rng: random.Random, ins: list[str]) -> str:
     outs = list(KEYS)
     sel = [f"a.{k}" for k in KEYS]
     for i, m in enumerate(left):
-        sel.append(f"a.{m} + COALESCE(b.{right[i % len(right)]}, 0) AS {m}" if i % 3 == 0 else f"a.{m}")
+        sel.append(
+            f"a.{m} + COALESCE(b.{right[i % len(right)]}, 0) AS {m}" if i % 3 == 0 else f"a.{m}"
+        )
     for m in right:
         sel.append(f"COALESCE(b.{m}, a.{left[0]}) AS {m}" if rng.random() < 0.3 else f"b.{m}")
     outs += MEASURES
     third = ""
     if len(ins) > 2:
-        third = f"\nLEFT JOIN {ins[2]} AS c ON a.customer_id = c.customer_id AND c.region = a.region"
+        third = (
+            f"\nLEFT JOIN {ins[2]} AS c ON a.customer_id = c.customer_id AND c.region = a.region"
+        )
         sel[5] = f"a.{left[0]} * COALESCE(c.m15, 1) AS {left[0]}"
     cols = ",\n    ".join(sel)
     return (
@@ -171,7 +175,9 @@ def _window(rng: random.Random, ins: list[str]) -> str:
 def _union(rng: random.Random, ins: list[str]) -> str:
     parts = []
     for j, src in enumerate(ins[:3]):
-        sel = list(KEYS) + [m if (i + j) % 4 else f"{m} * {j + 1} AS {m}" for i, m in enumerate(MEASURES)]
+        sel = list(KEYS) + [
+            m if (i + j) % 4 else f"{m} * {j + 1} AS {m}" for i, m in enumerate(MEASURES)
+        ]
         parts.append(f"SELECT {', '.join(sel)}\nFROM {src}\nWHERE region <> 'r{j}'")
     return "\nUNION ALL\n".join(parts)
 
@@ -180,9 +186,7 @@ def _lookup(rng: random.Random, ins: list[str]) -> str:
     sel = [f"t.{k}" for k in KEYS]
     for i, m in enumerate(MEASURES):
         sel.append(f"t.{m}" if i % 5 else f"t.{m} / NULLIF(t.m15, 0) AS {m}")
-    sel[6] = (
-        f"(SELECT MAX(l.m02) FROM {ins[1]} AS l WHERE l.customer_id = t.customer_id) AS m02"
-    )
+    sel[6] = f"(SELECT MAX(l.m02) FROM {ins[1]} AS l WHERE l.customer_id = t.customer_id) AS m02"
     cols = ",\n    ".join(sel)
     return (
         f"SELECT\n    {cols}\nFROM {ins[0]} AS t\n"
@@ -235,7 +239,9 @@ def generate_federated_workspace(
         else:
             schema = "sm_marts" if i >= n_sqlmesh - n_marts else "sm_int"
             shape = rng.choice(SHAPES[1:]) if rng.random() < 0.8 else "staging"
-            ins = _pick(rng, sm_rels, _N_INPUTS[shape] + (rng.random() < 0.3 and shape in ("join", "union")))
+            ins = _pick(
+                rng, sm_rels, _N_INPUTS[shape] + (rng.random() < 0.3 and shape in ("join", "union"))
+            )
             if len(ins) < _N_INPUTS[shape]:
                 shape, ins = "staging", ins[:1]
         table = f"m_{i:04d}"
@@ -249,10 +255,7 @@ def generate_federated_workspace(
             if incremental
             else rng.choice(["FULL", "FULL", "VIEW"])
         )
-        header = (
-            f"MODEL (\n  name {name},\n  kind {kind},\n  cron '@daily',\n"
-            f"  grain id\n);\n\n"
-        )
+        header = f"MODEL (\n  name {name},\n  kind {kind},\n  cron '@daily',\n  grain id\n);\n\n"
         path = Path("sqlmesh_proj/models") / schema / f"{table}.sql"
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         (root / path).write_text(header + sql + ";\n")
@@ -275,7 +278,9 @@ def generate_federated_workspace(
             layer, prefix = ("marts", "fct") if i >= n_dbt - n_dmarts else ("intermediate", "int")
             shape = rng.choice(SHAPES[1:]) if rng.random() < 0.85 else "staging"
             pool = [f"{CATALOG}.{DBT_SCHEMA}.{n}" for n in dbt_names]
-            ins = _pick(rng, pool, _N_INPUTS[shape] + (rng.random() < 0.3 and shape in ("join", "union")))
+            ins = _pick(
+                rng, pool, _N_INPUTS[shape] + (rng.random() < 0.3 and shape in ("join", "union"))
+            )
             if rng.random() < 0.1 and sm_late and len(ins) > 1:
                 ins[-1] = rng.choice(sm_late)  # some later models read SQLMesh directly too
             if len(ins) < _N_INPUTS[shape]:
@@ -407,7 +412,12 @@ def _write_dbt_project(dbt_dir: Path, sources: dict[str, set[str]], models: list
     )
     lines = ["version: 2", "sources:"]
     for src in sorted(sources):
-        lines += [f"  - name: {src}", f"    database: {CATALOG}", f"    schema: {src}", "    tables:"]
+        lines += [
+            f"  - name: {src}",
+            f"    database: {CATALOG}",
+            f"    schema: {src}",
+            "    tables:",
+        ]
         for tab in sorted(sources[src]):
             lines.append(f"      - name: {tab}")
             lines.append("        columns:")

@@ -36,7 +36,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from _gen import CATALOG, DBT_SCHEMA, GeneratedWorkspace, GenModel, generate_federated_workspace  # noqa: E402
-
 from splice.graph.model import Relation  # noqa: E402
 from splice.lineage import LineageIndex, LineageRequest, ModelLineage, analyse_many  # noqa: E402
 
@@ -60,7 +59,9 @@ def render(ws: GeneratedWorkspace, m: GenModel) -> str:
         return _SOURCE.sub(lambda g: f"{CATALOG}.{g.group(1)}.{g.group(2)}", text).strip()
     text = _MODEL_BLOCK.sub("", text).strip().rstrip(";")
     text = text.replace("@start_ds", "'2024-01-01'").replace("@end_ds", "'2024-12-31'")
-    return _SM_NAME.sub(lambda g: f"{CATALOG}.{g.group(1)}.{g.group(2)}", text)  # SQLMesh renders fqns
+    return _SM_NAME.sub(
+        lambda g: f"{CATALOG}.{g.group(1)}.{g.group(2)}", text
+    )  # SQLMesh renders fqns
 
 
 def _relation(key: str) -> Relation:
@@ -232,7 +233,13 @@ def main(argv: list[str] | None = None) -> int:
     models = engine_inputs(ws)
     n = len(models)
     n_cols = sum(len(m.columns) for m in ws.models)
-    rows.append(("workspace", f"{n} models ({args.n_dbt} dbt, {args.n_sqlmesh} SQLMesh), {n_cols} columns", f"generated in {figures['generate_s']:.2f} s"))
+    rows.append(
+        (
+            "workspace",
+            f"{n} models ({args.n_dbt} dbt, {args.n_sqlmesh} SQLMesh), {n_cols} columns",
+            f"generated in {figures['generate_s']:.2f} s",
+        )
+    )
 
     cache: dict[str, dict[str, Any]] = {}
     results, cold = full_lineage(models, cache, args.workers)
@@ -241,20 +248,51 @@ def main(argv: list[str] | None = None) -> int:
     figures.update({"cold": cold, "cold_index_s": index_s, "cold_total_s": cold_total})
     opaque = sum(1 for r in results.values() if r.opaque_reason)
     opaque_cols = sum(len(r.opaque_columns) for r in results.values())
-    rows.append(("engine cold, full lineage", f"{cold_total:.2f} s", f"keys {cold['keys_s']:.2f} s + analyse {cold['analyse_s']:.2f} s ({cold['pool'].get('mode')}, {cold['pool'].get('workers')} workers, {cold['pool'].get('worker_cpu_s', 0):.1f} CPU s) + index/walks {index_s:.3f} s"))
-    rows.append(("  opaque", f"{opaque} models, {opaque_cols} columns", "of the generated shapes, none should be"))
+    rows.append(
+        (
+            "engine cold, full lineage",
+            f"{cold_total:.2f} s",
+            f"keys {cold['keys_s']:.2f} s + analyse {cold['analyse_s']:.2f} s ({cold['pool'].get('mode')}, {cold['pool'].get('workers')} workers, {cold['pool'].get('worker_cpu_s', 0):.1f} CPU s) + index/walks {index_s:.3f} s",
+        )
+    )
+    rows.append(
+        (
+            "  opaque",
+            f"{opaque} models, {opaque_cols} columns",
+            "of the generated shapes, none should be",
+        )
+    )
 
     changed = change_one(models)
     results2, warm = full_lineage(models, cache, args.workers)
     _idx2, index2_s, _ = build_index(results2)
     change_total = warm["total_s"] + index2_s
-    figures.update({"change": warm, "change_index_s": index2_s, "change_total_s": change_total, "changed": changed.node_id})
-    rows.append(("engine after one model changes", f"{change_total:.3f} s", f"{int(warm['analysed'])} re-analysed ({changed.node_id}); keys {warm['keys_s']:.3f} s, index {index2_s:.3f} s"))
+    figures.update(
+        {
+            "change": warm,
+            "change_index_s": index2_s,
+            "change_total_s": change_total,
+            "changed": changed.node_id,
+        }
+    )
+    rows.append(
+        (
+            "engine after one model changes",
+            f"{change_total:.3f} s",
+            f"{int(warm['analysed'])} re-analysed ({changed.node_id}); keys {warm['keys_s']:.3f} s, index {index2_s:.3f} s",
+        )
+    )
 
     me = peak_rss_mb()
     kids = float(cold["pool"].get("worker_max_rss_mb", 0.0))
     figures.update({"rss_mb": me, "rss_workers_mb": kids})
-    rows.append(("peak memory (max RSS)", f"{me:.0f} MB", f"this process (holding every result); each of {cold['pool'].get('workers', 1)} pool workers at most {kids:.0f} MB"))
+    rows.append(
+        (
+            "peak memory (max RSS)",
+            f"{me:.0f} MB",
+            f"this process (holding every result); each of {cold['pool'].get('workers', 1)} pool workers at most {kids:.0f} MB",
+        )
+    )
 
     peer = peer_sample(models, results, args.peer_sample)
     per_model_peer = peer["peer_s"] / peer["models"]
@@ -262,22 +300,67 @@ def main(argv: list[str] | None = None) -> int:
     per_model_engine = peer["engine_serial_s"] / peer["models"]
     ratio_wall = peer_est / cold_total
     ratio_serial = per_model_peer / per_model_engine
-    figures.update({"peer": peer, "peer_est_s": peer_est, "ratio_wall": ratio_wall, "ratio_serial": ratio_serial})
-    rows.append(("peer: sqlglot.lineage per column", f"~{peer_est:.0f} s (est.)", f"measured on {int(peer['models'])} models / {int(peer['columns'])} columns ({peer['peer_s']:.1f} s), scaled to {n}; serial, one process"))
-    rows.append(("  speed-up vs peer, wall clock", f"{ratio_wall:.0f}x", "engine cold (pool) vs peer estimate (serial)"))
-    rows.append(("  speed-up vs peer, per model", f"{ratio_serial:.0f}x", f"both serial on the sample: {per_model_engine * 1000:.1f} ms vs {per_model_peer * 1000:.0f} ms"))
-    rows.append(("  agreement with peer", f"{peer['agree'] * 100:.0f}% of columns", f"same upstream columns (direct + column-level indirect); peer errors {int(peer['errors'])}"))
-    rows.append(("cross-model walks", f"{int(hops)} hops", "one upstream walk from the last model, one downstream from the first"))
+    figures.update(
+        {
+            "peer": peer,
+            "peer_est_s": peer_est,
+            "ratio_wall": ratio_wall,
+            "ratio_serial": ratio_serial,
+        }
+    )
+    rows.append(
+        (
+            "peer: sqlglot.lineage per column",
+            f"~{peer_est:.0f} s (est.)",
+            f"measured on {int(peer['models'])} models / {int(peer['columns'])} columns ({peer['peer_s']:.1f} s), scaled to {n}; serial, one process",
+        )
+    )
+    rows.append(
+        (
+            "  speed-up vs peer, wall clock",
+            f"{ratio_wall:.0f}x",
+            "engine cold (pool) vs peer estimate (serial)",
+        )
+    )
+    rows.append(
+        (
+            "  speed-up vs peer, per model",
+            f"{ratio_serial:.0f}x",
+            f"both serial on the sample: {per_model_engine * 1000:.1f} ms vs {per_model_peer * 1000:.0f} ms",
+        )
+    )
+    rows.append(
+        (
+            "  agreement with peer",
+            f"{peer['agree'] * 100:.0f}% of columns",
+            f"same upstream columns (direct + column-level indirect); peer errors {int(peer['errors'])}",
+        )
+    )
+    rows.append(
+        (
+            "cross-model walks",
+            f"{int(hops)} hops",
+            "one upstream walk from the last model, one downstream from the first",
+        )
+    )
 
     if args.engine_only:
         rows.append(("graph join (workspace loader)", "skipped", "--engine-only"))
     else:
         g = measure_graph_join(root)
         if g is None:
-            rows.append(("graph join (workspace loader)", "not measured", "hook measure_graph_join() is not wired yet"))
+            rows.append(
+                (
+                    "graph join (workspace loader)",
+                    "not measured",
+                    "hook measure_graph_join() is not wired yet",
+                )
+            )
         else:
             figures["graph_join"] = g
-            rows.append(("graph join (workspace loader)", ", ".join(f"{k} {v:g}" for k, v in g.items()), ""))
+            rows.append(
+                ("graph join (workspace loader)", ", ".join(f"{k} {v:g}" for k, v in g.items()), "")
+            )
 
     checks = [
         ("cold full lineage <= 20 s", cold_total <= TARGET_COLD_S),

@@ -130,7 +130,10 @@ def test_catalog_comes_from_the_schema_when_no_default() -> None:
 
 def test_one_part_names_get_the_default_schema() -> None:
     ml = analyse_model(
-        "SELECT amount FROM orders", schema=SCHEMA, default_catalog="warehouse", default_schema="raw"
+        "SELECT amount FROM orders",
+        schema=SCHEMA,
+        default_catalog="warehouse",
+        default_schema="raw",
     )
     assert ml.columns["amount"].sources[0].relation == ORDERS
 

@@ -76,8 +76,18 @@ def test_fixture(path: Path) -> None:
 def test_there_are_fixtures_for_the_shapes_the_brief_names() -> None:
     names = {p.stem for p in CASES}
     for needed in (
-        "cte_chain", "join_where", "aggregate_group_having", "window_functions", "union_all",
-        "star_known", "star_unknown", "qualify_dedupe", "asof_join", "case_when", "unparsable",
-        "correlated_subquery", "two_part_default_catalog",
+        "cte_chain",
+        "join_where",
+        "aggregate_group_having",
+        "window_functions",
+        "union_all",
+        "star_known",
+        "star_unknown",
+        "qualify_dedupe",
+        "asof_join",
+        "case_when",
+        "unparsable",
+        "correlated_subquery",
+        "two_part_default_catalog",
     ):
         assert needed in names

@@ -47,7 +47,8 @@ Refs = dict[tuple[Relation, str, str], set[str]]
 _MASKED = "MASKED"
 _RANK = {"IDENTITY": 0, "TRANSFORMATION": 1, "AGGREGATION": 2}
 _MASKING_FUNCS: tuple[type[exp.Expr], ...] = tuple(
-    getattr(exp, n) for n in ("MD5", "MD5Digest", "SHA", "SHA2", "SHA1Digest", "SHA2Digest")
+    getattr(exp, n)
+    for n in ("MD5", "MD5Digest", "SHA", "SHA2", "SHA1Digest", "SHA2Digest")
     if hasattr(exp, n)
 )
 
@@ -86,9 +87,9 @@ def _compose(into: Refs, refs: Refs, kind: str, sub: str, masked: bool) -> None:
         if kind == "direct":
             if rkind == "direct":
                 outer = _RANK.get(sub, 1)
-                new = {
-                    s if s == _MASKED or _RANK.get(s, 0) >= outer else sub for s in subs
-                } or {sub}
+                new = {s if s == _MASKED or _RANK.get(s, 0) >= outer else sub for s in subs} or {
+                    sub
+                }
             else:
                 new = set(subs)
             key = (rel, col, rkind)
@@ -206,8 +207,10 @@ class _Walker:
         _merge(info.qlevel, right.qlevel)
         info.unknown_star = left.unknown_star + right.unknown_star
         if scope.expression.args.get("by_name"):
-            pairs = [(n, n if n in left.cols else None, n if n in right.cols else None)
-                     for n in dict.fromkeys(left.names + right.names)]
+            pairs = [
+                (n, n if n in left.cols else None, n if n in right.cols else None)
+                for n in dict.fromkeys(left.names + right.names)
+            ]
         else:
             if len(left.names) != len(right.names) and not info.unknown_star:
                 self.warnings.append(
@@ -273,7 +276,9 @@ class _Walker:
             refs: Refs = {}
             reasons: list[str] = []
             if _COLUMNS is not None and node.find(_COLUMNS):
-                reasons.append("COLUMNS(...) picks columns by pattern, which lineage does not follow")
+                reasons.append(
+                    "COLUMNS(...) picks columns by pattern, which lineage does not follow"
+                )
             sub = "IDENTITY" if type(node) is exp.Column else "TRANSFORMATION"
             self.collect(node, scope, "direct", sub, refs, reasons)
             if name in info.cols:
@@ -387,7 +392,9 @@ class _Walker:
             self.collect(key, scope, "indirect", "FILTER", refs, reasons)
         return refs, reasons[0] if reasons else None
 
-    def _resolve_among(self, scope: Scope, names: list[str], column: str) -> tuple[Refs, str | None]:
+    def _resolve_among(
+        self, scope: Scope, names: list[str], column: str
+    ) -> tuple[Refs, str | None]:
         """An unqualified column (or one passed through a ``*``) among several sources."""
         if len(names) == 1:
             return self.resolve(scope, names[0], column)
@@ -423,8 +430,10 @@ class _Walker:
     def _describe(self, scope: Scope, name: str) -> str:
         src = scope.sources.get(name)
         rel = self.relation(src) if isinstance(src, exp.Table) else None
-        return f"{name} ({rel.key})" if rel is not None and rel.name != name else (
-            rel.key if rel is not None else name
+        return (
+            f"{name} ({rel.key})"
+            if rel is not None and rel.name != name
+            else (rel.key if rel is not None else name)
         )
 
     def collect(
@@ -444,6 +453,7 @@ class _Walker:
             node, k, s, m = stack.pop()
             t = type(node)
             if t is exp.Column:
+                assert isinstance(node, exp.Column)
                 if isinstance(node.this, exp.Star):
                     continue
                 table = node.table
@@ -554,9 +564,7 @@ def _query_of(parsed: list[exp.Expr | None]) -> tuple[exp.Expr | None, list[str]
     for stmt in stmts:
         if isinstance(stmt, exp.Query):
             found.append((stmt, None))
-        elif isinstance(stmt, (exp.Create, exp.Insert)) and isinstance(
-            stmt.expression, exp.Query
-        ):
+        elif isinstance(stmt, (exp.Create, exp.Insert)) and isinstance(stmt.expression, exp.Query):
             target = stmt.this
             if isinstance(target, exp.Schema):
                 target = target.this
@@ -612,11 +620,15 @@ def analyse_model(
         if query is None:
             kinds = ", ".join(sorted({type(s).__name__.upper() for s in parsed if s})) or "nothing"
             return ModelLineage.opaque(f"not a query (the SQL is {kinds})", **base)
-        return _analyse_query(query, dialect, schema, default_catalog, default_schema, warnings, base)
+        return _analyse_query(
+            query, dialect, schema, default_catalog, default_schema, warnings, base
+        )
     except RecursionError:
         return ModelLineage.opaque("the query is nested too deeply to analyse", **base)
     except Exception as e:  # noqa: BLE001 - the contract is: never crash
-        return ModelLineage.opaque(f"could not analyse: {type(e).__name__}: {_first_line(e)}", **base)
+        return ModelLineage.opaque(
+            f"could not analyse: {type(e).__name__}: {_first_line(e)}", **base
+        )
 
 
 def _analyse_query(
@@ -660,9 +672,7 @@ def _analyse_query(
         for _n, (_node, src) in s.selected_sources.items():
             if isinstance(src, exp.Table):
                 walker.relation(src)
-    columns = {
-        n: ColumnLineage(n, _to_refs(root.cols[n]), root.opaque.get(n)) for n in root.names
-    }
+    columns = {n: ColumnLineage(n, _to_refs(root.cols[n]), root.opaque.get(n)) for n in root.names}
     reason = None
     if not root.names and not root.unknown_star:
         reason = "the query has no output columns"

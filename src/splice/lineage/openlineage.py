@@ -51,7 +51,12 @@ def _input_fields(refs: Iterable[ColumnRef], namespace: Namespace) -> list[dict[
         key = (ns, ref.relation.key, ref.column)
         entry = merged.get(key)
         if entry is None:
-            entry = {"namespace": ns, "name": ref.relation.key, "field": ref.column, "transformations": []}
+            entry = {
+                "namespace": ns,
+                "name": ref.relation.key,
+                "field": ref.column,
+                "transformations": [],
+            }
             merged[key] = entry
         kind = ref.kind.upper()
         subtypes = ref.subtypes or (("TRANSFORMATION",) if ref.kind == "direct" else ("FILTER",))

@@ -82,7 +82,9 @@ def _run_chunk(chunk: list[LineageRequest]) -> list[ModelLineage]:
     return [r.run() for r in chunk]
 
 
-def _run_chunk_with_stats(chunk: list[LineageRequest]) -> tuple[list[ModelLineage], int, float, int]:
+def _run_chunk_with_stats(
+    chunk: list[LineageRequest],
+) -> tuple[list[ModelLineage], int, float, int]:
     """Run a chunk in a worker; also report the worker's pid, CPU seconds and max RSS (KiB)."""
     import resource
 

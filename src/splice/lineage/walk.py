@@ -100,8 +100,8 @@ class LineageIndex:
         for key, nid in self.writers.items():  # a writer known only from the graph
             parts = key.split(".")
             if nid not in self.outputs and len(parts) in (2, 3):
-                cat, schema, name = ([None, *parts] if len(parts) == 2 else parts)
-                self.outputs[nid] = Relation(cat, schema, name)
+                cat = parts[0] if len(parts) == 3 else None
+                self.outputs[nid] = Relation(cat, parts[-2], parts[-1])
         self._readers: dict[tuple[str, str], list[tuple[str, str, str]]] | None = None
         self._query_readers: dict[tuple[str, str], list[str]] = {}
         self._opaque_readers: dict[str, list[str]] = {}
@@ -131,15 +131,19 @@ class LineageIndex:
         return self._readers
 
     # -- steps ---------------------------------------------------------------------------------
-    def _up(self, node: str | None, rel: Relation | None, column: str, indirect: bool) -> Iterator[_Step]:
+    def _up(
+        self, node: str | None, rel: Relation | None, column: str, indirect: bool
+    ) -> Iterator[_Step]:
         ml = self.lineages.get(node) if node is not None else None
-        if ml is None or column == OPAQUE_COLUMN:
+        if ml is None:
             return
         if ml.opaque_reason:
             for r in ml.reads:
                 writer = self.writers.get(r.key)
                 if writer != node:
                     yield writer, r, OPAQUE_COLUMN, "indirect"
+            return
+        if column == OPAQUE_COLUMN:
             return
         col = ml.columns.get(column)
         refs = list(col.sources) if col else []
@@ -151,7 +155,9 @@ class LineageIndex:
                 continue
             yield writer, ref.relation, ref.column, ref.kind
 
-    def _down(self, node: str | None, rel: Relation | None, column: str, indirect: bool) -> Iterator[_Step]:
+    def _down(
+        self, node: str | None, rel: Relation | None, column: str, indirect: bool
+    ) -> Iterator[_Step]:
         readers = self._readers if self._readers is not None else self._build_readers()
         if node is not None:
             rel = self.outputs.get(node, rel)
@@ -225,7 +231,9 @@ def _bfs(
     start_key = (s_node, s_rel.key if s_rel else None, s_col)
     best: dict[tuple[str | None, str | None, str], Hop] = {}
     visited: set[tuple[tuple[str | None, str | None, str], str]] = {(start_key, "direct")}
-    frontier: list[tuple[str | None, Relation | None, str, str]] = [(s_node, s_rel, s_col, "direct")]
+    frontier: list[tuple[str | None, Relation | None, str, str]] = [
+        (s_node, s_rel, s_col, "direct")
+    ]
     level = 0
     while frontier and (depth is None or level < depth):
         level += 1
@@ -245,7 +253,10 @@ def _bfs(
                 if n2 is not None:
                     nxt.append((n2, rel2, col2, k))
         frontier = nxt
-    return sorted(best.values(), key=lambda h: (h.depth, h.node_id or "~", h.relation.key if h.relation else "", h.column))
+    return sorted(
+        best.values(),
+        key=lambda h: (h.depth, h.node_id or "~", h.relation.key if h.relation else "", h.column),
+    )
 
 
 def upstream(
