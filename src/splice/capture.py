@@ -36,11 +36,17 @@ def set_verbose(value: bool) -> None:
 
 
 @contextlib.contextmanager
-def captured(log_path: Path | None, label: str) -> Iterator[io.StringIO]:
+def captured(log_path: Path | None, label: str, cwd: Path | None = None) -> Iterator[io.StringIO]:
     """Send stdout, stderr and logging of the block to ``log_path`` (and a buffer).
 
-    With verbose on (``-v``) the chatter is also shown on stderr.
+    With verbose on (``-v``) the chatter is also shown on stderr.  ``cwd``: run the block in
+    that directory (the project's), so a relative warehouse path in a dbt profile or a SQLMesh
+    config means what it means when the tool is run by hand there.  Tools run one after
+    another in one process (DuckDB allows one writer), so changing directory is safe here.
     """
+    import os
+
+    old_cwd = os.getcwd() if cwd is not None else None
     buf = io.StringIO()
     fh = None
     streams: list[io.TextIOBase] = [buf]
@@ -60,9 +66,13 @@ def captured(log_path: Path | None, label: str) -> Iterator[io.StringIO]:
     root.handlers = [handler]
     root.setLevel(min(old_level or logging.WARNING, logging.INFO))
     try:
+        if cwd is not None:
+            os.chdir(cwd)
         with contextlib.redirect_stdout(tee), contextlib.redirect_stderr(tee):  # type: ignore[type-var]
             yield buf
     finally:
+        if old_cwd is not None:
+            os.chdir(old_cwd)
         root.handlers = old_handlers
         root.setLevel(old_level)
         if fh is not None:

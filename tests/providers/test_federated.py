@@ -199,13 +199,13 @@ def test_the_workspace_builds_and_dbt_reads_what_splice_says_sqlmesh_writes(
     root = copy_fixture("federated", tmp_path)
     warehouse = root / "warehouse.duckdb"
     subprocess.run([sys.executable, str(root / "ingest" / "load_stock.py")], check=True)
-    with cwd(root):  # the tools' configs name warehouse.duckdb relative to the workspace
+    with cwd(root / "inventory"):  # the tools' configs name ../warehouse.duckdb
         ctx = Context(paths=str(root / "inventory"))
         try:
             ctx.plan("prod", auto_apply=True, no_prompts=True, execution_time="2024-03-04")
         finally:
             ctx.close()
-    dbt(root / "reporting", "build", run_from=root)
+    dbt(root / "reporting", "build")
     built = tables_in(warehouse)
     for edge in federated.graph.bindings:
         if edge.upstream.startswith("inventory:") or edge.upstream.startswith("ingestion:"):
@@ -221,3 +221,38 @@ def test_the_workspace_builds_and_dbt_reads_what_splice_says_sqlmesh_writes(
             "SELECT sku, reorder_quantity FROM reporting.fct_reorder_alerts ORDER BY sku"
         ).fetchall()
     assert rows == [("SKU-2", 15), ("SKU-3", 5)]
+
+
+LOCKER = """
+import sys, duckdb
+con = duckdb.connect(sys.argv[1])  # read-write: no other process may open the file now
+print("locked", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_loading_the_graph_does_not_open_the_warehouse(federated_dir: Path) -> None:
+    """dbt parse and SQLMesh's load leave the DuckDB file alone: `splice ls` works while
+    another process (a notebook, a running build) holds it."""
+    import subprocess
+    import sys
+
+    locker = subprocess.Popen(
+        [sys.executable, "-c", LOCKER, str(federated_dir / "warehouse.duckdb")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert locker.stdout is not None and locker.stdout.readline().strip() == "locked"
+        loaded = Loaded(federated_dir)
+        assert loaded.graph.edge(LEVELS, SRC_LEVELS) is not None
+    finally:
+        assert locker.stdin is not None
+        locker.stdin.close()
+        try:
+            locker.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # pragma: no cover - only our own locker
+            locker.kill()
+            locker.wait()
+        (federated_dir / "warehouse.duckdb").unlink(missing_ok=True)

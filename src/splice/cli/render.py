@@ -6,6 +6,7 @@ from functools import lru_cache
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 
@@ -26,7 +27,7 @@ def render_nodes(records: list[dict[str, Any]]) -> None:
         reads = ", ".join(r["reads"][:3]) + (
             f" (+{len(r['reads']) - 3})" if len(r["reads"]) > 3 else ""
         )
-        t.add_row(r["id"], r["kind"], r["tool"], r["writes"] or "", reads)
+        t.add_row(escape(r["id"]), r["kind"], r["tool"], escape(r["writes"] or ""), escape(reads))
     console().print(t)
     console().print(f"[dim]{len(records)} nodes[/]")
 
@@ -42,11 +43,11 @@ def render_checks(checks: list[Any]) -> None:
     for chk in checks:
         style = SEVERITY_STYLE[chk.severity]
         c.print(
-            f"[{style}]{chk.severity.upper():7}[/] [bold]{chk.code}[/] {chk.message}",
+            f"[{style}]{chk.severity.upper():7}[/] [bold]{chk.code}[/] {escape(chk.message)}",
             markup=True,
             soft_wrap=True,
         )
-        c.print(f"        [dim]fix: {chk.fix}[/]", soft_wrap=True)
+        c.print(f"        [dim]fix: {escape(chk.fix)}[/]", soft_wrap=True)
     errors = sum(x.severity == "error" for x in checks)
     warnings = sum(x.severity == "warning" for x in checks)
     c.print(f"\n{errors} error(s), {warnings} warning(s), {len(checks) - errors - warnings} info")
@@ -64,15 +65,15 @@ def render_lineage(result: dict[str, Any]) -> None:
             c.print("  [dim](none)[/]")
         for h in hops:
             indent = "  " * h["depth"]
-            col = f".{h['column']}" if h.get("column") else ""
+            col = escape(f".{h['column']}") if h.get("column") else ""
             kind = h.get("kind", "")
             style = "" if kind == "direct" else "dim"
-            note = f" [red]opaque: {h['opaque_reason']}[/]" if h.get("opaque_reason") else ""
+            note = f" [red]opaque: {escape(h['opaque_reason'])}[/]" if h.get("opaque_reason") else ""
             via = " [magenta](across binding)[/]" if h.get("across_binding") else ""
             line = (
-                f"{indent}{h['node']}{col} [{style}]{kind}[/]{via}{note}"
+                f"{indent}{escape(str(h['node']))}{col} [{style}]{kind}[/]{via}{note}"
                 if style
-                else f"{indent}{h['node']}{col} {kind}{via}{note}"
+                else f"{indent}{escape(str(h['node']))}{col} {kind}{via}{note}"
             )
             c.print(line, soft_wrap=True)
     if result.get("upstream_origins"):

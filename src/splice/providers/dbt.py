@@ -98,7 +98,9 @@ class DbtProvider:
         _quiet_env()
         runner = dbtRunner(manifest=self.manifest) if self.manifest is not None else dbtRunner()
         with captured(
-            self.ctx.log_path, f"dbt {' '.join(args[:1])} ({self.ctx.project_name})"
+            self.ctx.log_path,
+            f"dbt {' '.join(args[:1])} ({self.ctx.project_name})",
+            cwd=self.ctx.project_path,
         ) as out:
             try:
                 res = runner.invoke(args)
