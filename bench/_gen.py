@@ -61,16 +61,15 @@ class GeneratedWorkspace:
     root: Path
     models: list[GenModel]
     raw: dict[str, dict[str, str]]  # relation key -> columns, for the external raw tables
+    _by_relation: dict[str, GenModel] = field(default_factory=dict, repr=False)
 
     def columns_of(self, relation: str) -> dict[str, str]:
+        """Columns and types of a raw table or of a generated model's relation."""
         if relation in self.raw:
             return self.raw[relation]
-        return self._by_rel()[relation].columns
-
-    def _by_rel(self) -> dict[str, GenModel]:
-        if not hasattr(self, "_rel_index"):
-            self._rel_index = {m.relation: m for m in self.models}
-        return self._rel_index
+        if not self._by_relation:
+            self._by_relation.update((m.relation, m) for m in self.models)
+        return self._by_relation[relation].columns
 
 
 # -- SQL shapes ------------------------------------------------------------------------------

@@ -248,7 +248,9 @@ def workspace_lineage(ws: Workspace, *, workers: int | None = None) -> Workspace
             subset = {r: schema[r] for r in _reads_for_schema(graph, node, schema)}
             nested = _nest(subset)
             items[nid] = (sql, dialect, nested, node.writes)
-            keys[nid] = lineage_key(sql, dialect, nested)
+            keys[nid] = lineage_key(
+                sql, dialect, nested, default_catalog=ws.default_catalog, output=node.writes
+            )
         cached = ws.state.cache_get_many(LINEAGE_KIND, keys.values())
         todo = {}
         for nid, key in keys.items():

@@ -256,3 +256,9 @@ def test_analyse_many_accepts_mappings_and_pairs() -> None:
     )
     assert [list(m.columns) for m in out] == [["a"], ["amount"], ["b"], []]
     assert out[3].is_opaque
+
+
+def test_a_schema_without_catalogs_matches_three_part_names() -> None:
+    ml = analyse_model("SELECT * FROM warehouse.raw.t", schema={"raw": {"t": {"a": ""}}})
+    assert ml.opaque_reason is None and not ml.warnings
+    assert ml.columns["a"].sources[0].relation == Relation("warehouse", "raw", "t")
