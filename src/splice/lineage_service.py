@@ -242,7 +242,7 @@ def workspace_lineage(ws: Workspace, *, workers: int | None = None) -> Workspace
             node = graph.nodes[nid]
             if sql is None:
                 result.models[nid] = ModelLineage.opaque(
-                    reason or "no SQL", output=node.writes, dialect=dialect
+                    reason or "no SQL", output=node.writes, dialect=dialect, reads=list(node.reads)
                 )
                 continue
             subset = {r: schema[r] for r in _reads_for_schema(graph, node, schema)}
@@ -471,6 +471,8 @@ def column_lineage(
                 + (f" Closest: {', '.join(near)}." if near else ""),
                 fix=f"name one of its columns: {', '.join(list(wl.models[nid].columns)[:10])}",
             )
+        if not cols and nid in wl.models and wl.models[nid].opaque_reason:
+            cols = ["(opaque)"]  # an opaque model still names what it reads, as '*' hops
         starts.extend((nid, c) for c in cols)
     out: dict[str, Any] = {
         "root": ref,

@@ -69,6 +69,13 @@ def test_bindings_carry_their_evidence(ws):
     )
 
 
+def test_dot_and_mermaid_show_bindings(ws):
+    dot = graph_view(ws, "+finance:stg_gmv_daily", "dot")
+    assert "cluster_pricing" in dot and "cluster_finance" in dot and "dashed" in dot
+    mermaid = graph_view(ws, "+finance:stg_gmv_daily", "mermaid")
+    assert mermaid.startswith("flowchart LR") and "-.->|declared|" in mermaid
+
+
 def test_selectors_cross_the_binding(ws):
     ids = [
         r["id"] for r in list_nodes(ws, "pricing:fx.daily_rates+", exclude="kind:test kind:audit")
