@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from splice.cli.main import cli, emit_json, open_workspace
-from splice.cli.render import console, render_checks, render_lineage, render_nodes
+from splice.cli.render import console, render_checks, render_lineage, render_nodes, working
 
 
 @cli.command("ls")
@@ -25,7 +25,7 @@ def ls_cmd(ctx: click.Context, select: str | None, exclude: str | None, as_json:
     """List the nodes of every project in one graph."""
     from splice.api import list_nodes
 
-    with open_workspace(ctx) as ws:
+    with open_workspace(ctx) as ws, working("Loading the graph..."):
         records = list_nodes(ws, select, exclude=exclude)
     if as_json:
         emit_json(records)
@@ -74,7 +74,7 @@ def lineage_cmd(
     """Column lineage across tools, from ingestion to dashboards."""
     from splice.api import lineage, openlineage_facets
 
-    with open_workspace(ctx) as ws:
+    with open_workspace(ctx) as ws, working("Loading the graph and column lineage..."):
         if openlineage:
             emit_json(openlineage_facets(ws, target_ref, direction=direction, depth=depth))
             return
@@ -96,7 +96,7 @@ def doctor_cmd(ctx: click.Context, as_json: bool, no_lineage: bool) -> None:
     from splice.api import doctor
     from splice.graph.doctor import exit_status
 
-    with open_workspace(ctx) as ws:
+    with open_workspace(ctx) as ws, working("Running checks..."):
         checks = doctor(ws, lineage=not no_lineage)
     if as_json:
         emit_json(

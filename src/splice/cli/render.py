@@ -18,6 +18,16 @@ def console() -> Console:
     return Console(highlight=False, width=None if sys.stdout.isatty() else 200)
 
 
+def working(message: str):  # type: ignore[no-untyped-def]
+    """A spinner on stderr while long work runs (only on a terminal; pipes stay clean)."""
+    import contextlib
+    import sys
+
+    if not sys.stderr.isatty():
+        return contextlib.nullcontext()
+    return Console(stderr=True).status(message)
+
+
 def render_nodes(records: list[dict[str, Any]]) -> None:
     t = Table(box=None, header_style="bold", pad_edge=False)
     t.add_column("id", no_wrap=True)
@@ -68,7 +78,9 @@ def render_lineage(result: dict[str, Any]) -> None:
             col = escape(f".{h['column']}") if h.get("column") else ""
             kind = h.get("kind", "")
             style = "" if kind == "direct" else "dim"
-            note = f" [red]opaque: {escape(h['opaque_reason'])}[/]" if h.get("opaque_reason") else ""
+            note = (
+                f" [red]opaque: {escape(h['opaque_reason'])}[/]" if h.get("opaque_reason") else ""
+            )
             via = " [magenta](across binding)[/]" if h.get("across_binding") else ""
             line = (
                 f"{indent}{escape(str(h['node']))}{col} [{style}]{kind}[/]{via}{note}"

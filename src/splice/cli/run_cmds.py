@@ -1,0 +1,363 @@
+"""`splice run` and `splice runs`: run a plan with a live display; play back the run journal."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from typing import Any
+
+import click
+
+from splice.cli.main import cli, emit_json, open_workspace
+
+_MARK = {
+    "success": "[green]✓[/]",
+    "noop": "[dim]·[/]",
+    "failed": "[bold red]✗[/]",
+    "interrupted": "[bold red]![/]",
+    "skipped": "[yellow]-[/]",
+}
+_CHECK_MARK = {"fail": "[bold red]✗[/]", "error": "[bold red]✗[/]", "warn": "[yellow]![/]"}
+_STATUS_STYLE = {
+    "success": "green",
+    "failed": "bold red",
+    "partial": "bold red",
+    "interrupted": "bold red",
+    "skipped": "yellow",
+    "running": "cyan",
+}
+
+
+def _fmt_s(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
+
+
+class RunDisplay:
+    """The live display of a run on stderr: one line per segment and per node, and a spinner
+    naming what the tools are building. Bound to the stderr of its creation, because the tools'
+    output is captured (redirected) while they run."""
+
+    def __init__(self, *, quiet: bool = False) -> None:
+        from rich.console import Console
+
+        self.console = Console(file=sys.stderr, highlight=False, soft_wrap=True)
+        self.quiet = quiet
+        self.lock = threading.Lock()
+        self.building: dict[str, float] = {}
+        self.checks: dict[str, dict[str, int]] = {}
+        self.status: Any = None
+        if not quiet and self.console.is_terminal:
+            self.status = self.console.status("planning...", spinner="dots")
+            self.status.start()
+
+    def stop(self) -> None:
+        if self.status is not None:
+            self.status.stop()
+            self.status = None
+
+    def _spin(self) -> None:
+        if self.status is None:
+            return
+        if self.building:
+            names = sorted(self.building, key=self.building.__getitem__)
+            more = f" (+{len(names) - 1})" if len(names) > 1 else ""
+            self.status.update(f"building {names[0]}{more}")
+        else:
+            self.status.update("working...")
+
+    def __call__(self, ev: Any) -> None:
+        if self.quiet:
+            return
+        with self.lock:
+            self._event(ev)
+
+    def _event(self, ev: Any) -> None:
+        p = self.console.print
+        d = ev.data or {}
+        if ev.kind == "run_started":
+            segs = d.get("segments") or []
+            n = sum(len(s.get("node_ids", [])) for s in segs)
+            p(
+                f"[bold]Run {ev.run_id}[/] · {len(segs)} segment{'s' if len(segs) != 1 else ''}, "
+                f"{n} node{'s' if n != 1 else ''} to build"
+                + (f" · SQLMesh clock {d['execution_time']}" if d.get("execution_time") else "")
+            )
+            for note in d.get("notes") or []:
+                p(f"  [yellow]note:[/] {note}")
+            if not segs:
+                p("  [dim]nothing to build: every selected node is up to date[/]")
+        elif ev.kind == "segment_started":
+            ids = d.get("node_ids") or []
+            p(
+                f"[bold cyan]▶ {ev.segment_id}[/] {ev.project} "
+                f"[dim]({d.get('format')} → {d.get('environment')}, {len(ids)} nodes)[/]"
+            )
+            self.checks[str(ev.segment_id)] = {}
+        elif ev.kind == "node_started":
+            self.building[str(ev.node_id)] = time.monotonic()
+            self._spin()
+        elif ev.kind == "node_reported":
+            self.building.pop(str(ev.node_id), None)
+            self._spin()
+        elif ev.kind == "node_finished":
+            self.building.pop(str(ev.node_id), None)
+            self._spin()
+            mark = _MARK.get(str(ev.status), "?")
+            extra = []
+            if ev.duration is not None:
+                extra.append(_fmt_s(ev.duration))
+            if ev.rows is not None:
+                extra.append(f"{ev.rows} rows")
+            if d.get("version") is not None:
+                extra.append(f"v{d['version']}")
+            line = f"  {mark} {ev.node_id}" + (f" [dim]{' · '.join(extra)}[/]" if extra else "")
+            if ev.status == "skipped":
+                line += f" [yellow]skipped: {d.get('skipped_because')} failed[/]"
+            elif ev.status in ("failed", "interrupted") and d.get("message"):
+                line += f"\n      [red]{_escape(str(d['message']))}[/]"
+            elif ev.status == "noop":
+                line += f" [dim]{_escape(str(d.get('message') or 'up to date'))}[/]"
+            p(line)
+        elif ev.kind == "check_finished":
+            self.building.pop(str(ev.node_id), None)
+            counts = self.checks.setdefault(str(ev.segment_id), {})
+            counts[str(ev.status)] = counts.get(str(ev.status), 0) + 1
+            if ev.status in _CHECK_MARK:
+                msg = d.get("message")
+                p(
+                    f"  {_CHECK_MARK[str(ev.status)]} check {ev.node_id} {ev.status}"
+                    + (f": [red]{_escape(str(msg))}[/]" if msg else "")
+                )
+        elif ev.kind == "segment_finished":
+            counts = self.checks.get(str(ev.segment_id), {})
+            checks = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+            style = _STATUS_STYLE.get(str(ev.status), "")
+            bits = [x for x in (d.get("method"), _fmt_s(ev.duration)) if x]
+            if checks:
+                bits.append(f"checks: {checks}")
+            p(f"  [{style}]{ev.segment_id} {ev.status}[/] [dim]{' · '.join(bits)}[/]")
+            if d.get("error"):
+                p(f"    [red]{_escape(str(d['error']))}[/]")
+            for note in d.get("notes") or []:
+                p(f"    [dim]{_escape(str(note))}[/]")
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+def render_report(report: Any) -> None:
+    from splice.cli.render import console
+
+    c = console()
+    style = _STATUS_STYLE.get(report.status, "")
+    counts = report.counts()
+    parts = [
+        f"{counts.get('success', 0)} built",
+        f"{counts.get('noop', 0)} up to date",
+        f"{counts.get('failed', 0) + counts.get('interrupted', 0)} failed",
+        f"{counts.get('skipped', 0)} skipped",
+    ]
+    checks = {k[7:]: v for k, v in counts.items() if k.startswith("checks_")}
+    if checks:
+        parts.append("checks " + ", ".join(f"{v} {k}" for k, v in sorted(checks.items())))
+    c.print(
+        f"[{style}]Run {report.run_id} {report.status}[/] in {_fmt_s(report.duration)} "
+        f"(target {report.target}): " + " · ".join(parts)
+    )
+    by_seg = {s.id: s for s in report.segments}
+    for sid in report.failed_segments:
+        s = by_seg[sid]
+        failed = [n for n, r in report.nodes.items() if r.segment_id == sid and r.failed]
+        c.print(f"  [bold red]failed segment {sid}[/] ({s.project}, {s.method or s.format}): ")
+        if s.error:
+            c.print(f"    {_escape(s.error)}")
+        for nid in failed:
+            c.print(f"    [red]✗ {nid}[/]: {_escape(report.nodes[nid].message or 'failed')}")
+        for cid, chk in report.checks.items():
+            if chk.segment_id == sid and chk.failed:
+                c.print(f"    [red]✗ check {cid}[/]: {_escape(chk.message or chk.status)}")
+    skipped = report.skipped_nodes
+    if skipped:
+        c.print(f"  [yellow]skipped[/] (downstream of a failure): {', '.join(skipped)}")
+    for note in report.notes:
+        c.print(f"  [dim]note: {_escape(note)}[/]")
+    c.print(f"  [dim]journal: splice runs show {report.run_id}[/]")
+
+
+@cli.command("run")
+@click.option(
+    "-s", "--select", "select", default=None, help="Node selector (dbt syntax, across projects)."
+)
+@click.option("--exclude", default=None, help="Nodes to leave out (same syntax).")
+@click.option(
+    "--execution-time",
+    default=None,
+    help="The clock SQLMesh runs with (ISO date or time). Default: the plan's (a demo "
+    "workspace's recorded clock, else now).",
+)
+@click.option(
+    "--full",
+    is_flag=True,
+    help="Build every selected node whatever the evidence says (SQLMesh still decides its own "
+    "intervals).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the run report as JSON.")
+@click.pass_context
+def run_cmd(
+    ctx: click.Context,
+    select: str | None,
+    exclude: str | None,
+    execution_time: str | None,
+    full: bool,
+    as_json: bool,
+) -> None:
+    """Run the plan: segments in order, each through its tool; exit 1 if a node failed."""
+    from splice.run.runner import make_run_plan, run_plan
+    from splice.run.segments import fallback_plan
+
+    display = RunDisplay()
+    command = (
+        "splice run"
+        + "".join(
+            f" {flag} {val}"
+            for flag, val in (
+                ("-s", select),
+                ("--exclude", exclude),
+                ("--execution-time", execution_time),
+            )
+            if val
+        )
+        + (" --full" if full else "")
+    )
+    try:
+        with open_workspace(ctx) as ws:
+            if full:
+                plan, planner = fallback_plan(ws, select, exclude=exclude), "full"
+            else:
+                plan, planner = make_run_plan(
+                    ws, select, exclude=exclude, execution_time=execution_time
+                )
+            report = run_plan(
+                ws,
+                plan,
+                progress=display,
+                execution_time=execution_time,
+                command=command,
+                exclude=exclude,
+                planner=planner,
+            )
+    finally:
+        display.stop()
+    if as_json:
+        emit_json(report.to_dict())
+    else:
+        render_report(report)
+    if not report.ok:
+        ctx.exit(1)
+
+
+@cli.group("runs", invoke_without_command=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("-n", "--limit", default=20, show_default=True, help="How many runs, newest first.")
+@click.pass_context
+def runs_group(ctx: click.Context, as_json: bool, limit: int) -> None:
+    """List the runs in the journal (newest first); `splice runs show RUN_ID` plays one back."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from splice.api import list_runs
+
+    with open_workspace(ctx) as ws:
+        runs = list_runs(ws, limit=limit)
+    if as_json:
+        emit_json(runs)
+        return
+    from rich.table import Table
+
+    from splice.cli.render import console
+
+    if not runs:
+        console().print("No runs yet. `splice run` starts one.")
+        return
+    t = Table(box=None, header_style="bold", pad_edge=False)
+    for col in (
+        "run",
+        "target",
+        "status",
+        "started",
+        "duration",
+        "built",
+        "failed",
+        "skipped",
+        "command",
+    ):
+        t.add_column(col, no_wrap=col in ("run", "started"))
+    for r in runs:
+        counts = (r.get("summary") or {}).get("counts") or {}
+        style = _STATUS_STYLE.get(r["status"], "")
+        t.add_row(
+            r["run_id"],
+            r["target"],
+            f"[{style}]{r['status']}[/]",
+            time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["started_at"])),
+            _fmt_s(r.get("duration")),
+            str(counts.get("success", "")),
+            str((counts.get("failed", 0) + counts.get("interrupted", 0)) or ""),
+            str(counts.get("skipped", "") or ""),
+            r.get("command") or "",
+        )
+    console().print(t)
+
+
+@runs_group.command("show")
+@click.argument("run_id")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def runs_show(ctx: click.Context, run_id: str, as_json: bool) -> None:
+    """Play back one run's journal, event by event."""
+    from splice.api import run_journal
+
+    with open_workspace(ctx) as ws:
+        data = run_journal(ws, run_id)
+    if as_json:
+        emit_json(data)
+        return
+    from splice.cli.render import console
+
+    c = console()
+    r = data["run"]
+    style = _STATUS_STYLE.get(r["status"], "")
+    c.print(
+        f"[bold]Run {r['run_id']}[/] [{style}]{r['status']}[/] · target {r['target']} · "
+        f"pid {r['pid']} on {r['host']} · {r.get('command') or ''}"
+    )
+    t0 = r["started_at"]
+    for ev in data["events"]:
+        d = ev.get("data") or {}
+        bits = [ev["kind"]]
+        if ev.get("segment_id"):
+            bits.append(str(ev["segment_id"]))
+        if ev.get("project") and not ev.get("node_id"):
+            bits.append(str(ev["project"]))
+        if ev.get("node_id"):
+            bits.append(str(ev["node_id"]))
+        if ev.get("status"):
+            bits.append(f"[{_STATUS_STYLE.get(ev['status'], '')}]{ev['status']}[/]")
+        if ev.get("duration") is not None:
+            bits.append(f"[dim]{_fmt_s(ev['duration'])}[/]")
+        if ev.get("rows") is not None:
+            bits.append(f"[dim]{ev['rows']} rows[/]")
+        detail = d.get("message") or d.get("error") or d.get("method") or d.get("note")
+        if ev["kind"] == "run_started":
+            detail = f"{len(d.get('segments') or [])} segments, planner {d.get('planner')}"
+        if d.get("skipped_because"):
+            detail = f"{d['skipped_because']} failed"
+        line = f"  +{ev['ts'] - t0:7.2f}s  " + " ".join(bits)
+        if detail:
+            line += f"  [dim]{_escape(str(detail))}[/]"
+        c.print(line, soft_wrap=True)
