@@ -54,6 +54,9 @@ class NodeDecision:
     # SQLMesh's own view for its nodes (authoritative; Splice never overrides it):
     # {"missing_intervals": [[start_ms, end_ms], ...], "change_category": "breaking" | ...}
     tool_view: dict[str, Any] = field(default_factory=dict)
+    # the nearest built nodes (and ingestion jobs) it reads, through sources: pass them to
+    # splice.plan.evidence.record_build(upstream=...) so the versions it saw are recorded
+    inputs: list[str] = field(default_factory=list)
 
     @property
     def because(self) -> str:
@@ -80,6 +83,9 @@ class Plan:
     segments: list[Segment]  # in run order
     selector: str | None = None
     created_at: float = 0.0
+    warnings: list[str] = field(default_factory=list)  # what the plan says beside decisions
+    execution_time: str | None = None  # the clock SQLMesh planned with (ISO), None: now
+    timings: dict[str, float] = field(default_factory=dict)  # phase -> seconds
 
     @property
     def to_build(self) -> list[str]:
