@@ -25,8 +25,21 @@ _STATUS_STYLE = {
     "partial": "bold red",
     "interrupted": "bold red",
     "skipped": "yellow",
+    "incomplete": "yellow",
     "running": "cyan",
+    "pass": "green",
+    "warn": "yellow",
+    "fail": "bold red",
+    "error": "bold red",
+    "noop": "dim",
 }
+
+
+def _st(status: str, text: str | None = None) -> str:
+    """``text`` (default: the status) in the status's colour, markup-safe."""
+    style = _STATUS_STYLE.get(status)
+    body = _escape(text if text is not None else status)
+    return f"[{style}]{body}[/]" if style else body
 
 
 def _fmt_s(seconds: float | None) -> str:
@@ -86,13 +99,13 @@ class RunDisplay:
                 + (f" · SQLMesh clock {d['execution_time']}" if d.get("execution_time") else "")
             )
             for note in d.get("notes") or []:
-                p(f"  [yellow]note:[/] {note}")
+                p(f"  [yellow]note:[/] {_escape(str(note))}")
             if not segs:
                 p("  [dim]nothing to build: every selected node is up to date[/]")
         elif ev.kind == "segment_started":
             ids = d.get("node_ids") or []
             p(
-                f"[bold cyan]▶ {ev.segment_id}[/] {ev.project} "
+                f"[bold cyan]▶ {_escape(str(ev.segment_id))}[/] {_escape(str(ev.project))} "
                 f"[dim]({d.get('format')} → {d.get('environment')}, {len(ids)} nodes)[/]"
             )
             self.checks[str(ev.segment_id)] = {}
@@ -113,9 +126,11 @@ class RunDisplay:
                 extra.append(f"{ev.rows} rows")
             if d.get("version") is not None:
                 extra.append(f"v{d['version']}")
-            line = f"  {mark} {ev.node_id}" + (f" [dim]{' · '.join(extra)}[/]" if extra else "")
+            line = f"  {mark} {_escape(str(ev.node_id))}" + (
+                f" [dim]{' · '.join(extra)}[/]" if extra else ""
+            )
             if ev.status == "skipped":
-                line += f" [yellow]skipped: {d.get('skipped_because')} failed[/]"
+                line += f" [yellow]skipped: {_escape(str(d.get('skipped_because')))} failed[/]"
             elif ev.status in ("failed", "interrupted") and d.get("message"):
                 line += f"\n      [red]{_escape(str(d['message']))}[/]"
             elif ev.status == "noop":
@@ -128,17 +143,16 @@ class RunDisplay:
             if ev.status in _CHECK_MARK:
                 msg = d.get("message")
                 p(
-                    f"  {_CHECK_MARK[str(ev.status)]} check {ev.node_id} {ev.status}"
+                    f"  {_CHECK_MARK[str(ev.status)]} check {_escape(str(ev.node_id))} {ev.status}"
                     + (f": [red]{_escape(str(msg))}[/]" if msg else "")
                 )
         elif ev.kind == "segment_finished":
             counts = self.checks.get(str(ev.segment_id), {})
             checks = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
-            style = _STATUS_STYLE.get(str(ev.status), "")
             bits = [x for x in (d.get("method"), _fmt_s(ev.duration)) if x]
             if checks:
                 bits.append(f"checks: {checks}")
-            p(f"  [{style}]{ev.segment_id} {ev.status}[/] [dim]{' · '.join(bits)}[/]")
+            p(f"  {_st(str(ev.status), f'{ev.segment_id} {ev.status}')} [dim]{' · '.join(bits)}[/]")
             if d.get("error"):
                 p(f"    [red]{_escape(str(d['error']))}[/]")
             for note in d.get("notes") or []:
@@ -155,7 +169,6 @@ def render_report(report: Any) -> None:
     from splice.cli.render import console
 
     c = console()
-    style = _STATUS_STYLE.get(report.status, "")
     counts = report.counts()
     parts = [
         f"{counts.get('success', 0)} built",
@@ -167,24 +180,28 @@ def render_report(report: Any) -> None:
     if checks:
         parts.append("checks " + ", ".join(f"{v} {k}" for k, v in sorted(checks.items())))
     c.print(
-        f"[{style}]Run {report.run_id} {report.status}[/] in {_fmt_s(report.duration)} "
+        f"{_st(report.status, f'Run {report.run_id} {report.status}')} in {_fmt_s(report.duration)} "
         f"(target {report.target}): " + " · ".join(parts)
     )
     by_seg = {s.id: s for s in report.segments}
     for sid in report.failed_segments:
         s = by_seg[sid]
         failed = [n for n, r in report.nodes.items() if r.segment_id == sid and r.failed]
-        c.print(f"  [bold red]failed segment {sid}[/] ({s.project}, {s.method or s.format}): ")
+        c.print(
+            f"  [bold red]failed segment {sid}[/] ({_escape(s.project)}, {s.method or s.format})"
+        )
         if s.error:
             c.print(f"    {_escape(s.error)}")
         for nid in failed:
-            c.print(f"    [red]✗ {nid}[/]: {_escape(report.nodes[nid].message or 'failed')}")
+            c.print(
+                f"    [red]✗ {_escape(nid)}[/]: {_escape(report.nodes[nid].message or 'failed')}"
+            )
         for cid, chk in report.checks.items():
             if chk.segment_id == sid and chk.failed:
-                c.print(f"    [red]✗ check {cid}[/]: {_escape(chk.message or chk.status)}")
+                c.print(f"    [red]✗ check {_escape(cid)}[/]: {_escape(chk.message or chk.status)}")
     skipped = report.skipped_nodes
     if skipped:
-        c.print(f"  [yellow]skipped[/] (downstream of a failure): {', '.join(skipped)}")
+        c.print(f"  [yellow]skipped[/] (downstream of a failure): {_escape(', '.join(skipped))}")
     for note in report.notes:
         c.print(f"  [dim]note: {_escape(note)}[/]")
     c.print(f"  [dim]journal: splice runs show {report.run_id}[/]")
@@ -218,8 +235,7 @@ def run_cmd(
     as_json: bool,
 ) -> None:
     """Run the plan: segments in order, each through its tool; exit 1 if a node failed."""
-    from splice.run.runner import make_run_plan, run_plan
-    from splice.run.segments import fallback_plan
+    from splice.run.runner import run
 
     display = RunDisplay()
     command = (
@@ -237,20 +253,14 @@ def run_cmd(
     )
     try:
         with open_workspace(ctx) as ws:
-            if full:
-                plan, planner = fallback_plan(ws, select, exclude=exclude), "full"
-            else:
-                plan, planner = make_run_plan(
-                    ws, select, exclude=exclude, execution_time=execution_time
-                )
-            report = run_plan(
+            report = run(
                 ws,
-                plan,
-                progress=display,
-                execution_time=execution_time,
-                command=command,
+                select,
                 exclude=exclude,
-                planner=planner,
+                execution_time=execution_time,
+                progress=display,
+                command=command,
+                full=full,
             )
     finally:
         display.stop()
@@ -299,17 +309,16 @@ def runs_group(ctx: click.Context, as_json: bool, limit: int) -> None:
         t.add_column(col, no_wrap=col in ("run", "started"))
     for r in runs:
         counts = (r.get("summary") or {}).get("counts") or {}
-        style = _STATUS_STYLE.get(r["status"], "")
         t.add_row(
             r["run_id"],
             r["target"],
-            f"[{style}]{r['status']}[/]",
+            _st(r["status"]),
             time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["started_at"])),
             _fmt_s(r.get("duration")),
             str(counts.get("success", "")),
             str((counts.get("failed", 0) + counts.get("interrupted", 0)) or ""),
             str(counts.get("skipped", "") or ""),
-            r.get("command") or "",
+            _escape(r.get("command") or ""),
         )
     console().print(t)
 
@@ -331,23 +340,22 @@ def runs_show(ctx: click.Context, run_id: str, as_json: bool) -> None:
 
     c = console()
     r = data["run"]
-    style = _STATUS_STYLE.get(r["status"], "")
     c.print(
-        f"[bold]Run {r['run_id']}[/] [{style}]{r['status']}[/] · target {r['target']} · "
-        f"pid {r['pid']} on {r['host']} · {r.get('command') or ''}"
+        f"[bold]Run {r['run_id']}[/] {_st(r['status'])} · target {_escape(r['target'])} · "
+        f"pid {r['pid']} on {_escape(r['host'])} · {_escape(r.get('command') or '')}"
     )
     t0 = r["started_at"]
     for ev in data["events"]:
         d = ev.get("data") or {}
         bits = [ev["kind"]]
         if ev.get("segment_id"):
-            bits.append(str(ev["segment_id"]))
+            bits.append(_escape(str(ev["segment_id"])))
         if ev.get("project") and not ev.get("node_id"):
-            bits.append(str(ev["project"]))
+            bits.append(_escape(str(ev["project"])))
         if ev.get("node_id"):
-            bits.append(str(ev["node_id"]))
+            bits.append(_escape(str(ev["node_id"])))
         if ev.get("status"):
-            bits.append(f"[{_STATUS_STYLE.get(ev['status'], '')}]{ev['status']}[/]")
+            bits.append(_st(str(ev["status"])))
         if ev.get("duration") is not None:
             bits.append(f"[dim]{_fmt_s(ev['duration'])}[/]")
         if ev.get("rows") is not None:

@@ -19,4 +19,180 @@ MIGRATIONS: list[tuple[int, str]] = [
         )
         """,
     ),
+    (
+        # Build evidence (splice.plan.evidence): every relation version, the latest success
+        # and the latest attempt per (target, node), and the upstream versions each build saw.
+        2,
+        """
+        CREATE TABLE IF NOT EXISTS evidence_versions (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            target TEXT NOT NULL,
+            node_id TEXT NOT NULL,
+            version INTEGER NOT NULL,
+            reason TEXT NOT NULL,
+            run_id TEXT,
+            fingerprint TEXT NOT NULL,
+            intervals TEXT,
+            tool_state TEXT,
+            row_count INTEGER,
+            recorded_at REAL NOT NULL,
+            UNIQUE (target, node_id, version)
+        );
+        CREATE INDEX IF NOT EXISTS evidence_versions_by_node
+            ON evidence_versions (target, node_id, seq);
+        CREATE TABLE IF NOT EXISTS evidence_builds (
+            target TEXT NOT NULL,
+            node_id TEXT NOT NULL,
+            version INTEGER NOT NULL,
+            seq INTEGER NOT NULL,
+            reason TEXT NOT NULL,
+            run_id TEXT,
+            fingerprint TEXT NOT NULL,
+            intervals TEXT,
+            tool_state TEXT,
+            row_count INTEGER,
+            built_at REAL NOT NULL,
+            inputs_recorded INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (target, node_id)
+        );
+        CREATE TABLE IF NOT EXISTS evidence_inputs (
+            target TEXT NOT NULL,
+            node_id TEXT NOT NULL,
+            upstream_id TEXT NOT NULL,
+            version INTEGER NOT NULL,
+            PRIMARY KEY (target, node_id, upstream_id)
+        );
+        CREATE TABLE IF NOT EXISTS evidence_attempts (
+            target TEXT NOT NULL,
+            node_id TEXT NOT NULL,
+            run_id TEXT,
+            status TEXT NOT NULL,
+            error TEXT,
+            started_at REAL,
+            finished_at REAL,
+            PRIMARY KEY (target, node_id)
+        )
+        """,
+    ),
+    (
+        # The run journal and the run lock (splice.run.journal, splice.run.locks): one row per
+        # run, its events in order, and the holder of each run lock.
+        3,
+        """
+        CREATE TABLE IF NOT EXISTS runs (
+            run_id TEXT PRIMARY KEY,
+            target TEXT NOT NULL,
+            status TEXT NOT NULL,
+            selector TEXT,
+            exclude TEXT,
+            started_at REAL NOT NULL,
+            finished_at REAL,
+            pid INTEGER NOT NULL,
+            host TEXT NOT NULL,
+            command TEXT,
+            summary TEXT
+        );
+        CREATE INDEX IF NOT EXISTS runs_by_target ON runs (target, started_at);
+        CREATE TABLE IF NOT EXISTS run_events (
+            run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            ts REAL NOT NULL,
+            kind TEXT NOT NULL,
+            project TEXT,
+            segment_id TEXT,
+            node_id TEXT,
+            status TEXT,
+            duration REAL,
+            rows INTEGER,
+            data TEXT,
+            PRIMARY KEY (run_id, seq)
+        );
+        CREATE INDEX IF NOT EXISTS run_events_by_node ON run_events (node_id, run_id);
+        CREATE TABLE IF NOT EXISTS run_locks (
+            name TEXT PRIMARY KEY,
+            run_id TEXT,
+            pid INTEGER NOT NULL,
+            host TEXT NOT NULL,
+            command TEXT,
+            acquired_at REAL NOT NULL
+        )
+        """,
+    ),
+    (
+        # splice watch (splice.watch.history): the metrics measured per target, their series
+        # (metric x dimension values), one point per series and interval, the anomalies the
+        # detectors found (grouped into incidents later), and one row per watch call.
+        4,
+        """
+        CREATE TABLE IF NOT EXISTS watch_metrics (
+            target TEXT NOT NULL,
+            name TEXT NOT NULL,
+            node_id TEXT NOT NULL,
+            declared INTEGER NOT NULL,
+            fingerprint TEXT NOT NULL,
+            sql TEXT NOT NULL,
+            grain TEXT NOT NULL,
+            measured_through TEXT,
+            judged_through TEXT,
+            owner TEXT,
+            domain TEXT,
+            updated_at REAL NOT NULL,
+            PRIMARY KEY (target, name)
+        );
+        CREATE TABLE IF NOT EXISTS watch_series (
+            series_id INTEGER PRIMARY KEY AUTOINCREMENT,
+            target TEXT NOT NULL,
+            metric TEXT NOT NULL,
+            spec TEXT NOT NULL,
+            node_id TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            dims TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            UNIQUE (target, metric, dims)
+        );
+        CREATE INDEX IF NOT EXISTS watch_series_by_spec ON watch_series (target, spec);
+        CREATE TABLE IF NOT EXISTS watch_points (
+            series_id INTEGER NOT NULL REFERENCES watch_series (series_id) ON DELETE CASCADE,
+            interval_start TEXT NOT NULL,
+            value REAL,
+            measured_at REAL NOT NULL,
+            watch_id TEXT NOT NULL,
+            PRIMARY KEY (series_id, interval_start)
+        );
+        CREATE TABLE IF NOT EXISTS watch_anomalies (
+            anomaly_id INTEGER PRIMARY KEY AUTOINCREMENT,
+            series_id INTEGER NOT NULL REFERENCES watch_series (series_id) ON DELETE CASCADE,
+            target TEXT NOT NULL,
+            metric TEXT NOT NULL,
+            node_id TEXT NOT NULL,
+            dims TEXT NOT NULL,
+            interval_start TEXT NOT NULL,
+            detector TEXT NOT NULL,
+            direction TEXT NOT NULL,
+            value REAL,
+            expected REAL,
+            score REAL,
+            reason TEXT NOT NULL,
+            data TEXT,
+            watch_id TEXT NOT NULL,
+            detected_at REAL NOT NULL,
+            status TEXT NOT NULL DEFAULT 'open',
+            incident_id TEXT,
+            UNIQUE (series_id, interval_start, detector)
+        );
+        CREATE INDEX IF NOT EXISTS watch_anomalies_by_interval
+            ON watch_anomalies (target, interval_start);
+        CREATE TABLE IF NOT EXISTS watch_runs (
+            watch_id TEXT PRIMARY KEY,
+            target TEXT NOT NULL,
+            started_at REAL NOT NULL,
+            finished_at REAL NOT NULL,
+            backfill INTEGER NOT NULL,
+            metrics INTEGER NOT NULL,
+            points INTEGER NOT NULL,
+            anomalies INTEGER NOT NULL,
+            summary TEXT
+        )
+        """,
+    ),
 ]

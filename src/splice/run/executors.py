@@ -1,0 +1,663 @@
+"""Executors: one per format, each running one segment through its tool, in process.
+
+- dbt: ``dbtRunner`` (with the manifest Splice already parsed) ``build`` with exact node
+  selection: one selector per node, derived from its unique_id and checked against dbt's own
+  matcher, and ``--indirect-selection empty`` so that only the planned tests run.
+- SQLMesh: the project's ``Context``: ``run`` for missing intervals with ``select_models`` and
+  ``no_auto_upstream`` (only the planned models), or ``plan(..., auto_apply=True)`` when the
+  environment has never been planned, did not finish its last plan, or a planned model's code
+  differs from the environment's. Per-model outcomes come from SQLMesh's console protocol
+  (:class:`_SqlmeshRecorder`): ``start_snapshot_evaluation_progress`` /
+  ``update_snapshot_evaluation_progress`` per batch, ``log_failed_models`` (the scheduler's
+  ``NodeExecutionFailedError`` list, each with the cause: ``NodeAuditsErrors`` for blocking
+  audits) and ``log_skipped_models``; after a plan, the environment's snapshots say what was
+  promoted.
+
+Each executor declares what it can do as data (:class:`ExecutorCapabilities`); the scheduler
+reads those, never the class. All tool chatter goes to the workspace log (splice.capture).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from splice.capture import captured
+from splice.graph.model import Graph, Node
+from splice.plan.model import NodeDecision, Segment
+from splice.run.report import CheckResult, NodeResult
+
+
+@dataclass(frozen=True)
+class ExecutorCapabilities:
+    """What an executor can do, as data.
+
+    exact_selection: builds exactly the nodes handed to it (nothing upstream or downstream).
+    in_process: runs inside Splice's process (no subprocess).
+    owns_state: the tool keeps its own record of what is built (SQLMesh's intervals), so an
+        interrupted build needs no marker in Splice's evidence: the tool still sees it missing.
+    exclusive: keeps process-global state (dbt's flags and adapters): at most one segment of
+        this format runs at a time, whatever the warehouse allows.
+    check_kind: the graph kind of its checks (tests or audits), reported as check_finished.
+    rows: where row counts come from, or None when the tool does not report them.
+    on_failure: what a failed build leaves in the warehouse (for the report and docs).
+    """
+
+    exact_selection: bool
+    in_process: bool
+    owns_state: bool
+    exclusive: bool
+    check_kind: str
+    rows: str | None
+    on_failure: str
+
+
+DBT_CAPABILITIES = ExecutorCapabilities(
+    exact_selection=True,
+    in_process=True,
+    owns_state=False,
+    exclusive=True,
+    check_kind="test",
+    rows="adapter_response.rows_affected (dbt-duckdb does not report it)",
+    on_failure=(
+        "a model whose SQL fails keeps its previous relation: tables and views are built "
+        "under a temporary name and renamed in one transaction, incrementals roll back the "
+        "failed insert/merge; a model whose blocking test fails has already replaced its "
+        "relation (dbt builds, then tests): Splice records it as failed and skips everything "
+        "downstream"
+    ),
+)
+
+SQLMESH_CAPABILITIES = ExecutorCapabilities(
+    exact_selection=True,
+    in_process=True,
+    owns_state=True,
+    exclusive=False,
+    check_kind="audit",
+    rows="execution_stats.total_rows_processed (not reported on DuckDB)",
+    on_failure=(
+        "a failed plan does not promote: the environment keeps its previous versions; a failed "
+        "run does not record the failed interval (it is retried next time), but an interval "
+        "whose blocking audit fails has already been written to the table the environment "
+        "reads (SQLMesh audits after inserting)"
+    ),
+)
+
+CAPABILITIES: dict[str, ExecutorCapabilities] = {
+    "dbt": DBT_CAPABILITIES,
+    "sqlmesh": SQLMESH_CAPABILITIES,
+}
+
+#: Node kinds an executor hands to its tool; the rest (sources, externals, dashboards) are
+#: graph nodes with nothing to build.
+EXECUTABLE = {"dbt": ("model", "seed", "snapshot", "test"), "sqlmesh": ("model", "audit")}
+
+
+class Sink(Protocol):
+    """Where an executor reports live progress (the journal and the progress display)."""
+
+    def node_started(self, node_id: str) -> None: ...
+
+    def node_reported(self, node_id: str, status: str, duration: float | None) -> None:
+        """The tool finished a node (shown live; committed by the runner after the segment)."""
+        ...
+
+
+@dataclass
+class SegmentJob:
+    segment: Segment
+    nodes: list[Node]  # what to hand to the tool (executable, not skipped), in topological order
+    decisions: dict[str, NodeDecision]
+    graph: Graph
+    execution_time: datetime | None = None
+
+
+@dataclass
+class SegmentOutcome:
+    method: str
+    nodes: dict[str, NodeResult] = field(default_factory=dict)
+    checks: dict[str, CheckResult] = field(default_factory=dict)
+    error: str | None = None  # the segment as a whole failed (the tool raised)
+    notes: list[str] = field(default_factory=list)
+
+
+class Executor(Protocol):
+    format: str
+    capabilities: ExecutorCapabilities
+
+    def execute(self, job: SegmentJob, sink: Sink) -> SegmentOutcome: ...
+
+
+def executor_for(ws: Any, project: str, fmt: str) -> Executor:
+    if fmt == "dbt":
+        return DbtExecutor(ws, project)
+    if fmt == "sqlmesh":
+        return SqlmeshExecutor(ws, project)
+    raise ValueError(f"no executor for format {fmt!r}")
+
+
+def release_all(ws: Any) -> None:
+    """Release the warehouse file: every tool connection of every project of ``ws``."""
+    from splice.providers.dbt import release_warehouse
+
+    for spec in ws.config.projects:
+        prov = ws.provider(spec.name)
+        if spec.format == "sqlmesh":
+            prov.close()  # ctx.close(): SQLMesh's connections
+    release_warehouse()  # dbt-duckdb keeps the file until close_all_connections()
+
+
+def _short(text: str, n: int = 4) -> str:
+    lines = [ln.strip() for ln in str(text).strip().splitlines() if ln.strip()]
+    return " ".join(lines[:n])[:600]
+
+
+# == dbt ============================================================================================
+_DBT_NODE = {"success": "success", "error": "failed", "skipped": "skipped", "no-op": "noop"}
+_DBT_CHECK = {
+    "pass": "pass",
+    "fail": "fail",
+    "warn": "warn",
+    "error": "error",
+    "skipped": "skipped",
+}
+
+
+class DbtExecutor:
+    format = "dbt"
+    capabilities = DBT_CAPABILITIES
+
+    def __init__(self, ws: Any, project: str) -> None:
+        self.ws = ws
+        self.project = project
+
+    def execute(self, job: SegmentJob, sink: Sink) -> SegmentOutcome:
+        from dbt.cli.main import dbtRunner
+
+        from splice.providers.dbt import _quiet_env, locked_error, release_warehouse
+
+        prov = self.ws.provider(self.project)
+        manifest = prov.manifest if prov.manifest is not None else prov._parse()
+        by_uid = {str(n.meta["unique_id"]): n for n in job.nodes}
+        selectors = exact_selectors(manifest, list(by_uid))
+        args = prov._args("build") + [
+            "--select",
+            *selectors,
+            "--indirect-selection",
+            "empty",
+        ]
+        started: dict[str, float] = {}
+
+        def on_event(msg: Any) -> None:
+            name = msg.info.name
+            if name not in ("NodeStart", "NodeFinished"):
+                return
+            uid = getattr(getattr(msg.data, "node_info", None), "unique_id", None)
+            node = by_uid.get(str(uid))
+            if node is None:
+                return
+            if name == "NodeStart":
+                started[node.id] = time.perf_counter()
+                sink.node_started(node.id)
+            else:
+                status = str(getattr(msg.data.node_info, "node_status", "") or "")
+                t0 = started.get(node.id)
+                sink.node_reported(
+                    node.id, status, time.perf_counter() - t0 if t0 is not None else None
+                )
+
+        _quiet_env()
+        outcome = SegmentOutcome(method="dbt build")
+        with captured(self.ws.log_path, f"dbt build ({self.project}, segment {job.segment.id})"):
+            try:
+                res = dbtRunner(manifest=manifest, callbacks=[on_event]).invoke(args)
+            finally:
+                release_warehouse()
+        if isinstance(res.exception, KeyboardInterrupt):  # dbtRunner catches BaseException
+            raise res.exception
+        results = list(getattr(res.result, "results", None) or [])
+        if res.exception is not None and not results:
+            err = locked_error(res.exception, f"dbt project {self.project!r}")
+            outcome.error = (
+                err.message if err else f"dbt build failed: {_short(str(res.exception))}"
+            )
+        seen: set[str] = set()
+        for r in results:
+            node = by_uid.get(str(r.node.unique_id))
+            if node is None:  # exact selection means this never happens; say so if it does
+                outcome.notes.append(f"dbt also ran {r.node.unique_id}, which was not planned")
+                continue
+            seen.add(node.id)
+            status = str(getattr(r.status, "value", r.status))
+            duration = float(r.execution_time) if r.execution_time is not None else None
+            message = str(r.message) if r.message else None
+            if node.kind == "test":
+                cfg = getattr(r.node, "config", None)
+                blocking = str(getattr(cfg, "severity", "ERROR") or "ERROR").upper() == "ERROR"
+                outcome.checks[node.id] = CheckResult(
+                    node_id=node.id,
+                    project=self.project,
+                    segment_id=job.segment.id,
+                    of=list(node.depends_on),
+                    status=_DBT_CHECK.get(status, "error"),
+                    duration=duration,
+                    failures=int(r.failures) if r.failures is not None else None,
+                    message=message,
+                    blocking=blocking,
+                )
+                continue
+            rows = _rows(getattr(r, "adapter_response", None))
+            outcome.nodes[node.id] = NodeResult(
+                node_id=node.id,
+                project=self.project,
+                segment_id=job.segment.id,
+                kind=node.kind,
+                status=_DBT_NODE.get(status, "failed"),
+                duration=duration,
+                rows=rows,
+                message=message if status != "success" else None,
+            )
+        missing = [n for n in job.nodes if n.id not in seen]
+        for n in missing:
+            why = outcome.error or "dbt reported no result for it"
+            if n.kind == "test":
+                outcome.checks[n.id] = CheckResult(
+                    n.id, self.project, job.segment.id, list(n.depends_on), "error", message=why
+                )
+            else:
+                outcome.nodes[n.id] = NodeResult(
+                    n.id, self.project, job.segment.id, n.kind, "failed", message=why
+                )
+        # A blocking test that fails fails the node it tests (dbt itself skips the children).
+        for chk in outcome.checks.values():
+            if not (chk.failed and chk.blocking):
+                continue
+            for parent in chk.of:
+                res_p = outcome.nodes.get(parent)
+                if res_p is not None and res_p.status == "success":
+                    res_p.status = "failed"
+                    res_p.message = f"built, but its test {chk.node_id} failed"
+                if res_p is not None:
+                    res_p.checks_failed.append(chk.node_id)
+        return outcome
+
+
+def _rows(adapter_response: Any) -> int | None:
+    if not isinstance(adapter_response, dict):
+        return None
+    v = adapter_response.get("rows_affected")
+    try:
+        n = int(v) if v is not None else None
+    except (TypeError, ValueError):
+        return None
+    return n if n is not None and n >= 0 else None
+
+
+def exact_selectors(manifest: Any, unique_ids: list[str]) -> list[str]:
+    """One dbt selector per unique id that selects that node and nothing else.
+
+    ``fqn:`` of the node's full name is exact unless another node's fqn starts with it (a
+    directory named like a model); then it is intersected with the node's resource type and
+    its file (``path:``). Each candidate is checked with dbt's own fqn matcher.
+    """
+    from dbt.graph.selector_methods import is_selected_node
+
+    everything = {**manifest.nodes, **manifest.sources}
+    out: list[str] = []
+    for uid in unique_ids:
+        node = everything[uid]
+        rtype = node.resource_type.value
+        if rtype == "source":
+            out.append(f"source:{node.source_name}.{node.name}")
+            continue
+        fqn = ".".join(node.fqn)
+        clashes = [
+            other
+            for ouid, other in everything.items()
+            if ouid != uid
+            and getattr(other, "fqn", None)
+            and is_selected_node(list(other.fqn), fqn, bool(getattr(other, "version", None)))
+        ]
+        if not clashes:
+            out.append(f"fqn:{fqn}")
+        elif all(o.resource_type.value != rtype for o in clashes):
+            out.append(f"fqn:{fqn},resource_type:{rtype}")
+        else:
+            out.append(f"fqn:{fqn},resource_type:{rtype},path:{node.original_file_path}")
+    return out
+
+
+# == SQLMesh ===========================================================================================
+class _SqlmeshRecorder:
+    """Collects per-model outcomes from SQLMesh's console calls (see the module docstring).
+
+    Built lazily as a subclass of SQLMesh's TerminalConsole, so SQLMesh's own output still goes
+    to the log.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.started: dict[str, float] = {}
+        self.batches: dict[str, list[dict[str, Any]]] = {}
+        self.failed: dict[str, BaseException | str] = {}
+        self.failed_node_kind: dict[str, str] = {}
+        self.skipped: set[str] = set()
+        self.warnings: list[str] = []
+        self.on_start: Callable[[str], None] | None = None
+        self.on_batch: Callable[[str, bool, float | None], None] | None = None
+
+
+def _make_console(rec: _SqlmeshRecorder, stream: Any) -> Any:
+    from rich.console import Console as RichConsole
+    from sqlmesh.core.console import TerminalConsole
+
+    class RecordingConsole(TerminalConsole):  # type: ignore[misc]
+        def start_snapshot_evaluation_progress(
+            self, snapshot: Any, audit_only: bool = False
+        ) -> None:
+            with rec.lock:
+                first = snapshot.name not in rec.started
+                rec.started.setdefault(snapshot.name, time.perf_counter())
+            if first and rec.on_start:
+                rec.on_start(snapshot.name)
+            super().start_snapshot_evaluation_progress(snapshot, audit_only)
+
+        def update_snapshot_evaluation_progress(
+            self,
+            snapshot: Any,
+            interval: Any,
+            batch_idx: int,
+            duration_ms: int | None,
+            num_audits_passed: int,
+            num_audits_failed: int,
+            audit_only: bool = False,
+            execution_stats: Any = None,
+            auto_restatement_triggers: Any = None,
+        ) -> None:
+            rows = getattr(execution_stats, "total_rows_processed", None)
+            with rec.lock:
+                rec.batches.setdefault(snapshot.name, []).append(
+                    {
+                        "interval": [int(interval[0]), int(interval[1])],
+                        "ok": duration_ms is not None,
+                        "duration_ms": duration_ms,
+                        "audits_passed": num_audits_passed,
+                        "audits_failed": num_audits_failed,
+                        "rows": rows,
+                    }
+                )
+            if rec.on_batch:
+                rec.on_batch(
+                    snapshot.name, duration_ms is not None, (duration_ms or 0) / 1000.0 or None
+                )
+            super().update_snapshot_evaluation_progress(
+                snapshot,
+                interval,
+                batch_idx,
+                duration_ms,
+                num_audits_passed,
+                num_audits_failed,
+                audit_only,
+                execution_stats,
+                auto_restatement_triggers,
+            )
+
+        def log_failed_models(self, errors: list[Any]) -> None:
+            with rec.lock:
+                for err in errors:
+                    name = getattr(err.node, "snapshot_name", None)
+                    if name:
+                        rec.failed[name] = err.__cause__ or err
+                        rec.failed_node_kind[name] = type(err.node).__name__
+            super().log_failed_models(errors)
+
+        def log_skipped_models(self, snapshot_names: set[str]) -> None:
+            with rec.lock:
+                rec.skipped.update(snapshot_names)
+            super().log_skipped_models(snapshot_names)
+
+        def log_warning(self, short_message: str, long_message: str | None = None) -> None:
+            with rec.lock:
+                rec.warnings.append(short_message.strip())
+            super().log_warning(short_message, long_message)
+
+    rich = RichConsole(file=stream, force_terminal=False, no_color=True, width=120)
+    return RecordingConsole(console=rich)
+
+
+class SqlmeshExecutor:
+    format = "sqlmesh"
+    capabilities = SQLMESH_CAPABILITIES
+
+    def __init__(self, ws: Any, project: str) -> None:
+        self.ws = ws
+        self.project = project
+
+    def execute(self, job: SegmentJob, sink: Sink) -> SegmentOutcome:
+        import sys
+
+        from sqlmesh.core.console import get_console, set_console
+
+        prov = self.ws.provider(self.project)
+        env_name = job.segment.environment
+        models = [n for n in job.nodes if n.kind == "model"]
+        audits = [n for n in job.nodes if n.kind == "audit"]
+        by_fqn = {str(n.meta["fqn"]): n for n in models}
+        rec = _SqlmeshRecorder()
+        rec.on_start = lambda name: sink.node_started(by_fqn[name].id) if name in by_fqn else None
+        rec.on_batch = lambda name, ok, dur: (
+            sink.node_reported(by_fqn[name].id, "success" if ok else "error", dur)
+            if name in by_fqn
+            else None
+        )
+        outcome = SegmentOutcome(method="sqlmesh run")
+        promoted: dict[str, str] = {}
+        intervals: dict[str, list[list[int]]] = {}
+        raised: BaseException | None = None
+        with captured(self.ws.log_path, f"sqlmesh ({self.project}, segment {job.segment.id})"):
+            console = _make_console(rec, sys.stdout)
+            previous = get_console()
+            set_console(console)
+            try:
+                ctx = prov.context
+                ctx.console = console
+                try:
+                    why_plan = self._needs_plan(ctx, env_name, list(by_fqn), job)
+                    if models and why_plan:
+                        outcome.method = "sqlmesh plan"
+                        outcome.notes.append(f"planned with SQLMesh because {why_plan}")
+                        ctx.plan(
+                            env_name,
+                            select_models=list(by_fqn),
+                            auto_apply=True,
+                            no_prompts=True,
+                            execution_time=job.execution_time,
+                            # prod: also evaluate what is due by cron, as the planner counted
+                            run=env_name.lower() == "prod",
+                        )
+                    elif models:
+                        status = ctx.run(
+                            env_name,
+                            select_models=list(by_fqn),
+                            no_auto_upstream=True,
+                            execution_time=job.execution_time,
+                        )
+                        if getattr(status, "is_nothing_to_do", False):
+                            outcome.notes.append("SQLMesh: no missing intervals")
+                except Exception as e:  # noqa: BLE001 - judged per model below
+                    raised = e
+                try:
+                    env = ctx.state_reader.get_environment(env_name)
+                    if env is not None:
+                        snaps = ctx.state_reader.get_snapshots(env.snapshots)
+                        for s in snaps.values():
+                            promoted[s.name] = s.fingerprint.to_identifier()
+                            intervals[s.name] = [[int(a), int(b)] for a, b in s.intervals]
+                    local = (
+                        {
+                            name: s.fingerprint.to_identifier()
+                            for name, s in ctx.snapshots.items()
+                            if name in by_fqn
+                        }
+                        if outcome.method == "sqlmesh plan"
+                        else {}
+                    )
+                except Exception as e:  # noqa: BLE001 - the state could not be read back
+                    local = {}
+                    outcome.notes.append(
+                        f"could not read SQLMesh's state back: {_short(str(e), 2)}"
+                    )
+            finally:
+                set_console(previous)
+                prov.close()  # ctx.close(): releases the warehouse
+        if raised is not None and not rec.failed:
+            err = _short(f"{type(raised).__name__}: {raised}")
+            from splice.providers.dbt import locked_error
+
+            lock = locked_error(raised, f"SQLMesh project {self.project!r}")
+            outcome.error = lock.message if lock else f"{outcome.method} failed: {err}"
+        first_failure = next(iter(rec.failed), None)
+        for fqn, node in by_fqn.items():
+            res = NodeResult(node.id, self.project, job.segment.id, node.kind, "noop")
+            batches = rec.batches.get(fqn, [])
+            ok_batches = [b for b in batches if b["ok"]]
+            if ok_batches:
+                res.duration = sum((b["duration_ms"] or 0) for b in ok_batches) / 1000.0
+                rows = [b["rows"] for b in ok_batches if b["rows"] is not None]
+                res.rows = sum(rows) if rows else None
+            res.intervals = intervals.get(fqn)
+            if fqn in rec.failed:
+                res.status = "failed"
+                res.message = _sqlmesh_error(rec.failed[fqn], rec.failed_node_kind.get(fqn))
+            elif fqn in rec.skipped:
+                res.status = "skipped"
+                res.message = "SQLMesh skipped it: a model upstream of it failed"
+                if first_failure and first_failure in by_fqn:
+                    res.skipped_because = by_fqn[first_failure].id
+            elif outcome.error is not None:
+                res.status = "failed"
+                res.message = outcome.error
+            elif outcome.method == "sqlmesh plan" and local.get(fqn) != promoted.get(fqn):
+                res.status = "failed"
+                res.message = (
+                    f"SQLMesh did not promote it to {env_name!r}: the plan failed"
+                    + (f" at {by_fqn[first_failure].id}" if first_failure in by_fqn else "")
+                    + f"; {env_name!r} keeps its previous version"
+                )
+            elif raised is not None and not batches:
+                res.status = "failed"
+                res.message = _short(f"{type(raised).__name__}: {raised}")
+            elif ok_batches:
+                res.status = "success"
+                n = len(ok_batches)
+                res.message = f"{n} interval batch{'es' if n != 1 else ''} evaluated"
+            elif outcome.method == "sqlmesh plan":
+                res.message = f"in {env_name!r} as planned; no intervals to evaluate"
+            else:
+                res.message = "no missing intervals"
+            outcome.nodes[node.id] = res
+        self._audits(audits, by_fqn, rec, outcome, job)
+        return outcome
+
+    def _needs_plan(self, ctx: Any, env_name: str, fqns: list[str], job: SegmentJob) -> str | None:
+        """Why a plan (not a run) is needed for these models, or None.
+
+        SQLMesh's own view decides: its state when the environment is missing or did not finish
+        its last plan; else the plan's tool_view (the planner built SQLMesh's plan: a change, or
+        a new environment, needs a plan); a plan made by hand has no tool_view, so the local
+        fingerprints are compared with the environment's.
+        """
+        env = ctx.state_reader.get_environment(env_name)
+        if env is None:
+            return f"environment {env_name!r} has never been planned"
+        if not env.finalized_ts:
+            return f"environment {env_name!r} did not finish its last plan ({env.plan_id})"
+        changed = [
+            f"{nid}: {tv.get('change') or 'new environment'}"
+            for nid in job.segment.node_ids
+            if (d := job.decisions.get(nid)) is not None
+            and ((tv := d.tool_view).get("change") or tv.get("new_environment"))
+        ]
+        if changed:
+            return f"SQLMesh's plan has changes ({'; '.join(changed)})"
+        planned = [job.decisions.get(n.id) for n in job.nodes if n.kind == "model"]
+        if planned and all(d is not None and "change" in d.tool_view for d in planned):
+            return None  # the planner asked SQLMesh for its plan just now: no change in it
+        in_env = {s.name: s.fingerprint for s in env.snapshots}
+        local = ctx.snapshots
+        differ = [f for f in fqns if f in local and local[f].fingerprint != in_env.get(f)]
+        if differ:
+            return f"its code differs from {env_name!r}: {', '.join(differ)}"
+        return None
+
+    def _audits(
+        self,
+        audits: list[Node],
+        by_fqn: dict[str, Node],
+        rec: _SqlmeshRecorder,
+        outcome: SegmentOutcome,
+        job: SegmentJob,
+    ) -> None:
+        id_to_fqn = {n.id: f for f, n in by_fqn.items()}
+        failing: dict[str, list[Any]] = {}
+        for name, cause in rec.failed.items():
+            errs = getattr(cause, "errors", None)
+            if errs:
+                failing[name] = list(errs)
+        for a in audits:
+            model_id = str(a.meta.get("model"))
+            fqn = id_to_fqn.get(model_id)
+            res = outcome.nodes.get(model_id)
+            chk = CheckResult(a.id, self.project, job.segment.id, [model_id], "skipped")
+            if fqn is None or res is None:
+                chk.message = "its model was not run in this segment"
+            elif fqn in failing:
+                match = _match_audit(a, failing[fqn])
+                if match is not None:
+                    chk.status = "fail"
+                    chk.failures = int(getattr(match, "count", 0) or 0) or None
+                    chk.message = _short(str(match), 2)
+                    res.checks_failed.append(a.id)
+                else:
+                    chk.status = "pass"
+            elif res.status == "success":
+                batches = [b for b in rec.batches.get(fqn, []) if b["ok"]]
+                warned = sum(b["audits_failed"] for b in batches)
+                chk.status = "warn" if warned and not a.meta.get("blocking", True) else "pass"
+                if warned:
+                    chk.message = f"{warned} non-blocking audit failure(s) on this model"
+            elif res.status == "noop":
+                chk.message = "no intervals were evaluated, so SQLMesh ran no audits"
+            else:
+                chk.message = f"its model {res.status}"
+            outcome.checks[a.id] = chk
+
+
+def _match_audit(audit_node: Node, errors: list[Any]) -> Any:
+    """The AuditError of ``errors`` that is this audit node (same audit name and arguments)."""
+    name = audit_node.meta.get("audit")
+    want_args = audit_node.meta.get("args") or {}
+    same_name = [e for e in errors if getattr(e, "audit_name", None) == name]
+    for e in same_name:
+        args = {
+            k: (v.sql(dialect=audit_node.dialect or "duckdb") if hasattr(v, "sql") else str(v))
+            for k, v in (getattr(e, "audit_args", None) or {}).items()
+        }
+        if all(args.get(k) == v for k, v in dict(want_args).items()):  # type: ignore[call-overload]
+            return e
+    return None
+
+
+def _sqlmesh_error(cause: BaseException | str, node_kind: str | None) -> str:
+    errs = getattr(cause, "errors", None)
+    if errs:
+        names = ", ".join(
+            f"{getattr(e, 'audit_name', '?')} ({getattr(e, 'count', '?')} rows)" for e in errs
+        )
+        return f"blocking audit failed: {names}"
+    where = "creating its table" if node_kind == "CreateNode" else "evaluating it"
+    return f"SQLMesh failed {where}: {_short(f'{type(cause).__name__}: {cause}', 3)}"

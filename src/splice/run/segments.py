@@ -1,0 +1,63 @@
+"""The plan `splice run` uses when the planner is not installed: everything selected builds.
+
+Segments come from the planner's :func:`splice.plan.segments.make_segments` (same cut, same
+ids), so a fallback plan runs exactly like a planned one.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from splice.graph.model import Graph
+from splice.plan.model import NodeDecision, Plan, Reason
+from splice.plan.segments import make_segments
+from splice.run.executors import EXECUTABLE
+
+
+def executable(graph: Graph, node_id: str) -> bool:
+    n = graph.nodes[node_id]
+    return n.kind in EXECUTABLE.get(n.tool, ())
+
+
+def fallback_plan(ws: Any, selector: str | None = None, *, exclude: str | None = None) -> Plan:
+    """Every selected executable node builds (used while :mod:`splice.plan.planner` is absent).
+
+    Tests and audits of a selected node come along, as ``dbt build -s`` does.
+    """
+    from splice.graph.selectors import select
+
+    g = ws.graph()
+    chosen = set(select(g, selector, exclude=exclude))
+    excluded = set(select(g, exclude)) if exclude else set()
+    build = {n for n in chosen if executable(g, n)}
+    for n in chosen:
+        for c in g.children(n):
+            node = g.nodes[c]
+            if node.kind in ("test", "audit") and c not in excluded and executable(g, c):
+                build.add(c)
+    formats = {p.name: p.format for p in ws.config.projects}
+    envs = {p.name: ws.provider(p.name).ctx.environment for p in ws.config.projects}
+    decisions: dict[str, NodeDecision] = {}
+    for n in g.topological_order(build):
+        node = g.nodes[n]
+        code = "selected_test" if node.kind in ("test", "audit") else "never_built"
+        text = (
+            "a test of a node that builds"
+            if code == "selected_test"
+            else "selected (no planner installed: every selected node builds)"
+        )
+        decisions[n] = NodeDecision(n, node.project, "build", [Reason(code, text)])  # type: ignore[arg-type]
+    return Plan(
+        target=ws.target,
+        environments=envs,
+        decisions=decisions,
+        segments=make_segments(
+            g,
+            list(decisions),
+            format_of=lambda p: formats.get(p, "dbt"),
+            environment_of=lambda p: envs.get(p, ws.target),
+        ),
+        selector=selector,
+        created_at=time.time(),
+    )

@@ -1,0 +1,62 @@
+"""`splice run` on the demo with the real tools: a clean run, the journal, a no-op run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from run_support import attempts, query, run_in, runs_json, splice_cli, versions
+
+FINANCE_MODELS = {
+    "finance:currency_regions",
+    "finance:stg_gmv_daily",
+    "finance:fct_gmv_qtd",
+    "finance:fct_gmv_by_currency",
+    "finance:fct_gmv_by_channel",
+}
+
+
+def test_clean_run_then_noop_run(fresh_demo: Path) -> None:
+    # The demo was built by hand (no Splice evidence): SQLMesh's state says pricing is
+    # complete, so only dbt's models build, in the segments after pricing's.
+    first = run_in(fresh_demo)
+    assert first.ok, first.to_dict()
+    assert set(first.built) == FINANCE_MODELS
+    assert not first.failed_nodes and not first.skipped_nodes
+    assert all(c.status == "pass" for c in first.checks.values()) and len(first.checks) == 16
+    assert {s.format for s in first.segments} == {"dbt"}
+    assert {s.method for s in first.segments} == {"dbt build"}
+    assert set(versions(fresh_demo)) >= FINANCE_MODELS
+    assert {attempts(fresh_demo)[n] for n in FINANCE_MODELS} == {"succeeded"}
+    assert query(fresh_demo, "SELECT COUNT(*) FROM finance.fct_gmv_qtd") == [(92,)]
+    seed = first.nodes["finance:currency_regions"]
+    assert seed.rows == 30  # dbt-duckdb reports rows for seeds (adapter_response)
+
+    # nothing changed: the next run builds nothing and touches no tool
+    before = versions(fresh_demo)
+    second = run_in(fresh_demo)
+    assert second.ok and second.segments == [] and second.nodes == {}
+    assert versions(fresh_demo) == before  # no version moved
+
+    # the journal plays both back, through the CLI
+    runs = runs_json(fresh_demo)
+    assert [r["run_id"] for r in runs[:2]] == [second.run_id, first.run_id]
+    assert runs[1]["status"] == "success" and runs[1]["summary"]["counts"]["success"] == 5
+    shown = splice_cli("runs", "show", first.run_id, "--json", cwd=fresh_demo)
+    assert shown.returncode == 0, shown.stderr
+    events = json.loads(shown.stdout)["events"]
+    kinds = [e["kind"] for e in events]
+    assert kinds[0] == "run_started" and kinds[-1] == "run_finished"
+    assert {"segment_started", "node_started", "node_finished", "check_finished"} <= set(kinds)
+    finished = {e["node_id"]: e for e in events if e["kind"] == "node_finished"}
+    assert set(finished) == FINANCE_MODELS
+    assert all(e["project"] == "finance" and e["duration"] is not None for e in finished.values())
+    assert all(
+        e["project"] for e in events if e["kind"] != "run_started" and e["kind"] != "run_finished"
+    )
+    # node_finished comes after its node_started, and only once its evidence is committed
+    seqs = {(e["kind"], e["node_id"]): e["seq"] for e in events}
+    assert all(seqs[("node_started", n)] < seqs[("node_finished", n)] for n in FINANCE_MODELS)
+    assert all("version" in e["data"] for e in finished.values())
+    text = splice_cli("runs", cwd=fresh_demo)
+    assert text.returncode == 0 and first.run_id in text.stdout and "success" in text.stdout
