@@ -158,3 +158,92 @@ def demo_tour(result: Any) -> str:
         "(splice is in .venv/bin; `source .venv/bin/activate` puts it on your PATH)",
     ]
     return "\n".join(lines)
+
+
+# -- runs (splice.run) ----------------------------------------------------------------------------
+def run(
+    ws: Workspace,
+    selector: str | None = None,
+    *,
+    exclude: str | None = None,
+    execution_time: Any = None,
+    progress: Any = None,
+    full: bool = False,
+) -> Any:
+    """Plan and run the selection across projects; returns a :class:`splice.run.report.RunReport`.
+
+    ``full`` builds every selected node whatever the evidence says (as ``dbt build`` would).
+    """
+    from splice.run.runner import run as _run
+
+    return _run(
+        ws, selector, exclude=exclude, execution_time=execution_time, progress=progress, full=full
+    )
+
+
+def run_plan(ws: Workspace, plan: Any, *, progress: Any = None, execution_time: Any = None) -> Any:
+    """Run a :class:`splice.plan.model.Plan` made earlier (by the planner or by hand)."""
+    from splice.run.runner import run_plan as _run_plan
+
+    return _run_plan(ws, plan, progress=progress, execution_time=execution_time)
+
+
+def list_runs(ws: Workspace, *, limit: int = 20) -> list[dict[str, Any]]:
+    """The runs in the journal, newest first (a run whose process died shows as interrupted)."""
+    from pathlib import Path
+
+    from splice.run.journal import Journal
+    from splice.run.runner import recover_interrupted
+
+    if not (ws.root / ws.config.workspace.state).exists():
+        return []
+    with Journal(Path(ws.state.path)) as journal:
+        recover_interrupted(ws, journal)
+        return [r.to_dict() for r in journal.runs(limit=limit)]
+
+
+def run_journal(ws: Workspace, run_id: str) -> dict[str, Any]:
+    """One run (an id or a unique prefix of one) and its events, in order."""
+    from pathlib import Path
+
+    from splice.run.journal import Journal, RunNotFoundError
+    from splice.run.runner import recover_interrupted
+
+    if not (ws.root / ws.config.workspace.state).exists():
+        raise RunNotFoundError(
+            f"no run {run_id!r}: the workspace has no runs yet.", fix="`splice run` starts one"
+        )
+    with Journal(Path(ws.state.path)) as journal:
+        recover_interrupted(ws, journal)
+        rec = journal.run(run_id)
+        return {"run": rec.to_dict(), "events": [e.to_dict() for e in journal.events(rec.run_id)]}
+
+
+# -- plans and evidence (splice.plan) -------------------------------------------------------------
+def plan(
+    ws: Workspace,
+    selector: str | None = None,
+    *,
+    exclude: str | None = None,
+    execution_time: Any = None,
+) -> Any:
+    """The plan for ``ws.target``: per node BUILD or REUSE and why, in segments (a Plan)."""
+    from splice.plan.planner import make_plan
+
+    return make_plan(ws, selector, exclude=exclude, execution_time=execution_time)
+
+
+def explain(ws: Workspace, node_id: str, *, selector: str | None = None) -> str:
+    """Why one node builds or is reused, in words ("X builds because P changed: ...")."""
+    from splice.plan.planner import explain as _explain
+
+    return _explain(ws, node_id, selector=selector)
+
+
+def evidence(ws: Workspace) -> dict[str, Any]:
+    """What Splice knows was built in ``ws.target``: node id -> its latest build record."""
+    from dataclasses import asdict
+
+    from splice.plan.evidence import last_builds
+
+    return {n: asdict(r) for n, r in sorted(last_builds(ws.state, ws.target).items())}
