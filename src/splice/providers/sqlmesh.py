@@ -28,7 +28,11 @@ class SqlmeshProvider:
     def context(self) -> Any:
         if self._context is None:
             os.environ.setdefault("SQLMESH__DISABLE_ANONYMIZED_ANALYTICS", "true")
-            with captured(self.ctx.log_path, f"sqlmesh load ({self.ctx.project_name})", cwd=self.ctx.project_path):
+            with captured(
+                self.ctx.log_path,
+                f"sqlmesh load ({self.ctx.project_name})",
+                cwd=self.ctx.project_path,
+            ):
                 try:
                     from sqlmesh import Context
 
@@ -185,7 +189,11 @@ class SqlmeshProvider:
     def render(self, nodes: list[Node]) -> dict[str, RenderedSQL]:
         ctx = self.context
         out: dict[str, RenderedSQL] = {}
-        with captured(self.ctx.log_path, f"sqlmesh render ({self.ctx.project_name})", cwd=self.ctx.project_path):
+        with captured(
+            self.ctx.log_path,
+            f"sqlmesh render ({self.ctx.project_name})",
+            cwd=self.ctx.project_path,
+        ):
             for n in nodes:
                 if n.kind != "model":
                     continue
@@ -217,7 +225,9 @@ class SqlmeshProvider:
     def intervals(self) -> dict[str, list[tuple[int, int]]]:
         """Intervals in SQLMesh's state for this environment, per node id ([start_ms, end_ms))."""
         ctx = self.context
-        with captured(self.ctx.log_path, f"sqlmesh state ({self.ctx.project_name})", cwd=self.ctx.project_path):
+        with captured(
+            self.ctx.log_path, f"sqlmesh state ({self.ctx.project_name})", cwd=self.ctx.project_path
+        ):
             env = ctx.state_reader.get_environment(self.ctx.environment)
             if env is None:
                 return {}
