@@ -82,6 +82,38 @@ class DashboardSection(_Strict):
     label: str | None = None
 
 
+Sensitivity = Literal["low", "medium", "high"]
+Grain = Literal["day", "week", "month"]
+
+
+class WatchSection(_Strict):
+    """``[watch]``: how ``splice watch`` measures and judges (see splice.watch)."""
+
+    default_monitors: bool = True  # volume, null rate, distinct, duplicates, values per node
+    exclude: list[str] = Field(default_factory=list)  # node ids with no default monitors
+    sensitivity: Sensitivity = "medium"
+    calendar: str = "ECB"  # publishing calendar (holidays.financial_holidays code) or "none"
+    training_days: int = Field(default=56, ge=14, le=3660)
+    late_days: int = Field(default=7, ge=0, le=366)
+
+
+class MetricSection(_Strict):
+    """``[[metrics]]``: a number people care about, measured per interval in the warehouse."""
+
+    name: str = Field(pattern=NAME_PATTERN)
+    node: str  # node id, e.g. pricing:marts.agg_gmv_daily
+    time: str  # a date or timestamp column of the node
+    value: str  # one aggregate SQL expression, e.g. sum(gmv_usd)
+    dimensions: list[str] = Field(default_factory=list)
+    grain: Grain = "day"
+    owner: str | None = None
+    domain: str | None = None
+    description: str | None = None
+    sensitivity: Sensitivity | None = None  # defaults to [watch].sensitivity
+    calendar: str | None = None  # defaults to [watch].calendar
+    detectors: list[str] | None = None  # a subset of the value detectors; default: all
+
+
 class WorkspaceConfig(_Strict):
     workspace: WorkspaceSection = Field(default_factory=WorkspaceSection)
     warehouse: WarehouseSection = Field(default_factory=WarehouseSection)
@@ -90,6 +122,8 @@ class WorkspaceConfig(_Strict):
     targets: dict[str, TargetSection] = Field(default_factory=dict)
     ingestion: list[IngestionSection] = Field(default_factory=list)
     dashboards: list[DashboardSection] = Field(default_factory=list)
+    metrics: list[MetricSection] = Field(default_factory=list)
+    watch: WatchSection = Field(default_factory=WatchSection)
 
     @field_validator("projects")
     @classmethod
@@ -99,6 +133,16 @@ class WorkspaceConfig(_Strict):
             if p.name in seen:
                 raise ValueError(f"project name {p.name!r} is used twice")
             seen.add(p.name)
+        return v
+
+    @field_validator("metrics")
+    @classmethod
+    def _unique_metrics(cls, v: list[MetricSection]) -> list[MetricSection]:
+        seen: set[str] = set()
+        for m in v:
+            if m.name in seen:
+                raise ValueError(f"metric name {m.name!r} is used twice")
+            seen.add(m.name)
         return v
 
     def environment_for(self, project: str, target: str) -> str:

@@ -1,0 +1,7 @@
+"""Watching production between plans: metrics, their history, and detectors.
+
+- :mod:`splice.watch.metrics`: declared metrics and default monitors, and their SQL;
+- :mod:`splice.watch.detectors`: judging new points against each series' own history;
+- :mod:`splice.watch.history`: the series, points and anomalies kept in Splice's state;
+- :mod:`splice.watch.service`: :func:`watch`, what ``splice watch`` runs.
+"""

@@ -1,0 +1,262 @@
+"""The history ``splice watch`` keeps in Splice's state (tables of migration 4).
+
+- ``watch_metrics``: one row per (target, spec): its fingerprint (a changed definition is
+  measured anew), its SQL, and how far it has been measured and judged;
+- ``watch_series``: one row per (target, metric, dimension values);
+- ``watch_points``: one value per series and interval start (ISO date);
+- ``watch_anomalies``: what the detectors found, one row per (series, interval, detector),
+  with the reason; ``status`` and ``incident_id`` are for grouping into incidents;
+- ``watch_runs``: one row per watch call.
+
+Reads are plain queries; every write of one watch call happens inside one transaction (see
+:func:`splice.watch.service.watch`), so a failed watch leaves no partial history.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+import numpy as np
+
+#: Anomalies that do not keep their point out of later training windows: a level shift is the
+#: new normal once the window has seen enough of it, and a missing interval has no point.
+TRAINING_KEEPS = ("level_shift", "missing")
+
+
+@dataclass
+class MetricRow:
+    name: str
+    fingerprint: str
+    measured_through: date | None
+    judged_through: date | None
+
+
+@dataclass
+class SeriesRow:
+    series_id: int
+    metric: str
+    kind: str
+    dims: dict[str, str | None]
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.metric, dims_key(self.dims)
+
+
+def dims_key(dims: dict[str, Any]) -> str:
+    """The stored form of a series' dimension values.
+
+    >>> dims_key({"currency": "EUR"}), dims_key({})
+    ('{"currency":"EUR"}', '{}')
+    """
+    return json.dumps({k: None if v is None else str(v) for k, v in dims.items()},
+                      sort_keys=True, separators=(",", ":"))  # fmt: skip
+
+
+def dims_label(dims: dict[str, Any]) -> str:
+    """How a series is named to people.
+
+    >>> dims_label({"currency": "EUR"}), dims_label({})
+    ('currency=EUR', '(all)')
+    """
+    return ", ".join(f"{k}={v}" for k, v in dims.items()) or "(all)"
+
+
+def _day(text: str | None) -> date | None:
+    return date.fromisoformat(text) if text else None
+
+
+def metric_rows(conn: sqlite3.Connection, target: str) -> dict[str, MetricRow]:
+    rows = conn.execute(
+        "SELECT name, fingerprint, measured_through, judged_through FROM watch_metrics "
+        "WHERE target = ?",
+        (target,),
+    ).fetchall()
+    return {r[0]: MetricRow(r[0], r[1], _day(r[2]), _day(r[3])) for r in rows}
+
+
+def series_rows(conn: sqlite3.Connection, target: str, spec: str) -> list[SeriesRow]:
+    rows = conn.execute(
+        "SELECT series_id, metric, kind, dims FROM watch_series WHERE target = ? AND spec = ? "
+        "ORDER BY series_id",
+        (target, spec),
+    ).fetchall()
+    return [SeriesRow(int(r[0]), r[1], r[2], json.loads(r[3])) for r in rows]
+
+
+def points(
+    conn: sqlite3.Connection, series_ids: list[int], since: date | None = None
+) -> dict[int, list[tuple[date, float]]]:
+    """series id -> [(interval start, value)] (oldest first), from ``since`` on."""
+    out: dict[int, list[tuple[date, float]]] = defaultdict(list)
+    for i in range(0, len(series_ids), 500):
+        chunk = series_ids[i : i + 500]
+        q = (
+            "SELECT series_id, interval_start, value FROM watch_points "
+            f"WHERE series_id IN ({','.join('?' * len(chunk))})"
+        )
+        args: list[Any] = list(chunk)
+        if since is not None:
+            q += " AND interval_start >= ?"
+            args.append(since.isoformat())
+        for sid, start, value in conn.execute(q + " ORDER BY series_id, interval_start", args):
+            if value is not None:
+                out[int(sid)].append((date.fromisoformat(start), float(value)))
+    return out
+
+
+EPOCH = date(1970, 1, 1)
+
+
+def point_arrays(
+    conn: sqlite3.Connection, series_ids: list[int], since: date | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The stored points of ``series_ids`` as arrays: series id, day (days since 1970-01-01)
+    and value, from ``since`` on (NaN values left out).  The day is computed by SQLite, so no
+    Python object is made per point but the row tuple."""
+    parts: list[np.ndarray] = []
+    for i in range(0, len(series_ids), 500):
+        chunk = series_ids[i : i + 500]
+        q = (
+            "SELECT series_id, CAST(julianday(interval_start) - 2440587.5 AS INTEGER), value "
+            f"FROM watch_points WHERE series_id IN ({','.join('?' * len(chunk))}) "
+            "AND value IS NOT NULL"
+        )
+        args: list[Any] = list(chunk)
+        if since is not None:
+            q += " AND interval_start >= ?"
+            args.append(since.isoformat())
+        rows = conn.execute(q, args).fetchall()
+        if rows:
+            parts.append(np.array(rows, dtype=float))
+    if not parts:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
+    arr = np.concatenate(parts)
+    return arr[:, 0].astype(np.int64), arr[:, 1].astype(np.int64), arr[:, 2]
+
+
+def anomaly_cells(
+    conn: sqlite3.Connection, series_ids: list[int], since: date | None = None
+) -> set[tuple[int, date]]:
+    """(series id, interval) of stored anomalies that stay out of training windows."""
+    out: set[tuple[int, date]] = set()
+    for i in range(0, len(series_ids), 500):
+        chunk = series_ids[i : i + 500]
+        q = (
+            "SELECT series_id, interval_start FROM watch_anomalies "
+            f"WHERE series_id IN ({','.join('?' * len(chunk))}) "
+            f"AND detector NOT IN ({','.join('?' * len(TRAINING_KEEPS))})"
+        )
+        args: list[Any] = [*chunk, *TRAINING_KEEPS]
+        if since is not None:
+            q += " AND interval_start >= ?"
+            args.append(since.isoformat())
+        for sid, start in conn.execute(q, args):
+            out.add((int(sid), date.fromisoformat(start)))
+    return out
+
+
+def level_starts(conn: sqlite3.Connection, series_ids: list[int]) -> dict[int, date]:
+    """series id -> where its current level starts (the latest level shift's first interval)."""
+    out: dict[int, date] = {}
+    for i in range(0, len(series_ids), 500):
+        chunk = series_ids[i : i + 500]
+        q = (
+            "SELECT series_id, MAX(json_extract(data, '$.since')) FROM watch_anomalies "
+            f"WHERE series_id IN ({','.join('?' * len(chunk))}) "
+            "AND json_extract(data, '$.shift') = 1 GROUP BY series_id"
+        )
+        for sid, since in conn.execute(q, chunk):
+            if since:
+                out[int(sid)] = date.fromisoformat(since)
+    return out
+
+
+def anomalies(
+    conn: sqlite3.Connection, target: str, *, status: str | None = None, limit: int | None = None
+) -> list[dict[str, Any]]:
+    """Stored anomalies of ``target``, newest interval first (for incidents and listings)."""
+    q = (
+        "SELECT anomaly_id, metric, node_id, dims, interval_start, detector, direction, value, "
+        "expected, score, reason, data, watch_id, detected_at, status, incident_id "
+        "FROM watch_anomalies WHERE target = ?"
+    )
+    args: list[Any] = [target]
+    if status:
+        q += " AND status = ?"
+        args.append(status)
+    q += " ORDER BY interval_start DESC, metric, dims, detector"
+    if limit:
+        q += f" LIMIT {int(limit)}"
+    cols = [
+        "anomaly_id",
+        "metric",
+        "node_id",
+        "dims",
+        "interval",
+        "detector",
+        "direction",
+        "value",
+        "expected",
+        "score",
+        "reason",
+        "data",
+        "watch_id",
+        "detected_at",
+        "status",
+        "incident_id",
+    ]
+    out = []
+    for r in conn.execute(q, args):
+        rec = dict(zip(cols, r, strict=True))
+        rec["dims"] = json.loads(rec["dims"])
+        rec["data"] = json.loads(rec["data"]) if rec["data"] else {}
+        out.append(rec)
+    return out
+
+
+def ensure_series(
+    conn: sqlite3.Connection,
+    target: str,
+    spec: str,
+    node_id: str,
+    metric: str,
+    kind: str,
+    dims: dict[str, Any],
+    now: float,
+) -> int:
+    key = dims_key(dims)
+    row = conn.execute(
+        "SELECT series_id FROM watch_series WHERE target = ? AND metric = ? AND dims = ?",
+        (target, metric, key),
+    ).fetchone()
+    if row:
+        conn.execute(
+            "UPDATE watch_series SET spec = ?, node_id = ?, kind = ? WHERE series_id = ?",
+            (spec, node_id, kind, row[0]),
+        )
+        return int(row[0])
+    cur = conn.execute(
+        "INSERT INTO watch_series (target, metric, spec, node_id, kind, dims, created_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (target, metric, spec, node_id, kind, key, now),
+    )
+    assert cur.lastrowid is not None
+    return int(cur.lastrowid)
+
+
+def reset_spec(conn: sqlite3.Connection, target: str, spec: str) -> None:
+    """Forget the points and anomalies of ``spec`` (a backfill or a changed definition)."""
+    ids = [r[0] for r in conn.execute(
+        "SELECT series_id FROM watch_series WHERE target = ? AND spec = ?", (target, spec)
+    )]  # fmt: skip
+    for i in range(0, len(ids), 500):
+        chunk = ids[i : i + 500]
+        marks = ",".join("?" * len(chunk))
+        conn.execute(f"DELETE FROM watch_points WHERE series_id IN ({marks})", chunk)
+        conn.execute(f"DELETE FROM watch_anomalies WHERE series_id IN ({marks})", chunk)

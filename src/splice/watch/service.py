@@ -1,0 +1,721 @@
+"""``splice watch``: measure what is new, keep it, judge it, report what is anomalous.
+
+One call:
+
+1. builds the specs (declared metrics, validated against the graph, and default monitors);
+   a bad declaration stops here, before anything is measured or written;
+2. measures, per spec, every interval not yet measured in one pushed-down query
+   (``WHERE time >= start``; ``start`` reaches ``[watch].late_days`` back so an interval
+   that arrives late is still measured once), on one DuckDB connection opened for the call
+   and closed at once;
+3. judges the new points against each series' stored history (:mod:`splice.watch.detectors`);
+4. writes points, series, anomalies and a run record in one transaction: all or nothing.
+
+A spec whose definition changed (its fingerprint) is measured anew from the start;
+``backfill=True`` does that for every spec.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+
+from splice.errors import ConfigError, WarehouseError
+from splice.watch import history as hist
+from splice.watch.calendars import publishing_calendar
+from splice.watch.detectors import Panel, detect, sensitivity
+from splice.watch.metrics import MetricSpec, watch_specs
+
+Progress = Callable[[str], None]
+#: How much stored history is loaded to judge new points: the training window twice over,
+#: and at least this many days (the repeat rates of stopped_moving are learned from it).
+HISTORY_DAYS = 120
+
+
+@dataclass
+class Anomaly:
+    """One anomalous point, as reported and stored."""
+
+    metric: str
+    node_id: str
+    dims: dict[str, str | None]
+    interval: date
+    detector: str
+    direction: str
+    value: float | None
+    expected: float | None
+    score: float
+    reason: str
+    data: dict[str, Any] = field(default_factory=dict)
+    declared: bool = False
+    owner: str | None = None
+    domain: str | None = None
+
+    @property
+    def series(self) -> str:
+        return hist.dims_label(self.dims)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "metric": self.metric,
+            "node": self.node_id,
+            "series": self.series,
+            "dims": self.dims,
+            "interval": self.interval.isoformat(),
+            "detector": self.detector,
+            "direction": self.direction,
+            "value": _num(self.value),
+            "expected": _num(self.expected),
+            "score": _num(self.score),
+            "reason": self.reason,
+            "data": self.data,
+            "declared": self.declared,
+            "owner": self.owner,
+            "domain": self.domain,
+        }
+
+
+@dataclass
+class MetricReport:
+    name: str
+    node_id: str
+    declared: bool
+    measures: list[str]
+    new_points: int
+    series: int
+    measured_from: date | None  # the query's start (None: the whole history)
+    through: date | None
+    reset: str | None  # why the history was measured anew (backfill, new, changed)
+    sql: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "node": self.node_id,
+            "declared": self.declared,
+            "measures": self.measures,
+            "new_points": self.new_points,
+            "series": self.series,
+            "measured_from": self.measured_from.isoformat() if self.measured_from else None,
+            "through": self.through.isoformat() if self.through else None,
+            "reset": self.reset,
+            "sql": self.sql,
+        }
+
+
+@dataclass
+class WatchResult:
+    watch_id: str
+    target: str
+    backfill: bool
+    metrics: list[MetricReport]
+    anomalies: list[Anomaly]
+    points: int
+    seconds: float
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "watch_id": self.watch_id,
+            "target": self.target,
+            "backfill": self.backfill,
+            "points": self.points,
+            "series": sum(m.series for m in self.metrics),
+            "metrics": [m.as_dict() for m in self.metrics],
+            "anomalies": [a.as_dict() for a in self.anomalies],
+            "seconds": round(self.seconds, 3),
+            "timings": {k: round(v, 3) for k, v in self.timings.items()},
+        }
+
+
+def _num(v: float | None) -> float | None:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return None
+    return float(v)
+
+
+# -- the grid ---------------------------------------------------------------------------------
+def _as_date(v: Any) -> date:
+    if isinstance(v, datetime):
+        return v.date()
+    if isinstance(v, date):
+        return v
+    return date.fromisoformat(str(v)[:10])
+
+
+def _step(d: date, grain: str) -> date:
+    if grain == "day":
+        return d + timedelta(days=1)
+    if grain == "week":
+        return d + timedelta(days=7)
+    return date(d.year + (d.month == 12), d.month % 12 + 1, 1)
+
+
+def _back(d: date, grain: str, n: int) -> date:
+    if grain == "day":
+        return d - timedelta(days=n)
+    if grain == "week":
+        return d - timedelta(days=7 * n)
+    y, m = d.year, d.month - n
+    while m < 1:
+        y, m = y - 1, m + 12
+    return date(y, m, 1)
+
+
+def grid(first: date, last: date, grain: str) -> list[date]:
+    """Every interval start from ``first`` to ``last`` (both included).
+
+    >>> [d.isoformat() for d in grid(date(2026, 11, 1), date(2027, 1, 1), "month")]
+    ['2026-11-01', '2026-12-01', '2027-01-01']
+    """
+    out = []
+    d = first
+    while d <= last:
+        out.append(d)
+        d = _step(d, grain)
+    return out
+
+
+def _float(v: Any, spec: MetricSpec, measure: str) -> float | None:
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return float(v)
+    if isinstance(v, int | float | Decimal):
+        f = float(v)
+        return f if math.isfinite(f) else None
+    raise ConfigError(
+        f"metric {measure!r} on {spec.node_id}: its value is not a number "
+        f"(the warehouse returned {type(v).__name__} {v!r}).",
+        fix="make the value a numeric aggregate, e.g. sum(x), count(*), avg(x)",
+    )
+
+
+# -- the warehouse ------------------------------------------------------------------------------
+def measure(ws: Any, jobs: list[tuple[MetricSpec, date | None]]) -> list[list[tuple[Any, ...]]]:
+    """Run each spec's query from its start; one connection for the call, closed at once."""
+    if ws.config.warehouse.type != "duckdb":
+        raise WarehouseError(
+            f"splice watch supports DuckDB warehouses; this one is {ws.config.warehouse.type!r}.",
+            fix="point [warehouse] at a DuckDB file",
+        )
+    path = ws.warehouse_path
+    if not path.exists():
+        raise WarehouseError(
+            f"the warehouse {path} does not exist, so there is nothing to measure.",
+            fix="build the workspace first (splice run), or correct [warehouse].path",
+        )
+    import duckdb
+
+    from splice.providers.dbt import locked_error
+
+    try:
+        con = duckdb.connect(str(path))
+    except duckdb.Error as e:
+        err = locked_error(e, f"splice watch: warehouse {path}")
+        if err is not None:
+            raise err from None
+        raise WarehouseError(
+            f"the warehouse {path} cannot be opened: {e}.",
+            fix="check the file is a DuckDB database this DuckDB version can read",
+        ) from None
+    out: list[list[tuple[Any, ...]]] = []
+    try:
+        for spec, start in jobs:
+            sql = spec.sql(ws.dialect, start)
+            try:
+                out.append(con.execute(sql).fetchall())
+            except duckdb.Error as e:
+                first = str(e).splitlines()[0]
+                raise WarehouseError(
+                    f"metric {spec.name!r} on {spec.node_id}: the warehouse refused its query "
+                    f"({first}).",
+                    fix=f"check that {spec.relation.key} is built in this target "
+                    "(splice run), and the metric's columns and value",
+                ) from None
+    finally:
+        con.close()
+    return out
+
+
+# -- the call -------------------------------------------------------------------------------------
+def select_specs(specs: list[MetricSpec], only: list[str] | None) -> list[MetricSpec]:
+    """The specs named by ``only`` (metric names, spec names or node ids); all when empty."""
+    if not only:
+        return specs
+    chosen = []
+    for name in only:
+        hits = [
+            s
+            for s in specs
+            if name in (s.name, s.node_id) or any(m.name == name for m in s.measures)
+        ]
+        if not hits:
+            names = sorted({s.name for s in specs if s.declared} | {s.node_id for s in specs})
+            close = difflib.get_close_matches(name, names, n=3, cutoff=0.4)
+            raise ConfigError(
+                f"no metric or monitored node {name!r}"
+                + (f" (did you mean {', '.join(map(repr, close))}?)" if close else "")
+                + ".",
+                fix="name a [[metrics]] entry or a node id with a time column "
+                f"(known: {', '.join(names[:12])})",
+            )
+        chosen += [h for h in hits if h not in chosen]
+    return chosen
+
+
+@dataclass
+class _Job:
+    spec: MetricSpec
+    reset: str | None
+    start: date | None
+    history_since: date | None
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
+    stored: list[hist.SeriesRow] = field(default_factory=list)
+
+
+def watch(
+    ws: Any,
+    *,
+    backfill: bool = False,
+    only: list[str] | None = None,
+    progress: Progress | None = None,
+) -> WatchResult:
+    """Measure every new interval of every metric and monitor, store it, judge it."""
+    t0 = time.perf_counter()
+    timings: dict[str, float] = {}
+    say = progress or (lambda _m: None)
+    graph = ws.graph()
+    timings["graph"] = time.perf_counter() - t0
+    specs = select_specs(watch_specs(ws, graph), only)
+    wcfg = ws.config.watch
+    target = ws.target
+    store = ws.state
+    conn = store.conn
+    known = hist.metric_rows(conn, target)
+    jobs: list[_Job] = []
+    for spec in specs:
+        row = known.get(spec.name)
+        fp = spec.fingerprint(ws.dialect)
+        reset = (
+            "backfill"
+            if backfill
+            else "new"
+            if row is None or row.measured_through is None
+            else "changed"
+            if row.fingerprint != fp
+            else None
+        )
+        start = None
+        since = None
+        if reset is None and row is not None and row.measured_through is not None:
+            late = wcfg.late_days if spec.grain == "day" else 1
+            start = _back(row.measured_through, spec.grain, late)
+            since = _back(start, "day", max(HISTORY_DAYS, 2 * wcfg.training_days))
+            if spec.grain != "day":
+                since = _back(start, spec.grain, 2 * sensitivity(spec.sensitivity).min_history)
+        jobs.append(_Job(spec, reset, start, since))
+    nodes = len({j.spec.node_id for j in jobs})
+    if jobs:
+        say(f"Measuring {len(jobs)} metric queries over {nodes} node(s) in the warehouse...")
+    else:
+        say("Nothing to watch: no [[metrics]] declared and no node with a time column.")
+    t1 = time.perf_counter()
+    measured = measure(ws, [(j.spec, j.start) for j in jobs]) if jobs else []
+    for job, rows in zip(jobs, measured, strict=True):
+        job.rows = rows
+    timings["measure"] = time.perf_counter() - t1
+
+    # the newest interval anywhere: what "late" and "missing" are judged against
+    t2 = time.perf_counter()
+    ref_end: date | None = None
+    for job in jobs:
+        if job.spec.grain != "day":
+            continue
+        stored_end = None if job.reset else known[job.spec.name].measured_through
+        for cand in [stored_end, *(_as_date(r[0]) for r in job.rows if r[0] is not None)]:
+            if cand is not None and (ref_end is None or cand > ref_end):
+                ref_end = cand
+
+    now = time.time()
+    watch_id = f"w{datetime.now().strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:6]}"
+    plans: list[_SpecPlan] = []
+    n_new = 0
+    for job in jobs:
+        if not job.reset:
+            job.stored = hist.series_rows(conn, target, job.spec.name)
+        plan = _plan_spec(ws, job, conn, ref_end, known.get(job.spec.name))
+        n_new += plan.new_points
+        plans.append(plan)
+    timings["history"] = time.perf_counter() - t2
+    t2 = time.perf_counter()
+    say(f"Judging {n_new} new point(s) in {sum(p.n_series for p in plans)} series...")
+    anomalies: list[tuple[_SpecPlan, Anomaly, tuple[str, str]]] = []
+    for plan in plans:
+        for a, key in plan.judge():
+            anomalies.append((plan, a, key))
+    timings["detect"] = time.perf_counter() - t2
+
+    # -- write: all or nothing ------------------------------------------------------------
+    t3 = time.perf_counter()
+    reported: list[Anomaly] = []
+    with store.transaction():
+        for plan in plans:
+            spec = plan.job.spec
+            if plan.job.reset:
+                hist.reset_spec(conn, target, spec.name)
+            ids: dict[tuple[str, str], int] = {}
+            touched = plan.touched
+            for key, (measure_name, kind, dims) in plan.series_meta.items():
+                if key in plan.stored_ids:
+                    ids[key] = plan.stored_ids[key]
+                elif key in touched:
+                    ids[key] = hist.ensure_series(
+                        conn, target, spec.name, spec.node_id, measure_name, kind, dims, now
+                    )
+            conn.executemany(
+                "INSERT OR REPLACE INTO watch_points "
+                "(series_id, interval_start, value, measured_at, watch_id) VALUES (?, ?, ?, ?, ?)",
+                [(ids[key], d, v, now, watch_id) for key, d, v in plan.new_rows()],
+            )
+            plan.ids = ids
+            conn.execute(
+                "INSERT INTO watch_metrics (target, name, node_id, declared, fingerprint, sql, "
+                "grain, measured_through, judged_through, owner, domain, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT(target, name) DO UPDATE SET node_id=excluded.node_id, "
+                "declared=excluded.declared, fingerprint=excluded.fingerprint, sql=excluded.sql, "
+                "grain=excluded.grain, measured_through=excluded.measured_through, "
+                "judged_through=excluded.judged_through, owner=excluded.owner, "
+                "domain=excluded.domain, updated_at=excluded.updated_at",
+                (
+                    target,
+                    spec.name,
+                    spec.node_id,
+                    int(spec.declared),
+                    spec.fingerprint(ws.dialect),
+                    spec.sql(ws.dialect),
+                    spec.grain,
+                    plan.through.isoformat() if plan.through else None,
+                    plan.judged_through.isoformat() if plan.judged_through else None,
+                    spec.owner,
+                    spec.domain,
+                    now,
+                ),
+            )
+        for plan, a, key in anomalies:
+            sid = plan.ids.get(key)
+            if sid is None:
+                sid = hist.ensure_series(
+                    conn, target, plan.job.spec.name, a.node_id, key[0],
+                    plan.series_meta[key][1], a.dims, now,
+                )  # fmt: skip
+                plan.ids[key] = sid
+            cur = conn.execute(
+                "INSERT OR IGNORE INTO watch_anomalies (series_id, target, metric, node_id, dims, "
+                "interval_start, detector, direction, value, expected, score, reason, data, "
+                "watch_id, detected_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    sid,
+                    target,
+                    a.metric,
+                    a.node_id,
+                    hist.dims_key(a.dims),
+                    a.interval.isoformat(),
+                    a.detector,
+                    a.direction,
+                    _num(a.value),
+                    _num(a.expected),
+                    _num(a.score),
+                    a.reason,
+                    json.dumps(a.data, default=str),
+                    watch_id,
+                    now,
+                ),
+            )
+            if cur.rowcount:
+                reported.append(a)
+        seconds = time.perf_counter() - t0
+        conn.execute(
+            "INSERT INTO watch_runs (watch_id, target, started_at, finished_at, backfill, "
+            "metrics, points, anomalies, summary) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                watch_id,
+                target,
+                now - seconds,
+                time.time(),
+                int(backfill),
+                len(plans),
+                n_new,
+                len(reported),
+                json.dumps({"only": only or []}),
+            ),
+        )
+    timings["write"] = time.perf_counter() - t3
+    reported.sort(key=lambda a: (a.interval, a.metric, a.series, a.detector))
+    return WatchResult(
+        watch_id=watch_id,
+        target=target,
+        backfill=backfill,
+        metrics=[p.report(ws.dialect) for p in plans],
+        anomalies=reported,
+        points=n_new,
+        seconds=time.perf_counter() - t0,
+        timings=timings,
+    )
+
+
+def _epoch(d: date) -> int:
+    return (d - hist.EPOCH).days
+
+
+def _from_epoch(n: int) -> date:
+    return hist.EPOCH + timedelta(days=int(n))
+
+
+class _SpecPlan:
+    """One spec's series, the new points measured for them, and their panels.
+
+    History is kept as arrays (series index, day since 1970, value): a workspace of 10,000
+    series x a year of points never becomes Python objects point by point.
+    """
+
+    def __init__(
+        self,
+        ws: Any,
+        job: _Job,
+        stored: tuple[np.ndarray, np.ndarray, np.ndarray],
+        prior_cells: set[tuple[int, date]],
+        ref_end: date | None,
+        row: hist.MetricRow | None,
+    ) -> None:
+        self.ws = ws
+        self.job = job
+        spec = job.spec
+        self.keys: list[tuple[str, str]] = []
+        self.index: dict[tuple[str, str], int] = {}
+        self.series_meta: dict[tuple[str, str], tuple[str, str, dict[str, str | None]]] = {}
+        self.stored_ids: dict[tuple[str, str], int] = {}
+        for s in job.stored:
+            self._add(s.key, (s.metric, s.kind, s.dims))
+            self.stored_ids[s.key] = s.series_id
+        idx_of_sid = {sid: self.index[k] for k, sid in self.stored_ids.items()}
+        sids, days, vals = stored
+        if sids.size:
+            lut = np.full(int(sids.max()) + 1, -1)
+            for sid, i in idx_of_sid.items():
+                if sid < lut.size:
+                    lut[sid] = i
+            h_idx = lut[sids]
+            keep = h_idx >= 0
+            self.h_idx, self.h_day, self.h_val = h_idx[keep], days[keep], vals[keep]
+        else:
+            self.h_idx = self.h_day = np.zeros(0, np.int64)
+            self.h_val = np.zeros(0)
+        self.prior: set[tuple[int, int]] = {
+            (idx_of_sid[sid], _epoch(d)) for sid, d in prior_cells if sid in idx_of_sid
+        }
+        # points measured before, in the range asked again: the new rows there are not new
+        start = _epoch(job.start) if job.start else None
+        known: set[tuple[int, int]] = set()
+        if start is not None and self.h_day.size:
+            recent = self.h_day >= start
+            known = set(zip(self.h_idx[recent].tolist(), self.h_day[recent].tolist(), strict=True))
+        n_idx: list[int] = []
+        n_day: list[int] = []
+        n_val: list[float] = []
+        nd = len(spec.dimensions)
+        kinds = {m.name: m.kind for m in spec.measures}
+        day_of: dict[Any, int] = {}
+        dims_of: dict[tuple[Any, ...], tuple[dict[str, str | None], str]] = {}
+        for r in job.rows:
+            if r[0] is None:
+                continue
+            d = day_of.get(r[0])
+            if d is None:
+                d = day_of[r[0]] = _epoch(_as_date(r[0]))
+            raw_dims = tuple(r[1 : 1 + nd])
+            if raw_dims not in dims_of:
+                dims = {
+                    spec.dimensions[i]: None if raw_dims[i] is None else str(raw_dims[i])
+                    for i in range(nd)
+                }
+                dims_of[raw_dims] = (dims, hist.dims_key(dims))
+            dims, dk = dims_of[raw_dims]
+            for j, m in enumerate(spec.measures):
+                raw = r[1 + nd + j]
+                v = raw if type(raw) is float and math.isfinite(raw) else _float(raw, spec, m.name)
+                if v is None:
+                    continue
+                key = (m.name, dk)
+                found = self.index.get(key)
+                i = self._add(key, (m.name, kinds[m.name], dims)) if found is None else found
+                if (i, d) in known:
+                    continue  # measured before: only new intervals count
+                known.add((i, d))
+                n_idx.append(i)
+                n_day.append(d)
+                n_val.append(v)
+        self.n_idx = np.array(n_idx, dtype=np.int64)
+        self.n_day = np.array(n_day, dtype=np.int64)
+        self.n_val = np.array(n_val, dtype=float)
+        ends = [int(a.max()) for a in (self.h_day, self.n_day) if a.size]
+        prev = None if job.reset else (row.measured_through if row else None)
+        through = _from_epoch(max(ends)) if ends else prev
+        if prev is not None and (through is None or prev > through):
+            through = prev
+        self.through = through
+        self.new_points = int(self.n_idx.size)
+        self.n_series = len(self.keys)
+        self.ref_end = ref_end if spec.grain == "day" else through
+        self.judge_missing_from = None if job.reset else (row.judged_through if row else None)
+        self.judged_through = self.ref_end or through
+        self.ids: dict[tuple[str, str], int] = {}
+        self.level_starts: dict[tuple[str, str], date] = {}
+
+    def _add(self, key: tuple[str, str], meta: tuple[str, str, dict[str, str | None]]) -> int:
+        self.index[key] = len(self.keys)
+        self.keys.append(key)
+        self.series_meta[key] = meta
+        return self.index[key]
+
+    @property
+    def touched(self) -> set[tuple[str, str]]:
+        return {self.keys[i] for i in set(self.n_idx.tolist())}
+
+    def new_rows(self) -> list[tuple[tuple[str, str], str, float]]:
+        """(series key, interval start as ISO text, value) of every new point."""
+        text = {int(e): _from_epoch(int(e)).isoformat() for e in np.unique(self.n_day)}
+        return [
+            (self.keys[i], text[d], v)
+            for i, d, v in zip(
+                self.n_idx.tolist(), self.n_day.tolist(), self.n_val.tolist(), strict=True
+            )
+        ]
+
+    def judge(self) -> list[tuple[Anomaly, tuple[str, str]]]:
+        spec = self.job.spec
+        wcfg = self.ws.config.watch
+        out: list[tuple[Anomaly, tuple[str, str]]] = []
+        cal = publishing_calendar(spec.calendar)
+        sens = sensitivity(spec.sensitivity, wcfg.training_days, spec.grain)
+        for m in spec.measures:
+            rows = [i for i, k in enumerate(self.keys) if k[0] == m.name]
+            if not rows:
+                continue
+            has_new = bool(np.isin(self.n_idx, rows).any())
+            if not has_new and "missing" not in m.active_detectors:
+                continue
+            local = np.full(len(self.keys), -1)
+            local[rows] = np.arange(len(rows))
+            hsel = local[self.h_idx] >= 0 if self.h_idx.size else np.zeros(0, bool)
+            nsel = local[self.n_idx] >= 0 if self.n_idx.size else np.zeros(0, bool)
+            all_days = np.concatenate([self.h_day[hsel], self.n_day[nsel]])
+            if not all_days.size:
+                continue
+            first = _from_epoch(int(all_days.min()))
+            last = _from_epoch(int(all_days.max()))
+            if self.ref_end is not None and self.ref_end > last:
+                last = self.ref_end
+            days = grid(first, last, spec.grain)
+            grid_epoch = np.array([_epoch(d) for d in days], dtype=np.int64)
+            values = np.full((len(rows), len(days)), np.nan)
+            new = np.zeros(values.shape, dtype=bool)
+            prior = np.zeros(values.shape, dtype=bool)
+            hc = np.searchsorted(grid_epoch, self.h_day[hsel])
+            values[local[self.h_idx[hsel]], hc] = self.h_val[hsel]
+            nc = np.searchsorted(grid_epoch, self.n_day[nsel])
+            values[local[self.n_idx[nsel]], nc] = self.n_val[nsel]
+            new[local[self.n_idx[nsel]], nc] = True
+            col = {int(e): i for i, e in enumerate(grid_epoch)}
+            for i, d in self.prior:
+                if local[i] >= 0 and d in col:
+                    prior[local[i], col[d]] = True
+            keys = [self.keys[i] for i in rows]
+            level_from = np.array(
+                [col.get(_epoch(self.level_starts[k]), -1) if k in self.level_starts else -1
+                 for k in keys]
+            )  # fmt: skip
+            judge_from = None
+            if "missing" in m.active_detectors:
+                jf = self.judge_missing_from
+                judge_from = 0 if jf is None else col.get(_epoch(_step(jf, spec.grain)), len(days))
+            panel = Panel(
+                name=m.name,
+                kind=m.kind,
+                days=days,
+                values=values,
+                new=new,
+                prior=prior,
+                labels=[hist.dims_label(self.series_meta[k][2]) for k in keys],
+                detectors=m.active_detectors,
+                sensitivity=sens,
+                calendar=cal,
+                grain=spec.grain,
+                judge_missing_from=judge_from,
+                level_from=level_from,
+            )
+            for f in detect(panel):
+                k = keys[f.row]
+                out.append(
+                    (
+                        Anomaly(
+                            metric=m.name,
+                            node_id=spec.node_id,
+                            dims=self.series_meta[k][2],
+                            interval=days[f.col],
+                            detector=f.detector,
+                            direction=f.direction,
+                            value=f.value,
+                            expected=f.expected,
+                            score=f.score,
+                            reason=f.reason,
+                            data=f.data,
+                            declared=spec.declared,
+                            owner=spec.owner,
+                            domain=spec.domain,
+                        ),
+                        k,
+                    )
+                )
+        return out
+
+    def report(self, dialect: str) -> MetricReport:
+        spec = self.job.spec
+        return MetricReport(
+            name=spec.name,
+            node_id=spec.node_id,
+            declared=spec.declared,
+            measures=[m.name for m in spec.measures],
+            new_points=self.new_points,
+            series=self.n_series,
+            measured_from=self.job.start,
+            through=self.through,
+            reset=self.job.reset,
+            sql=spec.sql(dialect, self.job.start),
+        )
+
+
+def _plan_spec(
+    ws: Any, job: _Job, conn: Any, ref_end: date | None, row: hist.MetricRow | None
+) -> _SpecPlan:
+    ids = [s.series_id for s in job.stored]
+    empty = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
+    stored = hist.point_arrays(conn, ids, job.history_since) if ids else empty
+    prior = hist.anomaly_cells(conn, ids, job.history_since) if ids else set()
+    plan = _SpecPlan(ws, job, stored, prior, ref_end, row)
+    if ids:
+        starts = hist.level_starts(conn, ids)
+        by_id = {i: key for key, i in plan.stored_ids.items()}
+        plan.level_starts = {by_id[sid]: d for sid, d in starts.items() if sid in by_id}
+    return plan

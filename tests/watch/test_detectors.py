@@ -1,0 +1,191 @@
+"""Detectors on seeded series: each incident found on its day, calendars respected, no noise."""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+
+import numpy as np
+import pytest
+
+from splice.watch.calendars import publishing_calendar
+from splice.watch.detectors import Panel, detect, sensitivity
+from splice.watch.metrics import KIND_DETECTORS
+
+START = date(2025, 1, 1)  # a Wednesday; TARGET holidays: Jan 1, Apr 18, Apr 21, May 1
+
+
+def _days(n: int) -> list[date]:
+    return [START + timedelta(i) for i in range(n)]
+
+
+def _panel(values: np.ndarray, kind: str, new_from: int = 0, **kw: object) -> Panel:
+    values = np.atleast_2d(np.asarray(values, dtype=float))
+    new = np.zeros(values.shape, dtype=bool)
+    new[:, new_from:] = True
+    opts: dict[str, object] = {
+        "detectors": KIND_DETECTORS[kind],
+        "calendar": publishing_calendar("ECB"),
+        "sensitivity": sensitivity("medium"),
+    }
+    opts.update(kw)
+    return Panel(
+        name="m",
+        kind=kind,
+        days=_days(values.shape[1]),
+        values=values,
+        new=new & np.isfinite(values),
+        **opts,  # type: ignore[arg-type]
+    )
+
+
+def _rates(n_days: int, n_series: int = 29, seed: int = 7, fill: bool = False) -> np.ndarray:
+    """Random-walk rates on TARGET business days (NaN otherwise, or Friday's value if ``fill``)."""
+    rng = np.random.default_rng(seed)
+    cal = publishing_calendar("ECB")
+    days = _days(n_days)
+    out = np.full((n_series, n_days), np.nan)
+    level = rng.uniform(0.05, 2.0, n_series)
+    for j, d in enumerate(days):
+        if cal.is_publishing(d):
+            level = level * np.exp(rng.normal(0, 0.005, n_series))
+            out[:, j] = np.round(level, 6)
+        elif fill and j > 0:
+            out[:, j] = out[:, j - 1]
+    return out
+
+
+def _volume(n_days: int, seed: int = 3, base: float = 1000.0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    weekly = np.array([1.12, 0.97, 0.94, 0.96, 1.0, 0.82, 1.19])
+    wd = np.array([d.weekday() for d in _days(n_days)])
+    return np.round(base * weekly[wd] * rng.normal(1, 0.04, n_days))
+
+
+def _found(panel: Panel) -> list[tuple[date, str, int]]:
+    return [(panel.days[f.col], f.detector, f.row) for f in detect(panel)]
+
+
+# -- stopped moving ---------------------------------------------------------------------------
+def test_clean_rates_give_no_alarm_and_forward_filled_weekends_and_holidays_are_normal() -> None:
+    for fill in (False, True):
+        assert _found(_panel(_rates(200, fill=fill), "value")) == []
+
+
+def test_without_the_calendar_a_holiday_repeat_looks_stale() -> None:
+    # forward-filled: Good Friday 2025-04-18 and Easter Monday repeat Thursday's rates
+    values = _rates(200, fill=True)
+    found = _found(_panel(values, "value", calendar=publishing_calendar("none")))
+    assert {d for d, det, _ in found if det == "stopped_moving"} >= {date(2025, 4, 18)}
+
+
+def test_a_monday_repeating_friday_is_stopped_moving_on_its_first_day() -> None:
+    values = _rates(150)
+    monday = 146  # 2025-05-27 is a Tuesday; find the Monday after day 140
+    days = _days(150)
+    monday = next(i for i in range(140, 150) if days[i].weekday() == 0)
+    friday = monday - 3
+    values[:, monday] = values[:, friday]
+    values[:, monday + 1] = values[:, friday]
+    found = _found(_panel(values, "value"))
+    assert {(d, det) for d, det, _ in found} == {
+        (days[monday], "stopped_moving"),
+        (days[monday + 1], "stopped_moving"),
+    }
+    assert len(found) == 2 * 29
+    reasons = [f.reason for f in detect(_panel(values, "value"))]
+    assert "is the same as on Fri" in reasons[0] and "29 of 29 series" in reasons[0]
+
+
+def test_one_series_alone_needs_a_second_repeat_and_a_constant_series_is_never_stale() -> None:
+    values = _rates(150, n_series=2)
+    values[1, :] = np.where(np.isfinite(values[1]), 1.0, np.nan)  # USD: always 1.0
+    days = _days(150)
+    b = [i for i in range(120, 150) if np.isfinite(values[0, i])][:3]
+    values[0, b[1]] = values[0, b[0]]
+    values[0, b[2]] = values[0, b[0]]
+    found = _found(_panel(values[:1], "value"))
+    assert found == [(days[b[2]], "stopped_moving", 0)]  # delay 1: one repeat is ~1/100 chance
+    assert _found(_panel(values[1:], "value")) == []
+
+
+def test_earlier_anomalies_stay_out_of_training_across_watch_calls() -> None:
+    values = _rates(150)
+    days = _days(150)
+    monday = next(i for i in range(140, 150) if days[i].weekday() == 0)
+    values[:, monday] = values[:, monday - 3]
+    values[:, monday + 1] = values[:, monday - 3]
+    prior = np.zeros(values.shape, dtype=bool)
+    prior[:, monday] = True  # flagged by the previous watch
+    panel = _panel(values, "value", new_from=monday + 1, prior=prior)
+    assert {(d, det) for d, det, _ in _found(panel)} == {(days[monday + 1], "stopped_moving")}
+
+
+# -- level detectors ----------------------------------------------------------------------------
+def test_weekly_seasonal_volume_is_not_an_alarm_but_a_half_day_is() -> None:
+    v = _volume(120)
+    assert _found(_panel(v, "volume")) == []
+    v[100] = round(v[100] / 2)
+    v[110] = v[110] * 2
+    assert [(d, det) for d, det, _ in _found(_panel(v, "volume"))] == [
+        (_days(120)[100], "volume_drop"),
+        (_days(120)[110], "volume_jump"),
+    ]
+
+
+def test_a_lasting_drop_is_flagged_once_not_every_day() -> None:
+    days = _days(150)
+    big = _volume(150)
+    big[100:] = np.round(big[100:] * 0.6)  # -40%: beyond the spike threshold on day one
+    found = _found(_panel(big, "volume"))
+    assert found == [(days[i], "volume_drop", 0) for i in (100, 101, 102)]
+    assert detect(_panel(big, "volume"))[-1].data == {
+        "sigmas": pytest.approx(-12.2, abs=0.1),
+        "seasonal": True,
+        "since": days[100].isoformat(),
+        "shift": True,
+    }
+    small = _volume(150)
+    small[100:] = np.round(small[100:] * 0.8)  # -20%: a level shift, once its run is complete
+    assert _found(_panel(small, "volume")) == [(days[102], "volume_drop", 0)]
+    (f,) = detect(_panel(small, "volume"))
+    assert f.data["since"] == days[100].isoformat() and "3 intervals in a row" in f.reason
+
+
+def test_an_inverted_rate_is_a_jump_and_the_day_after_is_not() -> None:
+    values = _rates(150, n_series=3)
+    days = _days(150)
+    i = next(j for j in range(130, 150) if np.isfinite(values[0, j]))
+    values[0, i] = 1.0 / values[0, i]
+    found = _found(_panel(values, "value"))
+    assert found == [(days[i], "jump", 0)]
+
+
+def test_null_rate_rise_and_duplicates() -> None:
+    nulls = np.zeros(90)
+    nulls[80] = 0.05
+    assert _found(_panel(nulls, "null_rate")) == [(_days(90)[80], "null_rate_rise", 0)]
+    dups = np.zeros(90)
+    dups[85] = 30
+    assert _found(_panel(dups, "duplicates")) == [(_days(90)[85], "duplicates", 0)]
+
+
+def test_missing_intervals_respect_the_series_calendar() -> None:
+    daily = _volume(90)
+    daily[80] = np.nan  # a Saturday of a 7-day series
+    p = _panel(daily, "volume", judge_missing_from=0)
+    assert [(d, det) for d, det, _ in _found(p)] == [(_days(90)[80], "missing")]
+    business = _rates(140, n_series=1)[0] * 0 + 30  # row counts on business days only
+    p = _panel(business, "volume", judge_missing_from=0)
+    assert _found(p) == []  # weekends and Good Friday / Easter Monday have no rows: normal
+    business[np.flatnonzero(np.isfinite(business))[-5]] = np.nan
+    assert [det for _, det, _ in _found(_panel(business, "volume", judge_missing_from=0))] == [
+        "missing"
+    ]
+
+
+@pytest.mark.parametrize("level", ["low", "medium", "high"])
+def test_sensitivity_presets_keep_clean_series_quiet(level: str) -> None:
+    sens = sensitivity(level)
+    assert _found(_panel(_volume(200), "volume", sensitivity=sens)) == []
+    if level != "high":  # high also flags the larger moves of a young random walk
+        assert _found(_panel(_rates(200), "value", sensitivity=sens)) == []
