@@ -125,24 +125,15 @@ class WorkspaceConfig(_Strict):
     metrics: list[MetricSection] = Field(default_factory=list)
     watch: WatchSection = Field(default_factory=WatchSection)
 
-    @field_validator("projects")
+    @field_validator("projects", "metrics")
     @classmethod
-    def _unique_projects(cls, v: list[ProjectSection]) -> list[ProjectSection]:
+    def _unique_names(cls, v: list[Any], info: Any) -> list[Any]:
+        what = {"projects": "project", "metrics": "metric"}[info.field_name]
         seen: set[str] = set()
-        for p in v:
-            if p.name in seen:
-                raise ValueError(f"project name {p.name!r} is used twice")
-            seen.add(p.name)
-        return v
-
-    @field_validator("metrics")
-    @classmethod
-    def _unique_metrics(cls, v: list[MetricSection]) -> list[MetricSection]:
-        seen: set[str] = set()
-        for m in v:
-            if m.name in seen:
-                raise ValueError(f"metric name {m.name!r} is used twice")
-            seen.add(m.name)
+        for item in v:
+            if item.name in seen:
+                raise ValueError(f"{what} name {item.name!r} is used twice")
+            seen.add(item.name)
         return v
 
     def environment_for(self, project: str, target: str) -> str:

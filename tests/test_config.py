@@ -1,0 +1,30 @@
+"""splice.toml validation: errors name the file and the key."""
+
+from __future__ import annotations
+
+import pytest
+
+from splice.config import parse_config
+from splice.errors import ConfigError
+
+PROJECT = '[[projects]]\nname = "a"\nformat = "dbt"\npath = "."\n'
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        (PROJECT * 2, "project name 'a' is used twice"),
+        (
+            '[[metrics]]\nname = "m"\nnode = "p:x"\ntime = "t"\nvalue = "sum(a)"\n' * 2,
+            "metric name 'm'",
+        ),
+        ('[[projects]]\nname = "a"\nformat = "dbtt"\npath = "."\n', "projects[0].format"),
+        ('[[projects]]\nname = "a"\nformat = "dbt"\n', "missing key 'projects[0].path'"),
+        ("[workspace\n", "not valid TOML"),
+    ],
+)
+def test_bad_config_is_a_clear_error(text: str, needle: str) -> None:
+    with pytest.raises(ConfigError, match=None) as info:
+        parse_config(text, "ws/splice.toml")
+    assert needle in str(info.value)
+    assert str(info.value).startswith("ws/splice.toml")
