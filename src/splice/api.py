@@ -155,6 +155,9 @@ def demo_tour(result: Any) -> str:
         "                                              # from the Q3 close dashboard to the rates vendor",
         "  splice lineage pricing:fx.daily_rates.rate_to_usd --downstream",
         "  splice doctor                               # where the join is weak",
+        "  splice plan                                 # BUILD or REUSE per node, and why",
+        "  splice run -s pricing:fx.daily_rates+       # SQLMesh, then dbt downstream, in order",
+        "  splice watch --backfill                     # baseline the numbers; detect anomalies",
         "(splice is in .venv/bin; `source .venv/bin/activate` puts it on your PATH)",
     ]
     return "\n".join(lines)
