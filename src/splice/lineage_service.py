@@ -31,7 +31,6 @@ LINEAGE_KIND = "lineage"
 @dataclass
 class WorkspaceLineage:
     models: dict[str, ModelLineage] = field(default_factory=dict)
-    relation_index: dict[Relation, str] = field(default_factory=dict)
     stats: dict[str, Any] = field(default_factory=dict)
 
 
@@ -49,12 +48,19 @@ def _render_key(ws: Workspace, node: Node, provider: Any, graph: Graph) -> str |
         if not hasattr(provider, "_splice_macro_hash"):
             provider._splice_macro_hash = provider.macro_hash()
         h.update(f"{checksum}|{provider._splice_macro_hash}".encode())
-        for p in sorted(node.depends_on):
+        # what the compiled SQL names: each parent's relation; an ephemeral parent is inlined,
+        # so its own code and parents count too
+        stack, seen = sorted(node.depends_on), set()
+        while stack:
+            p = stack.pop()
             pn = graph.nodes.get(p)
-            h.update(
-                f"|{p}:{pn.writes.key if pn and pn.writes else ''}:{pn.meta.get('checksum') if pn and pn.materialization == 'ephemeral' else ''}".encode()
-            )
-        # ephemeral parents are inlined: their own parents matter too
+            if p in seen or pn is None:
+                continue
+            seen.add(p)
+            h.update(f"|{p}:{pn.writes.key if pn.writes else ''}".encode())
+            if pn.materialization == "ephemeral":
+                h.update(f":{pn.meta.get('checksum')}".encode())
+                stack.extend(sorted(pn.depends_on))
         return h.hexdigest()
     if node.tool == "sqlmesh":
         model = provider.context.models.get(str(node.meta.get("fqn")))
@@ -154,25 +160,6 @@ def _nest(schema: dict[Relation, dict[str, str]]) -> dict[str, Any]:
     return nested
 
 
-def relation_index(graph: Graph) -> dict[Relation, str]:
-    """Which node carries the columns of each relation (writers first, then placeholders)."""
-    idx: dict[Relation, str] = {}
-    for n in graph.nodes.values():
-        if n.kind in ("source", "external"):
-            for r in n.reads:
-                idx.setdefault(r, n.id)
-    for n in graph.nodes.values():
-        if n.kind in ("model", "seed", "snapshot", "ingestion"):
-            for r in n.all_writes:
-                idx[r] = n.id
-            fqn = n.meta.get("fqn")
-            if fqn and n.tool == "sqlmesh":
-                from splice.graph.relations import parse_relation
-
-                idx.setdefault(parse_relation(str(fqn), dialect=n.dialect or "duckdb"), n.id)
-    return idx
-
-
 # -- the pass ------------------------------------------------------------------------------------
 def _levels(graph: Graph, ids: list[str]) -> list[list[str]]:
     wanted = set(ids)
@@ -231,8 +218,7 @@ def workspace_lineage(ws: Workspace, *, workers: int | None = None) -> Workspace
     for rel, cols in wh.items():
         if rel not in schema or not any(schema[rel].values()):
             schema[rel] = cols
-    idx = relation_index(graph)
-    result = WorkspaceLineage(relation_index=idx)
+    result = WorkspaceLineage()
     analysed = cached_hits = 0
     for wave in _levels(graph, models):
         items: dict[str, tuple[str, str, dict[str, Any], Relation | None]] = {}
@@ -351,7 +337,7 @@ def writers_map(graph: Graph) -> dict[str, str]:
     for n in graph.nodes.values():
         if n.kind not in ("source", "external"):
             continue
-        bound = [e.upstream for e in graph.edges if e.downstream == n.id and e.binding]
+        bound = [p for p in graph.parents(n.id) if (e := graph.edge(p, n.id)) and e.binding]
         for r in n.reads:
             if len(bound) == 1:
                 out.setdefault(r.key, bound[0])
@@ -411,8 +397,6 @@ def _hop_record(graph: Graph, hop: Any, lineages: dict[str, ModelLineage]) -> di
         reason = ml.opaque_reason or (col.opaque_reason if col is not None else None)
         if reason:
             rec["opaque_reason"] = reason
-    elif node is not None and node.kind in ("source", "external") and hop.column != "*":
-        rec["opaque_reason"] = None
     if hop.column == "*":
         rec["opaque_reason"] = "an opaque model: which columns flow is unknown"
     return rec

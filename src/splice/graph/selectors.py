@@ -42,7 +42,7 @@ from typing import get_args
 from splice.errors import SelectorError
 from splice.graph.model import Graph, Node, NodeKind
 
-__all__ = ["METHODS", "Atom", "Selector", "ordered", "parse", "select"]
+__all__ = ["METHODS", "Atom", "Selector", "parse", "select"]
 
 #: Methods written ``method:value``.  Without one, an atom is a name, an id or a glob of either.
 METHODS: tuple[str, ...] = ("tag", "kind", "path", "project")
@@ -215,17 +215,7 @@ def select(graph: Graph, selector: str | None, *, exclude: str | None = None) ->
     chosen = _resolve(graph, wanted, role="selector") if wanted.terms else set(graph.nodes)
     if unwanted.terms:
         chosen -= _resolve(graph, unwanted, role="exclude")
-    return ordered(graph, chosen)
-
-
-def ordered(graph: Graph, ids: Iterable[str]) -> list[str]:
-    """``ids`` in dependency order, respecting paths through nodes outside ``ids``.
-
-    ``graph.topological_order(ids)`` only sees edges between the given ids, so with ``a -> b -> c``
-    and ``{a, c}`` it may put ``c`` first; this filters the order of the whole graph instead.
-    """
-    wanted = set(ids)
-    return [nid for nid in graph.topological_order() if nid in wanted]
+    return graph.topological_order(chosen)
 
 
 def _resolve(graph: Graph, parsed: Selector, *, role: str) -> set[str]:

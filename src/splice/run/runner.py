@@ -403,18 +403,14 @@ class _Run:
             status=nr.status,
             duration=nr.duration,
             rows=nr.rows,
-            data={
-                k: v
-                for k, v in {
-                    "kind": nr.kind,
-                    "message": nr.message,
-                    "version": nr.version,
-                    "skipped_because": nr.skipped_because,
-                    "checks_failed": nr.checks_failed or None,
-                    "intervals": len(nr.intervals) if nr.intervals is not None else None,
-                }.items()
-                if v is not None
-            },
+            data=_present(
+                kind=nr.kind,
+                message=nr.message,
+                version=nr.version,
+                skipped_because=nr.skipped_because,
+                checks_failed=nr.checks_failed or None,
+                intervals=len(nr.intervals) if nr.intervals is not None else None,
+            ),
         )
 
     @staticmethod
@@ -434,17 +430,15 @@ class _Run:
             node_id=chk.node_id,
             status=chk.status,
             duration=chk.duration,
-            data={
-                k: v
-                for k, v in {
-                    "of": chk.of,
-                    "failures": chk.failures,
-                    "message": chk.message,
-                    "blocking": chk.blocking,
-                }.items()
-                if v is not None
-            },
+            data=_present(
+                of=chk.of, failures=chk.failures, message=chk.message, blocking=chk.blocking
+            ),
         )
+
+
+def _present(**fields: Any) -> dict[str, Any]:
+    """The fields that have a value (journal events leave the rest out)."""
+    return {k: v for k, v in fields.items() if v is not None}
 
 
 class _Sink:
