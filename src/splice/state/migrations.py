@@ -195,4 +195,29 @@ MIGRATIONS: list[tuple[int, str]] = [
         )
         """,
     ),
+    (
+        # Incidents (splice.watch.incidents): anomalies that share a cause, grouped; the
+        # diagnosis (origin, cause, evidence, blast radius, scope) is kept as JSON, refreshed
+        # while the incident is open.
+        5,
+        """
+        CREATE TABLE IF NOT EXISTS incidents (
+            incident_id TEXT PRIMARY KEY,
+            target TEXT NOT NULL,
+            status TEXT NOT NULL,
+            title TEXT NOT NULL,
+            origin_node TEXT,
+            first_interval TEXT NOT NULL,
+            last_interval TEXT NOT NULL,
+            anomalies INTEGER NOT NULL,
+            diagnosis TEXT,
+            opened_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            resolved_at REAL,
+            resolution TEXT
+        );
+        CREATE INDEX IF NOT EXISTS incidents_by_target ON incidents (target, status);
+        CREATE INDEX IF NOT EXISTS watch_anomalies_by_incident ON watch_anomalies (incident_id)
+        """,
+    ),
 ]
