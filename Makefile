@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml constraints.txt
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/splice demo $(DEMO_DIR) --force
+	$(BIN)/splice demo $(DEMO_DIR) --force --incident stale-rates
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

@@ -163,6 +163,40 @@ def demo_tour(result: Any) -> str:
     return "\n".join(lines)
 
 
+def story_tour(story: Any) -> str:
+    """The incident story after `splice demo DIR --incident stale-rates`: what happened, the
+    diagnosis of the incident watch opened, and what to look at next (Rich markup)."""
+    from rich.markup import escape
+
+    from splice.watch.report import incident_lines
+
+    counts = story.run.counts()
+    lines = [
+        "",
+        "[bold]The incident[/] (production, after the clean quarter above):",
+        f"  splice watch --backfill baselined {story.baseline_points} points up to 2026-09-27: "
+        f"{story.baseline_anomalies} anomalies",
+        "  Monday 2026-09-28: the rates vendor re-serves Friday's rates; production runs on",
+        f"  splice run {story.run.run_id}: {counts.get('success', 0)} nodes built, "
+        f"{counts.get('checks_pass', 0)} audits and tests passed, "
+        f"{counts.get('checks_fail', 0) + counts.get('checks_error', 0)} failed",
+        f"  splice watch: {len(story.watch.anomalies)} anomalies -> "
+        f"{len(story.incidents)} incident(s)",
+        "",
+    ]
+    for inc in story.incidents:
+        for n, line in enumerate(incident_lines(inc)):
+            lines.append(f"[bold yellow]{escape(line)}[/]" if n == 0 else escape(line))
+        lines.append("")
+    first = story.incidents[0].incident_id if story.incidents else "ID"
+    lines += [
+        "Look next:",
+        "  splice incidents                            # what watch opened",
+        f"  splice incident show {first} --json          # the whole diagnosis as data",
+    ]
+    return "\n".join(lines)
+
+
 # -- runs (splice.run) ----------------------------------------------------------------------------
 def run(
     ws: Workspace,
@@ -250,3 +284,17 @@ def evidence(ws: Workspace) -> dict[str, Any]:
     from splice.plan.evidence import last_builds
 
     return {n: asdict(r) for n, r in sorted(last_builds(ws.state, ws.target).items())}
+
+
+def list_incidents(ws: Workspace, *, status: str | None = "open") -> list[Any]:
+    """The target's incidents, newest first (``status=None``: every status)."""
+    from splice.watch.incidents import list_incidents as _list
+
+    return _list(ws.state.conn, ws.target, status=status)
+
+
+def incident(ws: Workspace, incident_id: str) -> Any:
+    """One incident with its diagnosis (raises NodeNotFoundError naming the known ids)."""
+    from splice.watch.incidents import get_incident
+
+    return get_incident(ws.state.conn, incident_id)

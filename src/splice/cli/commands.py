@@ -124,10 +124,27 @@ def doctor_cmd(ctx: click.Context, as_json: bool, no_lineage: bool) -> None:
 def demo_cmd(
     ctx: click.Context, directory: Path, incident: str | None, force: bool, as_json: bool
 ) -> None:
-    """Write and build the travel-marketplace demo workspace in DIRECTORY."""
+    """Write and build the travel-marketplace demo workspace in DIRECTORY.
+
+    With --incident stale-rates, the story goes on: the clean quarter is baselined up to
+    Sunday 2026-09-27, the vendor freezes on Monday, production runs on (every audit passes),
+    and splice watch opens the incident and prints its diagnosis.
+    """
     from splice.api import demo_tour
     from splice.demo import build_demo
 
+    if incident == "stale-rates":
+        from splice.api import story_tour
+        from splice.demo.story import tell_stale_rates
+
+        if as_json:
+            emit_json(tell_stale_rates(directory, force=force).as_dict())
+            return
+        with console().status("Building the demo workspace...") as status:
+            story = tell_stale_rates(directory, force=force, progress=status.update)
+        console().print(demo_tour(story.build))
+        console().print(story_tour(story))
+        return
     if as_json:
         res = build_demo(directory, incident=incident, force=force)
         emit_json(res.as_dict())

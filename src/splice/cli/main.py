@@ -100,7 +100,7 @@ def open_workspace(ctx: click.Context) -> Any:
     return Workspace.open(ctx.obj["workspace"], target=ctx.obj["target"])
 
 
-COMMAND_MODULES = ("commands", "plan_cmds", "run_cmds", "watch_cmds")
+COMMAND_MODULES = ("commands", "plan_cmds", "run_cmds", "watch_cmds", "incident_cmds")
 
 
 def register_commands() -> None:

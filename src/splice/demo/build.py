@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -26,7 +26,6 @@ from splice.demo.layout import (
     BOOKINGS_SEED,
     CATALOG,
     CONFIG_FILE,
-    EXECUTION_TIME,
     FINANCE_DIR,
     LOG_FILE,
     PRICING_DIR,
@@ -201,7 +200,7 @@ def write_workspace(directory: Path, *, incident: str | None = None) -> list[Pat
 
 
 # -- the tool steps ------------------------------------------------------------------------
-def _build_pricing(workspace: Path, out: ToolOutput) -> int:
+def _build_pricing(workspace: Path, out: ToolOutput, execution_time: datetime) -> int:
     from rich.console import Console as RichConsole
     from sqlmesh import Context
     from sqlmesh.core.console import TerminalConsole, get_console, set_console
@@ -212,7 +211,7 @@ def _build_pricing(workspace: Path, out: ToolOutput) -> int:
     try:
         ctx = Context(paths=str(workspace / PRICING_DIR))
         try:
-            ctx.plan("prod", auto_apply=True, no_prompts=True, execution_time=EXECUTION_TIME)
+            ctx.plan("prod", auto_apply=True, no_prompts=True, execution_time=execution_time)
             return sum(1 for m in ctx.models.values() if m.kind.name != "EXTERNAL")
         finally:
             ctx.close()
@@ -266,7 +265,7 @@ def _build_finance(workspace: Path, out: ToolOutput) -> int:
     return len(results)
 
 
-def _check_warehouse(workspace: Path) -> dict[str, int]:
+def _check_warehouse(workspace: Path, through: date = Q3_END) -> dict[str, int]:
     import duckdb
 
     con = duckdb.connect(str(warehouse_path(workspace)))
@@ -290,7 +289,7 @@ def _check_warehouse(workspace: Path) -> dict[str, int]:
         }
     finally:
         con.close()
-    days = (Q3_END - Q3_START).days + 1
+    days = (through - Q3_START).days + 1
     problems = [
         f"{k} = {counts[k]}, expected {v}"
         for k, v in {
@@ -314,6 +313,7 @@ def build_demo(
     incident: str | None = None,
     force: bool = False,
     progress: Callable[[str], None] | None = None,
+    through: date = Q3_END,
 ) -> DemoResult:
     """Write the demo workspace into ``directory`` and build Q3 2026 in it.
 
@@ -321,6 +321,8 @@ def build_demo(
     2026-09-28 and 2026-09-29 before anything is loaded.  ``force`` replaces a demo workspace
     already in ``directory`` (and refuses to touch a directory that is not one).  ``progress``
     receives one line per step; the tools' own output goes to ``.splice/logs/demo.log``.
+    ``through`` ends the build early (the incident story builds up to Sunday 2026-09-27, then
+    lets production run on: :mod:`splice.demo.story`).
     """
     t0 = time.perf_counter()
     check_incident(incident)
@@ -333,8 +335,9 @@ def build_demo(
         log_path=log_path,
         incident=incident,
         start=Q3_START,
-        end=Q3_END,
+        end=through,
     )
+    execution_time = datetime.combine(through + timedelta(days=1), datetime.min.time())
 
     with ToolOutput(log_path) as out:
 
@@ -370,25 +373,25 @@ def build_demo(
         if incident:
             say(f"Incident {incident!r} is switched on at the vendor (vendor/vendor.json)")
 
-        with step("rates", f"Loading FX rates {Q3_START} .. {Q3_END} from the vendor (dlt)"):
+        with step("rates", f"Loading FX rates {Q3_START} .. {through} from the vendor (dlt)"):
             from splice.demo.ingest import ingest_fx_rates
 
-            rates = ingest_fx_rates(workspace, Q3_START, Q3_END)
+            rates = ingest_fx_rates(workspace, Q3_START, through)
             result.counts["rate_days"] = len(rates.days_loaded)
 
-        with step("bookings", f"Loading bookings {Q3_START} .. {Q3_END}"):
+        with step("bookings", f"Loading bookings {Q3_START} .. {through}"):
             from splice.demo.bookings import load_bookings
 
-            result.counts["bookings"] = load_bookings(workspace, Q3_START, Q3_END).rows
+            result.counts["bookings"] = load_bookings(workspace, Q3_START, through).rows
 
         with step("pricing", "Building pricing: SQLMesh plan for prod"):
-            result.counts["sqlmesh_models"] = _build_pricing(workspace, out)
+            result.counts["sqlmesh_models"] = _build_pricing(workspace, out, execution_time)
 
         with step("finance", "Building finance: dbt build (prod)"):
             result.counts["dbt_nodes"] = _build_finance(workspace, out)
 
         with step("check", "Checking the warehouse"):
-            result.counts.update(_check_warehouse(workspace))
+            result.counts.update(_check_warehouse(workspace, through))
 
         result.elapsed_seconds = round(time.perf_counter() - t0, 3)
         record = {
@@ -397,8 +400,8 @@ def build_demo(
             "workspace": str(workspace),
             "quarter": "2026-Q3",
             "start": Q3_START.isoformat(),
-            "end": Q3_END.isoformat(),
-            "execution_time": EXECUTION_TIME.isoformat(),
+            "end": through.isoformat(),
+            "execution_time": execution_time.isoformat(),
             "incident": incident,
             "bookings_seed": BOOKINGS_SEED,
             "currencies": list(CURRENCIES),

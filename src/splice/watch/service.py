@@ -123,10 +123,12 @@ class WatchResult:
     points: int
     seconds: float
     timings: dict[str, float] = field(default_factory=dict)
+    incidents: list[Any] = field(default_factory=list)  # opened or changed by this call
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "watch_id": self.watch_id,
+            "incidents": [i.as_dict(with_diagnosis=False) for i in self.incidents],
             "target": self.target,
             "backfill": self.backfill,
             "points": self.points,
@@ -204,33 +206,12 @@ def _float(v: Any, spec: MetricSpec, measure: str) -> float | None:
 # -- the warehouse ------------------------------------------------------------------------------
 def measure(ws: Any, jobs: list[tuple[MetricSpec, date | None]]) -> list[list[tuple[Any, ...]]]:
     """Run each spec's query from its start; one connection for the call, closed at once."""
-    if ws.config.warehouse.type != "duckdb":
-        raise WarehouseError(
-            f"splice watch supports DuckDB warehouses; this one is {ws.config.warehouse.type!r}.",
-            fix="point [warehouse] at a DuckDB file",
-        )
-    path = ws.warehouse_path
-    if not path.exists():
-        raise WarehouseError(
-            f"the warehouse {path} does not exist, so there is nothing to measure.",
-            fix="build the workspace first (splice run), or correct [warehouse].path",
-        )
     import duckdb
 
-    from splice.providers.dbt import locked_error
+    from splice.warehouse import connect
 
-    try:
-        con = duckdb.connect(str(path))
-    except duckdb.Error as e:
-        err = locked_error(e, f"splice watch: warehouse {path}")
-        if err is not None:
-            raise err from None
-        raise WarehouseError(
-            f"the warehouse {path} cannot be opened: {e}.",
-            fix="check the file is a DuckDB database this DuckDB version can read",
-        ) from None
     out: list[list[tuple[Any, ...]]] = []
-    try:
+    with connect(ws, "splice watch") as con:
         for spec, start in jobs:
             sql = spec.sql(ws.dialect, start)
             try:
@@ -243,8 +224,6 @@ def measure(ws: Any, jobs: list[tuple[MetricSpec, date | None]]) -> list[list[tu
                     fix=f"check that {spec.relation.key} is built in this target "
                     "(splice run), and the metric's columns and value",
                 ) from None
-    finally:
-        con.close()
     return out
 
 
@@ -463,6 +442,11 @@ def watch(
         )
     timings["write"] = time.perf_counter() - t3
     reported.sort(key=lambda a: (a.interval, a.metric, a.series, a.detector))
+    t4 = time.perf_counter()
+    from splice.watch.triage import triage
+
+    incidents = triage(ws, graph, progress=say)
+    timings["incidents"] = time.perf_counter() - t4
     return WatchResult(
         watch_id=watch_id,
         target=target,
@@ -472,6 +456,7 @@ def watch(
         points=n_new,
         seconds=time.perf_counter() - t0,
         timings=timings,
+        incidents=incidents,
     )
 
 

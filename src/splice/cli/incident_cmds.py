@@ -1,0 +1,69 @@
+"""``splice incidents`` and ``splice incident show``: what watch found, grouped and diagnosed."""
+
+from __future__ import annotations
+
+import click
+
+from splice.cli.main import cli, emit_json, open_workspace
+
+
+@cli.command("incidents")
+@click.option("--all", "show_all", is_flag=True, help="Also list resolved and merged incidents.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def incidents_cmd(ctx: click.Context, show_all: bool, as_json: bool) -> None:
+    """List the target's incidents (open ones unless --all), newest first."""
+    from rich.markup import escape
+
+    from splice.api import list_incidents
+    from splice.cli.render import console
+
+    with open_workspace(ctx) as ws:
+        found = list_incidents(ws, status=None if show_all else "open")
+    if as_json:
+        emit_json([i.as_dict(with_diagnosis=False) for i in found])
+        return
+    c = console()
+    if not found:
+        c.print(
+            "[green]No open incidents.[/]" if not show_all else "[green]No incidents.[/]"
+            + " (splice watch opens them when it finds anomalies)"
+        )
+        return
+    for i in found:
+        colour = "yellow" if i.status == "open" else "dim"
+        c.print(
+            f"[bold]{i.incident_id}[/] [{colour}]{i.status}[/] {escape(i.title)}  "
+            f"[dim]{i.anomalies} anomalies, origin {escape(i.origin_node or '?')}[/]"
+        )
+    c.print("[dim]splice incident show ID explains one: cause, evidence, blast radius, scope.[/]")
+
+
+@cli.group("incident")
+def incident_group() -> None:
+    """One incident: its diagnosis."""
+
+
+@incident_group.command("show")
+@click.argument("incident_id")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (the whole diagnosis).")
+@click.pass_context
+def incident_show_cmd(ctx: click.Context, incident_id: str, as_json: bool) -> None:
+    """Where INCIDENT_ID starts, its cause, evidence, blast radius and scope."""
+    from rich.markup import escape
+
+    from splice.api import incident
+    from splice.cli.render import console
+    from splice.watch.report import incident_lines
+
+    with open_workspace(ctx) as ws:
+        inc = incident(ws, incident_id)
+    if as_json:
+        emit_json(inc.as_dict())
+        return
+    c = console()
+    for n, line in enumerate(incident_lines(inc)):
+        head = not line.startswith(" ") and ":" in line[:18]
+        c.print(f"[bold]{escape(line)}[/]" if n == 0 else
+                (f"[bold]{escape(line.split(':', 1)[0])}:[/]{escape(line.split(':', 1)[1])}"
+                 if head else escape(line)), soft_wrap=True)  # fmt: skip

@@ -1,0 +1,121 @@
+"""The demo's incident story, told with Splice's own library (what ``make demo`` shows).
+
+1. the clean quarter up to Sunday 2026-09-27 (the demo build, ``through=``);
+2. ``splice watch --backfill``: every metric and monitor baselined; no anomaly;
+3. Monday 2026-09-28: the vendor freezes (re-serves Friday's rates for Monday and Tuesday);
+   production runs on: the ingestion jobs load 2026-09-28..30, ``splice run`` builds SQLMesh's
+   missing intervals and the dbt models downstream; every audit and test passes;
+4. ``splice watch``: one incident on Monday's data, diagnosed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from splice.demo.layout import EXECUTION_TIME, Q3_END, DemoError
+
+#: The clean part of the story ends on the Sunday before the freeze.
+CLEAN_THROUGH = date(2026, 9, 27)
+FREEZE_FROM = date(2026, 9, 28)
+
+
+@dataclass
+class StoryResult:
+    build: Any  # DemoResult of the clean part
+    baseline_points: int
+    baseline_anomalies: int
+    run: Any  # RunReport of production running on
+    watch: Any  # WatchResult of the watch that found it
+    incidents: list[Any] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "build": self.build.as_dict(),
+            "baseline": {"points": self.baseline_points, "anomalies": self.baseline_anomalies},
+            "run": {
+                "run_id": self.run.run_id,
+                "status": self.run.status,
+                "counts": self.run.counts(),
+            },
+            "watch": {"points": self.watch.points, "anomalies": len(self.watch.anomalies)},
+            "incidents": [i.as_dict() for i in self.incidents],
+        }
+
+
+def tell_stale_rates(
+    directory: Path, *, force: bool = False, progress: Callable[[str], None] | None = None
+) -> StoryResult:
+    """Build the clean quarter, baseline it, let the vendor freeze, run on, and watch."""
+    from splice import api
+    from splice.demo.bookings import load_bookings
+    from splice.demo.build import build_demo
+    from splice.demo.ingest import ingest_fx_rates
+    from splice.demo.vendor import set_incident
+    from splice.watch.service import watch
+    from splice.workspace import Workspace
+
+    say = progress or (lambda _m: None)
+    built = build_demo(directory, force=force, progress=progress, through=CLEAN_THROUGH)
+    ws_dir = built.workspace
+    with Workspace.open(ws_dir) as ws:
+        say("Baselining every metric and monitor (splice watch --backfill)")
+        base = watch(ws, backfill=True)
+    say(
+        f"Monday {FREEZE_FROM}: the rates vendor freezes (it re-serves Friday's rates); "
+        "production runs on"
+    )
+    set_incident(ws_dir, "stale-rates")
+    rates = ingest_fx_rates(ws_dir, FREEZE_FROM, Q3_END)
+    load_bookings(ws_dir, FREEZE_FROM, Q3_END)
+    _record_clock(ws_dir, rates)
+    with Workspace.open(ws_dir) as ws:
+        say("splice run: SQLMesh's missing intervals, then the dbt models downstream")
+        report = api.run(ws, execution_time=EXECUTION_TIME)
+        if not report.ok:
+            raise DemoError(
+                f"the demo's production run {report.run_id} did not succeed: "
+                f"{report.summary()}",
+                fix=f"splice runs show {report.run_id}; the tools' output is in {ws.log_path}",
+            )
+        counts = report.counts()
+        say(
+            f"Every check passed: {counts.get('checks_pass', 0) + counts.get('checks_success', 0)}"
+            f" audits and tests, {counts.get('success', 0)} nodes built"
+        )
+        say("splice watch: measuring the new days")
+        found = watch(ws)
+    return StoryResult(
+        build=built,
+        baseline_points=base.points,
+        baseline_anomalies=len(base.anomalies),
+        run=report,
+        watch=found,
+        incidents=list(found.incidents),
+    )
+
+
+def _record_clock(workspace: Path, rates: Any) -> None:
+    """The demo record now says the quarter is loaded and the clock is 2026-10-01."""
+    import json
+
+    from splice.demo.layout import RECORD_FILE
+
+    path = workspace / RECORD_FILE
+    record = json.loads(path.read_text())
+    record.update(
+        {
+            "end": Q3_END.isoformat(),
+            "execution_time": EXECUTION_TIME.isoformat(),
+            "incident": "stale-rates",
+            "story": {"clean_through": CLEAN_THROUGH.isoformat(),
+                      "freeze_from": FREEZE_FROM.isoformat()},  # fmt: skip
+        }
+    )
+    stale = dict(record.get("stale_rate_days") or {})
+    stale.update({d.isoformat(): a.isoformat() for d, a in sorted(rates.stale_days.items())})
+    record["stale_rate_days"] = stale
+    path.write_text(json.dumps(record, indent=2) + "\n")

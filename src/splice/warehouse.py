@@ -1,0 +1,51 @@
+"""One way to open the warehouse for Splice's own queries (metrics, diagnosis, diffs).
+
+DuckDB allows one writer process: a connection is opened for one piece of work and closed at
+once (see ../shared/STACK.md), and a lock held by another process becomes a clear
+:class:`~splice.errors.WarehouseError` that says a retry can help.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from splice.errors import WarehouseError
+
+
+@contextmanager
+def connect(ws: Any, what: str, *, read_only: bool = False) -> Iterator[Any]:
+    """A DuckDB connection to the workspace's warehouse, closed when the block ends.
+
+    ``what`` names the work in errors ("splice watch", "incident diagnosis").
+    """
+    if ws.config.warehouse.type != "duckdb":
+        raise WarehouseError(
+            f"{what} supports DuckDB warehouses; this one is {ws.config.warehouse.type!r}.",
+            fix="point [warehouse] at a DuckDB file",
+        )
+    path = ws.warehouse_path
+    if not path.exists():
+        raise WarehouseError(
+            f"the warehouse {path} does not exist, so {what} has nothing to read.",
+            fix="build the workspace first (splice run), or correct [warehouse].path",
+        )
+    import duckdb
+
+    from splice.providers.dbt import locked_error
+
+    try:
+        con = duckdb.connect(str(path), read_only=read_only)
+    except duckdb.Error as e:
+        err = locked_error(e, f"{what}: warehouse {path}")
+        if err is not None:
+            raise err from None
+        raise WarehouseError(
+            f"the warehouse {path} cannot be opened: {e}.",
+            fix="check the file is a DuckDB database this DuckDB version can read",
+        ) from None
+    try:
+        yield con
+    finally:
+        con.close()

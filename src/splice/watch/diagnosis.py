@@ -1,0 +1,319 @@
+"""The diagnosis of an incident: where it starts, why, the evidence, the blast radius, the scope.
+
+- **origin**: among the incident's anomalous nodes, the one with no anomalous node upstream of
+  it (walking the graph across projects).  Its anomalous columns are followed upstream through
+  column lineage to the relation and the ingestion job that feed them;
+- **path**: the column lineage from the number people watch (a declared metric downstream of
+  the origin, else the most downstream anomalous measure) back to the origin and its source;
+- **cause**: the source's own records (:mod:`splice.watch.source_evidence`): the load that
+  wrote the bad rows and its status, and the payload's as-of dates;
+- **evidence**: per metric and detector, how many series, which intervals, the values against
+  their baseline and the detector's reason;
+- **blast radius** (:mod:`splice.watch.blast`): every node downstream of the origin in every
+  project, the dashboards that read them, the declared metrics on them, and the environments
+  that reprocess if the intervals are restated;
+- **scope**: the origin's anomalous intervals, checked against the source's stale days: the
+  narrowest range the evidence supports.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from datetime import date
+from typing import Any
+
+from splice.graph.model import Graph
+from splice.watch.blast import blast_radius
+
+DETECTOR_WORDS = {
+    "stopped_moving": "stopped moving",
+    "spike": "spiked",
+    "level_shift": "shifted level",
+    "jump": "jumped",
+    "volume_drop": "lost rows",
+    "volume_jump": "gained rows",
+    "missing": "is missing intervals",
+    "null_rate_rise": "has more nulls",
+    "duplicates": "has duplicates",
+    "distinct_change": "changed its distinct values",
+}
+#: Which detectors say most about a cause, when an origin has several.
+DETECTOR_WEIGHT = {"stopped_moving": 3, "level_shift": 2, "missing": 2, "volume_drop": 2}
+
+
+def origin_nodes(graph: Graph, nodes: set[str]) -> list[str]:
+    """The anomalous nodes with no anomalous node upstream of them.
+
+    >>> from splice.graph.model import Graph, Node, Edge
+    >>> g = Graph()
+    >>> for n in ("p:a", "p:b", "p:c"):
+    ...     g.add_node(Node(n, "p", n[2:], "model", "sqlmesh"))
+    >>> g.add_edge(Edge("p:a", "p:b")); g.add_edge(Edge("p:b", "p:c"))
+    >>> origin_nodes(g, {"p:b", "p:c"})
+    ['p:b']
+    """
+    return sorted(n for n in nodes if not (graph.ancestors(n) & (nodes - {n})))
+
+
+def consecutive_ranges(days: list[date], gap: int = 3) -> list[tuple[date, date]]:
+    """Sorted days as ranges, joining days at most ``gap`` apart.
+
+    >>> consecutive_ranges([date(2026, 9, 28), date(2026, 9, 29), date(2026, 10, 9)])
+    [(datetime.date(2026, 9, 28), datetime.date(2026, 9, 29)), (datetime.date(2026, 10, 9), datetime.date(2026, 10, 9))]
+    """
+    out: list[tuple[date, date]] = []
+    for d in sorted(set(days)):
+        if out and (d - out[-1][1]).days <= gap:
+            out[-1] = (out[-1][0], d)
+        else:
+            out.append((d, d))
+    return out
+
+
+def _measure_columns(ws: Any, graph: Graph) -> dict[str, list[str]]:
+    """metric (measure) name -> the columns it reads."""
+    from sqlglot import exp
+
+    from splice.watch.metrics import watch_specs
+
+    out: dict[str, list[str]] = {}
+    for spec in watch_specs(ws, graph):
+        for m in spec.measures:
+            cols = [m.column] if m.column else []
+            if not cols:
+                cols = sorted({c.name.lower() for c in m.expr.find_all(exp.Column)})
+            out[m.name] = cols
+    return out
+
+
+def _evidence(anomalies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    for a in anomalies:
+        groups[(a["node_id"], a["metric"], a["detector"])].append(a)
+    out = []
+    for (node, metric, detector), items in groups.items():
+        items.sort(key=lambda a: (a["interval"], -(a["score"] or 0)))
+        worst = max(items, key=lambda a: a["score"] or 0)
+        out.append(
+            {
+                "node": node,
+                "metric": metric,
+                "detector": detector,
+                "series": len({str(a["dims"]) for a in items}),
+                "intervals": sorted({a["interval"].isoformat() for a in items}),
+                "example": {
+                    "series": ", ".join(f"{k}={v}" for k, v in worst["dims"].items()) or "(all)",
+                    "interval": worst["interval"].isoformat(),
+                    "value": worst["value"],
+                    "expected": worst["expected"],
+                    "reason": worst["reason"],
+                },
+            }
+        )
+    out.sort(key=lambda e: (e["intervals"][0], e["node"], e["metric"], e["detector"]))
+    return out
+
+
+def _path(
+    ws: Any, graph: Graph, start: str, origin: str, origin_cols: list[str]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Direct column lineage from ``start`` (node.column) to the origin, then to its sources.
+
+    Returns (path, sources): path steps nearest first; sources are the ingestion / source hops
+    feeding the origin's columns.
+    """
+    from splice.lineage_service import column_lineage
+
+    res = column_lineage(ws, start, direction="upstream")
+    direct = [h for h in res["upstream"] if h["kind"] == "direct" and h["node"]]
+    by_via: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for h in direct:
+        by_via[h["via"]].append(h)
+    start_node = res["node"]
+    start_key = f"{start_node}.{res['column']}"
+    steps = [{"node": start_node, "column": res["column"], "across_binding": False}]
+    wanted = graph.ancestors(start_node) & (graph.descendants(origin) | {origin})
+    sources_kinds = ("ingestion", "source", "external")
+    current = start_key
+    if start_node != origin:
+        seen = {current}
+        while True:
+            nxt = [h for h in by_via.get(current, []) if h["node"] in wanted]
+            if not nxt:
+                break
+            nxt.sort(key=lambda h: (h["node"] != origin, h["column"] not in origin_cols,
+                                    h["node"], h["column"]))  # fmt: skip
+            h = nxt[0]
+            current = f"{h['node']}.{h['column']}"
+            if current in seen:
+                break
+            seen.add(current)
+            steps.append({"node": h["node"], "column": h["column"],
+                          "across_binding": h["across_binding"]})  # fmt: skip
+            if h["node"] == origin:
+                break
+    sources: list[dict[str, Any]] = []
+    if steps[-1]["node"] == origin:
+        origin_keys = [current] + [f"{origin}.{c}" for c in origin_cols if f"{origin}.{c}" != current]
+        if start_node != origin:
+            # the start's walk reaches the origin's columns through their hops
+            feed = [h for k in origin_keys for h in by_via.get(k, [])]
+        else:
+            feed = []
+        if not feed:
+            for k in origin_keys:
+                sub = column_lineage(ws, k, direction="upstream", depth=1)
+                feed += [h for h in sub["upstream"] if h["kind"] == "direct" and h["node"]]
+        for h in feed:
+            n = graph.nodes.get(h["node"])
+            if n is not None and n.kind in sources_kinds:
+                rec = {"node": h["node"], "column": h["column"], "relation": h["relation"],
+                       "across_binding": h["across_binding"]}  # fmt: skip
+                if rec not in sources:
+                    sources.append(rec)
+        if sources:
+            s = sources[0]
+            steps.append({"node": s["node"], "column": s["column"],
+                          "across_binding": s["across_binding"], "relation": s["relation"]})  # fmt: skip
+    return steps, sources
+
+
+def _time_column_of(ws: Any, graph: Graph, origin: str, source: str) -> str | None:
+    """The source relation's column that the origin's time column comes from."""
+    from splice.lineage_service import column_lineage
+
+    tc = graph.nodes[origin].time_column
+    if not tc:
+        return None
+    try:
+        res = column_lineage(ws, f"{origin}.{tc}", direction="upstream", depth=1)
+    except Exception:  # noqa: BLE001 - no lineage for the time column: use its own name
+        return tc.lower()
+    for h in res["upstream"]:
+        if h["node"] == source and h["kind"] == "direct":
+            return str(h["column"])
+    return tc.lower()
+
+
+def diagnose(ws: Any, graph: Graph, anomalies: list[dict[str, Any]]) -> dict[str, Any]:
+    """The diagnosis of one incident (a plain dict, stored as JSON with the incident)."""
+    from splice.lineage_service import warehouse_columns
+    from splice.warehouse import connect
+    from splice.watch.source_evidence import cause_sentence, source_evidence
+
+    nodes = {a["node_id"] for a in anomalies if a["node_id"] in graph.nodes}
+    origins = origin_nodes(graph, nodes)
+    count = Counter(a["node_id"] for a in anomalies if a["node_id"] in origins)
+    origin = max(origins, key=lambda n: (count[n], -len(graph.ancestors(n)))) if origins else None
+    at_origin = [a for a in anomalies if a["node_id"] == origin]
+    measure_cols = _measure_columns(ws, graph)
+    det = Counter()
+    for a in at_origin:
+        det[a["detector"]] += DETECTOR_WEIGHT.get(a["detector"], 1)
+    headline = det.most_common(1)[0][0] if det else None
+    head_items = [a for a in at_origin if a["detector"] == headline]
+    head_metric = Counter(a["metric"] for a in head_items).most_common(1)[0][0] if head_items else None
+    origin_cols: list[str] = []
+    for metric in [head_metric] + sorted({a["metric"] for a in at_origin}):
+        for c in measure_cols.get(metric or "", []):
+            if c not in origin_cols:
+                origin_cols.append(c)
+
+    scope_days = sorted({a["interval"] for a in at_origin}) or sorted(
+        {a["interval"] for a in anomalies}
+    )
+    out: dict[str, Any] = {
+        "origin": {
+            "node": origin,
+            "columns": origin_cols,
+            "other_origins": [o for o in origins if o != origin],
+            "why": "the earliest node upstream whose own monitors are anomalous on these intervals",
+        },
+        "evidence": _evidence(anomalies),
+    }
+    blast = blast_radius(ws, graph, origin) if origin else {}
+    out["blast_radius"] = blast
+
+    # the column path: from the watched number down to the origin and its source
+    start = None
+    for m in blast.get("metrics", []):
+        cols = measure_cols.get(m["name"], [])
+        if cols:
+            start = f"{m['node']}.{cols[0]}"
+            break
+    if start is None and origin is not None:
+        downstream = [n for n in nodes if n != origin]
+        leaf = max(downstream, key=lambda n: len(graph.ancestors(n)), default=origin)
+        cols = [c for a in anomalies if a["node_id"] == leaf for c in measure_cols.get(a["metric"], [])]
+        start = f"{leaf}.{cols[0]}" if cols else (f"{origin}.{origin_cols[0]}" if origin_cols else None)
+    path: list[dict[str, Any]] = []
+    sources: list[dict[str, Any]] = []
+    if start and origin:
+        try:
+            path, sources = _path(ws, graph, start, origin, origin_cols)
+        except Exception as e:  # noqa: BLE001 - lineage is best effort here; say why it is missing
+            out["path_error"] = str(e).splitlines()[0]
+    out["path"] = path
+
+    # the cause outside the project, from the source's own records
+    cause = None
+    source_ev: dict[str, Any] | None = None
+    if sources and scope_days:
+        src = graph.nodes[sources[0]["node"]]
+        rel = next((r for r in src.all_writes if r.key == sources[0]["relation"]), None)
+        cols_by_rel = warehouse_columns(ws)
+        if rel is not None and rel in cols_by_rel:
+            time_col = _time_column_of(ws, graph, origin or "", src.id)
+            if time_col and time_col in cols_by_rel[rel]:
+                with connect(ws, "incident diagnosis") as con:
+                    source_ev = source_evidence(
+                        con, src, rel, cols_by_rel[rel], time_col, scope_days, ws.dialect
+                    )
+                cause = cause_sentence(source_ev, src.name)
+    out["source"] = source_ev
+    # scope: the origin's intervals; narrowed to the source's stale days when they say more
+    stale = sorted(
+        {date.fromisoformat(d["interval"]) for p in (source_ev or {}).get("payload_dates", [])
+         for d in p["days"] if d["stale"]}  # fmt: skip
+    )
+    confirmed = bool(stale) and set(stale) <= set(scope_days)
+    if confirmed:
+        scope_days = [d for d in scope_days if d in set(stale)]
+    ranges = consecutive_ranges(scope_days, gap=1 if confirmed else 3)
+    out["scope"] = {
+        "start": scope_days[0].isoformat() if scope_days else None,
+        "end": scope_days[-1].isoformat() if scope_days else None,
+        "intervals": [d.isoformat() for d in scope_days],
+        "ranges": [[a.isoformat(), b.isoformat()] for a, b in ranges],
+        "why": (
+            "the origin's anomalous intervals, confirmed by the source's stale as-of dates"
+            if confirmed
+            else "the origin's anomalous intervals"
+        ),
+    }
+    out["cause"] = cause or (
+        f"{graph.nodes[origin].name} {DETECTOR_WORDS.get(headline or '', 'is anomalous')}; "
+        "no record outside the project explains it" if origin else "unknown"
+    )
+    out["headline"] = {"detector": headline, "metric": head_metric,
+                       "series": len({str(a["dims"]) for a in head_items})}  # fmt: skip
+    out["title"] = _title(graph, origin, headline, head_items, scope_days)
+    return out
+
+
+def _title(
+    graph: Graph, origin: str | None, headline: str | None, items: list[dict[str, Any]],
+    days: list[date],
+) -> str:  # fmt: skip
+    if origin is None:
+        return "anomalies on nodes outside the graph"
+    words = DETECTOR_WORDS.get(headline or "", "is anomalous")
+    series = len({str(a["dims"]) for a in items})
+    what = graph.nodes[origin].name
+    dims = {k for a in items for k in a["dims"]}
+    if series > 1 and dims:
+        what += f" ({series} {'/'.join(sorted(dims))} values)"
+    span = days[0].isoformat() if days and days[0] == days[-1] else (
+        f"{days[0].isoformat()}..{days[-1].isoformat()}" if days else "?"
+    )
+    return f"{what} {words} on {span}"

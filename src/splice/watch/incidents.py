@@ -1,0 +1,391 @@
+"""Incidents: anomalies that share a cause, grouped, diagnosed, and kept in Splice's state.
+
+Fifty currencies frozen on the same Monday, and the same freeze seen in the marts downstream,
+are one incident, not fifty-one alerts.  Two anomalies belong together when
+
+- their nodes are the same node, or one is upstream of the other in the graph (across
+  projects), and
+- their intervals are at most ``GAP_DAYS`` apart (a run of bad days, a weekend in between).
+
+Grouping works on *runs*: the consecutive anomalous intervals of one node.  New anomalies that
+join the run of an open incident extend that incident; otherwise they open a new one.  Each
+open incident's diagnosis (:mod:`splice.watch.diagnosis`) is refreshed whenever it changes.
+
+>>> from datetime import date
+>>> a = [Ref(1, "p:fx", date(2026, 9, 28)), Ref(2, "p:fx", date(2026, 9, 29)),
+...      Ref(3, "p:mart", date(2026, 9, 28)), Ref(4, "p:other", date(2026, 9, 28))]
+>>> related = lambda x, y: {x, y} <= {"p:fx", "p:mart"}
+>>> [sorted(r.anomaly_id for r in g) for g in group(a, related)]
+[[1, 2, 3], [4]]
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+from splice.errors import NodeNotFoundError
+
+#: Anomalous intervals of related nodes this many days apart or closer are one incident
+#: (Friday and Monday are three days apart).
+GAP_DAYS = 3
+
+
+@dataclass(frozen=True)
+class Ref:
+    """The part of a stored anomaly that grouping needs."""
+
+    anomaly_id: int
+    node_id: str
+    interval: date
+    incident_id: str | None = None
+
+
+@dataclass
+class Incident:
+    incident_id: str
+    target: str
+    status: str
+    title: str
+    origin_node: str | None
+    first_interval: date
+    last_interval: date
+    anomalies: int
+    diagnosis: dict[str, Any] = field(default_factory=dict)
+    opened_at: float = 0.0
+    updated_at: float = 0.0
+    resolved_at: float | None = None
+    resolution: str | None = None
+
+    def as_dict(self, *, with_diagnosis: bool = True) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": self.incident_id,
+            "target": self.target,
+            "status": self.status,
+            "title": self.title,
+            "origin": self.origin_node,
+            "first_interval": self.first_interval.isoformat(),
+            "last_interval": self.last_interval.isoformat(),
+            "anomalies": self.anomalies,
+            "opened_at": self.opened_at,
+            "updated_at": self.updated_at,
+            "resolved_at": self.resolved_at,
+            "resolution": self.resolution,
+        }
+        if with_diagnosis:
+            out["diagnosis"] = self.diagnosis
+        return out
+
+
+# -- grouping (pure) -------------------------------------------------------------------------
+def _runs(refs: list[Ref]) -> list[list[Ref]]:
+    """Per node, the anomalies split into runs of intervals at most GAP_DAYS apart."""
+    by_node: dict[str, list[Ref]] = defaultdict(list)
+    for r in refs:
+        by_node[r.node_id].append(r)
+    runs: list[list[Ref]] = []
+    for node in sorted(by_node):
+        items = sorted(by_node[node], key=lambda r: (r.interval, r.anomaly_id))
+        current = [items[0]]
+        for r in items[1:]:
+            if (r.interval - current[-1].interval).days <= GAP_DAYS:
+                current.append(r)
+            else:
+                runs.append(current)
+                current = [r]
+        runs.append(current)
+    return runs
+
+
+def _close(a: list[Ref], b: list[Ref]) -> bool:
+    """Do two runs overlap, or touch within GAP_DAYS?"""
+    a0, a1 = a[0].interval, a[-1].interval
+    b0, b1 = b[0].interval, b[-1].interval
+    return (b0 - a1).days <= GAP_DAYS and (a0 - b1).days <= GAP_DAYS
+
+
+def group(refs: list[Ref], related: Callable[[str, str], bool]) -> list[list[Ref]]:
+    """Anomalies grouped by shared cause: runs of related nodes that overlap in time."""
+    if not refs:
+        return []
+    runs = _runs(refs)
+    parent = list(range(len(runs)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i in range(len(runs)):
+        for j in range(i + 1, len(runs)):
+            ni, nj = runs[i][0].node_id, runs[j][0].node_id
+            if ni != nj and _close(runs[i], runs[j]) and related(ni, nj):
+                parent[find(i)] = find(j)
+    # runs of the same node joined through an open incident stay joined
+    by_incident: dict[str, int] = {}
+    for i, run in enumerate(runs):
+        for r in run:
+            if r.incident_id:
+                if r.incident_id in by_incident:
+                    parent[find(i)] = find(by_incident[r.incident_id])
+                else:
+                    by_incident[r.incident_id] = i
+    groups: dict[int, list[Ref]] = defaultdict(list)
+    for i, run in enumerate(runs):
+        groups[find(i)].extend(run)
+    out = [sorted(g, key=lambda r: (r.interval, r.node_id, r.anomaly_id)) for g in groups.values()]
+    return sorted(out, key=lambda g: (g[0].interval, g[0].node_id))
+
+
+# -- the state ------------------------------------------------------------------------------
+_COLUMNS = (
+    "incident_id, target, status, title, origin_node, first_interval, last_interval, "
+    "anomalies, diagnosis, opened_at, updated_at, resolved_at, resolution"
+)
+
+
+def _row(r: tuple[Any, ...]) -> Incident:
+    return Incident(
+        incident_id=r[0],
+        target=r[1],
+        status=r[2],
+        title=r[3],
+        origin_node=r[4],
+        first_interval=date.fromisoformat(r[5]),
+        last_interval=date.fromisoformat(r[6]),
+        anomalies=int(r[7]),
+        diagnosis=json.loads(r[8]) if r[8] else {},
+        opened_at=float(r[9]),
+        updated_at=float(r[10]),
+        resolved_at=r[11],
+        resolution=r[12],
+    )
+
+
+def list_incidents(conn: Any, target: str | None = None, *, status: str | None = None) -> list[Incident]:
+    """Stored incidents, newest first (all targets when ``target`` is None)."""
+    q = f"SELECT {_COLUMNS} FROM incidents WHERE 1 = 1"
+    args: list[Any] = []
+    if target:
+        q += " AND target = ?"
+        args.append(target)
+    if status:
+        q += " AND status = ?"
+        args.append(status)
+    q += " ORDER BY opened_at DESC, incident_id DESC"
+    return [_row(r) for r in conn.execute(q, args)]
+
+
+def get_incident(conn: Any, incident_id: str) -> Incident:
+    row = conn.execute(
+        f"SELECT {_COLUMNS} FROM incidents WHERE lower(incident_id) = lower(?)", (incident_id,)
+    ).fetchone()
+    if row is None:
+        known = [r[0] for r in conn.execute(
+            "SELECT incident_id FROM incidents ORDER BY opened_at DESC LIMIT 5"
+        )]  # fmt: skip
+        raise NodeNotFoundError(
+            f"no incident {incident_id!r} in this workspace's state.",
+            fix=(f"use one of: {', '.join(known)} (splice incidents lists them)" if known
+                 else "run splice watch first; it opens incidents when it finds anomalies"),
+        )  # fmt: skip
+    return _row(row)
+
+
+def incident_anomalies(conn: Any, incident_id: str) -> list[dict[str, Any]]:
+    """The stored anomalies of one incident, oldest interval first."""
+    return _anomalies_where(conn, "a.incident_id = ?", [incident_id])
+
+
+def _next_id(conn: Any) -> str:
+    row = conn.execute(
+        "SELECT MAX(CAST(substr(incident_id, 5) AS INTEGER)) FROM incidents "
+        "WHERE incident_id LIKE 'INC-%'"
+    ).fetchone()
+    return f"INC-{int(row[0] or 0) + 1}"
+
+
+def _refs(conn: Any, target: str) -> list[Ref]:
+    """Anomalies not yet in an incident, and those of open incidents (they may grow)."""
+    rows = conn.execute(
+        "SELECT a.anomaly_id, a.node_id, a.interval_start, a.incident_id FROM watch_anomalies a "
+        "LEFT JOIN incidents i ON i.incident_id = a.incident_id "
+        "WHERE a.target = ? AND (a.incident_id IS NULL OR i.status = 'open' OR i.status IS NULL)",
+        (target,),
+    ).fetchall()
+    return [
+        Ref(int(r[0]), r[1], date.fromisoformat(r[2]), r[3] if r[3] else None) for r in rows
+    ]
+
+
+Diagnose = Callable[[str, list[dict[str, Any]]], dict[str, Any]]
+
+
+def update_incidents(
+    conn: Any,
+    target: str,
+    related: Callable[[str, str], bool],
+    diagnose: Diagnose,
+    *,
+    transaction: Any,
+    now: float | None = None,
+) -> list[Incident]:
+    """Group the target's new anomalies into incidents; refresh the diagnosis of those touched.
+
+    Returns the incidents opened or changed by this call.  ``diagnose(incident_id, anomalies)``
+    runs before the write; the write is one transaction.
+    """
+    now = time.time() if now is None else now
+    refs = _refs(conn, target)
+    touched: list[tuple[str, bool, list[Ref]]] = []  # (incident id, new?, refs)
+    taken: set[str] = set()
+    next_n = int(_next_id(conn).split("-")[1])
+    open_ones = list_incidents(conn, target, status="open")[::-1]  # oldest first
+    for g in group(refs, related):
+        olds = sorted({r.incident_id for r in g if r.incident_id})
+        if olds and all(r.incident_id == olds[0] for r in g):
+            continue  # nothing new for this incident
+        keep = next((o for o in olds if o not in taken), None)
+        if keep is None:
+            keep = _reopenable(open_ones, g, related, taken)
+        fresh = keep is None
+        if keep is None:
+            keep, next_n = f"INC-{next_n}", next_n + 1
+        touched.append((keep, fresh, g))
+        taken.add(keep)
+    orphans = _orphans(conn, target, {t[0] for t in touched})
+    if not touched and not orphans:
+        return []
+    plans: list[tuple[str, bool, list[Ref], dict[str, Any], list[dict[str, Any]]]] = []
+    for inc_id, is_new, g in touched:
+        ids = [r.anomaly_id for r in g]
+        anomalies = _anomalies_by_id(conn, ids)
+        plans.append((inc_id, is_new, g, diagnose(inc_id, anomalies), anomalies))
+    with transaction():
+        for inc_id in orphans:
+            resolve_incident(
+                conn, inc_id, "no anomaly remains: its intervals were measured and judged afresh",
+                now=now,
+            )
+        for inc_id, is_new, g, diag, _anoms in plans:
+            ids = [r.anomaly_id for r in g]
+            for i in range(0, len(ids), 500):
+                chunk = ids[i : i + 500]
+                conn.execute(
+                    f"UPDATE watch_anomalies SET incident_id = ? "
+                    f"WHERE anomaly_id IN ({','.join('?' * len(chunk))})",
+                    [inc_id, *chunk],
+                )
+            merged = sorted({r.incident_id for r in g if r.incident_id and r.incident_id != inc_id})
+            for other in merged:
+                conn.execute(
+                    "UPDATE incidents SET status = 'merged', resolution = ?, updated_at = ? "
+                    "WHERE incident_id = ?",
+                    (f"merged into {inc_id}", now, other),
+                )
+            first = min(r.interval for r in g).isoformat()
+            last = max(r.interval for r in g).isoformat()
+            values = (
+                diag.get("title") or f"{len(g)} anomalies",
+                diag.get("origin", {}).get("node"),
+                first,
+                last,
+                len(g),
+                json.dumps(diag, default=str),
+                now,
+            )
+            if is_new:
+                conn.execute(
+                    "INSERT INTO incidents (title, origin_node, first_interval, last_interval, "
+                    "anomalies, diagnosis, updated_at, incident_id, target, status, opened_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', ?)",
+                    (*values, inc_id, target, now),
+                )
+            else:
+                conn.execute(
+                    "UPDATE incidents SET title = ?, origin_node = ?, first_interval = ?, "
+                    "last_interval = ?, anomalies = ?, diagnosis = ?, updated_at = ? "
+                    "WHERE incident_id = ?",
+                    (*values, inc_id),
+                )
+    return [get_incident(conn, inc_id) for inc_id, *_ in plans]
+
+
+def _orphans(conn: Any, target: str, keep: set[str]) -> list[str]:
+    """Open incidents left with no anomaly (a backfill judged their intervals afresh)."""
+    rows = conn.execute(
+        "SELECT i.incident_id FROM incidents i WHERE i.target = ? AND i.status = 'open' AND "
+        "NOT EXISTS (SELECT 1 FROM watch_anomalies a WHERE a.incident_id = i.incident_id)",
+        (target,),
+    ).fetchall()
+    return [r[0] for r in rows if r[0] not in keep]
+
+
+def _reopenable(
+    open_ones: list[Incident], g: list[Ref], related: Callable[[str, str], bool], taken: set[str]
+) -> str | None:
+    """An open incident this group continues although none of its anomalies is linked to it
+    any more (a backfill measured and judged its intervals afresh): same time, related origin."""
+    first, last = g[0].interval, max(r.interval for r in g)
+    nodes = {r.node_id for r in g}
+    for inc in open_ones:
+        if inc.incident_id in taken or inc.origin_node is None:
+            continue
+        close = (first - inc.last_interval).days <= GAP_DAYS and (
+            inc.first_interval - last
+        ).days <= GAP_DAYS
+        if close and any(related(inc.origin_node, n) for n in nodes):
+            return inc.incident_id
+    return None
+
+
+def _anomalies_by_id(conn: Any, ids: list[int]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for i in range(0, len(ids), 500):
+        chunk = ids[i : i + 500]
+        out += _anomalies_where(conn, f"a.anomaly_id IN ({','.join('?' * len(chunk))})", chunk)
+    out.sort(key=lambda a: (a["interval"], a["metric"], json.dumps(a["dims"]), a["detector"]))
+    return out
+
+
+_ANOMALY_COLUMNS = (
+    "anomaly_id", "metric", "node_id", "dims", "interval", "detector", "direction",
+    "value", "expected", "score", "reason", "data", "spec", "kind",
+)  # fmt: skip
+
+
+def _anomalies_where(conn: Any, where: str, args: list[Any]) -> list[dict[str, Any]]:
+    rows = conn.execute(
+        "SELECT a.anomaly_id, a.metric, a.node_id, a.dims, a.interval_start, a.detector, "
+        "a.direction, a.value, a.expected, a.score, a.reason, a.data, s.spec, s.kind "
+        "FROM watch_anomalies a JOIN watch_series s ON s.series_id = a.series_id "
+        f"WHERE {where} ORDER BY a.interval_start, a.metric, a.dims, a.detector",
+        args,
+    ).fetchall()
+    out = []
+    for r in rows:
+        rec = dict(zip(_ANOMALY_COLUMNS, r, strict=True))
+        rec["dims"] = json.loads(rec["dims"])
+        rec["data"] = json.loads(rec["data"]) if rec["data"] else {}
+        rec["interval"] = date.fromisoformat(rec["interval"])
+        out.append(rec)
+    return out
+
+
+def resolve_incident(
+    conn: Any, incident_id: str, resolution: str, *, status: str = "resolved",
+    now: float | None = None,
+) -> None:  # fmt: skip
+    """Close an incident (verification passed, or a person dismissed it)."""
+    now = time.time() if now is None else now
+    conn.execute(
+        "UPDATE incidents SET status = ?, resolution = ?, resolved_at = ?, updated_at = ? "
+        "WHERE incident_id = ?",
+        (status, resolution, now, now, incident_id),
+    )

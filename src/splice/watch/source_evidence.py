@@ -1,0 +1,194 @@
+"""The cause outside the project: what an ingestion job's own records say about the bad days.
+
+For the relation an ingestion job loads, and the incident's intervals, Splice reads
+
+- the load records: dlt keeps ``_dlt_loads`` next to the data and stamps every row with its
+  ``_dlt_load_id``; so Splice can say which load wrote the bad rows, that it succeeded
+  (status 0) and when;
+- the payload's own dates: every other date column of the relation (a vendor's ``as_of``)
+  compared with the time column, in scope and on the days before: a vendor that re-serves
+  Friday's rates on Monday says so in its own as-of date.
+
+Every query is a sqlglot expression, run on one read-only connection.
+"""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+from typing import Any
+
+from sqlglot import exp
+
+from splice.graph.model import Node, Relation
+
+#: Days before the scope read to learn how far the payload's dates normally lag.
+BASELINE_DAYS = 14
+DLT_COLUMNS = ("_dlt_load_id", "_dlt_id")
+
+
+def _table(rel: Relation) -> exp.Table:
+    return exp.table_(rel.name, db=rel.schema, catalog=rel.catalog, quoted=True)
+
+
+def _col(name: str) -> exp.Column:
+    return exp.column(name, quoted=True)
+
+
+def _day(d: date) -> exp.Expr:
+    return exp.cast(exp.Literal.string(d.isoformat()), exp.DataType.build("DATE"))
+
+
+def payload_dates_query(
+    rel: Relation, time_col: str, date_col: str, start: date, end: date
+) -> exp.Select:
+    """Per interval: the earliest and latest ``date_col`` and the row count.
+
+    >>> q = payload_dates_query(Relation("wh", "raw", "fx"), "rate_date", "as_of",
+    ...                         date(2026, 9, 28), date(2026, 9, 29))
+    >>> print(q.sql("duckdb"))
+    SELECT CAST("rate_date" AS DATE) AS "interval", MIN(CAST("as_of" AS DATE)) AS "lo", MAX(CAST("as_of" AS DATE)) AS "hi", COUNT(*) AS "n" FROM "wh"."raw"."fx" WHERE CAST("rate_date" AS DATE) BETWEEN CAST('2026-09-28' AS DATE) AND CAST('2026-09-29' AS DATE) GROUP BY CAST("rate_date" AS DATE) ORDER BY CAST("rate_date" AS DATE)
+    """
+    day = exp.cast(_col(time_col), exp.DataType.build("DATE"))
+    other = exp.cast(_col(date_col), exp.DataType.build("DATE"))
+    return (
+        exp.select(
+            exp.alias_(day, "interval", quoted=True),
+            exp.alias_(exp.Min(this=other), "lo", quoted=True),
+            exp.alias_(exp.Max(this=other.copy()), "hi", quoted=True),
+            exp.alias_(exp.Count(this=exp.Star()), "n", quoted=True),
+        )
+        .from_(_table(rel))
+        .where(exp.Between(this=day.copy(), low=_day(start), high=_day(end)))
+        .group_by(day.copy())
+        .order_by(day.copy())
+    )
+
+
+def loads_query(rel: Relation, time_col: str, start: date, end: date) -> exp.Select:
+    """The dlt loads that wrote the rows of the scope, with their status and time."""
+    day = exp.cast(exp.column(time_col, table="d", quoted=True), exp.DataType.build("DATE"))
+    loads = exp.table_("_dlt_loads", db=rel.schema, catalog=rel.catalog, quoted=True)
+    load_id = exp.column("_dlt_load_id", table="d", quoted=True)
+    return (
+        exp.select(
+            exp.alias_(load_id, "load_id", quoted=True),
+            exp.alias_(exp.column("status", table="l", quoted=True), "status", quoted=True),
+            exp.alias_(exp.column("inserted_at", table="l", quoted=True), "at", quoted=True),
+            exp.alias_(exp.Min(this=day), "first", quoted=True),
+            exp.alias_(exp.Max(this=day.copy()), "last", quoted=True),
+            exp.alias_(exp.Count(this=exp.Star()), "rows", quoted=True),
+        )
+        .from_(exp.alias_(_table(rel), "d", table=True))
+        .join(
+            exp.alias_(loads, "l", table=True),
+            on=exp.EQ(this=exp.column("load_id", table="l", quoted=True), expression=load_id.copy()),
+            join_type="left",
+        )
+        .where(exp.Between(this=day.copy(), low=_day(start), high=_day(end)))
+        .group_by(
+            load_id.copy(),
+            exp.column("status", table="l", quoted=True),
+            exp.column("inserted_at", table="l", quoted=True),
+        )
+        .order_by(load_id.copy())
+    )
+
+
+def _is_date(typ: str) -> bool:
+    t = typ.upper()
+    return t.startswith("DATE") or t.startswith("TIMESTAMP")
+
+
+def source_evidence(
+    con: Any,
+    node: Node,
+    rel: Relation,
+    columns: dict[str, str],
+    time_col: str,
+    scope: list[date],
+    dialect: str,
+) -> dict[str, Any]:
+    """What the source's own records say about ``scope`` (a sorted list of interval starts)."""
+    start, end = scope[0], scope[-1]
+    base_start = start - timedelta(days=BASELINE_DAYS)
+    out: dict[str, Any] = {
+        "node": node.id,
+        "relation": rel.key,
+        "runner": node.tool,
+        "time_column": time_col,
+        "loads": [],
+        "payload_dates": [],
+    }
+    if {"_dlt_load_id"} <= set(columns):
+        try:
+            rows = con.execute(loads_query(rel, time_col, start, end).sql(dialect)).fetchall()
+        except Exception as e:  # noqa: BLE001 - a missing _dlt_loads table: no load records
+            out["loads_error"] = str(e).splitlines()[0]
+        else:
+            out["loads"] = [
+                {
+                    "load_id": r[0],
+                    "status": r[1],
+                    "succeeded": r[1] == 0,
+                    "at": r[2].isoformat() if hasattr(r[2], "isoformat") else r[2],
+                    "first": r[3].isoformat(),
+                    "last": r[4].isoformat(),
+                    "rows": int(r[5]),
+                }
+                for r in rows
+            ]
+    in_scope = set(scope)
+    for col, typ in columns.items():
+        if col == time_col or col in DLT_COLUMNS or not _is_date(typ):
+            continue
+        q = payload_dates_query(rel, time_col, col, base_start, end)
+        rows = con.execute(q.sql(dialect)).fetchall()
+        normal = [(r[0] - r[2]).days for r in rows if r[0] not in in_scope and r[0] < start]
+        usual = max(normal) if normal else 0
+        days = []
+        for r in rows:
+            if r[0] in in_scope:
+                lag = (r[0] - r[1]).days
+                days.append({
+                    "interval": r[0].isoformat(), "oldest": r[1].isoformat(),
+                    "newest": r[2].isoformat(), "rows": int(r[3]), "lag_days": lag,
+                    "stale": lag > usual,
+                })  # fmt: skip
+        if days:
+            out["payload_dates"].append({"column": col, "usual_lag_days": usual, "days": days})
+    return out
+
+
+def cause_sentence(ev: dict[str, Any], job: str) -> str | None:
+    """The cause in words, from :func:`source_evidence` (None when nothing stands out)."""
+    parts: list[str] = []
+    stale = [
+        (p["column"], d)
+        for p in ev.get("payload_dates", [])
+        for d in p["days"]
+        if d["stale"]
+    ]
+    loads = ev.get("loads") or []
+    if loads:
+        ok = [ld for ld in loads if ld["succeeded"]]
+        when = ", ".join(f"load {ld['load_id']} at {str(ld['at'])[:19]}" for ld in loads[:3])
+        if len(ok) == len(loads):
+            parts.append(f"{job} ran and succeeded ({when}; status 0)")
+        else:
+            parts.append(f"{job} reported failed loads ({when})")
+    if stale:
+        col = stale[0][0]
+        olds = sorted({d["oldest"] for _, d in stale})
+        days = [d["interval"] for _, d in stale]
+        parts.append(
+            f"the payload's own {col} is {', '.join(_wd(o) for o in olds)} for "
+            f"{', '.join(_wd(d) for d in days)}: the source re-served old data"
+        )
+    if not parts:
+        return None
+    return "; ".join(parts) + "."
+
+
+def _wd(iso: str) -> str:
+    d = date.fromisoformat(iso)
+    return f"{iso} ({d.strftime('%a')})"
