@@ -113,6 +113,11 @@ def render_watch(result: Any, *, show_sql: bool = False) -> None:
     c.print(
         f"[bold yellow]{n} anomal{'y' if n == 1 else 'ies'}[/] on {days} (stored; --json lists each)"
     )
+    for inc in result.incidents:
+        c.print(
+            f"[bold]{inc.incident_id}[/] {escape(inc.title)} "
+            f"[dim]({inc.anomalies} anomalies; splice incident show {inc.incident_id})[/]"
+        )
 
 
 GROUP_AT = 3
