@@ -54,7 +54,9 @@ def test_the_story_opens_one_incident_on_mondays_data(story: StoryResult) -> Non
     src = d["source"]
     assert src["node"] == "ingestion:fx_rates_ingest" and src["runner"] == "dlt"
     assert src["loads"] and all(ld["succeeded"] for ld in src["loads"])
-    as_of = {x["interval"]: x["oldest"] for p in src["payload_dates"] for x in p["days"] if x["stale"]}
+    as_of = {
+        x["interval"]: x["oldest"] for p in src["payload_dates"] for x in p["days"] if x["stale"]
+    }
     assert as_of == {"2026-09-28": "2026-09-25", "2026-09-29": "2026-09-25"}
     assert "succeeded" in d["cause"] and "2026-09-25 (Fri)" in d["cause"]
     # blast radius: both SQLMesh marts, the dbt finance models, every dashboard

@@ -26,8 +26,9 @@ def incidents_cmd(ctx: click.Context, show_all: bool, as_json: bool) -> None:
     c = console()
     if not found:
         c.print(
-            "[green]No open incidents.[/]" if not show_all else "[green]No incidents.[/]"
-            + " (splice watch opens them when it finds anomalies)"
+            "[green]No open incidents.[/]"
+            if not show_all
+            else "[green]No incidents.[/]" + " (splice watch opens them when it finds anomalies)"
         )
         return
     for i in found:

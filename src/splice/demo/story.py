@@ -77,8 +77,7 @@ def tell_stale_rates(
         report = api.run(ws, execution_time=EXECUTION_TIME)
         if not report.ok:
             raise DemoError(
-                f"the demo's production run {report.run_id} did not succeed: "
-                f"{report.summary()}",
+                f"the demo's production run {report.run_id} did not succeed: {report.summary()}",
                 fix=f"splice runs show {report.run_id}; the tools' output is in {ws.log_path}",
             )
         counts = report.counts()
@@ -111,8 +110,10 @@ def _record_clock(workspace: Path, rates: Any) -> None:
             "end": Q3_END.isoformat(),
             "execution_time": EXECUTION_TIME.isoformat(),
             "incident": "stale-rates",
-            "story": {"clean_through": CLEAN_THROUGH.isoformat(),
-                      "freeze_from": FREEZE_FROM.isoformat()},  # fmt: skip
+            "story": {
+                "clean_through": CLEAN_THROUGH.isoformat(),
+                "freeze_from": FREEZE_FROM.isoformat(),
+            },  # fmt: skip
         }
     )
     stale = dict(record.get("stale_rate_days") or {})

@@ -154,7 +154,9 @@ def _path(
                 break
     sources: list[dict[str, Any]] = []
     if steps[-1]["node"] == origin:
-        origin_keys = [current] + [f"{origin}.{c}" for c in origin_cols if f"{origin}.{c}" != current]
+        origin_keys = [current] + [
+            f"{origin}.{c}" for c in origin_cols if f"{origin}.{c}" != current
+        ]
         if start_node != origin:
             # the start's walk reaches the origin's columns through their hops
             feed = [h for k in origin_keys for h in by_via.get(k, [])]
@@ -212,7 +214,9 @@ def diagnose(ws: Any, graph: Graph, anomalies: list[dict[str, Any]]) -> dict[str
         det[a["detector"]] += DETECTOR_WEIGHT.get(a["detector"], 1)
     headline = det.most_common(1)[0][0] if det else None
     head_items = [a for a in at_origin if a["detector"] == headline]
-    head_metric = Counter(a["metric"] for a in head_items).most_common(1)[0][0] if head_items else None
+    head_metric = (
+        Counter(a["metric"] for a in head_items).most_common(1)[0][0] if head_items else None
+    )
     origin_cols: list[str] = []
     for metric in [head_metric] + sorted({a["metric"] for a in at_origin}):
         for c in measure_cols.get(metric or "", []):
@@ -244,8 +248,12 @@ def diagnose(ws: Any, graph: Graph, anomalies: list[dict[str, Any]]) -> dict[str
     if start is None and origin is not None:
         downstream = [n for n in nodes if n != origin]
         leaf = max(downstream, key=lambda n: len(graph.ancestors(n)), default=origin)
-        cols = [c for a in anomalies if a["node_id"] == leaf for c in measure_cols.get(a["metric"], [])]
-        start = f"{leaf}.{cols[0]}" if cols else (f"{origin}.{origin_cols[0]}" if origin_cols else None)
+        cols = [
+            c for a in anomalies if a["node_id"] == leaf for c in measure_cols.get(a["metric"], [])
+        ]
+        start = (
+            f"{leaf}.{cols[0]}" if cols else (f"{origin}.{origin_cols[0]}" if origin_cols else None)
+        )
     path: list[dict[str, Any]] = []
     sources: list[dict[str, Any]] = []
     if start and origin:
@@ -273,8 +281,12 @@ def diagnose(ws: Any, graph: Graph, anomalies: list[dict[str, Any]]) -> dict[str
     out["source"] = source_ev
     # scope: the origin's intervals; narrowed to the source's stale days when they say more
     stale = sorted(
-        {date.fromisoformat(d["interval"]) for p in (source_ev or {}).get("payload_dates", [])
-         for d in p["days"] if d["stale"]}  # fmt: skip
+        {
+            date.fromisoformat(d["interval"])
+            for p in (source_ev or {}).get("payload_dates", [])
+            for d in p["days"]
+            if d["stale"]
+        }  # fmt: skip
     )
     confirmed = bool(stale) and set(stale) <= set(scope_days)
     if confirmed:
@@ -293,7 +305,9 @@ def diagnose(ws: Any, graph: Graph, anomalies: list[dict[str, Any]]) -> dict[str
     }
     out["cause"] = cause or (
         f"{graph.nodes[origin].name} {DETECTOR_WORDS.get(headline or '', 'is anomalous')}; "
-        "no record outside the project explains it" if origin else "unknown"
+        "no record outside the project explains it"
+        if origin
+        else "unknown"
     )
     out["headline"] = {"detector": headline, "metric": head_metric,
                        "series": len({str(a["dims"]) for a in head_items})}  # fmt: skip
@@ -313,7 +327,9 @@ def _title(
     dims = {k for a in items for k in a["dims"]}
     if series > 1 and dims:
         what += f" ({series} {'/'.join(sorted(dims))} values)"
-    span = days[0].isoformat() if days and days[0] == days[-1] else (
-        f"{days[0].isoformat()}..{days[-1].isoformat()}" if days else "?"
+    span = (
+        days[0].isoformat()
+        if days and days[0] == days[-1]
+        else (f"{days[0].isoformat()}..{days[-1].isoformat()}" if days else "?")
     )
     return f"{what} {words} on {span}"

@@ -168,7 +168,9 @@ def _row(r: tuple[Any, ...]) -> Incident:
     )
 
 
-def list_incidents(conn: Any, target: str | None = None, *, status: str | None = None) -> list[Incident]:
+def list_incidents(
+    conn: Any, target: str | None = None, *, status: str | None = None
+) -> list[Incident]:
     """Stored incidents, newest first (all targets when ``target`` is None)."""
     q = f"SELECT {_COLUMNS} FROM incidents WHERE 1 = 1"
     args: list[Any] = []
@@ -219,9 +221,7 @@ def _refs(conn: Any, target: str) -> list[Ref]:
         "WHERE a.target = ? AND (a.incident_id IS NULL OR i.status = 'open' OR i.status IS NULL)",
         (target,),
     ).fetchall()
-    return [
-        Ref(int(r[0]), r[1], date.fromisoformat(r[2]), r[3] if r[3] else None) for r in rows
-    ]
+    return [Ref(int(r[0]), r[1], date.fromisoformat(r[2]), r[3] if r[3] else None) for r in rows]
 
 
 Diagnose = Callable[[str, list[dict[str, Any]]], dict[str, Any]]
@@ -270,7 +270,9 @@ def update_incidents(
     with transaction():
         for inc_id in orphans:
             resolve_incident(
-                conn, inc_id, "no anomaly remains: its intervals were measured and judged afresh",
+                conn,
+                inc_id,
+                "no anomaly remains: its intervals were measured and judged afresh",
                 now=now,
             )
         for inc_id, is_new, g, diag, _anoms in plans:

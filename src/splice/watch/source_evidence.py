@@ -81,7 +81,9 @@ def loads_query(rel: Relation, time_col: str, start: date, end: date) -> exp.Sel
         .from_(exp.alias_(_table(rel), "d", table=True))
         .join(
             exp.alias_(loads, "l", table=True),
-            on=exp.EQ(this=exp.column("load_id", table="l", quoted=True), expression=load_id.copy()),
+            on=exp.EQ(
+                this=exp.column("load_id", table="l", quoted=True), expression=load_id.copy()
+            ),
             join_type="left",
         )
         .where(exp.Between(this=day.copy(), low=_day(start), high=_day(end)))
@@ -162,12 +164,7 @@ def source_evidence(
 def cause_sentence(ev: dict[str, Any], job: str) -> str | None:
     """The cause in words, from :func:`source_evidence` (None when nothing stands out)."""
     parts: list[str] = []
-    stale = [
-        (p["column"], d)
-        for p in ev.get("payload_dates", [])
-        for d in p["days"]
-        if d["stale"]
-    ]
+    stale = [(p["column"], d) for p in ev.get("payload_dates", []) for d in p["days"] if d["stale"]]
     loads = ev.get("loads") or []
     if loads:
         ok = [ld for ld in loads if ld["succeeded"]]
