@@ -30,3 +30,9 @@ def fresh_demo(demo_workspace: Path, tmp_path: Path) -> Path:
     shutil.copytree(demo_workspace, dest, symlinks=True)
     relocate(dest)  # dbt's profile holds the warehouse's absolute path
     return dest
+
+
+@pytest.fixture(scope="session")
+def stale_demo_build(tmp_path_factory: pytest.TempPathFactory) -> DemoResult:
+    """The demo built with the vendor serving Friday's rates on 2026-09-28 and 29 (read-only)."""
+    return build_demo(tmp_path_factory.mktemp("stale") / "travel", incident="stale-rates")
