@@ -24,7 +24,7 @@ RATES = "pricing:fx.daily_rates/avg(rate_to_usd)"
 STALE = {date(2026, 9, 28), date(2026, 9, 29)}
 METRICS = """
 [[metrics]]
-name = "gmv_usd"
+name = "gmv_usd_by_currency"
 node = "pricing:marts.agg_gmv_daily"
 time = "booking_date"
 value = "sum(gmv_usd)"
@@ -33,7 +33,7 @@ owner = "finance"
 domain = "revenue"
 
 [[metrics]]
-name = "fx_rate"
+name = "fx_rate_by_currency"
 node = "pricing:fx.daily_rates"
 time = "rate_date"
 value = "avg(rate_to_usd)"
@@ -78,8 +78,8 @@ def test_clean_quarter_is_quiet_measured_once_and_backfilled(clean_ws: Path) -> 
         first = watch(ws)
         assert [a.as_dict() for a in first.anomalies] == []
         by_name = {m.name: m for m in first.metrics}
-        assert by_name["gmv_usd"].series == 30 and by_name["gmv_usd"].new_points == 2755
-        assert by_name["fx_rate"].series == 30 and by_name["fx_rate"].through == date(2026, 9, 30)
+        assert by_name["gmv_usd_by_currency"].series == 30 and by_name["gmv_usd_by_currency"].new_points == 2755
+        assert by_name["fx_rate_by_currency"].series == 30 and by_name["fx_rate_by_currency"].through == date(2026, 9, 30)
         assert by_name["gmv_usd_weekly"].series == 1
         assert by_name["pricing:fx.daily_rates/by_currency"].series == 60  # rates and as_of lag
         assert by_name["pricing:fx.daily_rates/rows"].measured_from is None  # first use: all
@@ -88,13 +88,13 @@ def test_clean_quarter_is_quiet_measured_once_and_backfilled(clean_ws: Path) -> 
         again = watch(ws)
         assert again.points == 0 and again.anomalies == []
         # the second watch asks only for the last late_days (7) days, in one query per metric
-        assert by_name["gmv_usd"].sql.count("SELECT") == 1
+        assert by_name["gmv_usd_by_currency"].sql.count("SELECT") == 1
         assert {m.measured_from for m in again.metrics if m.name != "gmv_usd_weekly"} == {
             date(2026, 9, 23)
         }
         assert (
             "WHERE \"booking_date\" >= CAST('2026-09-23' AS DATE)"
-            in {m.name: m for m in again.metrics}["gmv_usd"].sql
+            in {m.name: m for m in again.metrics}["gmv_usd_by_currency"].sql
         )
 
         redo = watch(ws, backfill=True)
@@ -178,6 +178,7 @@ def test_stale_rates_are_caught_on_monday_and_nothing_before(stale_ws: Path) -> 
         # the vendor's as-of date and the bookings converted at it show the same two days
         assert {a.metric for a in monday.anomalies} == {
             RATES,
+            "fx_rate",  # the demo's declared metric on the same rates
             "pricing:fx.daily_rates/lag_days(as_of)",
             "pricing:marts.fct_bookings_usd/lag_days(rate_as_of)",
         }

@@ -39,7 +39,7 @@ def _sqlmesh_environments(ws: Any, project: str, fqns: list[str]) -> list[dict[s
 
 def blast_radius(ws: Any, graph: Graph, origin: str) -> dict[str, Any]:
     down = graph.descendants(origin)
-    nodes = [
+    nodes: list[dict[str, Any]] = [
         {"node": n, "project": graph.nodes[n].project, "kind": graph.nodes[n].kind,
          "tool": graph.nodes[n].tool, "owner": graph.nodes[n].owner}
         for n in graph.topological_order(down)
@@ -59,7 +59,7 @@ def blast_radius(ws: Any, graph: Graph, origin: str) -> dict[str, Any]:
         for m in ws.config.metrics
         if m.node in reach
     ]
-    affected = [origin] + [n["node"] for n in nodes]
+    affected: list[str] = [origin] + [str(n["node"]) for n in nodes]
     by_project: dict[str, list[str]] = {}
     for n in affected:
         by_project.setdefault(graph.nodes[n].project, []).append(n)
@@ -75,18 +75,18 @@ def blast_radius(ws: Any, graph: Graph, origin: str) -> dict[str, Any]:
         except Exception as e:  # noqa: BLE001 - the state may be unreadable; say so
             environments.append({"project": spec.name, "error": str(e).splitlines()[0]})
             continue
-        for e in envs:
-            if e["environment"] == "prod":
+        for env in envs:
+            if env["environment"] == "prod":
                 what = "restated (the repair's own environment)"
-            elif e["shared"]:
-                what = (f"reprocesses: shares prod's version of {len(e['shared'])} affected "
+            elif env["shared"]:
+                what = (f"reprocesses: shares prod's version of {len(env['shared'])} affected "
                         "model(s), whose restated intervals are cleared there too")  # fmt: skip
             else:
                 what = "not affected: its own versions of the affected models"
-            if e["environment"] == "prod" or e["shared"]:
-                reprocessing.setdefault(spec.name, set()).add(e["environment"])
-            environments.append({"project": spec.name, "environment": e["environment"],
-                                 "effect": what, "shared": e["shared"]})  # fmt: skip
+            if env["environment"] == "prod" or env["shared"]:
+                reprocessing.setdefault(spec.name, set()).add(env["environment"])
+            environments.append({"project": spec.name, "environment": env["environment"],
+                                 "effect": what, "shared": env["shared"]})  # fmt: skip
     # targets whose other projects read a reprocessing environment rebuild downstream
     for tname, t in sorted(ws.config.targets.items()):
         for spec in ws.config.projects:

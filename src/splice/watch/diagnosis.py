@@ -90,7 +90,7 @@ def _evidence(anomalies: list[dict[str, Any]]) -> list[dict[str, Any]]:
     groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
     for a in anomalies:
         groups[(a["node_id"], a["metric"], a["detector"])].append(a)
-    out = []
+    out: list[dict[str, Any]] = []
     for (node, metric, detector), items in groups.items():
         items.sort(key=lambda a: (a["interval"], -(a["score"] or 0)))
         worst = max(items, key=lambda a: a["score"] or 0)
@@ -110,7 +110,8 @@ def _evidence(anomalies: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 },
             }
         )
-    out.sort(key=lambda e: (e["intervals"][0], e["node"], e["metric"], e["detector"]))
+    out.sort(key=lambda e: (str(e["intervals"][0]), str(e["node"]), str(e["metric"]),
+                            str(e["detector"])))  # fmt: skip
     return out
 
 
@@ -209,7 +210,7 @@ def diagnose(ws: Any, graph: Graph, anomalies: list[dict[str, Any]]) -> dict[str
     origin = max(origins, key=lambda n: (count[n], -len(graph.ancestors(n)))) if origins else None
     at_origin = [a for a in anomalies if a["node_id"] == origin]
     measure_cols = _measure_columns(ws, graph)
-    det = Counter()
+    det: Counter[str] = Counter()
     for a in at_origin:
         det[a["detector"]] += DETECTOR_WEIGHT.get(a["detector"], 1)
     headline = det.most_common(1)[0][0] if det else None
