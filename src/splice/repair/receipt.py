@@ -1,0 +1,124 @@
+"""The receipt of a repair: what a finance reader can read, as data and as Markdown.
+
+Cause, scope, who approved it and when, the runs, the verification figures before and after,
+and the undo.  Built from plain dicts (the proposal's ``as_dict()``, the decisions, the run
+summaries, the verification), so the same receipt is printed, returned over MCP and written
+to the audit log.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+
+def _when(ts: float | None) -> str:
+    if ts is None:
+        return "-"
+    return datetime.fromtimestamp(float(ts), UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def _num(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:,.4f}" if abs(v) < 100 else f"{v:,.2f}"
+    return "-" if v is None else str(v)
+
+
+def build_receipt(
+    proposal: dict[str, Any],
+    incident: dict[str, Any],
+    decisions: list[dict[str, Any]],
+    runs: list[dict[str, Any]],
+    verification: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """The receipt as data (stable keys; the audit log stores it as JSON)."""
+    approvals = [d for d in decisions if d.get("decision") == "approve"]
+    return {
+        "proposal": proposal["proposal_id"],
+        "incident": incident.get("id"),
+        "title": proposal.get("title"),
+        "cause": proposal.get("cause"),
+        "scope": {"start": str(proposal.get("scope_start")), "end": str(proposal.get("scope_end"))},
+        "change_class": proposal.get("change_class"),
+        "domain": proposal.get("domain"),
+        "requested_by": proposal.get("created_by"),
+        "approved_by": [{"by": a.get("actor"), "at": a.get("at"), "comment": a.get("comment")}
+                        for a in approvals],  # fmt: skip
+        "decisions": decisions,
+        "steps": [
+            {"kind": s.get("kind"), "project": s.get("project"), "nodes": s.get("nodes"),
+             "command": s.get("command")}
+            for s in proposal.get("steps") or []
+        ],  # fmt: skip
+        "runs": runs,
+        "cost": proposal.get("cost"),
+        "verification": verification,
+        "undo": proposal.get("undo") or [],
+        "status": proposal.get("status"),
+    }
+
+
+def receipt_markdown(r: dict[str, Any]) -> str:
+    """The receipt as Markdown, for people.
+
+    >>> md = receipt_markdown({"proposal": "P-1", "incident": "INC-1", "title": "t",
+    ...     "cause": "c", "scope": {"start": "2026-09-28", "end": "2026-09-29"},
+    ...     "approved_by": [], "steps": [], "runs": [], "undo": [], "verification": None,
+    ...     "status": "applied", "requested_by": "agent", "cost": {}, "decisions": []})
+    >>> md.splitlines()[0]
+    '# Repair receipt P-1 (incident INC-1)'
+    """
+    lines = [f"# Repair receipt {r['proposal']} (incident {r['incident']})", ""]
+    lines.append(f"**{r.get('title') or ''}**")
+    lines.append("")
+    lines.append(f"- Status: {r.get('status')}")
+    lines.append(f"- Cause: {r.get('cause') or '-'}")
+    scope = r.get("scope") or {}
+    lines.append(f"- Scope: {scope.get('start')} .. {scope.get('end')}")
+    lines.append(f"- Requested by: {r.get('requested_by') or '-'}")
+    if r.get("approved_by"):
+        for a in r["approved_by"]:
+            note = f" ({a['comment']})" if a.get("comment") else ""
+            lines.append(f"- Approved by: {a['by']} at {_when(a.get('at'))}{note}")
+    else:
+        lines.append("- Approved by: nobody")
+    cost = r.get("cost") or {}
+    if cost.get("rows_full_rebuild"):
+        lines.append(
+            f"- Rows rewritten: {cost.get('rows_scoped', 0):,} of {cost['rows_full_rebuild']:,} "
+            f"a full rebuild would rewrite ({100 * (cost.get('share') or 0):.1f}%)"
+        )
+    lines += ["", "## What ran", ""]
+    for s in r.get("steps") or []:
+        lines.append(f"1. {s['kind']} {s['project']}: {', '.join(s.get('nodes') or [])}")
+        if s.get("command"):
+            lines.append(f"   `{' '.join(s['command'])}`")
+    for run in r.get("runs") or []:
+        lines.append(f"- run {run.get('run_id')}: {run.get('status')} "
+                     f"({_num(run.get('duration'))} s)")  # fmt: skip
+    v = r.get("verification")
+    lines += ["", "## Verification", ""]
+    if not v:
+        lines.append("Not verified yet.")
+    else:
+        lines.append(("Passed: " if v.get("passed") else "FAILED: ") + str(v.get("summary")))
+        figs = v.get("figures") or []
+        if figs:
+            lines += ["", "| metric | interval | before | after | series changed |",
+                      "| --- | --- | --- | --- | --- |"]  # fmt: skip
+            for f in figs:
+                lines.append(
+                    f"| {f['metric']} | {f['interval']} | {_num(f['before'])} | "
+                    f"{_num(f['after'])} | {f['changed']} of {f['series']} |"
+                )
+    lines += ["", "## Undo", ""]
+    undo = r.get("undo") or []
+    if not undo:
+        lines.append("No undo recorded.")
+    for u in undo:
+        rng = f" for {u.get('start')}..{u.get('end')}" if u.get("start") else " (whole table)"
+        lines.append(f"- {u.get('relation')}{rng}: {u.get('rows')} rows, checksum "
+                     f"{str(u.get('checksum'))[:16]}, saved to {u.get('saved_to')}")  # fmt: skip
+    lines.append("")
+    lines.append(f"`splice undo {r['proposal']}` restores every relation above exactly.")
+    return "\n".join(lines) + "\n"
