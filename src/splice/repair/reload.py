@@ -15,21 +15,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from splice.run.executors import ExecutorCapabilities, SegmentJob, SegmentOutcome, Sink
+from splice.run.executors import INGESTION_CAPABILITIES, SegmentJob, SegmentOutcome, Sink
 from splice.run.report import NodeResult
-
-INGESTION_CAPABILITIES = ExecutorCapabilities(
-    exact_selection=True,
-    in_process=False,
-    owns_state=False,
-    exclusive=True,
-    check_kind="none",
-    rows=None,
-    on_failure=(
-        "whatever the job wrote before it failed stays written (a dlt merge commits per load); "
-        "the undo recorded before the repair restores the rows of its days"
-    ),
-)
 
 TIMEOUT_S = 3600
 
@@ -48,6 +35,7 @@ class IngestionExecutor:
     ws: Any
     project: str
     format: str = "ingestion"
+    capabilities = INGESTION_CAPABILITIES
 
     def execute(self, job: SegmentJob, sink: Sink) -> SegmentOutcome:
         outcome = SegmentOutcome(method="ingestion reload")

@@ -87,9 +87,23 @@ SQLMESH_CAPABILITIES = ExecutorCapabilities(
     ),
 )
 
+INGESTION_CAPABILITIES = ExecutorCapabilities(
+    exact_selection=True,
+    in_process=False,
+    owns_state=False,
+    exclusive=True,
+    check_kind="none",
+    rows=None,
+    on_failure=(
+        "whatever the job wrote before it failed stays written (a dlt merge commits per load); "
+        "the undo recorded before a repair restores the rows of its days"
+    ),
+)
+
 CAPABILITIES: dict[str, ExecutorCapabilities] = {
     "dbt": DBT_CAPABILITIES,
     "sqlmesh": SQLMESH_CAPABILITIES,
+    "ingestion": INGESTION_CAPABILITIES,  # a repair's reload (splice.repair.reload)
 }
 
 #: Node kinds an executor hands to its tool; the rest (sources, externals, dashboards) are
@@ -137,6 +151,10 @@ def executor_for(ws: Any, project: str, fmt: str) -> Executor:
         return DbtExecutor(ws, project)
     if fmt == "sqlmesh":
         return SqlmeshExecutor(ws, project)
+    if fmt == "ingestion":  # a repair's reload step (splice.repair.apply_plan)
+        from splice.repair.reload import IngestionExecutor
+
+        return IngestionExecutor(ws, project)
     raise ValueError(f"no executor for format {fmt!r}")
 
 
@@ -466,8 +484,27 @@ class SqlmeshExecutor:
                 ctx = prov.context
                 ctx.console = console
                 try:
-                    why_plan = self._needs_plan(ctx, env_name, list(by_fqn), job)
-                    if models and why_plan:
+                    restate = _restatement(job)
+                    why_plan = (
+                        None if restate else self._needs_plan(ctx, env_name, list(by_fqn), job)
+                    )
+                    if models and restate:
+                        # a repair: SQLMesh's own restatement (it cascades downstream itself)
+                        outcome.method = "sqlmesh plan --restate-model"
+                        outcome.notes.append(
+                            f"restated {', '.join(restate['models'])} for "
+                            f"{restate['start']}..{restate['end']}"
+                        )
+                        ctx.plan(
+                            env_name,
+                            restate_models=restate["models"],
+                            start=restate["start"],
+                            end=restate["end"],
+                            auto_apply=True,
+                            no_prompts=True,
+                            execution_time=job.execution_time,
+                        )
+                    elif models and why_plan:
                         outcome.method = "sqlmesh plan"
                         outcome.notes.append(f"planned with SQLMesh because {why_plan}")
                         ctx.plan(
@@ -635,6 +672,15 @@ class SqlmeshExecutor:
             else:
                 chk.message = f"its model {res.status}"
             outcome.checks[a.id] = chk
+
+
+def _restatement(job: SegmentJob) -> dict[str, Any] | None:
+    """The restatement a repair asks of this segment (``tool_view["restate"]``), if any."""
+    for n in job.nodes:
+        d = job.decisions.get(n.id)
+        if d is not None and d.tool_view.get("restate"):
+            return dict(d.tool_view["restate"])
+    return None
 
 
 def _match_audit(audit_node: Node, errors: list[Any]) -> Any:
