@@ -38,7 +38,10 @@ class IngestionExecutor:
     capabilities = INGESTION_CAPABILITIES
 
     def execute(self, job: SegmentJob, sink: Sink) -> SegmentOutcome:
+        from splice.run.executors import release_all
+
         outcome = SegmentOutcome(method="ingestion reload")
+        release_all(self.ws)  # the job is another process: DuckDB lets one process write
         for node in job.nodes:
             decision = job.decisions.get(node.id)
             view = decision.tool_view if decision is not None else {}

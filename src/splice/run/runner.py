@@ -176,7 +176,7 @@ class _Run:
                 d = self.plan.decisions.get(nid)
                 if (d is not None and d.action != "build") or nid not in g.nodes:
                     continue
-                if not executable(g, nid):
+                if not executable(g, nid, seg.format):
                     continue
                 with self.lock:
                     cause = self.poisoned.get(nid)

@@ -15,8 +15,12 @@ from splice.plan.segments import make_segments
 from splice.run.executors import EXECUTABLE
 
 
-def executable(graph: Graph, node_id: str) -> bool:
+def executable(graph: Graph, node_id: str, fmt: str | None = None) -> bool:
+    """Does an executor build this node?  In an ``ingestion`` segment (a repair's reload, see
+    :mod:`splice.repair.apply_plan`) the ingestion job itself runs."""
     n = graph.nodes[node_id]
+    if fmt == "ingestion":
+        return n.kind == "ingestion"
     return n.kind in EXECUTABLE.get(n.tool, ())
 
 
