@@ -163,11 +163,14 @@ def demo_tour(result: Any) -> str:
     return "\n".join(lines)
 
 
-def story_tour(story: Any) -> str:
+def story_tour(story: Any, repair: Any = None) -> str:
     """The incident story after `splice demo DIR --incident stale-rates`: what happened, the
-    diagnosis of the incident watch opened, and what to look at next (Rich markup)."""
+    diagnosis of the incident watch opened, the repair and its receipt, and what to look at
+    next (Rich markup)."""
     from rich.markup import escape
 
+    from splice.repair.receipt import receipt_markdown
+    from splice.repair.render import proposal_lines
     from splice.watch.report import incident_lines
 
     counts = story.run.counts()
@@ -189,10 +192,21 @@ def story_tour(story: Any) -> str:
             lines.append(f"[bold yellow]{escape(line)}[/]" if n == 0 else escape(line))
         lines.append("")
     first = story.incidents[0].incident_id if story.incidents else "ID"
+    pid = "PR-1"
+    if repair is not None:
+        pid = repair.proposal.proposal_id
+        lines.append("[bold]The repair[/] (the vendor fixed its feed):")
+        for n, line in enumerate(proposal_lines(repair.applied.proposal)):
+            lines.append(f"[bold yellow]{escape(line)}[/]" if n == 0 else escape(line))
+        lines.append("")
+        lines.append(escape(receipt_markdown(repair.applied.receipt)))
     lines += [
         "Look next:",
-        "  splice incidents                            # what watch opened",
+        "  splice incidents --all                      # what watch opened (and what was resolved)",
         f"  splice incident show {first} --json          # the whole diagnosis as data",
+        f"  splice receipt {pid} --json                 # the receipt as data",
+        "  splice audit-log verify                     # the hash-chained log of every decision",
+        f"  splice undo {pid} --as maria                # put the rows back exactly as they were",
     ]
     return "\n".join(lines)
 
@@ -218,11 +232,18 @@ def run(
     )
 
 
-def run_plan(ws: Workspace, plan: Any, *, progress: Any = None, execution_time: Any = None) -> Any:
+def run_plan(
+    ws: Workspace,
+    plan: Any,
+    *,
+    progress: Any = None,
+    execution_time: Any = None,
+    command: str | None = None,
+) -> Any:
     """Run a :class:`splice.plan.model.Plan` made earlier (by the planner or by hand)."""
     from splice.run.runner import run_plan as _run_plan
 
-    return _run_plan(ws, plan, progress=progress, execution_time=execution_time)
+    return _run_plan(ws, plan, progress=progress, execution_time=execution_time, command=command)
 
 
 def list_runs(ws: Workspace, *, limit: int = 20) -> list[dict[str, Any]]:
@@ -298,3 +319,64 @@ def incident(ws: Workspace, incident_id: str) -> Any:
     from splice.watch.incidents import get_incident
 
     return get_incident(ws.state.conn, incident_id)
+
+
+# -- repair (splice.repair) -----------------------------------------------------------------------
+def propose(ws: Workspace, incident_id: str, *, actor: str, progress: Any = None) -> Any:
+    """Draft the narrowest repair of an incident, capture and test its undo, request approval."""
+    from splice.repair.flow import propose as _propose
+
+    return _propose(ws, incident_id, actor=actor, progress=progress)
+
+
+def list_proposals(ws: Workspace, *, include_closed: bool = False) -> list[tuple[Any, list[str]]]:
+    """The target's proposals, newest first, each with the owners asked so far (expiry and
+    escalation applied first)."""
+    from splice.repair import store
+    from splice.repair.approvals import asked, refresh_all
+    from splice.repair.domains import domain_named
+
+    refresh_all(ws)
+    closed = {"rejected", "expired", "undone"}
+    out = []
+    for p in store.list_proposals(ws.state, target=ws.target):
+        if p.status in closed and not include_closed:
+            continue
+        who = asked(ws, p) if domain_named(ws.config, p.domain) is not None else []
+        out.append((p, who))
+    return out
+
+
+def approve(ws: Workspace, proposal_id: str, *, actor: str, comment: str | None = None) -> Any:
+    """A named owner approves a pending proposal (see :mod:`splice.repair.approvals`)."""
+    from splice.repair.approvals import approve as _approve
+
+    return _approve(ws, proposal_id, actor=actor, comment=comment)
+
+
+def reject(ws: Workspace, proposal_id: str, *, actor: str, reason: str) -> Any:
+    """An owner rejects, or the proposer withdraws, an open proposal."""
+    from splice.repair.approvals import reject as _reject
+
+    return _reject(ws, proposal_id, actor=actor, reason=reason)
+
+
+def apply(ws: Workspace, proposal_id: str, *, actor: str, progress: Any = None) -> Any:
+    """Run an approved proposal as one journaled run, verify it, write the receipt."""
+    from splice.repair.flow import apply as _apply
+
+    return _apply(ws, proposal_id, actor=actor, progress=progress)
+
+
+def receipt(ws: Workspace, proposal_id: str) -> dict[str, Any]:
+    """The receipt of a proposal as data."""
+    from splice.repair.flow import receipt as _receipt
+
+    return _receipt(ws, proposal_id)
+
+
+def undo(ws: Workspace, proposal_id: str, *, actor: str) -> Any:
+    """Restore exactly what an applied proposal rewrote, and record it."""
+    from splice.repair.undo import undo as _undo
+
+    return _undo(ws, proposal_id, actor=actor)

@@ -12,11 +12,18 @@ project.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
 
 from splice.errors import ConfigError
 
@@ -114,6 +121,114 @@ class MetricSection(_Strict):
     detectors: list[str] | None = None  # a subset of the value detectors; default: all
 
 
+Autonomy = Literal["L0", "L1", "L2", "L3", "L4"]
+_DURATION = re.compile(r"(\d+)\s*([smhd])")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str) -> int:
+    """A duration such as ``"30m"``, ``"4h"``, ``"2d"`` or ``"1h30m"``, in seconds.
+
+    >>> parse_duration("30m"), parse_duration("4h"), parse_duration("2d"), parse_duration("1h30m")
+    (1800, 14400, 172800, 5400)
+    >>> parse_duration("4 hours")
+    Traceback (most recent call last):
+    ...
+    ValueError: '4 hours' is not a duration: write a number and a unit (s, m, h, d), e.g. 30m, 4h, 2d
+    """
+    s = text.strip().lower().replace(" ", "")
+    parts = _DURATION.findall(s)
+    if not s or "".join(n + u for n, u in parts) != s:
+        raise ValueError(
+            f"{text!r} is not a duration: write a number and a unit (s, m, h, d), e.g. 30m, 4h, 2d"
+        )
+    seconds = sum(int(n) * _UNIT_S[u] for n, u in parts)
+    if seconds <= 0:
+        raise ValueError(f"{text!r} is not a positive duration")
+    return seconds
+
+
+class DomainSection(_Strict):
+    """``[[domains]]``: who answers for a set of nodes, and how much Splice may do there alone."""
+
+    name: str = Field(pattern=NAME_PATTERN)
+    nodes: list[str] = Field(min_length=1)  # node selectors (splice.graph.selectors syntax)
+    owners: list[str]  # named people, in escalation order
+    autonomy: Autonomy = "L1"
+    description: str | None = None
+
+    @field_validator("nodes")
+    @classmethod
+    def _selectors_parse(cls, v: list[str]) -> list[str]:
+        # syntax only: a selector that matches no node is a doctor finding, not a load error
+        from splice.errors import SelectorError
+        from splice.graph.selectors import parse
+
+        for text in v:
+            try:
+                if not parse(text).terms:
+                    raise ValueError("an empty selector selects nothing")
+            except SelectorError as e:
+                raise ValueError(e.message) from None
+        return v
+
+    @field_validator("owners")
+    @classmethod
+    def _owners(cls, v: list[str]) -> list[str]:
+        names = [o.strip() for o in v]
+        if not names:
+            raise ValueError("a domain needs at least one owner (names, in escalation order)")
+        if any(not n for n in names):
+            raise ValueError("an owner's name is empty")
+        seen: set[str] = set()
+        for n in names:
+            if n.casefold() in seen:
+                raise ValueError(f"owner {n!r} is listed twice")
+            seen.add(n.casefold())
+        return names
+
+
+class PolicySection(_Strict):
+    """``[policy]``: approval expiry and escalation, and the record autonomy needs (splice.repair)."""
+
+    approval_expiry: str = "4h"  # a pending request not approved by then expires
+    escalate_after: str | None = None  # default: approval_expiry / number of the domain's owners
+    proven_record: int = Field(default=3, ge=1, le=1000)  # clean applications in a row for L3/L4
+
+    @field_validator("approval_expiry")
+    @classmethod
+    def _expiry(cls, v: str) -> str:
+        parse_duration(v)
+        return v
+
+    @field_validator("escalate_after")
+    @classmethod
+    def _escalation_before_expiry(cls, v: str | None, info: Any) -> str | None:
+        if v is None:
+            return v
+        expiry = info.data.get("approval_expiry")
+        if expiry is not None and parse_duration(v) > parse_duration(expiry):
+            raise ValueError(
+                f"{v} is longer than approval_expiry ({expiry}): a request would expire "
+                "before it escalates"
+            )
+        return v
+
+    @property
+    def expiry_seconds(self) -> int:
+        return parse_duration(self.approval_expiry)
+
+    def escalate_seconds(self, owners: int) -> float:
+        """Seconds a request waits for one owner before the next is asked as well.
+
+        >>> PolicySection().escalate_seconds(2), PolicySection(escalate_after="30m").escalate_seconds(2)
+        (7200.0, 1800.0)
+        """
+        if self.escalate_after is not None:
+            return float(parse_duration(self.escalate_after))
+        return self.expiry_seconds / max(1, owners)
+
+
 class WorkspaceConfig(_Strict):
     workspace: WorkspaceSection = Field(default_factory=WorkspaceSection)
     warehouse: WarehouseSection = Field(default_factory=WarehouseSection)
@@ -124,11 +239,13 @@ class WorkspaceConfig(_Strict):
     dashboards: list[DashboardSection] = Field(default_factory=list)
     metrics: list[MetricSection] = Field(default_factory=list)
     watch: WatchSection = Field(default_factory=WatchSection)
+    domains: list[DomainSection] = Field(default_factory=list)
+    policy: PolicySection = Field(default_factory=PolicySection)
 
-    @field_validator("projects", "metrics")
+    @field_validator("projects", "metrics", "domains")
     @classmethod
     def _unique_names(cls, v: list[Any], info: Any) -> list[Any]:
-        what = {"projects": "project", "metrics": "metric"}[info.field_name]
+        what = {"projects": "project", "metrics": "metric", "domains": "domain"}[info.field_name]
         seen: set[str] = set()
         for item in v:
             if item.name in seen:
@@ -183,7 +300,8 @@ def parse_config(text: str, source: str = CONFIG_FILE) -> WorkspaceConfig:
             ) from None
         if err["type"] == "missing":
             raise ConfigError(f"{source}: missing key '{key}'.", fix=f"add '{key}'") from None
-        raise ConfigError(f"{source}: {key}: {err['msg']}.", fix=f"correct '{key}'") from None
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        raise ConfigError(f"{source}: {key}: {msg}.", fix=f"correct '{key}'") from None
 
 
 def detect_single_project(root: Path) -> ProjectSection | None:
@@ -210,8 +328,6 @@ def _project_name(text: str) -> str:
     >>> _project_name("shop.v2"), _project_name("2024 shop"), _project_name("")
     ('shop_v2', '_2024_shop', 'project')
     """
-    import re
-
     name = re.sub(r"[^A-Za-z0-9_\-]", "_", text.strip())
     if not name:
         return "project"

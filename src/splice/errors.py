@@ -8,7 +8,10 @@ The tree::
     ├── WarehouseError             the warehouse cannot be reached or is locked by another process
     ├── SelectorError              a selector matched nothing or is malformed (names the closest ids)
     ├── NodeNotFoundError          a node or column named on the command line does not exist
-    └── StateError                 Splice's own state is newer than this Splice, or corrupt
+    ├── StateError                 Splice's own state is newer than this Splice, or corrupt
+    └── RepairError                a repair cannot be proposed, captured, applied or undone as asked
+        └── ApprovalError          the approval rules refuse a decision (not an owner, self-approval,
+                                   not pending, expired, an org-wide stop)
 
 The CLI has one error boundary: a ``SpliceError`` becomes a red one-line message (plus the fix)
 and exit status 2; the traceback is shown only with ``--debug``.
@@ -66,3 +69,11 @@ class NodeNotFoundError(SpliceError):
 
 class StateError(SpliceError):
     """Splice's state store cannot be used."""
+
+
+class RepairError(SpliceError):
+    """A repair cannot be proposed, captured, applied or undone as asked."""
+
+
+class ApprovalError(RepairError):
+    """The approval rules refuse a decision; the message names why and who could decide."""

@@ -36,7 +36,14 @@ def connect(ws: Any, what: str, *, read_only: bool = False) -> Iterator[Any]:
     from splice.providers.dbt import locked_error
 
     try:
-        con = duckdb.connect(str(path), read_only=read_only)
+        try:
+            con = duckdb.connect(str(path), read_only=read_only)
+        except duckdb.ConnectionException as e:
+            # this process already holds the file read-write (a tool's connection): reading
+            # through a connection of the same configuration is what DuckDB allows
+            if not (read_only and "different configuration" in str(e)):
+                raise
+            con = duckdb.connect(str(path))
     except duckdb.Error as e:
         err = locked_error(e, f"{what}: warehouse {path}")
         if err is not None:

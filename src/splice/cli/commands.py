@@ -135,15 +135,20 @@ def demo_cmd(
 
     if incident == "stale-rates":
         from splice.api import story_tour
-        from splice.demo.story import tell_stale_rates
+        from splice.demo.story import tell_repair, tell_stale_rates
 
         if as_json:
-            emit_json(tell_stale_rates(directory, force=force).as_dict())
+            told = tell_stale_rates(directory, force=force)
+            fixed = tell_repair(told.build.workspace, told.incidents[0].incident_id)
+            emit_json({**told.as_dict(), "repair": fixed.as_dict()})
             return
         with console().status("Building the demo workspace...") as status:
             story = tell_stale_rates(directory, force=force, progress=status.update)
+            fixed = tell_repair(
+                story.build.workspace, story.incidents[0].incident_id, progress=status.update
+            )
         console().print(demo_tour(story.build))
-        console().print(story_tour(story))
+        console().print(story_tour(story, fixed))
         return
     if as_json:
         res = build_demo(directory, incident=incident, force=force)

@@ -100,7 +100,15 @@ def open_workspace(ctx: click.Context) -> Any:
     return Workspace.open(ctx.obj["workspace"], target=ctx.obj["target"])
 
 
-COMMAND_MODULES = ("commands", "plan_cmds", "run_cmds", "watch_cmds", "incident_cmds")
+COMMAND_MODULES = (
+    "commands",
+    "plan_cmds",
+    "run_cmds",
+    "watch_cmds",
+    "incident_cmds",
+    "repair_flow_cmds",
+    "repair_cmds",
+)
 
 
 def register_commands() -> None:

@@ -5,7 +5,10 @@
 3. Monday 2026-09-28: the vendor freezes (re-serves Friday's rates for Monday and Tuesday);
    production runs on: the ingestion jobs load 2026-09-28..30, ``splice run`` builds SQLMesh's
    missing intervals and the dbt models downstream; every audit and test passes;
-4. ``splice watch``: one incident on Monday's data, diagnosed.
+4. ``splice watch``: one incident on Monday's data, diagnosed;
+5. (:func:`tell_repair`) the vendor is fixed; the agent proposes the repair (undo captured
+   first), maria (an owner of the pricing domain) approves it, it applies as one journaled
+   run, the verification passes, and the receipt is written.
 """
 
 from __future__ import annotations
@@ -120,3 +123,38 @@ def _record_clock(workspace: Path, rates: Any) -> None:
     stale.update({d.isoformat(): a.isoformat() for d, a in sorted(rates.stale_days.items())})
     record["stale_rate_days"] = stale
     path.write_text(json.dumps(record, indent=2) + "\n")
+
+
+#: Who plays which part in the demo's repair (the demo's splice.toml names them as owners).
+DEMO_AGENT = "splice-agent"
+DEMO_OWNER = "maria"
+
+
+@dataclass
+class RepairStory:
+    proposal: Any
+    applied: Any
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"proposal": self.proposal.as_dict(), "applied": self.applied.as_dict()}
+
+
+def tell_repair(
+    workspace: Path, incident_id: str, *, progress: Callable[[str], None] | None = None
+) -> RepairStory:
+    """The vendor is fixed; propose, approve (a demo owner), apply, verify, receipt."""
+    from splice.demo.vendor import set_incident
+    from splice.repair import approvals
+    from splice.repair.flow import apply, propose
+    from splice.workspace import Workspace
+
+    say = progress or (lambda _m: None)
+    set_incident(workspace, None)
+    say("The vendor fixes its feed; the agent proposes the repair")
+    with Workspace.open(workspace) as ws:
+        p = propose(ws, incident_id, actor=DEMO_AGENT, progress=say)
+        say(f"{DEMO_OWNER} (owner of domain {p.domain}) approves {p.proposal_id}")
+        approvals.approve(ws, p.proposal_id, actor=DEMO_OWNER, comment="vendor confirmed the fix")
+        say(f"Applying {p.proposal_id}: reload, restatement, dbt rebuild")
+        applied = apply(ws, p.proposal_id, actor=DEMO_OWNER, progress=say)
+    return RepairStory(p, applied)

@@ -96,7 +96,7 @@ def _add_to_audits(model_sql: str, call: str) -> str | None:
         if end is None:
             return None
         head = model_sql[: end.start()].rstrip()
-        return f"{head},\n  audits (\n    {call}\n  )\n{model_sql[end.start():]}"
+        return f"{head},\n  audits (\n    {call}\n  )\n{model_sql[end.start() :]}"
     depth, i = 1, m.end()
     while i < len(model_sql) and depth:
         depth += {"(": 1, ")": -1}.get(model_sql[i], 0)
@@ -105,7 +105,7 @@ def _add_to_audits(model_sql: str, call: str) -> str | None:
     body = model_sql[m.end() : close].rstrip()
     indent = re.search(r"\n([ \t]*)\S", model_sql[m.end() : close])
     pad = indent.group(1) if indent else "    "
-    outer = re.search(r"\n([ \t]*)$", model_sql[: close])
+    outer = re.search(r"\n([ \t]*)$", model_sql[:close])
     tail = "\n" + (outer.group(1) if outer else "  ")
     return f"{model_sql[: m.end()]}{body},\n{pad}{call}{tail}{model_sql[close:]}"
 

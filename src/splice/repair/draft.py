@@ -22,13 +22,9 @@ from typing import Any
 
 from sqlglot import exp
 
-from splice.errors import SpliceError
+from splice.errors import RepairError
 from splice.graph.model import Graph
 from splice.graph.relations import parse_relation
-
-
-class RepairError(SpliceError):
-    """A repair cannot be proposed, approved or applied as asked."""
 
 
 @dataclass
@@ -161,7 +157,9 @@ def _restate_step(
     return step, cmd, touches, {"intervals": intervals}
 
 
-def _dbt_steps(ws: Any, graph: Graph, ids: list[str]) -> tuple[list[dict[str, Any]], list[str], list[Touch]]:
+def _dbt_steps(
+    ws: Any, graph: Graph, ids: list[str]
+) -> tuple[list[dict[str, Any]], list[str], list[Touch]]:
     steps, cmds, touches = [], [], []
     by_project: dict[str, list[str]] = {}
     for n in ids:
@@ -188,9 +186,7 @@ def _dbt_steps(ws: Any, graph: Graph, ids: list[str]) -> tuple[list[dict[str, An
     return steps, cmds, touches
 
 
-def draft_repair(
-    ws: Any, incident: Any, *, execution_time: datetime | None = None
-) -> Draft:
+def draft_repair(ws: Any, incident: Any, *, execution_time: datetime | None = None) -> Draft:
     """The narrowest repair the incident's evidence supports (see the module docstring)."""
     d = incident.diagnosis or {}
     scope = d.get("scope") or {}

@@ -42,12 +42,18 @@ def build_receipt(
         "change_class": proposal.get("change_class"),
         "domain": proposal.get("domain"),
         "requested_by": proposal.get("created_by"),
-        "approved_by": [{"by": a.get("actor"), "at": a.get("at"), "comment": a.get("comment")}
-                        for a in approvals],  # fmt: skip
+        "approved_by": [
+            {"by": a.get("actor"), "at": a.get("at"), "comment": a.get("comment")}
+            for a in approvals
+        ],  # fmt: skip
         "decisions": decisions,
         "steps": [
-            {"kind": s.get("kind"), "project": s.get("project"), "nodes": s.get("nodes"),
-             "command": s.get("command")}
+            {
+                "kind": s.get("kind"),
+                "project": s.get("project"),
+                "nodes": s.get("nodes"),
+                "command": s.get("command"),
+            }
             for s in proposal.get("steps") or []
         ],  # fmt: skip
         "runs": runs,

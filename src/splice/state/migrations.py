@@ -220,4 +220,45 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE INDEX IF NOT EXISTS watch_anomalies_by_incident ON watch_anomalies (incident_id)
         """,
     ),
+    (
+        # Repair behind approvals (splice.repair): proposals as JSON with their status, every
+        # decision on them, the org-wide stop, and the hash-chained audit log.
+        6,
+        """
+        CREATE TABLE IF NOT EXISTS repair_proposals (
+            proposal_id TEXT PRIMARY KEY,
+            incident_id TEXT,
+            target TEXT NOT NULL,
+            domain TEXT NOT NULL,
+            status TEXT NOT NULL,
+            payload TEXT NOT NULL,
+            created_by TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            expires_at REAL NOT NULL,
+            updated_at REAL NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS repair_proposals_by_status
+            ON repair_proposals (target, status);
+        CREATE TABLE IF NOT EXISTS repair_decisions (
+            proposal_id TEXT NOT NULL REFERENCES repair_proposals (proposal_id),
+            decision TEXT NOT NULL,
+            actor TEXT NOT NULL,
+            comment TEXT,
+            at REAL NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS repair_decisions_by_proposal
+            ON repair_decisions (proposal_id, at);
+        CREATE TABLE IF NOT EXISTS repair_policy (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE IF NOT EXISTS repair_audit_log (
+            seq INTEGER PRIMARY KEY,
+            at REAL NOT NULL,
+            kind TEXT NOT NULL,
+            actor TEXT NOT NULL,
+            proposal_id TEXT,
+            payload TEXT NOT NULL,
+            prev_hash TEXT NOT NULL,
+            hash TEXT NOT NULL
+        )
+        """,
+    ),
 ]

@@ -158,11 +158,8 @@ def _path(
         origin_keys = [current] + [
             f"{origin}.{c}" for c in origin_cols if f"{origin}.{c}" != current
         ]
-        if start_node != origin:
-            # the start's walk reaches the origin's columns through their hops
-            feed = [h for k in origin_keys for h in by_via.get(k, [])]
-        else:
-            feed = []
+        # the start's walk reaches the origin's columns through their hops
+        feed = [h for k in origin_keys for h in by_via.get(k, [])] if start_node != origin else []
         if not feed:
             for k in origin_keys:
                 sub = column_lineage(ws, k, direction="upstream", depth=1)

@@ -1,0 +1,197 @@
+"""``splice proposals``, ``approve``, ``reject``, ``stop``, ``resume``, ``undo``, ``audit-log``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from splice.cli.main import cli, emit_json, open_workspace
+
+
+def _say(msg: str) -> None:
+    click.echo(msg, err=True)
+
+
+def _line(p: Any, asked: list[str]) -> str:
+    from rich.markup import escape
+
+    colour = {"pending": "yellow", "approved": "cyan", "applied": "green", "failed": "red",
+              "undone": "magenta"}.get(p.status, "dim")  # fmt: skip
+    waiting = f"; asked: {', '.join(asked)}" if p.status == "pending" and asked else ""
+    return (f"[bold]{p.proposal_id}[/] [{colour}]{p.status}[/] {escape(p.title)}  "
+            f"[dim]{p.incident_id}, domain {p.domain}, by {escape(p.created_by)}{waiting}[/]")  # fmt: skip
+
+
+@cli.command("proposals")
+@click.option("--all", "show_all", is_flag=True, help="Also list rejected, expired and undone.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def proposals_cmd(ctx: click.Context, show_all: bool, as_json: bool) -> None:
+    """List the target's repair proposals, newest first (expiry and escalation applied)."""
+    from splice.api import list_proposals
+    from splice.cli.render import console
+
+    with open_workspace(ctx) as ws:
+        found = list_proposals(ws, include_closed=show_all)
+    if as_json:
+        emit_json([{**p.as_dict(), "asked": asked} for p, asked in found])
+        return
+    c = console()
+    if not found:
+        c.print("[green]No proposals.[/] (splice propose INCIDENT_ID --as NAME drafts one)")
+        return
+    for p, asked in found:
+        c.print(_line(p, asked), soft_wrap=True)
+    c.print("[dim]splice approve ID --as NAME approves one; splice receipt ID shows a done one.[/]")
+
+
+@cli.command("approve")
+@click.argument("proposal_id")
+@click.option("--as", "actor", required=True, metavar="NAME", help="The owner who approves.")
+@click.option("--comment", default=None, help="Why (goes into the audit log).")
+@click.option("--json", "as_json", is_flag=True, help="Print the proposal as JSON.")
+@click.pass_context
+def approve_cmd(
+    ctx: click.Context, proposal_id: str, actor: str, comment: str | None, as_json: bool
+) -> None:
+    """Approve PROPOSAL_ID as a named owner of its domain (never the one who asked for it)."""
+    from splice.api import approve
+
+    with open_workspace(ctx) as ws:
+        p = approve(ws, proposal_id, actor=actor, comment=comment)
+    if as_json:
+        emit_json(p.as_dict())
+        return
+    click.echo(
+        f"{p.proposal_id} approved by {actor.strip()}. Run it: splice apply {p.proposal_id} --as {actor.strip()}"
+    )
+
+
+@cli.command("reject")
+@click.argument("proposal_id")
+@click.option("--as", "actor", required=True, metavar="NAME", help="An owner, or the proposer.")
+@click.option("--reason", required=True, help="Why (goes into the audit log).")
+@click.option("--json", "as_json", is_flag=True, help="Print the proposal as JSON.")
+@click.pass_context
+def reject_cmd(
+    ctx: click.Context, proposal_id: str, actor: str, reason: str, as_json: bool
+) -> None:
+    """Reject PROPOSAL_ID (an owner), or withdraw it (its proposer)."""
+    from splice.api import reject
+
+    with open_workspace(ctx) as ws:
+        p = reject(ws, proposal_id, actor=actor, reason=reason)
+    if as_json:
+        emit_json(p.as_dict())
+        return
+    click.echo(f"{p.proposal_id} rejected by {actor.strip()}.")
+
+
+@cli.command("stop")
+@click.option("--as", "actor", required=True, metavar="NAME", help="Who pulls the brake.")
+@click.option("--reason", required=True, help="Why (goes into the audit log).")
+@click.pass_context
+def stop_cmd(ctx: click.Context, actor: str, reason: str) -> None:
+    """Halt every approval and apply org-wide, autonomous or not, until splice resume."""
+    from splice.repair.autonomy import stop
+
+    with open_workspace(ctx) as ws:
+        s, already = stop(ws.state, actor=actor, reason=reason)
+    if already:
+        click.echo(f"An org-wide stop is already active ({s.who}: {s.reason!r}); nothing changed.")
+    else:
+        click.echo(
+            f"Stopped org-wide by {s.who}: {s.reason}. A domain owner lifts it: splice resume --as NAME"
+        )
+
+
+@cli.command("resume")
+@click.option("--as", "actor", required=True, metavar="NAME", help="A domain owner.")
+@click.pass_context
+def resume_cmd(ctx: click.Context, actor: str) -> None:
+    """Lift the org-wide stop (a domain owner)."""
+    from splice.repair.autonomy import resume
+
+    with open_workspace(ctx) as ws:
+        s = resume(ws.state, ws.config, actor=actor)
+    click.echo(f"Resumed by {actor.strip()}; the stop by {s.who} ({s.reason!r}) is lifted.")
+
+
+@cli.command("undo")
+@click.argument("proposal_id")
+@click.option("--as", "actor", required=True, metavar="NAME", help="Who asks for the undo.")
+@click.option("--json", "as_json", is_flag=True, help="Print the proposal as JSON.")
+@click.pass_context
+def undo_cmd(ctx: click.Context, proposal_id: str, actor: str, as_json: bool) -> None:
+    """Put back exactly what PROPOSAL_ID's repair rewrote (checksums checked); reopen its incident."""
+    from splice.api import undo
+
+    with open_workspace(ctx) as ws:
+        _say(f"Restoring the undo of {proposal_id} in one warehouse transaction")
+        p = undo(ws, proposal_id, actor=actor)
+    if as_json:
+        emit_json(p.as_dict())
+        return
+    rows = sum(u.rows for u in p.undo)
+    click.echo(f"{p.proposal_id} undone: {len(p.undo)} relation(s), {rows:,} rows restored, "
+               f"checksums equal. Incident {p.incident_id} is open again.")  # fmt: skip
+
+
+@cli.group("audit-log")
+def audit_group() -> None:
+    """The append-only, hash-chained log of every repair decision and receipt."""
+
+
+@audit_group.command("verify")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.pass_context
+def audit_verify_cmd(ctx: click.Context, as_json: bool) -> None:
+    """Check no entry was edited, deleted or moved; exit 1 when one was."""
+    from splice.repair.auditlog import verify
+
+    with open_workspace(ctx) as ws:
+        r = verify(ws.state)
+    if as_json:
+        emit_json(r.as_dict())
+    elif r.intact:
+        head = f"; head {r.head_seq} {r.head_hash}" if r.head_hash else ""
+        click.echo(f"Audit log intact: {r.entries} entries{head}")
+    else:
+        click.secho(
+            f"Audit log TAMPERED at entry {r.seq} ({r.problem}): {r.detail}", fg="red", err=True
+        )
+    if not r.intact:
+        ctx.exit(1)
+
+
+@audit_group.command("show")
+@click.argument("proposal_id", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def audit_show_cmd(ctx: click.Context, proposal_id: str | None, as_json: bool) -> None:
+    """Every entry of the log (of PROPOSAL_ID only, when given), oldest first."""
+    import time
+
+    from rich.markup import escape
+
+    from splice.cli.render import console
+    from splice.repair.auditlog import entries
+
+    with open_workspace(ctx) as ws:
+        found = entries(ws.state, proposal_id.upper() if proposal_id else None)
+    if as_json:
+        emit_json([e.as_dict() for e in found])
+        return
+    c = console()
+    if not found:
+        c.print("The audit log is empty." if not proposal_id else f"No entries for {proposal_id}.")
+        return
+    for e in found:
+        at = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(e.at))
+        payload = e.as_dict()["payload"]
+        comment = payload.get("comment") if isinstance(payload, dict) else None
+        c.print(f"{e.seq:>4} {at} [bold]{e.kind}[/] {escape(e.actor)}"
+                + (f" {e.proposal_id}" if e.proposal_id else "")
+                + (f" [dim]{escape(str(comment))}[/]" if comment else "")
+                + f" [dim]{e.hash[:12]}[/]", soft_wrap=True)  # fmt: skip

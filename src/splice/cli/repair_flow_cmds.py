@@ -1,0 +1,82 @@
+"""``splice propose``, ``splice apply`` and ``splice receipt``: from an incident to its receipt."""
+
+from __future__ import annotations
+
+import click
+
+from splice.cli.main import cli, emit_json, open_workspace
+
+
+def _print_lines(lines: list[str]) -> None:
+    from rich.markup import escape
+
+    from splice.cli.render import console
+
+    c = console()
+    for n, line in enumerate(lines):
+        c.print(f"[bold]{escape(line)}[/]" if n == 0 else escape(line), soft_wrap=True)
+
+
+@cli.command("propose")
+@click.argument("incident_id")
+@click.option("--as", "actor", required=True, metavar="NAME", help="Who asks for the repair.")
+@click.option("--json", "as_json", is_flag=True, help="Print the proposal as JSON.")
+@click.pass_context
+def propose_cmd(ctx: click.Context, incident_id: str, actor: str, as_json: bool) -> None:
+    """Propose the narrowest repair of INCIDENT_ID, capture its undo, and request approval."""
+    from splice.api import propose
+    from splice.repair.render import proposal_lines
+
+    def say(msg: str) -> None:
+        click.echo(msg, err=True)
+
+    with open_workspace(ctx) as ws:
+        p = propose(ws, incident_id, actor=actor, progress=say)
+    if as_json:
+        emit_json(p.as_dict())
+        return
+    _print_lines(proposal_lines(p))
+    click.echo(
+        f"\nAn owner of domain {p.domain} approves it: splice approve {p.proposal_id} --as NAME"
+    )
+
+
+@cli.command("apply")
+@click.argument("proposal_id")
+@click.option("--as", "actor", required=True, metavar="NAME", help="Who runs it.")
+@click.option("--json", "as_json", is_flag=True, help="Print the run, verification and receipt.")
+@click.pass_context
+def apply_cmd(ctx: click.Context, proposal_id: str, actor: str, as_json: bool) -> None:
+    """Run an approved proposal as one journaled run, verify it, and write its receipt."""
+    from splice.api import apply
+    from splice.repair.receipt import receipt_markdown
+
+    def say(msg: str) -> None:
+        click.echo(msg, err=True)
+
+    with open_workspace(ctx) as ws:
+        res = apply(ws, proposal_id, actor=actor, progress=say)
+    if as_json:
+        emit_json(res.as_dict())
+    else:
+        click.echo(receipt_markdown(res.receipt))
+    if not res.run.ok or (res.verification is not None and not res.verification.passed):
+        ctx.exit(1)
+
+
+@cli.command("receipt")
+@click.argument("proposal_id")
+@click.option("--json", "as_json", is_flag=True, help="Print the receipt as JSON.")
+@click.option("--markdown", "as_markdown", is_flag=True, help="Print the receipt as Markdown.")
+@click.pass_context
+def receipt_cmd(ctx: click.Context, proposal_id: str, as_json: bool, as_markdown: bool) -> None:
+    """The receipt of PROPOSAL_ID: cause, scope, approver, runs, verification, undo."""
+    from splice.api import receipt
+    from splice.repair.receipt import receipt_markdown
+
+    with open_workspace(ctx) as ws:
+        r = receipt(ws, proposal_id)
+    if as_json:
+        emit_json(r)
+        return
+    click.echo(receipt_markdown(r))

@@ -1,0 +1,212 @@
+"""The rules of approval: who may approve or reject a proposal, escalation and expiry.
+
+- Only a **named owner** of the proposal's domain (``[[domains]].owners``) may approve.
+- The identity that **created or requested** a proposal never approves it: no agent promotes
+  its own work, and no person approves what they asked for.
+- Only a ``pending`` proposal is approved: its undo was captured and tested to restore.
+- A request unanswered for ``[policy].escalate_after`` (default: the expiry divided by the
+  number of owners) **escalates**: the next owner in the domain's order is asked as well.
+  Past ``[policy].approval_expiry`` (default 4 hours) it **expires**; nothing is ever granted
+  by waiting.  Expiry and escalation are applied whenever a proposal is read
+  (:func:`refresh`), so they hold without a daemon.
+- While an **org-wide stop** is active (``splice stop``) nothing is approved or applied, by
+  Splice or by anyone, until a domain owner runs ``splice resume``.
+- The proposer may withdraw (reject) their own proposal; otherwise only an owner rejects.
+
+Every decision is one state transaction with its decision row and its audit-log entry
+(:mod:`splice.repair.store`).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from splice.errors import ApprovalError
+from splice.repair import store
+from splice.repair.autonomy import AUTONOMY_ACTOR, active_stop
+from splice.repair.model import OPEN, Proposal
+
+#: The actor Splice records its own bookkeeping under (escalation, expiry).
+SYSTEM_ACTOR = "splice"
+RESERVED = frozenset({AUTONOMY_ACTOR, SYSTEM_ACTOR})
+
+
+def _hours(seconds: float) -> str:
+    """
+    >>> _hours(14400), _hours(5400), _hours(90)
+    ('4h', '1h30m', '1m')
+    """
+    m = int(seconds // 60)
+    h, m = divmod(m, 60)
+    return (f"{h}h" if h else "") + (f"{m}m" if m or not h else "")
+
+
+def _domain(ws: Any, p: Proposal) -> Any:
+    from splice.repair.domains import domain_named
+
+    dom = domain_named(ws.config, p.domain)
+    if dom is None:
+        raise ApprovalError(
+            f"proposal {p.proposal_id} belongs to domain {p.domain!r}, which splice.toml no "
+            "longer declares, so nobody can approve it.",
+            fix=f"declare [[domains]] {p.domain!r} with its owners again, or propose anew",
+        )
+    return dom
+
+
+def _person(actor: str, what: str) -> str:
+    name = actor.strip()
+    if not name:
+        raise ApprovalError(f"{what} needs the name of who decides.", fix="pass --as NAME")
+    if name.casefold() in RESERVED:
+        raise ApprovalError(
+            f"{name!r} is the name Splice records its own decisions under; a person decides "
+            "under their own name.",
+            fix="pass --as YOUR_NAME",
+        )
+    return name
+
+
+def asked(ws: Any, p: Proposal) -> list[str]:
+    """The owners asked so far: the first, plus one per escalation."""
+    owners = list(_domain(ws, p).owners)
+    n = 1 + sum(1 for d in store.decisions(ws.state, p.proposal_id) if d.decision == "escalate")
+    return owners[: min(len(owners), n)]
+
+
+def refresh(ws: Any, p: Proposal, *, now: float | None = None) -> Proposal:
+    """Apply expiry and escalation to an open proposal as of ``now``; returns it as stored."""
+    if p.status not in OPEN:
+        return p
+    now = time.time() if now is None else now
+    policy = ws.config.policy
+    if now >= p.expires_at:
+        waited = _hours(now - (p.requested_at or p.created_at))
+        return store.transition(
+            ws.state, p.proposal_id, "expired", actor=SYSTEM_ACTOR, now=now,
+            comment=f"unanswered for {waited}; expired at the {policy.approval_expiry} limit "
+            "(never granted by waiting)",
+        )  # fmt: skip
+    if p.status != "pending" or p.requested_at is None:
+        return p
+    from splice.repair.domains import domain_named
+
+    dom = domain_named(ws.config, p.domain)
+    if dom is None:
+        return p
+    owners = list(dom.owners)
+    step = policy.escalate_seconds(len(owners))
+    due = min(len(owners), 1 + int((now - p.requested_at) // step))
+    have = len(asked(ws, p))
+    if due > have:
+        with ws.state.transaction() as conn:
+            for i in range(have, due):
+                at = p.requested_at + i * step
+                store.note(
+                    conn, p, "escalate", actor=SYSTEM_ACTOR, at=at,
+                    comment=f"unanswered for {_hours(at - p.requested_at)}: {owners[i]} is "
+                    f"asked as well (after {', '.join(owners[:i])})",
+                    payload={"owner": owners[i], "asked": owners[: i + 1]},
+                )  # fmt: skip
+    return store.load(ws.state, p.proposal_id)
+
+
+def refresh_all(ws: Any, *, now: float | None = None) -> None:
+    """Apply expiry and escalation to every open proposal of the workspace's target."""
+    for p in store.list_proposals(ws.state, target=ws.target, statuses=set(OPEN)):
+        refresh(ws, p, now=now)
+
+
+def _refuse_during_stop(ws: Any, what: str) -> None:
+    s = active_stop(ws.state)
+    if s is not None:
+        raise ApprovalError(
+            f"an org-wide stop is active since {time.strftime('%Y-%m-%d %H:%M', time.localtime(s.since))} "
+            f"({s.who}: {s.reason!r}); nothing is {what} until it is lifted.",
+            fix="a domain owner runs splice resume --as NAME",
+        )
+
+
+def _requesters(ws: Any, p: Proposal) -> set[str]:
+    names = {p.created_by.casefold()}
+    names |= {d.actor.casefold() for d in store.decisions(ws.state, p.proposal_id)
+              if d.decision == "request"}  # fmt: skip
+    return names
+
+
+def approve(
+    ws: Any, proposal_id: str, *, actor: str, comment: str | None = None, now: float | None = None
+) -> Proposal:
+    """``splice approve``: a named owner, not the requester, approves a pending proposal."""
+    name = _person(actor, "an approval")
+    p = refresh(ws, store.load(ws.state, proposal_id), now=now)
+    dom = _domain(ws, p)
+
+    def check(cur: Proposal) -> None:
+        _refuse_during_stop(ws, "approved")
+        if name.casefold() in _requesters(ws, cur):
+            raise ApprovalError(
+                f"{name} created or requested {cur.proposal_id}, so {name} cannot approve it "
+                "(no one approves their own work).",
+                fix=f"another owner of {dom.name} ({', '.join(o for o in dom.owners if o.casefold() != name.casefold())}) approves it",
+            )
+        if name.casefold() not in {o.casefold() for o in dom.owners}:
+            raise ApprovalError(
+                f"{name} is not an owner of domain {dom.name}; its owners are "
+                f"{', '.join(dom.owners)}.",
+                fix=f"one of them runs splice approve {cur.proposal_id} --as NAME "
+                "(or add the owner to [[domains]] in splice.toml)",
+            )
+        if cur.status == "expired":
+            raise ApprovalError(
+                f"proposal {cur.proposal_id} expired unanswered; it can no longer be approved.",
+                fix=f"propose again: splice propose {cur.incident_id} --as NAME",
+            )
+        if cur.status == "draft":
+            raise ApprovalError(
+                f"proposal {cur.proposal_id} has no tested undo yet, so it cannot be approved.",
+                fix=f"propose again: splice propose {cur.incident_id} --as NAME",
+            )
+        if cur.status != "pending":
+            raise ApprovalError(
+                f"proposal {cur.proposal_id} is {cur.status}; only a pending proposal is approved.",
+                fix="splice proposals shows every proposal's status",
+            )
+
+    return store.transition(ws.state, p.proposal_id, "approved", actor=name, now=now,
+                            comment=comment, check=check)  # fmt: skip
+
+
+def reject(
+    ws: Any, proposal_id: str, *, actor: str, reason: str, now: float | None = None
+) -> Proposal:
+    """``splice reject``: an owner rejects, or the proposer withdraws, an open proposal."""
+    name = _person(actor, "a rejection")
+    if not reason.strip():
+        raise ApprovalError("a rejection needs a reason.", fix="pass --reason TEXT")
+    p = refresh(ws, store.load(ws.state, proposal_id), now=now)
+    dom = _domain(ws, p)
+
+    def check(cur: Proposal) -> None:
+        allowed = {o.casefold() for o in dom.owners} | {cur.created_by.casefold()}
+        if name.casefold() not in allowed:
+            raise ApprovalError(
+                f"{name} may not reject {cur.proposal_id}: only an owner of {dom.name} "
+                f"({', '.join(dom.owners)}) or its proposer ({cur.created_by}) may.",
+                fix=f"one of them runs splice reject {cur.proposal_id} --as NAME --reason ...",
+            )
+        if cur.status not in OPEN:
+            raise ApprovalError(
+                f"proposal {cur.proposal_id} is {cur.status}; only a draft or pending proposal "
+                "is rejected.",
+                fix=f"splice undo {cur.proposal_id} --as NAME reverts an applied repair",
+            )
+
+    return store.transition(ws.state, p.proposal_id, "rejected", actor=name, now=now,
+                            comment=reason.strip(), check=check)  # fmt: skip
+
+
+def check_may_apply(ws: Any) -> None:
+    """Nothing is applied during an org-wide stop."""
+    _refuse_during_stop(ws, "applied")

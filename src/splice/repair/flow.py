@@ -1,0 +1,289 @@
+"""Propose and apply: an incident becomes one scoped proposal; an approved proposal runs.
+
+:func:`propose` drafts the narrowest repair (:mod:`splice.repair.draft`), stores it as a draft,
+copies aside every row the repair will rewrite (:mod:`splice.repair.undo`), checks that copy
+restores, and only then asks for approval (status ``pending``).
+
+:func:`apply` runs an approved proposal (or, at L3/L4, one Splice may approve itself) as one
+journaled run through the runner (:mod:`splice.repair.apply_plan`), then verifies it
+(:mod:`splice.repair.verify`): the incident is resolved only when its metrics are back within
+their baseline and nothing outside the scope moved.  The receipt goes into the audit log.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from splice.errors import ApprovalError, RepairError
+from splice.repair import auditlog, store
+from splice.repair.model import Proposal, Step
+
+Progress = Callable[[str], None]
+#: Proposal statuses in which an incident already has its repair under way.
+ACTIVE = ("draft", "pending", "approved", "applying")
+
+
+@dataclass
+class Applied:
+    proposal: Proposal
+    run: Any  # RunReport
+    verification: Any  # Verification | None
+    receipt: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "proposal": self.proposal.as_dict(),
+            "run": self.run.to_dict() if self.run is not None else None,
+            "verification": self.verification.as_dict() if self.verification else None,
+            "receipt": self.receipt,
+        }
+
+
+def _domain(ws: Any, node_id: str) -> Any:
+    from splice.repair.domains import domain_for
+
+    return domain_for(ws.graph(), ws.config, node_id)
+
+
+def propose(
+    ws: Any,
+    incident_id: str,
+    *,
+    actor: str,
+    execution_time: datetime | None = None,
+    now: float | None = None,
+    progress: Progress | None = None,
+) -> Proposal:
+    """Draft, store, capture the undo, verify it restores, and request approval."""
+    from splice.config import parse_duration
+    from splice.repair import undo
+    from splice.repair.draft import draft_repair
+    from splice.watch.incidents import get_incident
+
+    say = progress or (lambda _m: None)
+    actor = actor.strip()
+    if not actor:
+        raise ApprovalError("a proposal needs the name of who asks for it.",
+                            fix="pass --as NAME")  # fmt: skip
+    state = ws.state
+    inc = get_incident(state.conn, incident_id)
+    for p in store.list_proposals(state, target=ws.target, statuses=set(ACTIVE)):
+        if p.incident_id == inc.incident_id:
+            raise RepairError(
+                f"incident {inc.incident_id} already has proposal {p.proposal_id} ({p.status}).",
+                fix=f"splice proposals shows it; splice reject {p.proposal_id} --as NAME "
+                "--reason ... to propose again",
+            )
+    say(f"Drafting the narrowest repair of {inc.incident_id}")
+    draft = draft_repair(ws, inc, execution_time=execution_time)
+    dom = _domain(ws, draft.origin)
+    if dom is None:
+        raise RepairError(
+            f"no [[domains]] entry covers {draft.origin}, so nobody could approve a repair of it.",
+            fix=f"add a [[domains]] whose nodes select {draft.origin}, with named owners",
+        )
+    now = time.time() if now is None else now
+    expiry = parse_duration(ws.config.policy.approval_expiry)
+    proposal = Proposal(
+        proposal_id=store.new_proposal_id(state),
+        incident_id=inc.incident_id,
+        target=ws.target,
+        domain=dom.name,
+        change_class=draft.change_class,  # type: ignore[arg-type]
+        title=draft.title,
+        cause=draft.cause,
+        scope_start=draft.scope_start,
+        scope_end=draft.scope_end,
+        steps=[
+            Step(
+                s["kind"],
+                s["project"],
+                list(s["nodes"]),
+                s["start"],
+                s["end"],
+                list(s["command"]),
+                dict(s["detail"]),
+            )
+            for s in draft.steps
+        ],  # fmt: skip
+        commands=draft.commands,
+        cost={
+            **draft.cost,
+            "environments": draft.environments,
+            "audit": (
+                {
+                    "name": draft.audit.name,
+                    "project": draft.audit.project,
+                    "path": draft.audit.audit_path,
+                    "model": draft.audit.model_path,
+                    "why": draft.audit.why,
+                }
+                if draft.audit
+                else None
+            ),
+        },  # fmt: skip
+        audit_diff=draft.audit.diff if draft.audit else None,
+        created_by=actor,
+        created_at=now,
+        expires_at=now + expiry,
+    )
+    store.save(state, proposal, now=now)
+    say(
+        f"Copying aside the {draft.cost.get('rows_scoped', 0):,} rows the repair will rewrite (undo)"
+    )
+    targets = [(t.node_id, t.relation, t.time_column, t.start, t.end) for t in draft.touches]
+    entries = undo.capture(ws, proposal.proposal_id, targets)
+    undo.verify_restorable(ws, entries)
+
+    def with_undo(p: Proposal) -> None:
+        p.undo = entries
+        p.requested_at = now
+
+    return store.transition(
+        state, proposal.proposal_id, "pending", actor=actor, now=now, update=with_undo,
+        comment="undo captured and verified restorable; approval requested",
+        payload={"undo": [{"relation": e.relation, "rows": e.rows, "checksum": e.checksum}
+                          for e in entries]},
+    )  # fmt: skip
+
+
+def apply(
+    ws: Any,
+    proposal_id: str,
+    *,
+    actor: str,
+    execution_time: datetime | str | None = None,
+    progress: Progress | None = None,
+    run_progress: Any = None,
+    now: float | None = None,
+) -> Applied:
+    """Run an approved proposal as one journaled run, then verify it and write the receipt."""
+    from splice import api
+    from splice.repair import undo
+    from splice.repair.apply_plan import repair_plan
+    from splice.repair.approvals import check_may_apply, refresh
+    from splice.repair.verify import verify
+    from splice.watch.incidents import get_incident
+
+    say = progress or (lambda _m: None)
+    state = ws.state
+    p = refresh(ws, store.load(state, proposal_id), now=now)
+    if p.status in ("applied", "applying"):
+        raise RepairError(f"proposal {p.proposal_id} is already {p.status}; it runs once.",
+                          fix=f"splice receipt {p.proposal_id} shows what it did")  # fmt: skip
+    if p.status != "approved":
+        p = _approve_autonomously(ws, p, now=now)
+    check_may_apply(ws)
+    say("Checking the warehouse still holds what the undo recorded")
+    undo.check_unchanged(ws, p.undo)
+    p = store.transition(state, p.proposal_id, "applying", actor=actor, now=now)
+    plan = repair_plan(ws, p)
+    say(f"Running the repair: {', '.join(s.kind for s in p.steps)}")
+    report = api.run_plan(ws, plan, progress=run_progress, execution_time=execution_time,
+                          command=f"splice apply {p.proposal_id}")  # fmt: skip
+    done = "applied" if report.ok else "failed"
+    p = store.transition(
+        state, p.proposal_id, done, actor=actor,
+        comment=f"run {report.run_id}: {report.status}",
+        payload={"run_id": report.run_id, "status": report.status, "counts": report.counts()},
+    )  # fmt: skip
+    verification = None
+    if not report.ok and p.undo:
+        say("The run failed: putting back what the undo recorded")
+        _restore_after_failure(ws, p, report.run_id)
+        p = store.load(state, p.proposal_id)
+    if report.ok:
+        say("Verifying: the incident's metrics measured afresh")
+        verification = verify(ws, get_incident(state.conn, p.incident_id),
+                              proposal_id=p.proposal_id)  # fmt: skip
+        auditlog.record(state, kind="verify", actor=actor, proposal_id=p.proposal_id,
+                        payload=verification.as_dict())  # fmt: skip
+    result = Applied(p, report, verification)
+    result.receipt = write_receipt(ws, p.proposal_id, actor=actor)
+    return result
+
+
+def _restore_after_failure(ws: Any, p: Proposal, run_id: str) -> None:
+    """A failed repair never leaves half its work behind: the undo is restored at once."""
+    from splice.repair import undo
+    from splice.repair.approvals import SYSTEM_ACTOR
+
+    after = undo.restore(ws, p.undo)
+    store.transition(
+        ws.state, p.proposal_id, "undone", actor=SYSTEM_ACTOR,
+        comment=f"run {run_id} failed; the warehouse was restored from the undo (checksums equal)",
+        payload={"run_id": run_id, "restored": [{"relation": e.relation, "checksum": c}
+                                                for e, c in zip(p.undo, after, strict=True)]},
+    )  # fmt: skip
+
+
+def _approve_autonomously(ws: Any, p: Proposal, *, now: float | None) -> Proposal:
+    """At L3/L4, a proven change class may be approved by Splice itself; otherwise refuse."""
+    from splice.repair.autonomy import (
+        AUTONOMY_ACTOR,
+        active_stop,
+        autonomy_decision,
+        clean_record,
+    )
+    from splice.repair.domains import domain_named
+
+    dom = domain_named(ws.config, p.domain)
+    if p.status != "pending" or dom is None:
+        raise ApprovalError(
+            f"proposal {p.proposal_id} is {p.status}; only an approved proposal is applied.",
+            fix=f"a named owner runs splice approve {p.proposal_id} --as NAME",
+        )
+    ok, why = autonomy_decision(
+        dom, p.change_class, clean_record(ws.state, p.domain, p.change_class),
+        policy=ws.config.policy, stop=active_stop(ws.state),
+    )  # fmt: skip
+    if not ok:
+        owners = ", ".join(dom.owners)
+        raise ApprovalError(
+            f"proposal {p.proposal_id} is not approved, and Splice may not approve it itself: "
+            f"{why}.",
+            fix=f"an owner of {dom.name} ({owners}) runs splice approve {p.proposal_id} --as NAME",
+        )
+    return store.transition(ws.state, p.proposal_id, "approved", actor=AUTONOMY_ACTOR, now=now,
+                            comment=f"approved autonomously: {why}")  # fmt: skip
+
+
+def receipt(ws: Any, proposal_id: str) -> dict[str, Any]:
+    """The receipt of a proposal as data (see :mod:`splice.repair.receipt`)."""
+    from splice.repair.receipt import build_receipt
+    from splice.run.journal import Journal
+    from splice.watch.incidents import get_incident
+
+    state = ws.state
+    p = store.load(state, proposal_id)
+    decisions = [d.as_dict() for d in store.decisions(state, p.proposal_id)]
+    run_ids = []
+    for e in auditlog.entries(state, p.proposal_id):
+        rid = (e.as_dict().get("payload") or {}).get("run_id")
+        if rid and rid not in run_ids:
+            run_ids.append(rid)
+    runs = []
+    with Journal.for_workspace(ws) as j:
+        for rid in run_ids:
+            r = j.run(rid)
+            runs.append({"run_id": rid, "status": r.status, "duration": r.duration})
+    inc = get_incident(state.conn, p.incident_id)
+    verification = None
+    for e in reversed(auditlog.entries(state, p.proposal_id)):
+        payload = e.as_dict().get("payload") or {}
+        if e.kind == "verify":
+            verification = payload
+            break
+    return build_receipt(p.as_dict(), inc.as_dict(with_diagnosis=False), decisions, runs,
+                         verification)  # fmt: skip
+
+
+def write_receipt(ws: Any, proposal_id: str, *, actor: str) -> dict[str, Any]:
+    """Build the receipt and append it to the audit log (hash-chained)."""
+    r = receipt(ws, proposal_id)
+    auditlog.record(ws.state, kind="receipt", actor=actor, proposal_id=r["proposal"], payload=r)
+    return r

@@ -1,0 +1,204 @@
+"""Proposals in Splice's state: save, load, list, and move them between statuses.
+
+Every change is one SQLite transaction (:meth:`StateStore.transaction`, ``BEGIN IMMEDIATE``):
+the proposal row, the decision row and the audit-log entry are written together or not at
+all, and the status is read again inside the transaction, so two people deciding at the same
+moment cannot both win.  A transition :data:`~splice.repair.model.TRANSITIONS` does not allow
+is refused with a :class:`~splice.errors.RepairError`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import time
+from collections.abc import Callable
+from typing import Any
+
+from splice.errors import RepairError
+from splice.repair import auditlog
+from splice.repair.model import TRANSITIONS, Decision, Proposal, can_move
+from splice.state.store import StateStore
+
+#: The decision recorded when a proposal moves to a status.
+DECISION_FOR = {
+    "pending": "request",
+    "approved": "approve",
+    "rejected": "reject",
+    "expired": "expire",
+    "applying": "apply",
+    "applied": "applied",
+    "failed": "failed",
+    "undone": "undo",
+}
+_ID = re.compile(r"^PR-(\d+)$", re.IGNORECASE)
+
+
+def new_proposal_id(state: StateStore) -> str:
+    """The next free id: ``PR-1``, ``PR-2``, ..."""
+    top = 0
+    for (pid,) in state.conn.execute("SELECT proposal_id FROM repair_proposals"):
+        m = _ID.match(pid)
+        if m:
+            top = max(top, int(m.group(1)))
+    return f"PR-{top + 1}"
+
+
+def _row_values(p: Proposal, now: float) -> tuple[Any, ...]:
+    return (p.incident_id, p.target, p.domain, p.status, auditlog.canonical(p.as_dict()),
+            p.created_by, p.created_at, p.expires_at, now)  # fmt: skip
+
+
+def save(state: StateStore, proposal: Proposal, *, now: float | None = None) -> Proposal:
+    """Store a new proposal (as a draft, normally) and log that it was proposed."""
+    now = time.time() if now is None else now
+    with state.transaction() as conn:
+        exists = conn.execute(
+            "SELECT 1 FROM repair_proposals WHERE proposal_id = ? COLLATE NOCASE",
+            (proposal.proposal_id,),
+        ).fetchone()
+        if exists:
+            raise RepairError(
+                f"a proposal {proposal.proposal_id} already exists.",
+                fix="use new_proposal_id() for a fresh id",
+            )
+        conn.execute(
+            "INSERT INTO repair_proposals(incident_id, target, domain, status, payload, "
+            "created_by, created_at, expires_at, updated_at, proposal_id) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (*_row_values(proposal, now), proposal.proposal_id),
+        )
+        auditlog.append(
+            conn, kind="propose", actor=proposal.created_by, proposal_id=proposal.proposal_id,
+            at=now, payload={"incident_id": proposal.incident_id, "domain": proposal.domain,
+                             "change_class": proposal.change_class, "title": proposal.title,
+                             "status": proposal.status,
+                             "scope": [proposal.scope_start.isoformat(),
+                                       proposal.scope_end.isoformat()]},
+        )  # fmt: skip
+    return proposal
+
+
+def _load(conn: sqlite3.Connection, proposal_id: str) -> Proposal:
+    row = conn.execute(
+        "SELECT payload, status FROM repair_proposals WHERE proposal_id = ? COLLATE NOCASE",
+        (proposal_id.strip(),),
+    ).fetchone()
+    if row is None:
+        known = [r[0] for r in conn.execute(
+            "SELECT proposal_id FROM repair_proposals ORDER BY created_at DESC LIMIT 10")]  # fmt: skip
+        raise RepairError(
+            f"no proposal {proposal_id!r}"
+            + (f" (known: {', '.join(known)})." if known else "; there are no proposals yet."),
+            fix="splice proposals lists them",
+        )
+    p = Proposal.from_dict(json.loads(row[0]))
+    p.status = row[1]
+    return p
+
+
+def load(state: StateStore, proposal_id: str) -> Proposal:
+    """One proposal by id (case-insensitive); unknown ids are an error listing the known ones."""
+    return _load(state.conn, proposal_id)
+
+
+def list_proposals(
+    state: StateStore, *, target: str | None = None, statuses: set[str] | None = None
+) -> list[Proposal]:
+    """Proposals, newest first."""
+    q = "SELECT payload, status FROM repair_proposals"
+    args: list[Any] = []
+    if target is not None:
+        q += " WHERE target = ?"
+        args.append(target)
+    out = []
+    for payload, status in state.conn.execute(q + " ORDER BY created_at DESC, rowid DESC", args):
+        p = Proposal.from_dict(json.loads(payload))
+        p.status = status
+        if statuses is None or status in statuses:
+            out.append(p)
+    return out
+
+
+def decisions(state: StateStore, proposal_id: str) -> list[Decision]:
+    rows = state.conn.execute(
+        "SELECT proposal_id, decision, actor, comment, at FROM repair_decisions "
+        "WHERE proposal_id = ? COLLATE NOCASE ORDER BY at, rowid",
+        (proposal_id,),
+    )
+    return [Decision(*r) for r in rows]
+
+
+def _write(conn: sqlite3.Connection, p: Proposal, now: float) -> None:
+    conn.execute(
+        "UPDATE repair_proposals SET incident_id=?, target=?, domain=?, status=?, payload=?, "
+        "created_by=?, created_at=?, expires_at=?, updated_at=? WHERE proposal_id=?",
+        (*_row_values(p, now), p.proposal_id),
+    )
+
+
+def note(
+    conn: sqlite3.Connection,
+    p: Proposal,
+    decision: str,
+    *,
+    actor: str,
+    comment: str | None,
+    at: float,
+    payload: dict[str, Any] | None = None,
+) -> None:
+    """A decision that does not change the status (an escalation), with its log entry;
+    ``conn`` must be inside a transaction."""
+    conn.execute(
+        "INSERT INTO repair_decisions(proposal_id, decision, actor, comment, at) VALUES (?,?,?,?,?)",
+        (p.proposal_id, decision, actor, comment, at),
+    )
+    body = {"status": p.status, "comment": comment, **(payload or {})}
+    auditlog.append(
+        conn, kind=decision, actor=actor, proposal_id=p.proposal_id, payload=body, at=at
+    )
+
+
+def transition(
+    state: StateStore,
+    proposal_id: str,
+    to: str,
+    *,
+    actor: str,
+    comment: str | None = None,
+    now: float | None = None,
+    check: Callable[[Proposal], None] | None = None,
+    update: Callable[[Proposal], None] | None = None,
+    payload: dict[str, Any] | None = None,
+) -> Proposal:
+    """Move a proposal to status ``to`` in one transaction, with its decision and log entry.
+
+    ``check(p)`` runs first, inside the transaction, on the proposal as stored now; it raises
+    to refuse.  ``update(p)`` may change the proposal before it is written (the undo, the
+    expiry).  ``payload`` goes into the audit-log entry.
+    """
+    if to not in TRANSITIONS:
+        raise RepairError(
+            f"{to!r} is not a proposal status.", fix=f"use one of {', '.join(TRANSITIONS)}"
+        )
+    now = time.time() if now is None else now
+    with state.transaction() as conn:
+        p = _load(conn, proposal_id)
+        if check is not None:
+            check(p)
+        if not can_move(p.status, to):
+            allowed = ", ".join(sorted(TRANSITIONS[p.status])) or "nothing (it is final)"
+            raise RepairError(
+                f"proposal {p.proposal_id} is {p.status}; it cannot become {to} "
+                f"(from {p.status} it can become: {allowed}).",
+                fix=f"splice audit-log show lists what happened to {p.proposal_id}",
+            )
+        before = p.status
+        if update is not None:
+            update(p)
+        p.status = to
+        _write(conn, p, now)
+        note(conn, p, DECISION_FOR[to], actor=actor, comment=comment, at=now,
+             payload={"from": before, "to": to, **(payload or {})})  # fmt: skip
+    return p

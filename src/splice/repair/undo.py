@@ -1,0 +1,308 @@
+"""The undo of a repair, taken before anything runs: rows copied aside, checksummed, restorable.
+
+For every relation a repair rewrites (:class:`~splice.repair.draft.Touch`), :func:`capture`
+copies the rows in the repair's range of the relation's time column (the whole table when the
+tool rebuilds it whole, as dbt does) to a Parquet file under ``.splice/undo/<proposal>/``, and
+records the row count and an order-independent checksum computed in the warehouse
+(:func:`checksum_query`).  :func:`verify_restorable` proves the copy restores before the
+proposal may be approved: it restores every entry inside a transaction, checks the checksums
+and rolls back.  :func:`check_unchanged` refuses to apply a repair when the warehouse moved
+since the undo was taken (the undo would then put back the wrong rows).  :func:`restore` puts
+every entry back in one warehouse transaction: all of it or none of it.
+
+Every statement is built as a sqlglot expression:
+
+>>> print(copy_out_sql("wh.raw.fx", "rate_date", date(2026, 9, 28), date(2026, 9, 29),
+...                    "/u/1.parquet", "duckdb"))
+COPY (SELECT * FROM "wh"."raw"."fx" WHERE CAST("rate_date" AS DATE) BETWEEN CAST('2026-09-28' AS DATE) AND CAST('2026-09-29' AS DATE)) TO '/u/1.parquet' WITH (FORMAT PARQUET)
+>>> print(checksum_query("wh.raw.fx", None, None, None, "duckdb"))
+SELECT COUNT(*), CAST(COALESCE(SUM(CAST(HASH("_row") AS INT128)), 0) AS TEXT) FROM "wh"."raw"."fx" AS "_row"
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from sqlglot import exp
+
+from splice.errors import RepairError
+from splice.graph.relations import parse_relation
+from splice.repair.model import UndoEntry
+
+_ROW = "_row"
+#: A target to capture: (node id, physical relation, time column or None, start, end).
+Target = tuple[str, str, "str | None", "date | None", "date | None"]
+
+
+def _table(relation: str, dialect: str, alias: str | None = None) -> exp.Table:
+    rel = parse_relation(relation, dialect=dialect)
+    t = exp.table_(rel.name, db=rel.schema, catalog=rel.catalog, quoted=True)
+    if alias:
+        t = t.as_(alias, quoted=True)  # type: ignore[assignment]
+    return t
+
+
+def _in_range(time_column: str | None, start: date | None, end: date | None) -> exp.Expr | None:
+    if not (time_column and start and end):
+        return None
+    day = exp.DataType.build("DATE")
+    col = exp.cast(exp.column(time_column, quoted=True), day)
+    lit = lambda d: exp.cast(exp.Literal.string(d.isoformat()), day)  # noqa: E731
+    return exp.Between(this=col, low=lit(start), high=lit(end))
+
+
+def _rows(source: exp.Expr, where: exp.Expr | None) -> exp.Select:
+    q = exp.select(exp.Star()).from_(source)
+    return q.where(where) if where is not None else q
+
+
+def copy_out_sql(relation: str, time_column: str | None, start: date | None, end: date | None,
+                 path: str, dialect: str) -> str:  # fmt: skip
+    """``COPY (the rows in range) TO path (FORMAT PARQUET)``."""
+    query = _rows(_table(relation, dialect), _in_range(time_column, start, end))
+    copy = exp.Copy(
+        this=exp.Subquery(this=query),
+        kind=False,
+        files=[exp.Literal.string(path)],
+        params=[exp.CopyParameter(this=exp.var("FORMAT"), expression=exp.var("PARQUET"))],
+    )
+    return copy.sql(dialect=dialect)
+
+
+def _checksum(source: exp.Expr, where: exp.Expr | None) -> exp.Select:
+    h = exp.cast(exp.func("HASH", exp.column(_ROW, quoted=True)), exp.DataType.build("INT128"))
+    total = exp.func("COALESCE", exp.Sum(this=h), exp.Literal.number(0))
+    q = exp.select(exp.Count(this=exp.Star()), exp.cast(total, exp.DataType.build("TEXT")))
+    q = q.from_(source)
+    return q.where(where) if where is not None else q
+
+
+def checksum_query(relation: str, time_column: str | None, start: date | None, end: date | None,
+                   dialect: str) -> str:  # fmt: skip
+    """Row count and an order-independent checksum (the sum of the rows' hashes), as SQL."""
+    return _checksum(_table(relation, dialect, _ROW), _in_range(time_column, start, end)).sql(
+        dialect=dialect
+    )
+
+
+def _parquet(path: str, columns: list[tuple[str, str]]) -> exp.Expr:
+    """The saved rows, typed as the relation's columns were at capture."""
+    reader = exp.Table(this=exp.func("read_parquet", exp.Literal.string(path)))
+    cols = [
+        exp.cast(exp.column(n, quoted=True), exp.DataType.build(t, dialect="duckdb")).as_(
+            n, quoted=True
+        )
+        for n, t in columns
+    ]
+    return exp.Subquery(
+        this=exp.select(*cols).from_(reader),
+        alias=exp.TableAlias(this=exp.to_identifier(_ROW, quoted=True)),
+    )
+
+
+def _typed_columns(con: Any, relation: str, dialect: str) -> list[tuple[str, str]]:
+    rel = parse_relation(relation, dialect=dialect)
+    q = exp.select("column_name", "data_type").from_(exp.table_("columns", db="information_schema"))
+    conds = [exp.column("table_name").eq(exp.Literal.string(rel.name))]
+    if rel.schema:
+        conds.append(exp.column("table_schema").eq(exp.Literal.string(rel.schema)))
+    if rel.catalog:
+        conds.append(exp.column("table_catalog").eq(exp.Literal.string(rel.catalog)))
+    q = q.where(exp.and_(*conds)).order_by("ordinal_position")
+    rows = con.execute(q.sql(dialect=dialect)).fetchall()
+    if not rows:
+        raise RepairError(
+            f"the relation {relation} does not exist in the warehouse, so its rows cannot be "
+            "saved for the undo.",
+            fix="build it first (splice run), then propose again",
+        )
+    return [(str(n), str(t)) for n, t in rows]
+
+
+def _sum(con: Any, sql: str) -> tuple[int, str]:
+    n, s = con.execute(sql).fetchone()
+    return int(n), f"{int(n)}:{s}"
+
+
+def undo_dir(ws: Any, proposal_id: str) -> Path:
+    return ws.splice_dir / "undo" / proposal_id
+
+
+def _abs(ws: Any, saved_to: str) -> Path:
+    p = Path(saved_to)
+    return p if p.is_absolute() else ws.root / p
+
+
+def capture(ws: Any, proposal_id: str, targets: list[Target]) -> list[UndoEntry]:
+    """Copy aside the rows every target will lose, with counts and checksums (see module)."""
+    from splice.warehouse import connect
+
+    folder = undo_dir(ws, proposal_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    out: list[UndoEntry] = []
+    with connect(ws, "the undo capture") as con:
+        for i, (node_id, relation, time_col, start, end) in enumerate(targets):
+            cols = _typed_columns(con, relation, ws.dialect)
+            path = folder / f"{i:02d}_{node_id.replace(':', '__').replace('/', '_')}.parquet"
+            con.execute(copy_out_sql(relation, time_col, start, end, str(path), ws.dialect))
+            rows, checksum = _sum(con, checksum_query(relation, time_col, start, end, ws.dialect))
+            saved = path.relative_to(ws.root) if path.is_relative_to(ws.root) else path
+            out.append(UndoEntry(node_id, relation, time_col, start, end, rows, checksum,
+                                 str(saved), cols))  # fmt: skip
+    return out
+
+
+def _file_checksum(con: Any, ws: Any, e: UndoEntry) -> tuple[int, str]:
+    path = _abs(ws, e.saved_to)
+    if not path.exists():
+        raise RepairError(
+            f"the undo of {e.relation} is missing: {path} was deleted.",
+            fix="the saved rows cannot be recovered; propose the repair again to take a new undo",
+        )
+    return _sum(con, _checksum(_parquet(str(path), e.columns), None).sql(dialect="duckdb"))
+
+
+def _restore_one(con: Any, ws: Any, e: UndoEntry) -> None:
+    where = _in_range(e.time_column, e.start, e.end)
+    table = _table(e.relation, ws.dialect)
+    delete = exp.Delete(this=table, where=exp.Where(this=where) if where is not None else None)
+    con.execute(delete.sql(dialect=ws.dialect))
+    now = _typed_columns(con, e.relation, ws.dialect)
+    if [c.lower() for c, _ in now] != [c.lower() for c, _ in e.columns]:
+        raise RepairError(
+            f"{e.relation} changed shape since the undo was taken (columns then: "
+            f"{', '.join(c for c, _ in e.columns)}; now: {', '.join(c for c, _ in now)}), so "
+            "the saved rows cannot be put back.",
+            fix="restore by hand from " + str(_abs(ws, e.saved_to)),
+        )
+    rows = exp.select(*[exp.column(c, quoted=True) for c, _ in e.columns]).from_(
+        _parquet(str(_abs(ws, e.saved_to)), e.columns)
+    )
+    insert = exp.insert(rows, table, columns=[c for c, _ in e.columns])
+    con.execute(insert.sql(dialect=ws.dialect))
+
+
+def _current(con: Any, ws: Any, e: UndoEntry) -> tuple[int, str]:
+    return _sum(con, checksum_query(e.relation, e.time_column, e.start, e.end, ws.dialect))
+
+
+def current_checksums(ws: Any, entries: list[UndoEntry]) -> list[str]:
+    """The checksum of each entry's rows as the warehouse holds them now."""
+    from splice.warehouse import connect
+
+    with connect(ws, "the undo check", read_only=True) as con:
+        return [_current(con, ws, e)[1] for e in entries]
+
+
+def verify_restorable(ws: Any, entries: list[UndoEntry]) -> None:
+    """Restore every entry inside a transaction, check the checksums, roll back."""
+    from splice.warehouse import connect
+
+    with connect(ws, "the undo test") as con:
+        for e in entries:
+            got = _file_checksum(con, ws, e)
+            if got[1] != e.checksum:
+                raise RepairError(
+                    f"the saved rows of {e.relation} do not match what was copied "
+                    f"({got[0]} rows, checksum {got[1]}; expected {e.rows}, {e.checksum}).",
+                    fix="propose again to take a new undo",
+                )
+        con.execute("BEGIN TRANSACTION")
+        try:
+            for e in entries:
+                _restore_one(con, ws, e)
+                got = _current(con, ws, e)
+                if got[1] != e.checksum:
+                    raise RepairError(
+                        f"restoring {e.relation} from its undo gives different rows "
+                        f"(checksum {got[1]}, expected {e.checksum}); the undo is not usable.",
+                        fix="propose again; if it repeats, report it with splice --debug",
+                    )
+        finally:
+            con.execute("ROLLBACK")
+
+
+def check_unchanged(ws: Any, entries: list[UndoEntry]) -> None:
+    """Refuse when a relation's rows in range changed since the undo was captured."""
+    now = current_checksums(ws, entries)
+    moved = [e for e, c in zip(entries, now, strict=True) if c != e.checksum]
+    if moved:
+        names = ", ".join(e.relation for e in moved)
+        raise RepairError(
+            f"the warehouse changed since the undo was taken ({names}); applying now could not "
+            "be undone exactly.",
+            fix="reject this proposal and propose again (splice reject ID --as NAME; splice propose)",
+        )
+
+
+def restore(ws: Any, entries: list[UndoEntry]) -> list[str]:
+    """Put every entry back in one warehouse transaction; returns the checksums after."""
+    from splice.run.executors import release_all
+    from splice.warehouse import connect
+
+    release_all(ws)
+    with connect(ws, "splice undo") as con:
+        for e in entries:
+            _file_checksum(con, ws, e)  # every file is there before anything is deleted
+        con.execute("BEGIN TRANSACTION")
+        try:
+            after = []
+            for e in entries:
+                _restore_one(con, ws, e)
+                got = _current(con, ws, e)
+                if got[1] != e.checksum:
+                    raise RepairError(
+                        f"restoring {e.relation} gave checksum {got[1]}, not the recorded "
+                        f"{e.checksum}; nothing was restored.",
+                        fix="report it with splice --debug; the saved rows are in "
+                        + str(_abs(ws, e.saved_to)),
+                    )
+                after.append(got[1])
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        con.execute("COMMIT")
+    return after
+
+
+def undo(ws: Any, proposal_id: str, *, actor: str, now: float | None = None) -> Any:
+    """``splice undo``: restore an applied (or failed) proposal's undo and record it."""
+    from splice.repair import store
+
+    actor = actor.strip()
+    if not actor:
+        raise RepairError("an undo needs the name of who asks for it.", fix="pass --as NAME")
+    p = store.load(ws.state, proposal_id)
+    if p.status not in ("applied", "failed"):
+        raise RepairError(
+            f"proposal {p.proposal_id} is {p.status}; only an applied or failed repair is undone.",
+            fix="splice proposals shows every proposal's status",
+        )
+    if not p.undo:
+        raise RepairError(f"proposal {p.proposal_id} has no undo recorded.",
+                          fix="restore by hand; splice receipt shows what it touched")  # fmt: skip
+    started = time.perf_counter()
+    after = restore(ws, p.undo)
+    seconds = round(time.perf_counter() - started, 3)
+    p = store.transition(
+        ws.state, p.proposal_id, "undone", actor=actor, now=now,
+        comment=f"restored {len(p.undo)} relation(s), checksums equal",
+        payload={"restored": [{"relation": e.relation, "rows": e.rows, "checksum": c}
+                              for e, c in zip(p.undo, after, strict=True)],
+                 "seconds": seconds},
+    )  # fmt: skip
+    _reopen(ws, p.incident_id, p.proposal_id)
+    return p
+
+
+def _reopen(ws: Any, incident_id: str, proposal_id: str) -> None:
+    """The repair was undone: its incident is open again (its data is back as it was)."""
+    with ws.state.transaction() as conn:
+        conn.execute(
+            "UPDATE incidents SET status = 'open', resolution = ?, resolved_at = NULL, "
+            "updated_at = ? WHERE incident_id = ? AND status = 'resolved'",
+            (f"reopened: {proposal_id} was undone", time.time(), incident_id),
+        )
