@@ -3,9 +3,11 @@ apply as one journaled run, verify, receipt; and the undo of a repair restores e
 
 from __future__ import annotations
 
+import json
 import shutil
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -93,20 +95,108 @@ def test_the_demo_incident_is_repaired_verified_and_receipted(
         kinds = [e.kind for e in auditlog.entries(ws.state, p.proposal_id)]
         assert kinds[0] == "propose" and kinds[-1] == "receipt" and "approve" in kinds
         assert auditlog.verify(ws.state).intact
+        from splice.errors import RepairError
+        from splice.repair.flow import apply
+
+        with pytest.raises(RepairError, match="already applied; it runs once"):
+            apply(ws, p.proposal_id, actor="maria")
 
 
-def test_undo_after_the_repair_restores_the_warehouse_exactly(
+def _snapshot(ws: Path, relations: list[str]) -> dict[str, list[tuple]]:
+    """Every row of every relation, in a fixed order (the whole table, not just the scope)."""
+    con = duckdb.connect(str(ws / "warehouse.duckdb"))  # the tools' own may be open in-process
+    try:
+        return {r: con.execute(f"SELECT * FROM {r} ORDER BY ALL").fetchall() for r in relations}
+    finally:
+        con.close()
+
+
+def _cli(ws: Path, *args: str) -> Any:
+    from click.testing import CliRunner
+
+    from splice.cli.main import cli, register_commands
+
+    register_commands()
+    return CliRunner().invoke(cli, ["-w", str(ws), *args])
+
+
+def test_undo_restores_byte_identical_data_after_a_repair_that_made_things_worse(
     incident_ws: StoryResult, tmp_path: Path
 ) -> None:
-    from splice.repair import undo
+    from splice.demo.vendor import settings_path
+    from splice.repair import approvals
+    from splice.repair.flow import apply, propose
     from splice.workspace import Workspace
 
     ws_dir = _copy(incident_ws, tmp_path / "travel")
-    stale = _gmv(ws_dir)
-    story = tell_repair(ws_dir, incident_ws.incidents[0].incident_id)
-    assert _gmv(ws_dir) != stale
+    inc = incident_ws.incidents[0].incident_id
+    # the "fix" is worse: the vendor now serves rates a week older still for those days
+    settings_path(ws_dir).write_text(json.dumps({"incident": "worse", "freeze": {
+        "from": "2026-09-28", "to": "2026-09-29", "serve_as_of": "2026-09-18"}}))  # fmt: skip
     with Workspace.open(ws_dir) as ws:
-        undo.undo(ws, story.proposal.proposal_id, actor="maria")
-        again = undo.current_checksums(ws, story.proposal.undo)
-    assert again == [u.checksum for u in story.proposal.undo]
-    assert _gmv(ws_dir) == stale
+        p = propose(ws, inc, actor="splice-agent")
+        relations = [u.relation for u in p.undo]
+        before = _snapshot(ws_dir, relations)
+        approvals.approve(ws, p.proposal_id, actor="sam")
+        res = apply(ws, p.proposal_id, actor="sam")
+    assert res.run.ok
+    assert not res.verification.passed  # still frozen: verification says so ...
+    assert _snapshot(ws_dir, relations) != before  # ... and the data did change
+    r = _cli(ws_dir, "undo", p.proposal_id, "--as", "maria")
+    assert r.exit_code == 0, r.output
+    assert "checksums equal" in r.output
+    assert _snapshot(ws_dir, relations) == before  # every row of every relation, exactly
+    with Workspace.open(ws_dir) as ws:
+        from splice.repair import store, undo
+        from splice.watch.incidents import get_incident
+
+        assert undo.current_checksums(ws, p.undo) == [u.checksum for u in p.undo]
+        assert store.load(ws.state, p.proposal_id).status == "undone"
+        assert get_incident(ws.state.conn, inc).status == "open"
+    again = _cli(ws_dir, "undo", p.proposal_id, "--as", "maria")
+    assert again.exit_code == 2 and "only an applied or failed repair is undone" in again.output
+
+
+BROKEN_INGEST = """
+import sys, duckdb
+start, end = sys.argv[2], sys.argv[4]
+con = duckdb.connect("warehouse.duckdb")
+con.execute("DELETE FROM raw.fx_rates WHERE rate_date BETWEEN ? AND ?", [start, end])
+con.close()
+sys.exit("vendor connection reset after deleting the old rows")
+"""
+
+
+def test_a_reload_that_fails_half_way_leaves_the_warehouse_as_the_undo_recorded_it(
+    incident_ws: StoryResult, tmp_path: Path
+) -> None:
+    from splice.workspace import Workspace
+
+    ws_dir = _copy(incident_ws, tmp_path / "travel")
+    (ws_dir / "ingest" / "broken_ingest.py").write_text(BROKEN_INGEST)
+    toml = ws_dir / "splice.toml"
+    toml.write_text(
+        toml.read_text().replace("ingest/fx_rates_ingest.py", "ingest/broken_ingest.py")
+    )
+    inc = incident_ws.incidents[0].incident_id
+
+    r = _cli(ws_dir, "propose", inc, "--as", "splice-agent", "--json")
+    assert r.exit_code == 0, r.output
+    proposal = json.loads(r.stdout)
+    pid, relations = proposal["proposal_id"], [u["relation"] for u in proposal["undo"]]
+    assert proposal["status"] == "pending"
+    before = _snapshot(ws_dir, relations)
+    assert _cli(ws_dir, "approve", pid, "--as", "maria").exit_code == 0
+    r = _cli(ws_dir, "apply", pid, "--as", "maria")
+    assert r.exit_code == 1, r.output
+    assert _snapshot(ws_dir, relations) == before
+    with Workspace.open(ws_dir) as ws:
+        from splice.repair import store
+        from splice.watch.incidents import get_incident
+
+        assert store.load(ws.state, pid).status == "undone"
+        assert [d.decision for d in store.decisions(ws.state, pid)][-2:] == ["failed", "undo"]
+        assert get_incident(ws.state.conn, inc).status == "open"
+    shown = _cli(ws_dir, "receipt", pid, "--json")
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout)["status"] == "undone"
