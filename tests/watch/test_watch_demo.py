@@ -78,8 +78,13 @@ def test_clean_quarter_is_quiet_measured_once_and_backfilled(clean_ws: Path) -> 
         first = watch(ws)
         assert [a.as_dict() for a in first.anomalies] == []
         by_name = {m.name: m for m in first.metrics}
-        assert by_name["gmv_usd_by_currency"].series == 30 and by_name["gmv_usd_by_currency"].new_points == 2755
-        assert by_name["fx_rate_by_currency"].series == 30 and by_name["fx_rate_by_currency"].through == date(2026, 9, 30)
+        assert (
+            by_name["gmv_usd_by_currency"].series == 30
+            and by_name["gmv_usd_by_currency"].new_points == 2755
+        )
+        assert by_name["fx_rate_by_currency"].series == 30 and by_name[
+            "fx_rate_by_currency"
+        ].through == date(2026, 9, 30)
         assert by_name["gmv_usd_weekly"].series == 1
         assert by_name["pricing:fx.daily_rates/by_currency"].series == 60  # rates and as_of lag
         assert by_name["pricing:fx.daily_rates/rows"].measured_from is None  # first use: all

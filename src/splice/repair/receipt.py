@@ -95,8 +95,8 @@ def receipt_markdown(r: dict[str, Any]) -> str:
             f"a full rebuild would rewrite ({100 * (cost.get('share') or 0):.1f}%)"
         )
     lines += ["", "## What ran", ""]
-    for s in r.get("steps") or []:
-        lines.append(f"1. {s['kind']} {s['project']}: {', '.join(s.get('nodes') or [])}")
+    for i, s in enumerate(r.get("steps") or [], 1):
+        lines.append(f"{i}. {s['kind']} {s['project']}: {', '.join(s.get('nodes') or [])}")
         if s.get("command"):
             lines.append(f"   `{' '.join(s['command'])}`")
     for run in r.get("runs") or []:
@@ -112,11 +112,16 @@ def receipt_markdown(r: dict[str, Any]) -> str:
         if figs:
             lines += ["", "| metric | interval | before | after | series changed |",
                       "| --- | --- | --- | --- | --- |"]  # fmt: skip
-            for f in figs:
+            shown = [f for f in figs if f["changed"] or f["before"] != f["after"]]
+            for f in shown:
                 lines.append(
                     f"| {f['metric']} | {f['interval']} | {_num(f['before'])} | "
                     f"{_num(f['after'])} | {f['changed']} of {f['series']} |"
                 )
+            if len(shown) < len(figs):
+                lines.append("")
+                lines.append(f"{len(figs) - len(shown)} other measurement(s) in the scope did "
+                             "not change (all of them: --json).")  # fmt: skip
     lines += ["", "## Undo", ""]
     undo = r.get("undo") or []
     if not undo:
@@ -126,5 +131,5 @@ def receipt_markdown(r: dict[str, Any]) -> str:
         lines.append(f"- {u.get('relation')}{rng}: {u.get('rows')} rows, checksum "
                      f"{str(u.get('checksum'))[:16]}, saved to {u.get('saved_to')}")  # fmt: skip
     lines.append("")
-    lines.append(f"`splice undo {r['proposal']}` restores every relation above exactly.")
+    lines.append(f"`splice undo {r['proposal']} --as NAME` restores every relation above exactly.")
     return "\n".join(lines) + "\n"
