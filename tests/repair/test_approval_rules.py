@@ -192,3 +192,24 @@ def test_the_cli_lists_proposals_with_who_was_asked(ws: Workspace) -> None:
     assert rows == []
     r = CliRunner().invoke(cli, ["-w", str(ws.root), "proposals", "--all"])
     assert f"{p.proposal_id} expired" in r.output
+
+
+def test_autonomy_never_applies_a_restatement_and_needs_a_proven_record(fresh_demo: Path) -> None:
+    toml = fresh_demo / "splice.toml"
+    text = toml.read_text().replace('autonomy = "L2"', 'autonomy = "L3"', 1)
+    toml.write_text(text)
+    with Workspace.open(fresh_demo) as ws:
+        assert ws.config.domains[0].autonomy == "L3"
+        p = _pending(ws)  # a restatement
+        with pytest.raises(ApprovalError, match="a restatement always needs a person's approval"):
+            apply(ws, p.proposal_id, actor="splice-agent", now=T0 + 1)
+        q = _pending(ws)
+        q.change_class = "reload_ingestion"
+        with ws.state.transaction() as conn:
+            store._write(conn, q, T0)
+        with pytest.raises(ApprovalError, match="0 clean reload_ingestion application"):
+            apply(ws, q.proposal_id, actor="splice-agent", now=T0 + 1)
+        autonomy.stop(ws.state, actor="sam", reason="drill", now=T0 + 2)
+        with pytest.raises(ApprovalError, match="org-wide stop"):
+            apply(ws, q.proposal_id, actor="splice-agent", now=T0 + 3)
+        assert {store.load(ws.state, x.proposal_id).status for x in (p, q)} == {"pending"}
