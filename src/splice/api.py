@@ -220,6 +220,7 @@ def run(
     execution_time: Any = None,
     progress: Any = None,
     full: bool = False,
+    fresh: bool = False,
 ) -> Any:
     """Plan and run the selection across projects; returns a :class:`splice.run.report.RunReport`.
 
@@ -228,7 +229,13 @@ def run(
     from splice.run.runner import run as _run
 
     return _run(
-        ws, selector, exclude=exclude, execution_time=execution_time, progress=progress, full=full
+        ws,
+        selector,
+        exclude=exclude,
+        execution_time=execution_time,
+        progress=progress,
+        full=full,
+        fresh=fresh,
     )
 
 
@@ -284,11 +291,12 @@ def plan(
     *,
     exclude: str | None = None,
     execution_time: Any = None,
+    fresh: bool = False,
 ) -> Any:
     """The plan for ``ws.target``: per node BUILD or REUSE and why, in segments (a Plan)."""
     from splice.plan.planner import make_plan
 
-    return make_plan(ws, selector, exclude=exclude, execution_time=execution_time)
+    return make_plan(ws, selector, exclude=exclude, execution_time=execution_time, fresh=fresh)
 
 
 def explain(ws: Workspace, node_id: str, *, selector: str | None = None) -> str:

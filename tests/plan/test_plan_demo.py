@@ -269,3 +269,49 @@ def test_dev_target_reading_prod_is_refused(copy_of_recorded: Path) -> None:
         # prod reads prod: fine
     with Workspace.open(copy_of_recorded, target="prod") as ws:
         assert make_plan(ws, "finance:*").target == "prod"
+
+
+def _memoised(plan: Plan) -> bool:
+    return "memo" in plan.timings and any("that plan is reused" in w for w in plan.warnings)
+
+
+def test_a_noop_plan_is_given_again_without_loading_the_tools(copy_of_recorded: Path) -> None:
+    with Workspace.open(copy_of_recorded) as ws:
+        first = make_plan(ws)
+    assert not first.to_build and not _memoised(first)
+    with Workspace.open(copy_of_recorded) as ws:
+        again = make_plan(ws)
+        assert ws._graph is None and not ws._providers  # neither dbt nor SQLMesh was loaded
+    assert _memoised(again)
+    assert {n: (d.action, d.because) for n, d in again.decisions.items()} == {
+        n: (d.action, d.because) for n, d in first.decisions.items()
+    }
+    with Workspace.open(copy_of_recorded) as ws:
+        assert not _memoised(make_plan(ws, fresh=True))
+        # a later clock, when a SQLMesh interval falls due, plans from scratch
+        due = make_plan(ws, execution_time="2026-10-02")
+        assert not _memoised(due)
+        assert due.decisions["pricing:marts.agg_gmv_daily"].action == "build"
+    # a changed file of a project plans from scratch
+    sql = copy_of_recorded / "finance" / "models" / "marts" / "fct_gmv_qtd.sql"
+    sql.write_text(sql.read_text() + "\n-- quarter to date\n")
+    with Workspace.open(copy_of_recorded) as ws:
+        changed = make_plan(ws)
+    assert not _memoised(changed)
+    assert changed.decisions["finance:fct_gmv_qtd"].action == "build"
+
+
+def test_sqlmesh_state_changed_by_hand_is_seen_through_the_memo(copy_of_recorded: Path) -> None:
+    with Workspace.open(copy_of_recorded) as ws:
+        assert not make_plan(ws).to_build  # remembered
+    from sqlmesh import Context
+
+    ctx = Context(paths=str(copy_of_recorded / "pricing"))
+    try:
+        ctx.run("prod", execution_time="2026-10-02")  # someone runs SQLMesh by hand
+    finally:
+        ctx.close()
+    with Workspace.open(copy_of_recorded) as ws:
+        plan = make_plan(ws)  # the demo's own clock: the memo would still be in time
+    assert not _memoised(plan)
+    assert plan.decisions["finance:stg_gmv_daily"].action == "build"

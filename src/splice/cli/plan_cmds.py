@@ -24,6 +24,11 @@ from splice.cli.main import cli, emit_json, open_workspace
     metavar="TIME",
     help="Pin SQLMesh's clock (YYYY-MM-DD[THH:MM]). Default: the demo's recorded clock, else now.",
 )
+@click.option(
+    "--fresh",
+    is_flag=True,
+    help="Plan from scratch even when nothing changed since the last no-op plan.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
 @click.pass_context
 def plan_cmd(
@@ -31,13 +36,14 @@ def plan_cmd(
     select: str | None,
     exclude: str | None,
     execution_time: str | None,
+    fresh: bool,
     as_json: bool,
 ) -> None:
     """Explain, per node of every project, whether it builds or is reused, and why."""
-    from splice.plan.planner import make_plan
+    from splice.api import plan as make_plan
 
     with open_workspace(ctx) as ws:
-        plan = make_plan(ws, select, exclude=exclude, execution_time=execution_time)
+        plan = make_plan(ws, select, exclude=exclude, execution_time=execution_time, fresh=fresh)
     if as_json:
         emit_json(plan.to_dict())
     else:

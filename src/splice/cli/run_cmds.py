@@ -224,6 +224,11 @@ def render_report(report: Any) -> None:
     help="Build every selected node whatever the evidence says (SQLMesh still decides its own "
     "intervals).",
 )
+@click.option(
+    "--fresh",
+    is_flag=True,
+    help="Plan from scratch even when nothing changed since the last no-op plan.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the run report as JSON.")
 @click.pass_context
 def run_cmd(
@@ -232,6 +237,7 @@ def run_cmd(
     exclude: str | None,
     execution_time: str | None,
     full: bool,
+    fresh: bool,
     as_json: bool,
 ) -> None:
     """Run the plan: segments in order, each through its tool; exit 1 if a node failed."""
@@ -261,6 +267,7 @@ def run_cmd(
                 progress=display,
                 command=command,
                 full=full,
+                fresh=fresh,
             )
     finally:
         display.stop()

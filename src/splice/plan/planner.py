@@ -417,6 +417,7 @@ def make_plan(
     exclude: str | None = None,
     execution_time: datetime | date | str | None = None,
     observe: bool = True,
+    fresh: bool = False,
 ) -> Plan:
     """The plan for ``ws.target``: every selected node BUILD or REUSE, with why, in segments.
 
@@ -425,12 +426,20 @@ def make_plan(
     changes SQLMesh made outside Splice are first recorded as new versions
     (:func:`splice.plan.evidence.observe_sqlmesh`); that is the only write a plan makes, and it
     happens only after the target's environments passed the checks.
+
+    A plan that builds nothing is remembered (:mod:`splice.plan.memo`) and given again, without
+    loading the tools, while nothing it rests on changed; ``fresh`` always plans from scratch.
     """
     from splice.graph.selectors import select
+    from splice.plan import memo as plan_memo
     from splice.plan.evidence import last_attempts, last_builds, observe_sqlmesh, version_before
     from splice.plan.fingerprint import dbt_fingerprint, fallback_fingerprint
     from splice.plan.sqlmesh_view import environment_state, plan_view, resolve_execution_time
 
+    if observe and not fresh:
+        hit = plan_memo.lookup(ws, selector, exclude, resolve_execution_time(ws, execution_time))
+        if hit is not None:
+            return hit
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     g = ws.graph()
@@ -515,6 +524,9 @@ def make_plan(
     )
     plan = plan_from_inputs(inp, selector=selector, execution_time=et)
     plan.timings = {**{k: round(v, 4) for k, v in timings.items()}, **plan.timings}
+    if observe:
+        due = [m.next_due for st in states.values() for m in st.models.values()]
+        plan_memo.remember(ws, plan, selector, exclude, due)
     return plan
 
 

@@ -166,6 +166,17 @@ def _kind(snapshot: Any) -> str:
     return str(getattr(name, "value", name))
 
 
+def _next_due(snapshot: Any, intervals: list[list[int]]) -> int | None:
+    if not intervals:
+        return None
+    try:
+        from sqlmesh.utils.date import to_timestamp
+
+        return int(to_timestamp(snapshot.node.interval_unit.cron_next(intervals[-1][1])))
+    except Exception:  # noqa: BLE001 - no bound known: the plan memo is then not used
+        return None
+
+
 # -- what SQLMesh's state holds ------------------------------------------------------------------
 @dataclass
 class ModelState:
@@ -182,6 +193,9 @@ class ModelState:
     kind: str
     cron: str | None
     start: str | None
+    # the earliest moment (ms) a new interval can fall due: the end of the last filled interval
+    # plus one interval unit (a cron offset only makes it later); None when nothing is filled
+    next_due: int | None = None
 
     @property
     def complete(self) -> bool:
@@ -237,6 +251,7 @@ def environment_state(
             kind=_kind(s),
             cron=getattr(s.node, "cron", None),
             start=str(s.node.start) if s.node.start is not None else None,
+            next_due=_next_due(s, intervals),
         )
     return out
 

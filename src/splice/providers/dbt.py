@@ -25,6 +25,10 @@ def _quiet_env() -> None:
 
 def release_warehouse() -> None:
     """dbt-duckdb keeps the DuckDB file open after invoke(); release it (see STACK.md)."""
+    import sys
+
+    if "dbt.adapters.duckdb.connections" not in sys.modules:
+        return  # dbt never ran in this process: nothing to release (and no 1 s import)
     try:
         from dbt.adapters.duckdb.connections import DuckDBConnectionManager
     except ImportError:  # pragma: no cover - dbt-duckdb is a pinned dependency

@@ -163,9 +163,8 @@ def release_all(ws: Any) -> None:
     from splice.providers.dbt import release_warehouse
 
     for spec in ws.config.projects:
-        prov = ws.provider(spec.name)
-        if spec.format == "sqlmesh":
-            prov.close()  # ctx.close(): SQLMesh's connections
+        if spec.format == "sqlmesh" and spec.name in ws._providers:  # only those opened
+            ws.provider(spec.name).close()  # ctx.close(): SQLMesh's connections
     release_warehouse()  # dbt-duckdb keeps the file until close_all_connections()
 
 

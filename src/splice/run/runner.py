@@ -93,7 +93,7 @@ class _Run:
     ) -> None:
         self.ws = ws
         self.plan = plan
-        self.graph = ws.graph()
+        self._graph: Any = None
         self.journal = journal
         self.report = report
         self.progress = progress
@@ -104,6 +104,13 @@ class _Run:
         self.serial = True  # set by run_plan: batches run in this thread, one at a time
         self._local = threading.local()
         self._stores: list[Any] = []
+
+    @property
+    def graph(self) -> Any:
+        """The graph, loaded on first use (a run with nothing to build never loads the tools)."""
+        if self._graph is None:
+            self._graph = self.ws.graph()
+        return self._graph
 
     def store(self) -> Any:
         """Splice's state for this thread (SQLite connections stay in their thread)."""
@@ -680,9 +687,10 @@ def run(
     progress: Progress | None = None,
     command: str | None = None,
     full: bool = False,
+    fresh: bool = False,
 ) -> RunReport:
     """Take the run lock, plan (:func:`splice.plan.planner.make_plan`; with ``full``, every
-    selected node builds) and run."""
+    selected node builds; with ``fresh``, no remembered no-op plan is reused) and run."""
     with run_session(ws, command=command, selector=selector, exclude=exclude) as session:
         if full:
             from splice.run.segments import fallback_plan
@@ -690,7 +698,7 @@ def run(
             plan, planner = fallback_plan(ws, selector, exclude=exclude), "full"
         else:
             plan, planner = make_run_plan(
-                ws, selector, exclude=exclude, execution_time=execution_time
+                ws, selector, exclude=exclude, execution_time=execution_time, fresh=fresh
             )
         return run_plan(
             ws,
@@ -710,6 +718,7 @@ def make_run_plan(
     *,
     exclude: str | None = None,
     execution_time: datetime | str | None = None,
+    fresh: bool = False,
 ) -> tuple[Plan, str]:
     """The plan to run and who made it: the planner, or the fallback while it is absent."""
     try:
@@ -721,7 +730,7 @@ def make_run_plan(
     if planner_mod is not None and hasattr(planner_mod, "make_plan"):
         et = resolve_execution_time(ws, execution_time)
         return (
-            planner_mod.make_plan(ws, selector, exclude=exclude, execution_time=et),
+            planner_mod.make_plan(ws, selector, exclude=exclude, execution_time=et, fresh=fresh),
             "splice.plan.planner",
         )
     from splice.run.segments import fallback_plan

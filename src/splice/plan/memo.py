@@ -1,0 +1,248 @@
+"""The no-op plan memo: a plan that builds nothing is kept, and given again while nothing it
+rests on can have changed, without loading dbt or SQLMesh.
+
+A plan that builds nothing rests on four things; the memo keeps a mark of each and is used
+only while all four are the same and the clock has not reached a new interval:
+
+1. **the code**: a SHA-256 over splice.toml and every file of every project (build output,
+   logs and caches left out), with Splice's version, the target, selector and exclusion;
+2. **Splice's evidence**: the newest relation version and attempt of the target (a run, an
+   ingestion, a failure all move it);
+3. **SQLMesh's state**: an order-independent checksum of its ``_intervals`` and
+   ``_environments`` tables in the warehouse (a ``sqlmesh run`` or restatement by hand moves
+   it); a project with its own ``state_connection`` is never memoised;
+4. **the clock**: the execution time is before the earliest moment a SQLMesh model can have a
+   new interval due (the end of its last interval plus one interval unit).
+
+Anything else (a config file outside the projects, an environment variable a dbt model reads)
+is not seen: ``splice plan --fresh`` / ``splice run --fresh`` always plans from scratch.
+
+>>> key_of({"a": 1}) == key_of({"a": 1}), key_of({"a": 1}) == key_of({"a": 2})
+(True, False)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlglot import exp
+
+from splice.plan.model import NodeDecision, Plan, Reason, Segment
+
+KIND = "noop_plan"
+SKIP_DIRS = frozenset({"target", "logs", ".cache", "__pycache__", ".git", ".splice", ".venv"})
+SKIP_SUFFIXES = (".duckdb", ".wal", ".db", ".pyc", ".log", ".tmp")
+STATE_TABLES = ("_intervals", "_environments")
+
+
+def key_of(data: Any) -> str:
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _files(root: Path) -> list[Path]:
+    out: list[Path] = []
+    stack = [root]
+    while stack:
+        d = stack.pop()
+        try:
+            entries = sorted(d.iterdir())
+        except OSError:
+            continue
+        for p in entries:
+            if p.is_dir() and not p.is_symlink():
+                if p.name not in SKIP_DIRS:
+                    stack.append(p)
+            elif p.is_file() and not p.name.endswith(SKIP_SUFFIXES):
+                out.append(p)
+    return sorted(out)
+
+
+def code_key(ws: Any, selector: str | None, exclude: str | None) -> str:
+    """The SHA-256 of everything the plan's code side reads (see the module docstring)."""
+    from splice import __version__
+    from splice.config import CONFIG_FILE
+
+    h = hashlib.sha256()
+    h.update(json.dumps([__version__, ws.target, selector, exclude]).encode())
+    cfg = ws.root / CONFIG_FILE
+    if cfg.exists():
+        h.update(cfg.read_bytes())
+    for spec in sorted(ws.config.projects, key=lambda s: s.name):
+        base = (ws.root / spec.path).resolve()
+        h.update(f"\0project {spec.name}\0".encode())
+        for f in _files(base):
+            h.update(f"\0{f.relative_to(base)}\0".encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def evidence_mark(ws: Any) -> list[Any]:
+    conn = ws.state.conn
+    v = conn.execute(
+        "SELECT COALESCE(MAX(seq), 0), COUNT(*) FROM evidence_versions WHERE target = ?",
+        (ws.target,),
+    ).fetchone()
+    a = conn.execute(
+        "SELECT COUNT(*), COALESCE(MAX(COALESCE(finished_at, started_at)), 0), "
+        "GROUP_CONCAT(status) FROM evidence_attempts WHERE target = ?",
+        (ws.target,),
+    ).fetchone()
+    return [list(v), list(a)]
+
+
+def _own_state_connection(ws: Any, spec: Any) -> bool:
+    base = ws.root / spec.path
+    for name in ("config.yaml", "config.yml", "config.py"):
+        f = base / name
+        if f.exists() and "state_connection" in f.read_text(errors="replace"):
+            return True
+    return False
+
+
+def state_probe(ws: Any) -> list[str] | None:
+    """A checksum of SQLMesh's interval and environment state, or None when it cannot be read
+    cheaply (then nothing is memoised)."""
+    specs = [s for s in ws.config.projects if s.format == "sqlmesh"]
+    if not specs:
+        return []
+    if ws.config.warehouse.type != "duckdb" or any(_own_state_connection(ws, s) for s in specs):
+        return None
+    import duckdb
+
+    from splice.errors import WarehouseError
+    from splice.warehouse import connect
+
+    out: list[str] = []
+    try:
+        with connect(ws, "the plan memo", read_only=True) as con:
+            for table in STATE_TABLES:
+                row_hash = exp.func("HASH", exp.column("_row", quoted=True))
+                total = exp.func(
+                    "COALESCE",
+                    exp.Sum(this=exp.cast(row_hash, exp.DataType.build("INT128"))),
+                    exp.Literal.number(0),
+                )
+                q = exp.select(
+                    exp.Count(this=exp.Star()), exp.cast(total, exp.DataType.build("TEXT"))
+                ).from_(exp.table_(table, db="sqlmesh", quoted=True).as_("_row", quoted=True))
+                n, s = con.execute(q.sql(dialect="duckdb")).fetchone()
+                out.append(f"{table}:{n}:{s}")
+    except (duckdb.Error, WarehouseError):
+        return None
+    return out
+
+
+def _now_ms(execution_time: datetime | None) -> int:
+    if execution_time is None:
+        return int(time.time() * 1000)
+    t = execution_time if execution_time.tzinfo else execution_time.replace(tzinfo=UTC)
+    return int(t.timestamp() * 1000)
+
+
+def marks(ws: Any, selector: str | None, exclude: str | None) -> dict[str, Any] | None:
+    probe = state_probe(ws)
+    if probe is None:
+        return None
+    return {
+        "code": code_key(ws, selector, exclude),
+        "evidence": evidence_mark(ws),
+        "sqlmesh_state": probe,
+    }
+
+
+def lookup(
+    ws: Any, selector: str | None, exclude: str | None, execution_time: datetime | None
+) -> Plan | None:
+    """The memoised no-op plan, if every mark is unchanged and no interval fell due."""
+    t0 = time.perf_counter()
+    now = marks(ws, selector, exclude)
+    if now is None:
+        return None
+    key = key_of([ws.target, selector, exclude])
+    hit = ws.state.cache_get_many(KIND, [key]).get(key)
+    if not isinstance(hit, dict) or hit.get("marks") != now:
+        return None
+    due = hit.get("valid_until")
+    if due is not None and _now_ms(execution_time) >= int(due):
+        return None
+    plan = plan_from_dict(hit["plan"])
+    made = datetime.fromtimestamp(float(hit["made_at"]), tz=UTC)
+    until = (
+        f"; no SQLMesh interval falls due before "
+        f"{datetime.fromtimestamp(int(due) / 1000, tz=UTC):%Y-%m-%d %H:%M} UTC"
+        if due is not None
+        else ""
+    )
+    plan.warnings = [
+        *plan.warnings,
+        f"nothing changed since the plan of {made:%Y-%m-%d %H:%M:%S} UTC (project files, "
+        f"Splice's evidence and SQLMesh's state are the same{until}): that plan is reused "
+        "without loading the tools (--fresh plans from scratch)",
+    ]
+    plan.timings = {"memo": round(time.perf_counter() - t0, 4)}
+    plan.created_at = time.time()
+    return plan
+
+
+def remember(
+    ws: Any,
+    plan: Plan,
+    selector: str | None,
+    exclude: str | None,
+    next_due: list[int | None],
+) -> bool:
+    """Keep ``plan`` when it builds nothing and every SQLMesh model's next due time is known."""
+    if plan.to_build or any(d is None for d in next_due):
+        return False
+    now = marks(ws, selector, exclude)
+    if now is None:
+        return False
+    key = key_of([ws.target, selector, exclude])
+    ws.state.cache_put_many(KIND, {key: {
+        "marks": now,
+        "valid_until": min(next_due) if next_due else None,  # type: ignore[type-var]
+        "made_at": time.time(),
+        "plan": plan.to_dict(),
+    }})  # fmt: skip
+    return True
+
+
+def plan_from_dict(d: dict[str, Any]) -> Plan:
+    """The inverse of :meth:`Plan.to_dict`."""
+    decisions = {
+        nid: NodeDecision(
+            node_id=v["node_id"],
+            project=v["project"],
+            action=v["action"],
+            reasons=[
+                Reason(
+                    r["code"],
+                    r["text"],
+                    r.get("upstream"),
+                    tuple(r.get("components") or ()),
+                    dict(r.get("data") or {}),
+                )  # fmt: skip
+                for r in v.get("reasons") or []
+            ],
+            fingerprint=dict(v.get("fingerprint") or {}),
+            tool_view=dict(v.get("tool_view") or {}),
+            inputs=list(v.get("inputs") or []),
+        )
+        for nid, v in d["decisions"].items()
+    }
+    return Plan(
+        target=d["target"],
+        environments=dict(d["environments"]),
+        decisions=decisions,
+        segments=[Segment(**s) for s in d.get("segments") or []],
+        selector=d.get("selector"),
+        created_at=float(d.get("created_at") or 0.0),
+        warnings=list(d.get("warnings") or []),
+        execution_time=d.get("execution_time"),
+        timings={},
+    )
