@@ -344,6 +344,14 @@ def last_builds(store: StateStore, target: str) -> dict[str, BuildRecord]:
     return out
 
 
+def has_build(store: StateStore, target: str, node_id: str) -> bool:
+    """Whether ``node_id`` has any build recorded in ``target``."""
+    row = store.conn.execute(
+        "SELECT 1 FROM evidence_builds WHERE target=? AND node_id=?", (target, node_id)
+    ).fetchone()
+    return row is not None
+
+
 def last_attempts(store: StateStore, target: str) -> dict[str, Attempt]:
     """The latest attempt of every node recorded in ``target``."""
     return {

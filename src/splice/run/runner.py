@@ -374,7 +374,11 @@ class _Run:
         target = self.report.target
         d = self.plan.decisions.get(nr.node_id)
         try:
-            if nr.status == "success":
+            if nr.status == "success" or (
+                nr.status == "noop" and self._first_in_target(store, target, nr.node_id)
+            ):
+                # a no-op that made the node appear in this target (a new SQLMesh virtual
+                # environment reusing prod's tables) is its first version there
                 nr.version = commit_build(
                     store,
                     target=target,
@@ -419,6 +423,12 @@ class _Run:
                 intervals=len(nr.intervals) if nr.intervals is not None else None,
             ),
         )
+
+    @staticmethod
+    def _first_in_target(store: Any, target: str, node_id: str) -> bool:
+        from splice.plan.evidence import has_build
+
+        return not has_build(store, target, node_id)
 
     @staticmethod
     def _owns_state(seg: Segment) -> bool:
