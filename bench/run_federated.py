@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import shutil
 import subprocess
 import sys
@@ -57,23 +56,28 @@ def generate(base: Path, n_dbt: int, n_sqlmesh: int, rows: int) -> int:
     import duckdb
 
     from _gen import COLUMNS, generate_federated_workspace
+    from _gen import KEYS as _KEYS
 
     ws = generate_federated_workspace(base, n_dbt, n_sqlmesh)
-    rng = random.Random(7)
+    # SQLMesh resolves a relative DuckDB path against the process's directory, not the
+    # project's: name the file absolutely, so every process below opens the same warehouse
+    cfg = base / "sqlmesh_proj" / "config.yaml"
+    cfg.write_text(cfg.read_text().replace("../warehouse.duckdb", str(base / "warehouse.duckdb")))
     con = duckdb.connect(str(base / "warehouse.duckdb"))
     try:
         con.execute("CREATE SCHEMA IF NOT EXISTS raw")
-        for rel in sorted(ws.raw):
+        for i, rel in enumerate(sorted(ws.raw)):
             table = rel.split(".", 1)[1]
-            cols = ", ".join(f"{c} {t}" for c, t in COLUMNS.items())
-            con.execute(f"CREATE TABLE {table} ({cols})")
-            data = []
-            for i in range(rows):
-                day = f"2024-{1 + i % 3:02d}-{1 + (i // 3) % 28:02d}"
-                keys = [i, rng.randrange(500), rng.randrange(100), rng.choice("NESW"), day]
-                data.append(keys + [round(rng.uniform(0, 100), 2) for _ in range(len(COLUMNS) - 5)])
-            marks = ", ".join("?" for _ in COLUMNS)
-            con.executemany(f"INSERT INTO {table} VALUES ({marks})", data)
+            measures = ", ".join(
+                f"round(((i * {7 + k} + {i}) % 1000) / 10.0, 1)::DOUBLE AS {c}"
+                for k, c in enumerate(c for c in COLUMNS if c not in _KEYS)
+            )
+            con.execute(
+                f"CREATE TABLE {table} AS SELECT i::BIGINT AS id, (i * 31 + {i}) % 500 AS customer_id, "
+                f"(i * 17) % 100 AS product_id, ['N', 'E', 'S', 'W'][1 + i % 4] AS region, "
+                f"DATE '2024-01-01' + (i % 91)::INT AS event_date, {measures} "
+                f"FROM range({rows}) t(i)"
+            )
     finally:
         con.close()
     return len(ws.models)
@@ -166,8 +170,11 @@ def main() -> None:
     print(f"generated {n} models ({args.n_dbt} dbt, {args.n_sqlmesh} SQLMesh) with "
           f"{args.rows} rows per raw table in {time.perf_counter() - t0:.1f} s", file=sys.stderr)  # fmt: skip
     hand, sp = root / "hand", root / "splice"
-    shutil.copytree(base, hand)
-    shutil.copytree(base, sp)
+    for dest in (hand, sp):
+        shutil.copytree(base, dest)
+        cfg = dest / "sqlmesh_proj" / "config.yaml"
+        cfg.write_text(cfg.read_text().replace(str(base / "warehouse.duckdb"),
+                                               str(dest / "warehouse.duckdb")))  # fmt: skip
     fig: dict[str, Any] = {}
     for label, h_kind, when in (
         ("first build", "hand-first", FIRST),

@@ -217,7 +217,7 @@ def environment_state(
     env_name = ws.environment(project)
     prov = ws.provider(project)
     ids = _ids_by_fqn(ws.graph(), project)
-    with captured(ws.log_path, f"sqlmesh state ({project})"):
+    with captured(ws.log_path, f"sqlmesh state ({project})", cwd=prov.ctx.project_path):
         try:
             reader = prov.context.state_reader
             env = reader.get_environment(env_name)
@@ -317,7 +317,11 @@ def plan_view(
     if execution_time is not None:
         kwargs["execution_time"] = execution_time
     view = ProjectView(project, env_name, False)
-    with captured(ws.log_path, f"sqlmesh plan, not applied ({project}, {env_name})"):
+    with captured(
+        ws.log_path,
+        f"sqlmesh plan, not applied ({project}, {env_name})",
+        cwd=prov.ctx.project_path,
+    ):
         try:
             from sqlmesh.utils.errors import NoChangesPlanError
 

@@ -168,6 +168,16 @@ def release_all(ws: Any) -> None:
     release_warehouse()  # dbt-duckdb keeps the file until close_all_connections()
 
 
+def _externals(ctx: Any) -> list[str]:
+    """The fqns of a SQLMesh context's external models."""
+    out = []
+    for fqn, m in ctx.models.items():
+        name = getattr(m.kind, "name", "")
+        if str(getattr(name, "value", name)).upper() == "EXTERNAL":
+            out.append(fqn)
+    return out
+
+
 def _short(text: str, n: int = 4) -> str:
     lines = [ln.strip() for ln in str(text).strip().splitlines() if ln.strip()]
     return " ".join(lines[:n])[:600]
@@ -229,7 +239,11 @@ class DbtExecutor:
 
         _quiet_env()
         outcome = SegmentOutcome(method="dbt build")
-        with captured(self.ws.log_path, f"dbt build ({self.project}, segment {job.segment.id})"):
+        with captured(
+            self.ws.log_path,
+            f"dbt build ({self.project}, segment {job.segment.id})",
+            cwd=self.ws.provider(self.project).ctx.project_path,  # as dbt runs by hand
+        ):
             try:
                 res = dbtRunner(manifest=manifest, callbacks=[on_event]).invoke(args)
             finally:
@@ -475,7 +489,11 @@ class SqlmeshExecutor:
         promoted: dict[str, str] = {}
         intervals: dict[str, list[list[int]]] = {}
         raised: BaseException | None = None
-        with captured(self.ws.log_path, f"sqlmesh ({self.project}, segment {job.segment.id})"):
+        with captured(
+            self.ws.log_path,
+            f"sqlmesh ({self.project}, segment {job.segment.id})",
+            cwd=prov.ctx.project_path,  # relative paths in its config are the project's
+        ):
             console = _make_console(rec, sys.stdout)
             previous = get_console()
             set_console(console)
@@ -508,7 +526,9 @@ class SqlmeshExecutor:
                         outcome.notes.append(f"planned with SQLMesh because {why_plan}")
                         ctx.plan(
                             env_name,
-                            select_models=list(by_fqn),
+                            # external models are no build, but a plan selecting models
+                            # without them fingerprints those models without their parents
+                            select_models=[*by_fqn, *_externals(ctx)],
                             auto_apply=True,
                             no_prompts=True,
                             execution_time=job.execution_time,
