@@ -1,0 +1,196 @@
+"""The dbt executor: ``dbtRunner`` (with the manifest Splice already parsed) ``build`` with exact
+node selection: one selector per node, derived from its unique_id and checked against dbt's own
+matcher, and ``--indirect-selection empty`` so that only the planned tests run."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from splice.capture import captured
+from splice.run.executors import (
+    DBT_CAPABILITIES,
+    SegmentJob,
+    SegmentOutcome,
+    Sink,
+    _short,
+)
+from splice.run.report import CheckResult, NodeResult
+
+# == dbt ============================================================================================
+_DBT_NODE = {"success": "success", "error": "failed", "skipped": "skipped", "no-op": "noop"}
+_DBT_CHECK = {
+    "pass": "pass",
+    "fail": "fail",
+    "warn": "warn",
+    "error": "error",
+    "skipped": "skipped",
+}
+
+
+class DbtExecutor:
+    format = "dbt"
+    capabilities = DBT_CAPABILITIES
+
+    def __init__(self, ws: Any, project: str) -> None:
+        self.ws = ws
+        self.project = project
+
+    def execute(self, job: SegmentJob, sink: Sink) -> SegmentOutcome:
+        from dbt.cli.main import dbtRunner
+
+        from splice.providers.dbt import _quiet_env, locked_error, release_warehouse
+
+        prov = self.ws.provider(self.project)
+        manifest = prov.manifest if prov.manifest is not None else prov._parse()
+        by_uid = {str(n.meta["unique_id"]): n for n in job.nodes}
+        selectors = exact_selectors(manifest, list(by_uid))
+        args = prov._args("build") + [
+            "--select",
+            *selectors,
+            "--indirect-selection",
+            "empty",
+        ]
+        started: dict[str, float] = {}
+
+        def on_event(msg: Any) -> None:
+            name = msg.info.name
+            if name not in ("NodeStart", "NodeFinished"):
+                return
+            uid = getattr(getattr(msg.data, "node_info", None), "unique_id", None)
+            node = by_uid.get(str(uid))
+            if node is None:
+                return
+            if name == "NodeStart":
+                started[node.id] = time.perf_counter()
+                sink.node_started(node.id)
+            else:
+                status = str(getattr(msg.data.node_info, "node_status", "") or "")
+                t0 = started.get(node.id)
+                sink.node_reported(
+                    node.id, status, time.perf_counter() - t0 if t0 is not None else None
+                )
+
+        _quiet_env()
+        outcome = SegmentOutcome(method="dbt build")
+        with captured(
+            self.ws.log_path,
+            f"dbt build ({self.project}, segment {job.segment.id})",
+            cwd=self.ws.provider(self.project).ctx.project_path,  # as dbt runs by hand
+        ):
+            try:
+                res = dbtRunner(manifest=manifest, callbacks=[on_event]).invoke(args)
+            finally:
+                release_warehouse()
+        if isinstance(res.exception, KeyboardInterrupt):  # dbtRunner catches BaseException
+            raise res.exception
+        results = list(getattr(res.result, "results", None) or [])
+        if res.exception is not None and not results:
+            err = locked_error(res.exception, f"dbt project {self.project!r}")
+            outcome.error = (
+                err.message if err else f"dbt build failed: {_short(str(res.exception))}"
+            )
+        seen: set[str] = set()
+        for r in results:
+            node = by_uid.get(str(r.node.unique_id))
+            if node is None:  # exact selection means this never happens; say so if it does
+                outcome.notes.append(f"dbt also ran {r.node.unique_id}, which was not planned")
+                continue
+            seen.add(node.id)
+            status = str(getattr(r.status, "value", r.status))
+            duration = float(r.execution_time) if r.execution_time is not None else None
+            message = str(r.message) if r.message else None
+            if node.kind == "test":
+                cfg = getattr(r.node, "config", None)
+                blocking = str(getattr(cfg, "severity", "ERROR") or "ERROR").upper() == "ERROR"
+                outcome.checks[node.id] = CheckResult(
+                    node_id=node.id,
+                    project=self.project,
+                    segment_id=job.segment.id,
+                    of=list(node.depends_on),
+                    status=_DBT_CHECK.get(status, "error"),
+                    duration=duration,
+                    failures=int(r.failures) if r.failures is not None else None,
+                    message=message,
+                    blocking=blocking,
+                )
+                continue
+            rows = _rows(getattr(r, "adapter_response", None))
+            outcome.nodes[node.id] = NodeResult(
+                node_id=node.id,
+                project=self.project,
+                segment_id=job.segment.id,
+                kind=node.kind,
+                status=_DBT_NODE.get(status, "failed"),
+                duration=duration,
+                rows=rows,
+                message=message if status != "success" else None,
+            )
+        missing = [n for n in job.nodes if n.id not in seen]
+        for n in missing:
+            why = outcome.error or "dbt reported no result for it"
+            if n.kind == "test":
+                outcome.checks[n.id] = CheckResult(
+                    n.id, self.project, job.segment.id, list(n.depends_on), "error", message=why
+                )
+            else:
+                outcome.nodes[n.id] = NodeResult(
+                    n.id, self.project, job.segment.id, n.kind, "failed", message=why
+                )
+        # A blocking test that fails fails the node it tests (dbt itself skips the children).
+        for chk in outcome.checks.values():
+            if not (chk.failed and chk.blocking):
+                continue
+            for parent in chk.of:
+                res_p = outcome.nodes.get(parent)
+                if res_p is not None and res_p.status == "success":
+                    res_p.status = "failed"
+                    res_p.message = f"built, but its test {chk.node_id} failed"
+                if res_p is not None:
+                    res_p.checks_failed.append(chk.node_id)
+        return outcome
+
+
+def _rows(adapter_response: Any) -> int | None:
+    if not isinstance(adapter_response, dict):
+        return None
+    v = adapter_response.get("rows_affected")
+    try:
+        n = int(v) if v is not None else None
+    except (TypeError, ValueError):
+        return None
+    return n if n is not None and n >= 0 else None
+
+
+def exact_selectors(manifest: Any, unique_ids: list[str]) -> list[str]:
+    """One dbt selector per unique id that selects that node and nothing else.
+
+    ``fqn:`` of the node's full name is exact unless another node's fqn starts with it (a
+    directory named like a model); then it is intersected with the node's resource type and
+    its file (``path:``). Each candidate is checked with dbt's own fqn matcher.
+    """
+    from dbt.graph.selector_methods import is_selected_node
+
+    everything = {**manifest.nodes, **manifest.sources}
+    out: list[str] = []
+    for uid in unique_ids:
+        node = everything[uid]
+        rtype = node.resource_type.value
+        if rtype == "source":
+            out.append(f"source:{node.source_name}.{node.name}")
+            continue
+        fqn = ".".join(node.fqn)
+        clashes = [
+            other
+            for ouid, other in everything.items()
+            if ouid != uid
+            and getattr(other, "fqn", None)
+            and is_selected_node(list(other.fqn), fqn, bool(getattr(other, "version", None)))
+        ]
+        if not clashes:
+            out.append(f"fqn:{fqn}")
+        elif all(o.resource_type.value != rtype for o in clashes):
+            out.append(f"fqn:{fqn},resource_type:{rtype}")
+        else:
+            out.append(f"fqn:{fqn},resource_type:{rtype},path:{node.original_file_path}")
+    return out

@@ -1,0 +1,397 @@
+"""The SQLMesh executor: the project's ``Context``, ``run`` for missing intervals or
+``plan(..., auto_apply=True)``, restatements for repairs; per-model outcomes from SQLMesh's
+console protocol (see :mod:`splice.run.executors`)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from splice.capture import captured
+from splice.graph.model import Node
+from splice.run.executors import (
+    SQLMESH_CAPABILITIES,
+    SegmentJob,
+    SegmentOutcome,
+    Sink,
+    _short,
+)
+from splice.run.report import CheckResult, NodeResult
+
+
+def _externals(ctx: Any) -> list[str]:
+    """The fqns of a SQLMesh context's external models."""
+    out = []
+    for fqn, m in ctx.models.items():
+        name = getattr(m.kind, "name", "")
+        if str(getattr(name, "value", name)).upper() == "EXTERNAL":
+            out.append(fqn)
+    return out
+
+
+# == SQLMesh ===========================================================================================
+class _SqlmeshRecorder:
+    """Collects per-model outcomes from SQLMesh's console calls (see the module docstring).
+
+    Built lazily as a subclass of SQLMesh's TerminalConsole, so SQLMesh's own output still goes
+    to the log.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.started: dict[str, float] = {}
+        self.batches: dict[str, list[dict[str, Any]]] = {}
+        self.failed: dict[str, BaseException | str] = {}
+        self.failed_node_kind: dict[str, str] = {}
+        self.skipped: set[str] = set()
+        self.warnings: list[str] = []
+        self.on_start: Callable[[str], None] | None = None
+        self.on_batch: Callable[[str, bool, float | None], None] | None = None
+
+
+def _make_console(rec: _SqlmeshRecorder, stream: Any) -> Any:
+    from rich.console import Console as RichConsole
+    from sqlmesh.core.console import TerminalConsole
+
+    class RecordingConsole(TerminalConsole):  # type: ignore[misc]
+        def start_snapshot_evaluation_progress(
+            self, snapshot: Any, audit_only: bool = False
+        ) -> None:
+            with rec.lock:
+                first = snapshot.name not in rec.started
+                rec.started.setdefault(snapshot.name, time.perf_counter())
+            if first and rec.on_start:
+                rec.on_start(snapshot.name)
+            super().start_snapshot_evaluation_progress(snapshot, audit_only)
+
+        def update_snapshot_evaluation_progress(
+            self,
+            snapshot: Any,
+            interval: Any,
+            batch_idx: int,
+            duration_ms: int | None,
+            num_audits_passed: int,
+            num_audits_failed: int,
+            audit_only: bool = False,
+            execution_stats: Any = None,
+            auto_restatement_triggers: Any = None,
+        ) -> None:
+            rows = getattr(execution_stats, "total_rows_processed", None)
+            with rec.lock:
+                rec.batches.setdefault(snapshot.name, []).append(
+                    {
+                        "interval": [int(interval[0]), int(interval[1])],
+                        "ok": duration_ms is not None,
+                        "duration_ms": duration_ms,
+                        "audits_passed": num_audits_passed,
+                        "audits_failed": num_audits_failed,
+                        "rows": rows,
+                    }
+                )
+            if rec.on_batch:
+                rec.on_batch(
+                    snapshot.name, duration_ms is not None, (duration_ms or 0) / 1000.0 or None
+                )
+            super().update_snapshot_evaluation_progress(
+                snapshot,
+                interval,
+                batch_idx,
+                duration_ms,
+                num_audits_passed,
+                num_audits_failed,
+                audit_only,
+                execution_stats,
+                auto_restatement_triggers,
+            )
+
+        def log_failed_models(self, errors: list[Any]) -> None:
+            with rec.lock:
+                for err in errors:
+                    name = getattr(err.node, "snapshot_name", None)
+                    if name:
+                        rec.failed[name] = err.__cause__ or err
+                        rec.failed_node_kind[name] = type(err.node).__name__
+            super().log_failed_models(errors)
+
+        def log_skipped_models(self, snapshot_names: set[str]) -> None:
+            with rec.lock:
+                rec.skipped.update(snapshot_names)
+            super().log_skipped_models(snapshot_names)
+
+        def log_warning(self, short_message: str, long_message: str | None = None) -> None:
+            with rec.lock:
+                rec.warnings.append(short_message.strip())
+            super().log_warning(short_message, long_message)
+
+    rich = RichConsole(file=stream, force_terminal=False, no_color=True, width=120)
+    return RecordingConsole(console=rich)
+
+
+class SqlmeshExecutor:
+    format = "sqlmesh"
+    capabilities = SQLMESH_CAPABILITIES
+
+    def __init__(self, ws: Any, project: str) -> None:
+        self.ws = ws
+        self.project = project
+
+    def execute(self, job: SegmentJob, sink: Sink) -> SegmentOutcome:
+        import sys
+
+        from sqlmesh.core.console import get_console, set_console
+
+        prov = self.ws.provider(self.project)
+        env_name = job.segment.environment
+        models = [n for n in job.nodes if n.kind == "model"]
+        audits = [n for n in job.nodes if n.kind == "audit"]
+        by_fqn = {str(n.meta["fqn"]): n for n in models}
+        rec = _SqlmeshRecorder()
+        rec.on_start = lambda name: sink.node_started(by_fqn[name].id) if name in by_fqn else None
+        rec.on_batch = lambda name, ok, dur: (
+            sink.node_reported(by_fqn[name].id, "success" if ok else "error", dur)
+            if name in by_fqn
+            else None
+        )
+        outcome = SegmentOutcome(method="sqlmesh run")
+        promoted: dict[str, str] = {}
+        intervals: dict[str, list[list[int]]] = {}
+        raised: BaseException | None = None
+        with captured(
+            self.ws.log_path,
+            f"sqlmesh ({self.project}, segment {job.segment.id})",
+            cwd=prov.ctx.project_path,  # relative paths in its config are the project's
+        ):
+            console = _make_console(rec, sys.stdout)
+            previous = get_console()
+            set_console(console)
+            try:
+                ctx = prov.context
+                ctx.console = console
+                try:
+                    restate = _restatement(job)
+                    why_plan = (
+                        None if restate else self._needs_plan(ctx, env_name, list(by_fqn), job)
+                    )
+                    if models and restate:
+                        # a repair: SQLMesh's own restatement (it cascades downstream itself)
+                        outcome.method = "sqlmesh plan --restate-model"
+                        outcome.notes.append(
+                            f"restated {', '.join(restate['models'])} for "
+                            f"{restate['start']}..{restate['end']}"
+                        )
+                        ctx.plan(
+                            env_name,
+                            restate_models=restate["models"],
+                            start=restate["start"],
+                            end=restate["end"],
+                            auto_apply=True,
+                            no_prompts=True,
+                            execution_time=job.execution_time,
+                        )
+                    elif models and why_plan:
+                        outcome.method = "sqlmesh plan"
+                        outcome.notes.append(f"planned with SQLMesh because {why_plan}")
+                        ctx.plan(
+                            env_name,
+                            # external models are no build, but a plan selecting models
+                            # without them fingerprints those models without their parents
+                            select_models=[*by_fqn, *_externals(ctx)],
+                            auto_apply=True,
+                            no_prompts=True,
+                            execution_time=job.execution_time,
+                            # prod: also evaluate what is due by cron, as the planner counted
+                            run=env_name.lower() == "prod",
+                        )
+                    elif models:
+                        status = ctx.run(
+                            env_name,
+                            select_models=list(by_fqn),
+                            no_auto_upstream=True,
+                            execution_time=job.execution_time,
+                        )
+                        if getattr(status, "is_nothing_to_do", False):
+                            outcome.notes.append("SQLMesh: no missing intervals")
+                except Exception as e:  # noqa: BLE001 - judged per model below
+                    raised = e
+                try:
+                    env = ctx.state_reader.get_environment(env_name)
+                    if env is not None:
+                        snaps = ctx.state_reader.get_snapshots(env.snapshots)
+                        for s in snaps.values():
+                            promoted[s.name] = s.fingerprint.to_identifier()
+                            intervals[s.name] = [[int(a), int(b)] for a, b in s.intervals]
+                    local = (
+                        {
+                            name: s.fingerprint.to_identifier()
+                            for name, s in ctx.snapshots.items()
+                            if name in by_fqn
+                        }
+                        if outcome.method == "sqlmesh plan"
+                        else {}
+                    )
+                except Exception as e:  # noqa: BLE001 - the state could not be read back
+                    local = {}
+                    outcome.notes.append(
+                        f"could not read SQLMesh's state back: {_short(str(e), 2)}"
+                    )
+            finally:
+                set_console(previous)
+                prov.close()  # ctx.close(): releases the warehouse
+        if raised is not None and not rec.failed:
+            err = _short(f"{type(raised).__name__}: {raised}")
+            from splice.providers.dbt import locked_error
+
+            lock = locked_error(raised, f"SQLMesh project {self.project!r}")
+            outcome.error = lock.message if lock else f"{outcome.method} failed: {err}"
+        first_failure = next(iter(rec.failed), None)
+        for fqn, node in by_fqn.items():
+            res = NodeResult(node.id, self.project, job.segment.id, node.kind, "noop")
+            batches = rec.batches.get(fqn, [])
+            ok_batches = [b for b in batches if b["ok"]]
+            if ok_batches:
+                res.duration = sum((b["duration_ms"] or 0) for b in ok_batches) / 1000.0
+                rows = [b["rows"] for b in ok_batches if b["rows"] is not None]
+                res.rows = sum(rows) if rows else None
+            res.intervals = intervals.get(fqn)
+            if fqn in rec.failed:
+                res.status = "failed"
+                res.message = _sqlmesh_error(rec.failed[fqn], rec.failed_node_kind.get(fqn))
+            elif fqn in rec.skipped:
+                res.status = "skipped"
+                res.message = "SQLMesh skipped it: a model upstream of it failed"
+                if first_failure and first_failure in by_fqn:
+                    res.skipped_because = by_fqn[first_failure].id
+            elif outcome.error is not None:
+                res.status = "failed"
+                res.message = outcome.error
+            elif outcome.method == "sqlmesh plan" and local.get(fqn) != promoted.get(fqn):
+                res.status = "failed"
+                res.message = (
+                    f"SQLMesh did not promote it to {env_name!r}: the plan failed"
+                    + (f" at {by_fqn[first_failure].id}" if first_failure in by_fqn else "")
+                    + f"; {env_name!r} keeps its previous version"
+                )
+            elif raised is not None and not batches:
+                res.status = "failed"
+                res.message = _short(f"{type(raised).__name__}: {raised}")
+            elif ok_batches:
+                res.status = "success"
+                n = len(ok_batches)
+                res.message = f"{n} interval batch{'es' if n != 1 else ''} evaluated"
+            elif outcome.method == "sqlmesh plan":
+                res.message = f"in {env_name!r} as planned; no intervals to evaluate"
+            else:
+                res.message = "no missing intervals"
+            outcome.nodes[node.id] = res
+        self._audits(audits, by_fqn, rec, outcome, job)
+        return outcome
+
+    def _needs_plan(self, ctx: Any, env_name: str, fqns: list[str], job: SegmentJob) -> str | None:
+        """Why a plan (not a run) is needed for these models, or None.
+
+        SQLMesh's own view decides: its state when the environment is missing or did not finish
+        its last plan; else the plan's tool_view (the planner built SQLMesh's plan: a change, or
+        a new environment, needs a plan); a plan made by hand has no tool_view, so the local
+        fingerprints are compared with the environment's.
+        """
+        env = ctx.state_reader.get_environment(env_name)
+        if env is None:
+            return f"environment {env_name!r} has never been planned"
+        if not env.finalized_ts:
+            return f"environment {env_name!r} did not finish its last plan ({env.plan_id})"
+        changed = [
+            f"{nid}: {tv.get('change') or 'new environment'}"
+            for nid in job.segment.node_ids
+            if (d := job.decisions.get(nid)) is not None
+            and ((tv := d.tool_view).get("change") or tv.get("new_environment"))
+        ]
+        if changed:
+            return f"SQLMesh's plan has changes ({'; '.join(changed)})"
+        planned = [job.decisions.get(n.id) for n in job.nodes if n.kind == "model"]
+        if planned and all(d is not None and "change" in d.tool_view for d in planned):
+            return None  # the planner asked SQLMesh for its plan just now: no change in it
+        in_env = {s.name: s.fingerprint for s in env.snapshots}
+        local = ctx.snapshots
+        differ = [f for f in fqns if f in local and local[f].fingerprint != in_env.get(f)]
+        if differ:
+            return f"its code differs from {env_name!r}: {', '.join(differ)}"
+        return None
+
+    def _audits(
+        self,
+        audits: list[Node],
+        by_fqn: dict[str, Node],
+        rec: _SqlmeshRecorder,
+        outcome: SegmentOutcome,
+        job: SegmentJob,
+    ) -> None:
+        id_to_fqn = {n.id: f for f, n in by_fqn.items()}
+        failing: dict[str, list[Any]] = {}
+        for name, cause in rec.failed.items():
+            errs = getattr(cause, "errors", None)
+            if errs:
+                failing[name] = list(errs)
+        for a in audits:
+            model_id = str(a.meta.get("model"))
+            fqn = id_to_fqn.get(model_id)
+            res = outcome.nodes.get(model_id)
+            chk = CheckResult(a.id, self.project, job.segment.id, [model_id], "skipped")
+            if fqn is None or res is None:
+                chk.message = "its model was not run in this segment"
+            elif fqn in failing:
+                match = _match_audit(a, failing[fqn])
+                if match is not None:
+                    chk.status = "fail"
+                    chk.failures = int(getattr(match, "count", 0) or 0) or None
+                    chk.message = _short(str(match), 2)
+                    res.checks_failed.append(a.id)
+                else:
+                    chk.status = "pass"
+            elif res.status == "success":
+                batches = [b for b in rec.batches.get(fqn, []) if b["ok"]]
+                warned = sum(b["audits_failed"] for b in batches)
+                chk.status = "warn" if warned and not a.meta.get("blocking", True) else "pass"
+                if warned:
+                    chk.message = f"{warned} non-blocking audit failure(s) on this model"
+            elif res.status == "noop":
+                chk.message = "no intervals were evaluated, so SQLMesh ran no audits"
+            else:
+                chk.message = f"its model {res.status}"
+            outcome.checks[a.id] = chk
+
+
+def _restatement(job: SegmentJob) -> dict[str, Any] | None:
+    """The restatement a repair asks of this segment (``tool_view["restate"]``), if any."""
+    for n in job.nodes:
+        d = job.decisions.get(n.id)
+        if d is not None and d.tool_view.get("restate"):
+            return dict(d.tool_view["restate"])
+    return None
+
+
+def _match_audit(audit_node: Node, errors: list[Any]) -> Any:
+    """The AuditError of ``errors`` that is this audit node (same audit name and arguments)."""
+    name = audit_node.meta.get("audit")
+    want_args = audit_node.meta.get("args") or {}
+    same_name = [e for e in errors if getattr(e, "audit_name", None) == name]
+    for e in same_name:
+        args = {
+            k: (v.sql(dialect=audit_node.dialect or "duckdb") if hasattr(v, "sql") else str(v))
+            for k, v in (getattr(e, "audit_args", None) or {}).items()
+        }
+        if all(args.get(k) == v for k, v in dict(want_args).items()):  # type: ignore[call-overload]
+            return e
+    return None
+
+
+def _sqlmesh_error(cause: BaseException | str, node_kind: str | None) -> str:
+    errs = getattr(cause, "errors", None)
+    if errs:
+        names = ", ".join(
+            f"{getattr(e, 'audit_name', '?')} ({getattr(e, 'count', '?')} rows)" for e in errs
+        )
+        return f"blocking audit failed: {names}"
+    where = "creating its table" if node_kind == "CreateNode" else "evaluating it"
+    return f"SQLMesh failed {where}: {_short(f'{type(cause).__name__}: {cause}', 3)}"
