@@ -25,7 +25,6 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
-from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -34,173 +33,14 @@ from splice.errors import ConfigError, WarehouseError
 from splice.watch import history as hist
 from splice.watch.calendars import publishing_calendar
 from splice.watch.detectors import Panel, detect, sensitivity
+from splice.watch.grid import _as_date, _back, _float, _step, grid
 from splice.watch.metrics import MetricSpec, watch_specs
+from splice.watch.results import Anomaly, MetricReport, WatchResult, _num
 
 Progress = Callable[[str], None]
 #: How much stored history is loaded to judge new points: the training window twice over,
 #: and at least this many days (the repeat rates of stopped_moving are learned from it).
 HISTORY_DAYS = 120
-
-
-@dataclass
-class Anomaly:
-    """One anomalous point, as reported and stored."""
-
-    metric: str
-    node_id: str
-    dims: dict[str, str | None]
-    interval: date
-    detector: str
-    direction: str
-    value: float | None
-    expected: float | None
-    score: float
-    reason: str
-    data: dict[str, Any] = field(default_factory=dict)
-    declared: bool = False
-    owner: str | None = None
-    domain: str | None = None
-
-    @property
-    def series(self) -> str:
-        return hist.dims_label(self.dims)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "metric": self.metric,
-            "node": self.node_id,
-            "series": self.series,
-            "dims": self.dims,
-            "interval": self.interval.isoformat(),
-            "detector": self.detector,
-            "direction": self.direction,
-            "value": _num(self.value),
-            "expected": _num(self.expected),
-            "score": _num(self.score),
-            "reason": self.reason,
-            "data": self.data,
-            "declared": self.declared,
-            "owner": self.owner,
-            "domain": self.domain,
-        }
-
-
-@dataclass
-class MetricReport:
-    name: str
-    node_id: str
-    declared: bool
-    measures: list[str]
-    new_points: int
-    series: int
-    measured_from: date | None  # the query's start (None: the whole history)
-    through: date | None
-    reset: str | None  # why the history was measured anew (backfill, new, changed)
-    sql: str
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "node": self.node_id,
-            "declared": self.declared,
-            "measures": self.measures,
-            "new_points": self.new_points,
-            "series": self.series,
-            "measured_from": self.measured_from.isoformat() if self.measured_from else None,
-            "through": self.through.isoformat() if self.through else None,
-            "reset": self.reset,
-            "sql": self.sql,
-        }
-
-
-@dataclass
-class WatchResult:
-    watch_id: str
-    target: str
-    backfill: bool
-    metrics: list[MetricReport]
-    anomalies: list[Anomaly]
-    points: int
-    seconds: float
-    timings: dict[str, float] = field(default_factory=dict)
-    incidents: list[Any] = field(default_factory=list)  # opened or changed by this call
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "watch_id": self.watch_id,
-            "incidents": [i.as_dict(with_diagnosis=False) for i in self.incidents],
-            "target": self.target,
-            "backfill": self.backfill,
-            "points": self.points,
-            "series": sum(m.series for m in self.metrics),
-            "metrics": [m.as_dict() for m in self.metrics],
-            "anomalies": [a.as_dict() for a in self.anomalies],
-            "seconds": round(self.seconds, 3),
-            "timings": {k: round(v, 3) for k, v in self.timings.items()},
-        }
-
-
-def _num(v: float | None) -> float | None:
-    if v is None or (isinstance(v, float) and not math.isfinite(v)):
-        return None
-    return float(v)
-
-
-# -- the grid ---------------------------------------------------------------------------------
-def _as_date(v: Any) -> date:
-    if isinstance(v, datetime):
-        return v.date()
-    if isinstance(v, date):
-        return v
-    return date.fromisoformat(str(v)[:10])
-
-
-def _step(d: date, grain: str) -> date:
-    if grain == "day":
-        return d + timedelta(days=1)
-    if grain == "week":
-        return d + timedelta(days=7)
-    return date(d.year + (d.month == 12), d.month % 12 + 1, 1)
-
-
-def _back(d: date, grain: str, n: int) -> date:
-    if grain == "day":
-        return d - timedelta(days=n)
-    if grain == "week":
-        return d - timedelta(days=7 * n)
-    y, m = d.year, d.month - n
-    while m < 1:
-        y, m = y - 1, m + 12
-    return date(y, m, 1)
-
-
-def grid(first: date, last: date, grain: str) -> list[date]:
-    """Every interval start from ``first`` to ``last`` (both included).
-
-    >>> [d.isoformat() for d in grid(date(2026, 11, 1), date(2027, 1, 1), "month")]
-    ['2026-11-01', '2026-12-01', '2027-01-01']
-    """
-    out = []
-    d = first
-    while d <= last:
-        out.append(d)
-        d = _step(d, grain)
-    return out
-
-
-def _float(v: Any, spec: MetricSpec, measure: str) -> float | None:
-    if v is None:
-        return None
-    if isinstance(v, bool):
-        return float(v)
-    if isinstance(v, int | float | Decimal):
-        f = float(v)
-        return f if math.isfinite(f) else None
-    raise ConfigError(
-        f"metric {measure!r} on {spec.node_id}: its value is not a number "
-        f"(the warehouse returned {type(v).__name__} {v!r}).",
-        fix="make the value a numeric aggregate, e.g. sum(x), count(*), avg(x)",
-    )
 
 
 # -- the warehouse ------------------------------------------------------------------------------

@@ -1,0 +1,68 @@
+"""The intervals of a metric's grain: the grid every series is laid on, and value coercion."""
+
+from __future__ import annotations
+
+import math
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from splice.errors import ConfigError
+from splice.watch.metrics import MetricSpec
+
+
+# -- the grid ---------------------------------------------------------------------------------
+def _as_date(v: Any) -> date:
+    if isinstance(v, datetime):
+        return v.date()
+    if isinstance(v, date):
+        return v
+    return date.fromisoformat(str(v)[:10])
+
+
+def _step(d: date, grain: str) -> date:
+    if grain == "day":
+        return d + timedelta(days=1)
+    if grain == "week":
+        return d + timedelta(days=7)
+    return date(d.year + (d.month == 12), d.month % 12 + 1, 1)
+
+
+def _back(d: date, grain: str, n: int) -> date:
+    if grain == "day":
+        return d - timedelta(days=n)
+    if grain == "week":
+        return d - timedelta(days=7 * n)
+    y, m = d.year, d.month - n
+    while m < 1:
+        y, m = y - 1, m + 12
+    return date(y, m, 1)
+
+
+def grid(first: date, last: date, grain: str) -> list[date]:
+    """Every interval start from ``first`` to ``last`` (both included).
+
+    >>> [d.isoformat() for d in grid(date(2026, 11, 1), date(2027, 1, 1), "month")]
+    ['2026-11-01', '2026-12-01', '2027-01-01']
+    """
+    out = []
+    d = first
+    while d <= last:
+        out.append(d)
+        d = _step(d, grain)
+    return out
+
+
+def _float(v: Any, spec: MetricSpec, measure: str) -> float | None:
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return float(v)
+    if isinstance(v, int | float | Decimal):
+        f = float(v)
+        return f if math.isfinite(f) else None
+    raise ConfigError(
+        f"metric {measure!r} on {spec.node_id}: its value is not a number "
+        f"(the warehouse returned {type(v).__name__} {v!r}).",
+        fix="make the value a numeric aggregate, e.g. sum(x), count(*), avg(x)",
+    )
