@@ -30,6 +30,11 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/lineage.py
+	$(BIN)/python bench/plan_scale.py
+	$(BIN)/python bench/run.py
+	$(BIN)/python bench/run_federated.py
+	$(BIN)/python bench/detect.py
+	$(BIN)/python bench/repair.py
 
 clean:
 	rm -rf $(VENV) $(DEMO_DIR)
