@@ -37,7 +37,7 @@ HEAD_KEY = "audit_head"
 #: What the log records (``kind``).
 KINDS = (
     "propose", "request", "approve", "reject", "escalate", "expire", "stop", "resume",
-    "apply", "applied", "failed", "undo", "receipt", "status",
+    "apply", "applied", "failed", "verify", "undo", "receipt", "status",
 )  # fmt: skip
 
 
