@@ -200,3 +200,68 @@ def test_a_reload_that_fails_half_way_leaves_the_warehouse_as_the_undo_recorded_
     shown = _cli(ws_dir, "receipt", pid, "--json")
     assert shown.exit_code == 0, shown.output
     assert json.loads(shown.stdout)["status"] == "undone"
+
+
+def test_at_l3_a_proven_reload_is_approved_and_applied_by_splice_itself(
+    incident_ws: StoryResult, tmp_path: Path
+) -> None:
+    """A reload of one ingestion job for named days, in a domain at L3 with a clean record,
+    runs without a person's approval; Splice's approval is in the log under its own name."""
+    import time
+
+    from splice.demo.vendor import set_incident
+    from splice.repair import auditlog, autonomy, store, undo
+    from splice.repair.flow import apply
+    from splice.repair.model import Proposal, Step
+    from splice.workspace import Workspace
+
+    ws_dir = _copy(incident_ws, tmp_path / "travel")
+    toml = ws_dir / "splice.toml"
+    toml.write_text(toml.read_text().replace('autonomy = "L2"', 'autonomy = "L3"', 1)
+                    .replace("proven_record = 3", "proven_record = 1"))  # fmt: skip
+    set_incident(ws_dir, None)  # the vendor is fixed
+    inc = incident_ws.incidents[0].incident_id
+    day0, day1 = date(2026, 9, 28), date(2026, 9, 29)
+    argv = ["python", "ingest/fx_rates_ingest.py", "--start", "2026-09-28", "--end", "2026-09-29"]
+
+    def reload_proposal(ws: Workspace) -> Proposal:
+        now = time.time()
+        p = Proposal(
+            store.new_proposal_id(ws.state), inc, ws.target, "pricing", "reload_ingestion",
+            "reload fx_rates_ingest", "stale vendor rates", day0, day1,
+            [Step("reload", "ingestion", ["ingestion:fx_rates_ingest"], day0, day1, argv,
+                  {"runner": "dlt", "writes": ["raw.fx_rates"], "cwd": str(ws.root)})],
+            [" ".join(argv)], {}, None, "splice-agent", now, now + 3600,
+        )  # fmt: skip
+        store.save(ws.state, p)
+        entries = undo.capture(ws, p.proposal_id, [
+            ("ingestion:fx_rates_ingest", "warehouse.raw.fx_rates", "rate_date", day0, day1)])  # fmt: skip
+        undo.verify_restorable(ws, entries)
+
+        def pending(cur: Proposal) -> None:
+            cur.undo, cur.requested_at = entries, now
+
+        return store.transition(ws.state, p.proposal_id, "pending", actor="splice-agent",
+                                update=pending)  # fmt: skip
+
+    with Workspace.open(ws_dir) as ws:
+        first = reload_proposal(ws)
+        # no record yet: Splice may not approve it itself; an owner does, and it runs clean
+        with pytest.raises(Exception, match="0 clean reload_ingestion application"):
+            apply(ws, first.proposal_id, actor="splice-agent")
+        from splice.repair import approvals
+
+        approvals.approve(ws, first.proposal_id, actor="maria")
+        assert apply(ws, first.proposal_id, actor="maria").run.ok
+        assert autonomy.clean_record(ws.state, "pricing", "reload_ingestion") == 1
+
+        second = reload_proposal(ws)
+        done = apply(ws, second.proposal_id, actor="splice-agent")
+        assert done.run.ok and done.proposal.status == "applied"
+        approved = [
+            e for e in auditlog.entries(ws.state, second.proposal_id) if e.kind == "approve"
+        ]
+        assert [e.actor for e in approved] == ["splice-autonomy"]
+        assert "approved autonomously" in approved[0].as_dict()["payload"]["comment"]
+        assert autonomy.clean_record(ws.state, "pricing", "reload_ingestion") == 2
+        assert auditlog.verify(ws.state).intact
