@@ -315,3 +315,53 @@ def test_sqlmesh_state_changed_by_hand_is_seen_through_the_memo(copy_of_recorded
         plan = make_plan(ws)  # the demo's own clock: the memo would still be in time
     assert not _memoised(plan)
     assert plan.decisions["finance:stg_gmv_daily"].action == "build"
+
+
+@pytest.mark.parametrize(
+    ("selection", "when"),
+    [
+        (None, "2026-10-01"),
+        (None, "2026-10-03"),
+        (["pricing:marts.agg_gmv_daily"], "2026-10-03"),  # upstream backfilled first
+    ],
+)
+def test_sqlmesh_view_read_from_state_equals_sqlmesh_own_plan(
+    copy_of_recorded: Path, selection: list[str] | None, when: str
+) -> None:
+    """With no local change, the view is read from SQLMesh's state instead of building
+    SQLMesh's plan: it must say exactly what SQLMesh's own plan says."""
+    from splice.plan.sqlmesh_view import (
+        environment_state,
+        plan_view,
+        resolve_execution_time,
+    )
+
+    with Workspace.open(copy_of_recorded) as ws:
+        et = resolve_execution_time(ws, when)
+        ids = selection or sorted(SQLMESH_MODELS)
+        state = environment_state(ws, "pricing", execution_time=et)
+        fast = plan_view(ws, "pricing", ids, execution_time=et, state=state)
+        built = plan_view(ws, "pricing", ids, execution_time=et)  # SQLMesh's plan builder
+    assert all(v.tool_view.get("from_state") for v in fast.nodes.values())
+    assert not any(v.tool_view.get("from_state") for v in built.nodes.values())
+
+    def said(view):  # type: ignore[no-untyped-def]
+        return {
+            n: (
+                v.action,
+                [r.text for r in v.reasons],
+                v.tool_view["missing_intervals"],
+                v.tool_view["missing_interval_count"],
+                v.changes_data,
+            )
+            for n, v in view.nodes.items()
+        }
+
+    assert said(fast) == said(built)
+    assert fast.also_backfilled == built.also_backfilled
+    if selection and when == "2026-10-03":
+        assert set(fast.also_backfilled) == {
+            "pricing:fx.daily_rates",
+            "pricing:marts.fct_bookings_usd",
+        }
+    assert fast.new_environment == built.new_environment is False

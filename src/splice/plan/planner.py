@@ -476,7 +476,7 @@ def make_plan(
         mine = [n for n in candidates if g.nodes[n].project == p]
         if not mine:
             continue
-        pv = plan_view(ws, p, mine, execution_time=et)
+        pv = plan_view(ws, p, mine, execution_time=et, state=states.get(p))
         views.update(pv.nodes)
         also.update(pv.also_backfilled)
         timings[f"sqlmesh_plan:{p}"] = pv.seconds
