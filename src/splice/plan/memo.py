@@ -30,9 +30,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlglot import exp
-
 from splice.plan.model import NodeDecision, Plan, Reason, Segment
+from splice.sqlrows import checksum_query
 
 KIND = "noop_plan"
 SKIP_DIRS = frozenset({"target", "logs", ".cache", "__pycache__", ".git", ".splice", ".venv"})
@@ -120,18 +119,11 @@ def state_probe(ws: Any) -> list[str] | None:
     out: list[str] = []
     try:
         with connect(ws, "the plan memo", read_only=True) as con:
-            for table in STATE_TABLES:
-                row_hash = exp.func("HASH", exp.column("_row", quoted=True))
-                total = exp.func(
-                    "COALESCE",
-                    exp.Sum(this=exp.cast(row_hash, exp.DataType.build("INT128"))),
-                    exp.Literal.number(0),
-                )
-                q = exp.select(
-                    exp.Count(this=exp.Star()), exp.cast(total, exp.DataType.build("TEXT"))
-                ).from_(exp.table_(table, db="sqlmesh", quoted=True).as_("_row", quoted=True))
-                n, s = con.execute(q.sql(dialect="duckdb")).fetchone()
-                out.append(f"{table}:{n}:{s}")
+            for t in STATE_TABLES:
+                n, total = con.execute(
+                    checksum_query(f"sqlmesh.{t}", None, None, None, "duckdb")
+                ).fetchone()
+                out.append(f"{t}:{n}:{total}")
     except (duckdb.Error, WarehouseError):
         return None
     return out
@@ -144,23 +136,28 @@ def _now_ms(execution_time: datetime | None) -> int:
     return int(t.timestamp() * 1000)
 
 
-def marks(ws: Any, selector: str | None, exclude: str | None) -> dict[str, Any] | None:
+def marks(ws: Any, code: str) -> dict[str, Any] | None:
+    """The marks a remembered plan rests on, ``code`` being :func:`code_key`'s."""
     probe = state_probe(ws)
     if probe is None:
         return None
     return {
-        "code": code_key(ws, selector, exclude),
+        "code": code,
         "evidence": evidence_mark(ws),
         "sqlmesh_state": probe,
     }
 
 
 def lookup(
-    ws: Any, selector: str | None, exclude: str | None, execution_time: datetime | None
+    ws: Any,
+    selector: str | None,
+    exclude: str | None,
+    execution_time: datetime | None,
+    code: str,
 ) -> Plan | None:
     """The memoised no-op plan, if every mark is unchanged and no interval fell due."""
     t0 = time.perf_counter()
-    now = marks(ws, selector, exclude)
+    now = marks(ws, code)
     if now is None:
         return None
     key = key_of([ws.target, selector, exclude])
@@ -195,11 +192,13 @@ def remember(
     selector: str | None,
     exclude: str | None,
     next_due: list[int | None],
+    code: str,
 ) -> bool:
-    """Keep ``plan`` when it builds nothing and every SQLMesh model's next due time is known."""
+    """Keep ``plan`` when it builds nothing and every SQLMesh model's next due time is known;
+    ``code`` is the :func:`code_key` taken before the plan read the projects."""
     if plan.to_build or any(d is None for d in next_due):
         return False
-    now = marks(ws, selector, exclude)
+    now = marks(ws, code)
     if now is None:
         return False
     key = key_of([ws.target, selector, exclude])

@@ -436,8 +436,10 @@ def make_plan(
     from splice.plan.fingerprint import dbt_fingerprint, fallback_fingerprint
     from splice.plan.sqlmesh_view import environment_state, plan_view, resolve_execution_time
 
+    code = plan_memo.code_key(ws, selector, exclude) if observe else ""
     if observe and not fresh:
-        hit = plan_memo.lookup(ws, selector, exclude, resolve_execution_time(ws, execution_time))
+        et0 = resolve_execution_time(ws, execution_time)
+        hit = plan_memo.lookup(ws, selector, exclude, et0, code)
         if hit is not None:
             return hit
     timings: dict[str, float] = {}
@@ -526,7 +528,7 @@ def make_plan(
     plan.timings = {**{k: round(v, 4) for k, v in timings.items()}, **plan.timings}
     if observe:
         due = [m.next_due for st in states.values() for m in st.models.values()]
-        plan_memo.remember(ws, plan, selector, exclude, due)
+        plan_memo.remember(ws, plan, selector, exclude, due, code)
     return plan
 
 

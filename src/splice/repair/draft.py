@@ -20,11 +20,9 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from sqlglot import exp
-
 from splice.errors import RepairError
 from splice.graph.model import Graph
-from splice.graph.relations import parse_relation
+from splice.sqlrows import count_query
 
 
 @dataclass
@@ -55,27 +53,6 @@ class Draft:
     cost: dict[str, Any] = field(default_factory=dict)
     audit: Any = None  # AuditSuggestion | None
     environments: list[dict[str, Any]] = field(default_factory=list)
-
-
-def _day(d: date) -> exp.Expr:
-    return exp.cast(exp.Literal.string(d.isoformat()), exp.DataType.build("DATE"))
-
-
-def count_query(relation: str, time_column: str | None, start: date | None, end: date | None,
-                dialect: str) -> str:  # fmt: skip
-    """Rows of ``relation`` (in the range, when a time column is given), as SQL.
-
-    >>> count_query("wh.raw.fx", "rate_date", date(2026, 9, 28), date(2026, 9, 29), "duckdb")
-    'SELECT COUNT(*) FROM "wh"."raw"."fx" WHERE CAST("rate_date" AS DATE) BETWEEN CAST(\\'2026-09-28\\' AS DATE) AND CAST(\\'2026-09-29\\' AS DATE)'
-    """
-    rel = parse_relation(relation, dialect=dialect)
-    q = exp.select(exp.Count(this=exp.Star())).from_(
-        exp.table_(rel.name, db=rel.schema, catalog=rel.catalog, quoted=True)
-    )
-    if time_column and start and end:
-        col = exp.cast(exp.column(time_column, quoted=True), exp.DataType.build("DATE"))
-        q = q.where(exp.Between(this=col, low=_day(start), high=_day(end)))
-    return q.sql(dialect=dialect)
 
 
 def _ingestion_step(ws: Any, node_id: str, start: date, end: date) -> tuple[dict[str, Any], str]:

@@ -261,23 +261,21 @@ def receipt(ws: Any, proposal_id: str) -> dict[str, Any]:
     state = ws.state
     p = store.load(state, proposal_id)
     decisions = [d.as_dict() for d in store.decisions(state, p.proposal_id)]
-    run_ids = []
+    run_ids: list[str] = []
+    verification = None
     for e in auditlog.entries(state, p.proposal_id):
-        rid = (e.as_dict().get("payload") or {}).get("run_id")
+        payload = e.as_dict().get("payload") or {}
+        rid = payload.get("run_id")
         if rid and rid not in run_ids:
             run_ids.append(rid)
+        if e.kind == "verify":
+            verification = payload  # the latest one
     runs = []
     with Journal.for_workspace(ws) as j:
         for rid in run_ids:
             r = j.run(rid)
             runs.append({"run_id": rid, "status": r.status, "duration": r.duration})
     inc = get_incident(state.conn, p.incident_id)
-    verification = None
-    for e in reversed(auditlog.entries(state, p.proposal_id)):
-        payload = e.as_dict().get("payload") or {}
-        if e.kind == "verify":
-            verification = payload
-            break
     return build_receipt(p.as_dict(), inc.as_dict(with_diagnosis=False), decisions, runs,
                          verification)  # fmt: skip
 

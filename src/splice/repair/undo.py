@@ -4,7 +4,7 @@ For every relation a repair rewrites (:class:`~splice.repair.draft.Touch`), :fun
 copies the rows in the repair's range of the relation's time column (the whole table when the
 tool rebuilds it whole, as dbt does) to a Parquet file under ``.splice/undo/<proposal>/``, and
 records the row count and an order-independent checksum computed in the warehouse
-(:func:`checksum_query`).  :func:`verify_restorable` proves the copy restores before the
+(:func:`splice.sqlrows.checksum_query`).  :func:`verify_restorable` proves the copy restores before the
 proposal may be approved: it restores every entry inside a transaction, checks the checksums
 and rolls back.  :func:`check_unchanged` refuses to apply a repair when the warehouse moved
 since the undo was taken (the undo would then put back the wrong rows).  :func:`restore` puts
@@ -15,8 +15,6 @@ Every statement is built as a sqlglot expression:
 >>> print(copy_out_sql("wh.raw.fx", "rate_date", date(2026, 9, 28), date(2026, 9, 29),
 ...                    "/u/1.parquet", "duckdb"))
 COPY (SELECT * FROM "wh"."raw"."fx" WHERE CAST("rate_date" AS DATE) BETWEEN CAST('2026-09-28' AS DATE) AND CAST('2026-09-29' AS DATE)) TO '/u/1.parquet' WITH (FORMAT PARQUET)
->>> print(checksum_query("wh.raw.fx", None, None, None, "duckdb"))
-SELECT COUNT(*), CAST(COALESCE(SUM(CAST(HASH("_row") AS INT128)), 0) AS TEXT) FROM "wh"."raw"."fx" AS "_row"
 """
 
 from __future__ import annotations
@@ -31,38 +29,16 @@ from sqlglot import exp
 from splice.errors import RepairError
 from splice.graph.relations import parse_relation
 from splice.repair.model import UndoEntry
+from splice.sqlrows import ROW, checksum_query, checksum_select, in_range, rows_query, table
 
-_ROW = "_row"
 #: A target to capture: (node id, physical relation, time column or None, start, end).
 Target = tuple[str, str, "str | None", "date | None", "date | None"]
-
-
-def _table(relation: str, dialect: str, alias: str | None = None) -> exp.Table:
-    rel = parse_relation(relation, dialect=dialect)
-    t = exp.table_(rel.name, db=rel.schema, catalog=rel.catalog, quoted=True)
-    if alias:
-        t = t.as_(alias, quoted=True)  # type: ignore[assignment]
-    return t
-
-
-def _in_range(time_column: str | None, start: date | None, end: date | None) -> exp.Expr | None:
-    if not (time_column and start and end):
-        return None
-    day = exp.DataType.build("DATE")
-    col = exp.cast(exp.column(time_column, quoted=True), day)
-    lit = lambda d: exp.cast(exp.Literal.string(d.isoformat()), day)  # noqa: E731
-    return exp.Between(this=col, low=lit(start), high=lit(end))
-
-
-def _rows(source: exp.Expr, where: exp.Expr | None) -> exp.Select:
-    q = exp.select(exp.Star()).from_(source)
-    return q.where(where) if where is not None else q
 
 
 def copy_out_sql(relation: str, time_column: str | None, start: date | None, end: date | None,
                  path: str, dialect: str) -> str:  # fmt: skip
     """``COPY (the rows in range) TO path (FORMAT PARQUET)``."""
-    query = _rows(_table(relation, dialect), _in_range(time_column, start, end))
+    query = rows_query(table(relation, dialect), in_range(time_column, start, end))
     copy = exp.Copy(
         this=exp.Subquery(this=query),
         kind=False,
@@ -70,22 +46,6 @@ def copy_out_sql(relation: str, time_column: str | None, start: date | None, end
         params=[exp.CopyParameter(this=exp.var("FORMAT"), expression=exp.var("PARQUET"))],
     )
     return copy.sql(dialect=dialect)
-
-
-def _checksum(source: exp.Expr, where: exp.Expr | None) -> exp.Select:
-    h = exp.cast(exp.func("HASH", exp.column(_ROW, quoted=True)), exp.DataType.build("INT128"))
-    total = exp.func("COALESCE", exp.Sum(this=h), exp.Literal.number(0))
-    q = exp.select(exp.Count(this=exp.Star()), exp.cast(total, exp.DataType.build("TEXT")))
-    q = q.from_(source)
-    return q.where(where) if where is not None else q
-
-
-def checksum_query(relation: str, time_column: str | None, start: date | None, end: date | None,
-                   dialect: str) -> str:  # fmt: skip
-    """Row count and an order-independent checksum (the sum of the rows' hashes), as SQL."""
-    return _checksum(_table(relation, dialect, _ROW), _in_range(time_column, start, end)).sql(
-        dialect=dialect
-    )
 
 
 def _parquet(path: str, columns: list[tuple[str, str]]) -> exp.Expr:
@@ -99,7 +59,7 @@ def _parquet(path: str, columns: list[tuple[str, str]]) -> exp.Expr:
     ]
     return exp.Subquery(
         this=exp.select(*cols).from_(reader),
-        alias=exp.TableAlias(this=exp.to_identifier(_ROW, quoted=True)),
+        alias=exp.TableAlias(this=exp.to_identifier(ROW, quoted=True)),
     )
 
 
@@ -162,13 +122,13 @@ def _file_checksum(con: Any, ws: Any, e: UndoEntry) -> tuple[int, str]:
             f"the undo of {e.relation} is missing: {path} was deleted.",
             fix="the saved rows cannot be recovered; propose the repair again to take a new undo",
         )
-    return _sum(con, _checksum(_parquet(str(path), e.columns), None).sql(dialect="duckdb"))
+    return _sum(con, checksum_select(_parquet(str(path), e.columns), None).sql(dialect="duckdb"))
 
 
 def _restore_one(con: Any, ws: Any, e: UndoEntry) -> None:
-    where = _in_range(e.time_column, e.start, e.end)
-    table = _table(e.relation, ws.dialect)
-    delete = exp.Delete(this=table, where=exp.Where(this=where) if where is not None else None)
+    where = in_range(e.time_column, e.start, e.end)
+    target = table(e.relation, ws.dialect)
+    delete = exp.Delete(this=target, where=exp.Where(this=where) if where is not None else None)
     con.execute(delete.sql(dialect=ws.dialect))
     now = _typed_columns(con, e.relation, ws.dialect)
     if [c.lower() for c, _ in now] != [c.lower() for c, _ in e.columns]:
@@ -181,7 +141,7 @@ def _restore_one(con: Any, ws: Any, e: UndoEntry) -> None:
     rows = exp.select(*[exp.column(c, quoted=True) for c, _ in e.columns]).from_(
         _parquet(str(_abs(ws, e.saved_to)), e.columns)
     )
-    insert = exp.insert(rows, table, columns=[c for c, _ in e.columns])
+    insert = exp.insert(rows, target, columns=[c for c, _ in e.columns])  # type: ignore[arg-type]
     con.execute(insert.sql(dialect=ws.dialect))
 
 
@@ -197,32 +157,45 @@ def current_checksums(ws: Any, entries: list[UndoEntry]) -> list[str]:
         return [_current(con, ws, e)[1] for e in entries]
 
 
+def _put_back(con: Any, ws: Any, entries: list[UndoEntry], *, keep: bool) -> list[str]:
+    """Restore every entry in one transaction, each checked against its recorded checksum;
+    commit when ``keep``, else roll back (a test).  Returns the checksums after."""
+    for e in entries:  # every saved file is there and intact before anything is deleted
+        got = _file_checksum(con, ws, e)
+        if got[1] != e.checksum:
+            raise RepairError(
+                f"the saved rows of {e.relation} do not match what was copied "
+                f"({got[0]} rows, checksum {got[1]}; expected {e.rows}, {e.checksum}); "
+                "nothing was restored.",
+                fix="propose again to take a new undo",
+            )
+    con.execute("BEGIN TRANSACTION")
+    try:
+        after = []
+        for e in entries:
+            _restore_one(con, ws, e)
+            got = _current(con, ws, e)
+            if got[1] != e.checksum:
+                raise RepairError(
+                    f"restoring {e.relation} gives checksum {got[1]}, not the recorded "
+                    f"{e.checksum}; nothing was restored.",
+                    fix="report it with splice --debug; the saved rows are in "
+                    + str(_abs(ws, e.saved_to)),
+                )
+            after.append(got[1])
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT" if keep else "ROLLBACK")
+    return after
+
+
 def verify_restorable(ws: Any, entries: list[UndoEntry]) -> None:
     """Restore every entry inside a transaction, check the checksums, roll back."""
     from splice.warehouse import connect
 
     with connect(ws, "the undo test") as con:
-        for e in entries:
-            got = _file_checksum(con, ws, e)
-            if got[1] != e.checksum:
-                raise RepairError(
-                    f"the saved rows of {e.relation} do not match what was copied "
-                    f"({got[0]} rows, checksum {got[1]}; expected {e.rows}, {e.checksum}).",
-                    fix="propose again to take a new undo",
-                )
-        con.execute("BEGIN TRANSACTION")
-        try:
-            for e in entries:
-                _restore_one(con, ws, e)
-                got = _current(con, ws, e)
-                if got[1] != e.checksum:
-                    raise RepairError(
-                        f"restoring {e.relation} from its undo gives different rows "
-                        f"(checksum {got[1]}, expected {e.checksum}); the undo is not usable.",
-                        fix="propose again; if it repeats, report it with splice --debug",
-                    )
-        finally:
-            con.execute("ROLLBACK")
+        _put_back(con, ws, entries, keep=False)
 
 
 def check_unchanged(ws: Any, entries: list[UndoEntry]) -> None:
@@ -245,27 +218,7 @@ def restore(ws: Any, entries: list[UndoEntry]) -> list[str]:
 
     release_all(ws)
     with connect(ws, "splice undo") as con:
-        for e in entries:
-            _file_checksum(con, ws, e)  # every file is there before anything is deleted
-        con.execute("BEGIN TRANSACTION")
-        try:
-            after = []
-            for e in entries:
-                _restore_one(con, ws, e)
-                got = _current(con, ws, e)
-                if got[1] != e.checksum:
-                    raise RepairError(
-                        f"restoring {e.relation} gave checksum {got[1]}, not the recorded "
-                        f"{e.checksum}; nothing was restored.",
-                        fix="report it with splice --debug; the saved rows are in "
-                        + str(_abs(ws, e.saved_to)),
-                    )
-                after.append(got[1])
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
-        con.execute("COMMIT")
-    return after
+        return _put_back(con, ws, entries, keep=True)
 
 
 def undo(ws: Any, proposal_id: str, *, actor: str, now: float | None = None) -> Any:
@@ -294,15 +247,8 @@ def undo(ws: Any, proposal_id: str, *, actor: str, now: float | None = None) -> 
                               for e, c in zip(p.undo, after, strict=True)],
                  "seconds": seconds},
     )  # fmt: skip
-    _reopen(ws, p.incident_id, p.proposal_id)
+    from splice.watch.incidents import reopen_incident
+
+    with ws.state.transaction() as conn:  # its data is back as it was: so is the incident
+        reopen_incident(conn, p.incident_id, f"reopened: {p.proposal_id} was undone")
     return p
-
-
-def _reopen(ws: Any, incident_id: str, proposal_id: str) -> None:
-    """The repair was undone: its incident is open again (its data is back as it was)."""
-    with ws.state.transaction() as conn:
-        conn.execute(
-            "UPDATE incidents SET status = 'open', resolution = ?, resolved_at = NULL, "
-            "updated_at = ? WHERE incident_id = ? AND status = 'resolved'",
-            (f"reopened: {proposal_id} was undone", time.time(), incident_id),
-        )

@@ -23,12 +23,9 @@ from splice.run.report import CheckResult, NodeResult
 
 def _externals(ctx: Any) -> list[str]:
     """The fqns of a SQLMesh context's external models."""
-    out = []
-    for fqn, m in ctx.models.items():
-        name = getattr(m.kind, "name", "")
-        if str(getattr(name, "value", name)).upper() == "EXTERNAL":
-            out.append(fqn)
-    return out
+    from splice.providers.sqlmesh import _is_external
+
+    return [fqn for fqn, m in ctx.models.items() if _is_external(m)]
 
 
 # == SQLMesh ===========================================================================================

@@ -391,3 +391,13 @@ def resolve_incident(
         "WHERE incident_id = ?",
         (status, resolution, now, now, incident_id),
     )
+
+
+def reopen_incident(conn: Any, incident_id: str, why: str, *, now: float | None = None) -> None:
+    """Open a resolved incident again (its repair was undone)."""
+    now = time.time() if now is None else now
+    conn.execute(
+        "UPDATE incidents SET status = 'open', resolution = ?, resolved_at = NULL, "
+        "updated_at = ? WHERE incident_id = ? AND status = 'resolved'",
+        (why, now, incident_id),
+    )

@@ -20,22 +20,19 @@ from typing import Any
 from sqlglot import exp
 
 from splice.graph.model import Node, Relation
+from splice.sqlrows import date_literal, table
 
 #: Days before the scope read to learn how far the payload's dates normally lag.
 BASELINE_DAYS = 14
 DLT_COLUMNS = ("_dlt_load_id", "_dlt_id")
 
 
-def _table(rel: Relation) -> exp.Table:
-    return exp.table_(rel.name, db=rel.schema, catalog=rel.catalog, quoted=True)
+def _table(rel: Relation) -> exp.Expr:
+    return table(rel, "duckdb")
 
 
 def _col(name: str) -> exp.Column:
     return exp.column(name, quoted=True)
-
-
-def _day(d: date) -> exp.Expr:
-    return exp.cast(exp.Literal.string(d.isoformat()), exp.DataType.build("DATE"))
 
 
 def payload_dates_query(
@@ -58,7 +55,7 @@ def payload_dates_query(
             exp.alias_(exp.Count(this=exp.Star()), "n", quoted=True),
         )
         .from_(_table(rel))
-        .where(exp.Between(this=day.copy(), low=_day(start), high=_day(end)))
+        .where(exp.Between(this=day.copy(), low=date_literal(start), high=date_literal(end)))
         .group_by(day.copy())
         .order_by(day.copy())
     )
@@ -86,7 +83,7 @@ def loads_query(rel: Relation, time_col: str, start: date, end: date) -> exp.Sel
             ),
             join_type="left",
         )
-        .where(exp.Between(this=day.copy(), low=_day(start), high=_day(end)))
+        .where(exp.Between(this=day.copy(), low=date_literal(start), high=date_literal(end)))
         .group_by(
             load_id.copy(),
             exp.column("status", table="l", quoted=True),

@@ -1,0 +1,72 @@
+"""A relation's rows in a date range, as sqlglot expressions: how many, and their checksum.
+
+Shared by the repair (row counts of a draft, the undo's copies and checksums), the plan memo
+(a checksum of SQLMesh's state tables) and the source evidence (date literals).
+
+>>> print(count_query("wh.raw.fx", "rate_date", date(2026, 9, 28), date(2026, 9, 29), "duckdb"))
+SELECT COUNT(*) FROM "wh"."raw"."fx" WHERE CAST("rate_date" AS DATE) BETWEEN CAST('2026-09-28' AS DATE) AND CAST('2026-09-29' AS DATE)
+>>> print(checksum_query("wh.raw.fx", None, None, None, "duckdb"))
+SELECT COUNT(*), CAST(COALESCE(SUM(CAST(HASH("_row") AS INT128)), 0) AS TEXT) FROM "wh"."raw"."fx" AS "_row"
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+from sqlglot import exp
+
+from splice.graph.relations import parse_relation
+
+#: The alias every checksummed row is read under (its hash is the hash of the whole row).
+ROW = "_row"
+
+
+def table(relation: Any, dialect: str, alias: str | None = None) -> exp.Expr:
+    """A quoted table for a relation key (``catalog.schema.name``) or a Relation."""
+    rel = parse_relation(relation, dialect=dialect) if isinstance(relation, str) else relation
+    t = exp.table_(rel.name, db=rel.schema, catalog=rel.catalog, quoted=True)
+    return t.as_(alias, quoted=True) if alias else t
+
+
+def date_literal(d: date) -> exp.Expr:
+    return exp.cast(exp.Literal.string(d.isoformat()), exp.DataType.build("DATE"))
+
+
+def in_range(time_column: str | None, start: date | None, end: date | None) -> exp.Expr | None:
+    """``CAST(time_column AS DATE) BETWEEN start AND end``; None when there is no range."""
+    if not (time_column and start and end):
+        return None
+    col = exp.cast(exp.column(time_column, quoted=True), exp.DataType.build("DATE"))
+    return exp.Between(this=col, low=date_literal(start), high=date_literal(end))
+
+
+def _where(q: exp.Select, where: exp.Expr | None) -> exp.Select:
+    return q.where(where) if where is not None else q
+
+
+def rows_query(source: exp.Expr, where: exp.Expr | None) -> exp.Select:
+    return _where(exp.select(exp.Star()).from_(source), where)
+
+
+def count_query(relation: str, time_column: str | None, start: date | None, end: date | None,
+                dialect: str) -> str:  # fmt: skip
+    """Rows of ``relation`` (in the range, when a time column is given), as SQL."""
+    q = exp.select(exp.Count(this=exp.Star())).from_(table(relation, dialect))
+    return _where(q, in_range(time_column, start, end)).sql(dialect=dialect)
+
+
+def checksum_select(source: exp.Expr, where: exp.Expr | None = None) -> exp.Select:
+    """Row count and an order-independent checksum (the sum of the rows' hashes) of
+    ``source``, which must be aliased :data:`ROW`."""
+    h = exp.cast(exp.func("HASH", exp.column(ROW, quoted=True)), exp.DataType.build("INT128"))
+    total = exp.func("COALESCE", exp.Sum(this=h), exp.Literal.number(0))
+    q = exp.select(exp.Count(this=exp.Star()), exp.cast(total, exp.DataType.build("TEXT")))
+    return _where(q.from_(source), where)
+
+
+def checksum_query(relation: str, time_column: str | None, start: date | None, end: date | None,
+                   dialect: str) -> str:  # fmt: skip
+    """:func:`checksum_select` of ``relation``'s rows in the range, as SQL."""
+    source = table(relation, dialect, ROW)
+    return checksum_select(source, in_range(time_column, start, end)).sql(dialect=dialect)
