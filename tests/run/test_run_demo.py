@@ -32,11 +32,15 @@ def test_clean_run_then_noop_run(fresh_demo: Path) -> None:
     seed = first.nodes["finance:currency_regions"]
     assert seed.rows == 30  # dbt-duckdb reports rows for seeds (adapter_response)
 
-    # nothing changed: the next run builds nothing and touches no tool
+    # the run planned again with its graph loaded and kept that no-op plan
+    assert any("nothing is left to build" in n for n in first.notes), first.notes
+
+    # nothing changed: the next run builds nothing and loads no tool (the remembered plan)
     before = versions(fresh_demo)
     second = run_in(fresh_demo)
     assert second.ok and second.segments == [] and second.nodes == {}
     assert versions(fresh_demo) == before  # no version moved
+    assert any("that plan is reused without loading the tools" in n for n in second.notes)
 
     # the journal plays both back, through the CLI
     runs = runs_json(fresh_demo)
@@ -60,3 +64,29 @@ def test_clean_run_then_noop_run(fresh_demo: Path) -> None:
     assert all("version" in e["data"] for e in finished.values())
     text = splice_cli("runs", cwd=fresh_demo)
     assert text.returncode == 0 and first.run_id in text.stdout and "success" in text.stdout
+
+
+def test_noop_after_a_run_loads_no_tool_and_an_edit_during_the_run_is_not_hidden(
+    fresh_demo: Path,
+) -> None:
+    from splice.api import run
+    from splice.run.runner import make_run_plan, run_plan, run_session
+    from splice.workspace import Workspace
+
+    sql = fresh_demo / "finance" / "models" / "marts" / "fct_gmv_qtd.sql"
+    with Workspace.open(fresh_demo) as ws, run_session(ws, command="test") as session:
+        plan, who = make_run_plan(ws, None)
+        assert "finance:fct_gmv_qtd" in plan.to_build
+        sql.write_text(sql.read_text() + "\n-- edited while the run went on\n")
+        report = run_plan(ws, plan, session=session, planner=who)
+    assert report.ok, report.to_dict()
+    # the edit is seen: the next run plans from scratch and builds the edited model
+    again = run_in(fresh_demo)
+    assert again.ok and set(again.built) == {"finance:fct_gmv_qtd"}
+    assert not any("that plan is reused" in n for n in again.notes)
+    # that run remembered its no-op plan: the next one loads neither dbt nor SQLMesh
+    with Workspace.open(fresh_demo) as ws:
+        third = run(ws)
+        assert ws._graph is None and not ws._providers
+    assert third.ok and third.nodes == {}
+    assert any("that plan is reused" in n for n in third.notes)

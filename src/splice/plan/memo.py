@@ -211,6 +211,29 @@ def remember(
     return True
 
 
+def remember_after_run(ws: Any, plan: Plan, execution_time: datetime | str | None = None) -> bool:
+    """After ``plan`` ran cleanly, plan once more with the graph already loaded (a fraction of a
+    second) so that the next ``splice run`` with nothing new finds that no-op plan in the memo
+    and loads neither tool. True when a no-op plan was remembered.
+
+    The memo rests on the code key taken before ``plan`` read the projects: a file edited
+    while the run went on no longer matches it, so that edit is never hidden.
+    """
+    if not plan.memo or not plan.to_build:
+        return False
+    from splice.plan.planner import make_plan
+
+    again = make_plan(
+        ws,
+        plan.selector,
+        exclude=plan.memo.get("exclude"),
+        execution_time=execution_time,
+        fresh=True,
+        code=str(plan.memo["code"]),
+    )
+    return not again.to_build
+
+
 def plan_from_dict(d: dict[str, Any]) -> Plan:
     """The inverse of :meth:`Plan.to_dict`."""
     decisions = {

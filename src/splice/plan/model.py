@@ -87,10 +87,16 @@ class Plan:
     warnings: list[str] = field(default_factory=list)  # what the plan says beside decisions
     execution_time: str | None = None  # the clock SQLMesh planned with (ISO), None: now
     timings: dict[str, float] = field(default_factory=dict)  # phase -> seconds
+    # what the plan memo needs to remember the next no-op plan once this one ran
+    # ({"code": ..., "exclude": ...}, see splice.plan.planner.remember_after_run); empty when
+    # the planner did not make it. Not part of the plan's data.
+    memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def to_build(self) -> list[str]:
         return [n for n, d in self.decisions.items() if d.action == "build"]
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        d.pop("memo", None)
+        return d

@@ -418,6 +418,7 @@ def make_plan(
     execution_time: datetime | date | str | None = None,
     observe: bool = True,
     fresh: bool = False,
+    code: str | None = None,
 ) -> Plan:
     """The plan for ``ws.target``: every selected node BUILD or REUSE, with why, in segments.
 
@@ -429,6 +430,8 @@ def make_plan(
 
     A plan that builds nothing is remembered (:mod:`splice.plan.memo`) and given again, without
     loading the tools, while nothing it rests on changed; ``fresh`` always plans from scratch.
+    ``code`` is the memo's code key when the caller took it already (before the projects were
+    read).
     """
     from splice.graph.selectors import select
     from splice.plan import memo as plan_memo
@@ -436,7 +439,8 @@ def make_plan(
     from splice.plan.fingerprint import dbt_fingerprint, fallback_fingerprint
     from splice.plan.sqlmesh_view import environment_state, plan_view, resolve_execution_time
 
-    code = plan_memo.code_key(ws, selector, exclude) if observe else ""
+    if code is None:
+        code = plan_memo.code_key(ws, selector, exclude) if observe else ""
     if observe and not fresh:
         et0 = resolve_execution_time(ws, execution_time)
         hit = plan_memo.lookup(ws, selector, exclude, et0, code)
@@ -529,6 +533,7 @@ def make_plan(
     if observe:
         due = [m.next_due for st in states.values() for m in st.models.values()]
         plan_memo.remember(ws, plan, selector, exclude, due, code)
+        plan.memo = {"code": code, "exclude": exclude}
     return plan
 
 

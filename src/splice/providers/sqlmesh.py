@@ -240,6 +240,13 @@ class SqlmeshProvider:
                 out[nid] = [(int(a), int(b)) for a, b in s.intervals]
         return out
 
+    def release(self) -> None:
+        """Close SQLMesh's connections (the warehouse file is free again) but keep the loaded
+        Context: its connection pools reopen on the next use, so the next segment or plan in
+        this process does not load the project again."""
+        if self._context is not None:
+            self._context.close()
+
     def close(self) -> None:
         if self._context is not None:
             try:

@@ -95,7 +95,7 @@ class _Run:
             return
         prov = self.ws.provider(segment.project)
         if segment.format == "sqlmesh":
-            prov.close()
+            prov.release()
         else:
             from splice.providers.dbt import release_warehouse
 

@@ -166,7 +166,7 @@ def release_all(ws: Any) -> None:
 
     for spec in ws.config.projects:
         if spec.format == "sqlmesh" and spec.name in ws._providers:  # only those opened
-            ws.provider(spec.name).close()  # ctx.close(): SQLMesh's connections
+            ws.provider(spec.name).release()  # SQLMesh's connections; the Context stays
     release_warehouse()  # dbt-duckdb keeps the file until close_all_connections()
 
 

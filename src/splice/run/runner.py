@@ -255,12 +255,37 @@ def run_plan(
         state.close()
     bad = report.failed_nodes or [c for c, r in report.checks.items() if r.failed and r.blocking]
     report.status = "failed" if bad else "success"
+    if not bad:
+        _remember_noop(ws, plan, report, et)
     report.finished_at = time.time()
     report.timings["total"] = report.finished_at - report.started_at
     report.timings.setdefault("tools", 0.0)
     state._show(journal.finish_run(run_id, report.status, report.summary()))
     session.finished = True
     return report
+
+
+def _remember_noop(ws: Any, plan: Plan, report: RunReport, et: datetime | None) -> None:
+    """Let the next ``splice run`` with nothing new skip loading the tools
+    (:func:`splice.plan.memo.remember_after_run`); a failure to remember costs only that."""
+    if not plan.memo:
+        return
+    from splice.plan.memo import remember_after_run
+
+    t0 = time.perf_counter()
+    try:
+        release_all(ws)
+        if remember_after_run(ws, plan, et):
+            report.notes.append(
+                "nothing is left to build: the next run with no new code, data or interval "
+                "due reuses this plan without loading the tools"
+            )
+    except Exception as e:  # noqa: BLE001 - the run succeeded; say why the memo is empty
+        report.notes.append(
+            f"the no-op plan after this run was not remembered ({type(e).__name__}: {e}); "
+            "the next run plans from scratch"
+        )
+    report.timings["remember"] = time.perf_counter() - t0
 
 
 def run(

@@ -235,7 +235,7 @@ class SqlmeshExecutor:
                     )
             finally:
                 set_console(previous)
-                prov.close()  # ctx.close(): releases the warehouse
+                prov.release()  # releases the warehouse; the loaded Context stays
         if raised is not None and not rec.failed:
             err = _short(f"{type(raised).__name__}: {raised}")
             from splice.providers.dbt import locked_error
