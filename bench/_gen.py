@@ -151,23 +151,27 @@ def _aggregate(rng: random.Random, ins: list[str]) -> str:
 
 
 def _window(rng: random.Random, ins: list[str]) -> str:
+    # every window orders by all columns after its own key: ties broken the same way in every
+    # run, so two builds of the same inputs give the same rows (the run benchmark compares them)
+    ties = ", ".join(COLUMNS)
     sel = list(KEYS)
     for i, m in enumerate(MEASURES):
         r = (i + rng.randrange(5)) % 5
         sel.append(
             [
-                f"SUM({m}) OVER (PARTITION BY customer_id ORDER BY event_date "
+                f"SUM({m}) OVER (PARTITION BY customer_id ORDER BY event_date, {ties} "
                 f"ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS {m}",
-                f"LAG({m}) OVER (PARTITION BY customer_id ORDER BY event_date) AS {m}",
+                f"LAG({m}) OVER (PARTITION BY customer_id ORDER BY event_date, {ties}) AS {m}",
                 f"AVG({m}) OVER (PARTITION BY region) AS {m}",
-                f"CAST(ROW_NUMBER() OVER (PARTITION BY product_id ORDER BY {m} DESC) AS DOUBLE) AS {m}",
+                f"CAST(ROW_NUMBER() OVER (PARTITION BY product_id ORDER BY {m} DESC, {ties}) AS DOUBLE) "
+                f"AS {m}",
                 m,
             ][r]
         )
     cols = ",\n    ".join(sel)
     return (
         f"SELECT\n    {cols}\nFROM {ins[0]}\n"
-        f"QUALIFY ROW_NUMBER() OVER (PARTITION BY id ORDER BY event_date DESC) = 1"
+        f"QUALIFY ROW_NUMBER() OVER (PARTITION BY id ORDER BY event_date DESC, {ties}) = 1"
     )
 
 
