@@ -90,3 +90,34 @@ def test_noop_after_a_run_loads_no_tool_and_an_edit_during_the_run_is_not_hidden
         assert ws._graph is None and not ws._providers
     assert third.ok and third.nodes == {}
     assert any("that plan is reused" in n for n in third.notes)
+
+
+UNIT_TEST = """
+unit_tests:
+  - name: stg_gmv_daily_passes_rows_through
+    model: stg_gmv_daily
+    given:
+      - input: source('pricing', 'agg_gmv_daily')
+        rows:
+          - {booking_date: 2026-07-01, currency: EUR, bookings: 1, gmv_local: 10.0, gmv_usd: 11.0}
+    expect:
+      rows:
+        - {booking_date: 2026-07-01, currency: EUR, bookings: 1, gmv_local: 10.0, gmv_usd: 11.0}
+"""
+
+
+def test_dbt_runs_exactly_the_planned_nodes_with_or_without_a_selection(fresh_demo: Path) -> None:
+    # every finance node is planned: dbt is given no --select, and runs nothing else
+    first = run_in(fresh_demo)
+    assert first.ok and set(first.built) == FINANCE_MODELS
+    assert not [n for s in first.segments for n in s.notes if "not planned" in n]
+    # a unit test Splice does not plan: dbt must not run it either
+    (fresh_demo / "finance" / "models" / "unit_tests.yml").write_text(UNIT_TEST)
+    again = run_in(fresh_demo, "finance:*", full=True)
+    assert again.ok, again.to_dict()
+    assert set(again.built) == FINANCE_MODELS
+    assert not [n for s in again.segments for n in s.notes if "not planned" in n]
+    # part of the project: one exact selector per node
+    part = run_in(fresh_demo, "finance:fct_gmv_qtd+", full=True)
+    assert part.ok and set(part.built) == {"finance:fct_gmv_qtd"}
+    assert not [n for s in part.segments for n in s.notes if "not planned" in n]

@@ -208,6 +208,8 @@ class EnvironmentState:
     environment: str
     exists: bool
     models: dict[str, ModelState] = field(default_factory=dict)  # node id -> state
+    # snapshots SQLMesh would restamp rather than restore (its plan then has a change)
+    unrestorable: set[str] = field(default_factory=set)
 
 
 def environment_state(
@@ -219,9 +221,7 @@ def environment_state(
     ids = _ids_by_fqn(ws.graph(), project)
     with captured(ws.log_path, f"sqlmesh state ({project})", cwd=prov.ctx.project_path):
         try:
-            reader = prov.context.state_reader
-            env = reader.get_environment(env_name)
-            snaps = reader.get_snapshots(env.snapshots) if env is not None else {}
+            env, snaps = prov.environment_snapshots(env_name)
         except ProjectError:
             raise
         except Exception as e:  # noqa: BLE001 - a state read failure names the project
@@ -231,6 +231,8 @@ def environment_state(
 
     et = execution_time or now()
     for s in snaps.values():
+        if getattr(s, "unrestorable", False):
+            out.unrestorable.add(s.name)
         nid = ids.get(s.name)
         if nid is None or not s.is_model or _is_external(s):
             continue
@@ -494,11 +496,9 @@ def _unchanged_view(
     env = ctx.state_reader.get_environment(env_name)
     if env is None or getattr(env, "finalized_ts", None) is None:
         return None  # its last plan did not finish: SQLMesh's plan decides
-    local = {
-        fqn: str(snap.snapshot_id.identifier)
-        for fqn, snap in ctx.snapshots.items()
-        if not _is_external(snap)
-    }
+    if state.unrestorable:
+        return None  # SQLMesh restamps those models: its plan has a change
+    local = ws.provider(project).local_snapshot_ids()
     held = {m.fqn: m.snapshot for m in state.models.values()}
     if local != held:
         return None  # a model added, removed or changed: SQLMesh's plan categorises it

@@ -1,6 +1,9 @@
 """The dbt executor: ``dbtRunner`` (with the manifest Splice already parsed) ``build`` with exact
 node selection: one selector per node, derived from its unique_id and checked against dbt's own
-matcher, and ``--indirect-selection empty`` so that only the planned tests run."""
+matcher, and ``--indirect-selection empty`` so that only the planned tests run. When the plan
+builds every model, seed, snapshot and test of the project, ``--resource-type`` names those
+kinds instead of one ``--select`` per node: dbt matches each selector against every node,
+which on 200 models costs about half a second."""
 
 from __future__ import annotations
 
@@ -44,13 +47,14 @@ class DbtExecutor:
         prov = self.ws.provider(self.project)
         manifest = prov.manifest if prov.manifest is not None else prov._parse()
         by_uid = {str(n.meta["unique_id"]): n for n in job.nodes}
-        selectors = exact_selectors(manifest, list(by_uid))
-        args = prov._args("build") + [
-            "--select",
-            *selectors,
-            "--indirect-selection",
-            "empty",
-        ]
+        select = (
+            # every node of the kinds Splice builds: those kinds are the whole selection, exact
+            # (exposures, unit tests, functions are left out) and costing no matching
+            [a for t in sorted(BUILT_KINDS) for a in ("--resource-type", t)]
+            if set(by_uid) == everything_built(manifest)
+            else ["--select", *exact_selectors(manifest, list(by_uid))]
+        )
+        args = prov._args("build") + [*select, "--indirect-selection", "empty"]
         started: dict[str, float] = {}
 
         def on_event(msg: Any) -> None:
@@ -160,6 +164,14 @@ def _rows(adapter_response: Any) -> int | None:
     except (TypeError, ValueError):
         return None
     return n if n is not None and n >= 0 else None
+
+
+BUILT_KINDS = frozenset({"model", "seed", "snapshot", "test"})
+
+
+def everything_built(manifest: Any) -> set[str]:
+    """The unique ids of every node of the kinds Splice builds (``BUILT_KINDS``)."""
+    return {uid for uid, n in manifest.nodes.items() if n.resource_type.value in BUILT_KINDS}
 
 
 def exact_selectors(manifest: Any, unique_ids: list[str]) -> list[str]:

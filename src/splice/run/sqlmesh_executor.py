@@ -213,9 +213,8 @@ class SqlmeshExecutor:
                 except Exception as e:  # noqa: BLE001 - judged per model below
                     raised = e
                 try:
-                    env = ctx.state_reader.get_environment(env_name)
+                    env, snaps = prov.environment_snapshots(env_name)
                     if env is not None:
-                        snaps = ctx.state_reader.get_snapshots(env.snapshots)
                         for s in snaps.values():
                             promoted[s.name] = s.fingerprint.to_identifier()
                             intervals[s.name] = [[int(a), int(b)] for a, b in s.intervals]
