@@ -2,6 +2,7 @@
 
     python bench/run_federated.py                      # 200 dbt + 100 SQLMesh models
     python bench/run_federated.py --n-dbt 400 --n-sqlmesh 200 --dir /tmp/bench-fed
+    python bench/run_federated.py --repeat 3              # median of 3 fresh copies
 
 The workspace is bench/_gen.py's (SQLMesh models on 20 raw tables, dbt models reading them
 through sources; views, full tables and SQLMesh incrementals on ``event_date``), with the raw
@@ -155,6 +156,7 @@ def main() -> None:
     ap.add_argument("--n-sqlmesh", type=int, default=100)
     ap.add_argument("--rows", type=int, default=2000, help="rows per raw table")
     ap.add_argument("--dir", type=Path, default=None)
+    ap.add_argument("--repeat", type=int, default=1, help="fresh copies measured (median)")
     ap.add_argument("--worker", nargs=3, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
@@ -169,29 +171,46 @@ def main() -> None:
     n = generate(base, args.n_dbt, args.n_sqlmesh, args.rows)
     print(f"generated {n} models ({args.n_dbt} dbt, {args.n_sqlmesh} SQLMesh) with "
           f"{args.rows} rows per raw table in {time.perf_counter() - t0:.1f} s", file=sys.stderr)  # fmt: skip
-    hand, sp = root / "hand", root / "splice"
-    for dest in (hand, sp):
-        shutil.copytree(base, dest)
-        cfg = dest / "sqlmesh_proj" / "config.yaml"
-        cfg.write_text(cfg.read_text().replace(str(base / "warehouse.duckdb"),
-                                               str(dest / "warehouse.duckdb")))  # fmt: skip
-    fig: dict[str, Any] = {}
-    for label, h_kind, when in (
-        ("first build", "hand-first", FIRST),
-        ("next day", "hand-next", NEXT),
-    ):
-        print(f"{label}: by hand", file=sys.stderr)
-        h = _in_process(h_kind, hand, when)
-        print(f"{label}: splice", file=sys.stderr)
-        s = _in_process("splice", sp, when)
-        fig[label] = (h, s)
-    print("no-op: splice", file=sys.stderr)
-    noop = _in_process("splice", sp, NEXT)
-    same = _marts(hand) == _marts(sp)
+    import statistics
+
+    runs: list[dict[str, Any]] = []
+    same = True
+    for i in range(args.repeat):
+        hand, sp = root / f"hand-{i}", root / f"splice-{i}"
+        for dest in (hand, sp):
+            shutil.copytree(base, dest)
+            cfg = dest / "sqlmesh_proj" / "config.yaml"
+            cfg.write_text(cfg.read_text().replace(str(base / "warehouse.duckdb"),
+                                                   str(dest / "warehouse.duckdb")))  # fmt: skip
+        one: dict[str, Any] = {}
+        for label, h_kind, when in (
+            ("first build", "hand-first", FIRST),
+            ("next day", "hand-next", NEXT),
+        ):
+            print(f"repeat {i + 1}/{args.repeat}, {label}: by hand (load "
+                  f"{os.getloadavg()[0]:.2f})", file=sys.stderr)  # fmt: skip
+            h = _in_process(h_kind, hand, when)
+            print(f"repeat {i + 1}/{args.repeat}, {label}: splice", file=sys.stderr)
+            s = _in_process("splice", sp, when)
+            one[label] = (h, s)
+        print(f"repeat {i + 1}/{args.repeat}, no-op: splice", file=sys.stderr)
+        one["no-op"] = _in_process("splice", sp, NEXT)
+        same = same and _marts(hand) == _marts(sp)
+        runs.append(one)
+
+    def med(label: str, side: int, key: str) -> float:
+        return statistics.median(float(r[label][side][key]) for r in runs)
+
+    fig = {label: ({k: med(label, 0, k) for k in ("total", "sqlmesh", "dbt", "results")},
+                   {**runs[0][label][1], "total": med(label, 1, "total")})
+           for label in ("first build", "next day")}  # fmt: skip
+    noop = {**runs[0]["no-op"], "total": statistics.median(r["no-op"]["total"] for r in runs)}
+    overs = {label: [r[label][1]["total"] / r[label][0]["total"] - 1 for r in runs]
+             for label in fig}  # fmt: skip
 
     print(f"splice run on a generated federated workspace: {n} models "
-          f"({args.n_dbt} dbt, {args.n_sqlmesh} SQLMesh); load {os.getloadavg()[0]:.2f} on "
-          f"{os.cpu_count()} cores\n")  # fmt: skip
+          f"({args.n_dbt} dbt, {args.n_sqlmesh} SQLMesh); median of {args.repeat}; load "
+          f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} cores\n")  # fmt: skip
     print(f"{'work':44} {'by hand':>9} {'splice':>9} {'overhead':>9}  splice built")
     for label, (h, s) in fig.items():
         over = s["total"] / h["total"] - 1
@@ -199,6 +218,8 @@ def main() -> None:
               f"{s['built']} nodes, {s['checks']} checks, {s['segments']} segments "
               f"(by hand: SQLMesh {h['sqlmesh']:.2f} s + dbt {h['dbt']:.2f} s, {h['results']} dbt results)")  # fmt: skip
     print(f"{'no-op splice run':44} {'':>9} {noop['total']:8.2f}s {'':>9}  {noop['built']} nodes")
+    for label, o in overs.items():
+        print(f"overhead of each repeat, {label}: " + ", ".join(f"{x * 100:.1f}%" for x in o))
     print(
         f"\nsame rows in every dbt mart both ways: {'yes' if same else 'NO'}  (workspaces in {root})"
     )

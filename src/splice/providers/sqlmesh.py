@@ -262,6 +262,12 @@ class SqlmeshProvider:
         self._snapshots.update(fetched)
         return env, {i: self._snapshots[i] for i in ids if i in self._snapshots}
 
+    def remember_snapshots(self, snapshots: Any) -> None:
+        """Keep the snapshots a plan applied in this process (the next
+        :meth:`environment_snapshots` then reads only their intervals)."""
+        for s in snapshots:
+            self._snapshots[s.snapshot_id] = s
+
     def local_snapshot_ids(self) -> dict[str, str]:
         """{model fqn: snapshot identifier} of the project's models as loaded (external models and
         standalone audits left out).

@@ -166,6 +166,7 @@ class SqlmeshExecutor:
             try:
                 ctx = prov.context
                 ctx.console = console
+                applied: Any = None
                 try:
                     restate = _restatement(job)
                     why_plan = (
@@ -178,7 +179,7 @@ class SqlmeshExecutor:
                             f"restated {', '.join(restate['models'])} for "
                             f"{restate['start']}..{restate['end']}"
                         )
-                        ctx.plan(
+                        applied = ctx.plan(
                             env_name,
                             restate_models=restate["models"],
                             start=restate["start"],
@@ -190,7 +191,7 @@ class SqlmeshExecutor:
                     elif models and why_plan:
                         outcome.method = "sqlmesh plan"
                         outcome.notes.append(f"planned with SQLMesh because {why_plan}")
-                        ctx.plan(
+                        applied = ctx.plan(
                             env_name,
                             # external models are no build, but a plan selecting models
                             # without them fingerprints those models without their parents
@@ -210,6 +211,8 @@ class SqlmeshExecutor:
                         )
                         if getattr(status, "is_nothing_to_do", False):
                             outcome.notes.append("SQLMesh: no missing intervals")
+                    if applied is not None:  # its snapshots: reading them back costs ~1 s
+                        prov.remember_snapshots(applied.snapshots.values())
                 except Exception as e:  # noqa: BLE001 - judged per model below
                     raised = e
                 try:
@@ -218,12 +221,15 @@ class SqlmeshExecutor:
                         for s in snaps.values():
                             promoted[s.name] = s.fingerprint.to_identifier()
                             intervals[s.name] = [[int(a), int(b)] for a, b in s.intervals]
+                    # what the plan meant to promote: its own snapshots, or (when it raised)
+                    # the local ones, without reading every snapshot from state again
+                    meant = (
+                        {s.name: s.fingerprint.to_identifier() for s in applied.snapshots.values()}
+                        if applied is not None
+                        else prov.local_snapshot_ids()
+                    )
                     local = (
-                        {
-                            name: s.fingerprint.to_identifier()
-                            for name, s in ctx.snapshots.items()
-                            if name in by_fqn
-                        }
+                        {n: i for n, i in meant.items() if n in by_fqn}
                         if outcome.method == "sqlmesh plan"
                         else {}
                     )
