@@ -54,7 +54,14 @@ class DbtExecutor:
             if set(by_uid) == everything_built(manifest)
             else ["--select", *exact_selectors(manifest, list(by_uid))]
         )
-        args = prov._args("build") + [*select, "--indirect-selection", "empty"]
+        # no run_results.json / second manifest.json in Splice's private target directory: the
+        # results are read from dbtRunner's return value and kept in the journal
+        args = prov._args("build") + [
+            *select,
+            "--indirect-selection",
+            "empty",
+            "--no-write-json",
+        ]
         started: dict[str, float] = {}
 
         def on_event(msg: Any) -> None:
