@@ -142,6 +142,7 @@ def _exit(code: int | str | None) -> None:
     still running, the normal exit waits for it as usual.
     """
     import atexit
+    import contextlib
     import os
     import threading
 
@@ -156,10 +157,9 @@ def _exit(code: int | str | None) -> None:
         sys.exit(status)
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
-        try:
+        # a closed pipe (`splice ... | head`): nothing is left to flush to
+        with contextlib.suppress(OSError, ValueError):
             stream.flush()
-        except (OSError, ValueError):  # a closed pipe (`splice ... | head`): nothing to flush to
-            pass
     os._exit(status)
 
 
