@@ -150,9 +150,7 @@ def _exit(code: int | str | None) -> None:
         print(code, file=sys.stderr)
         code = 1
     status = 0 if code is None else int(code)
-    others = [
-        t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon
-    ]
+    others = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
     if others:
         sys.exit(status)
     atexit._run_exitfuncs()
