@@ -314,9 +314,9 @@ class SqlmeshExecutor:
         planned = [job.decisions.get(n.id) for n in job.nodes if n.kind == "model"]
         if planned and all(d is not None and "change" in d.tool_view for d in planned):
             return None  # the planner asked SQLMesh for its plan just now: no change in it
-        in_env = {s.name: s.fingerprint for s in env.snapshots}
-        local = ctx.snapshots
-        differ = [f for f in fqns if f in local and local[f].fingerprint != in_env.get(f)]
+        in_env = {s.name: str(s.snapshot_id.identifier) for s in env.snapshots}
+        local = self.ws.provider(self.project).local_snapshot_ids()
+        differ = [f for f in fqns if f in local and local[f] != in_env.get(f)]
         if differ:
             return f"its code differs from {env_name!r}: {', '.join(differ)}"
         return None
