@@ -208,6 +208,7 @@ class EnvironmentState:
     environment: str
     exists: bool
     models: dict[str, ModelState] = field(default_factory=dict)  # node id -> state
+    finalized: bool = False  # its last plan finished
     # snapshots SQLMesh would restamp rather than restore (its plan then has a change)
     unrestorable: set[str] = field(default_factory=set)
 
@@ -226,7 +227,12 @@ def environment_state(
             raise
         except Exception as e:  # noqa: BLE001 - a state read failure names the project
             raise tool_error(project, e, "read its state") from e
-    out = EnvironmentState(project, env_name, env is not None)
+    out = EnvironmentState(
+        project,
+        env_name,
+        env is not None,
+        finalized=env is not None and getattr(env, "finalized_ts", None) is not None,
+    )
     from sqlmesh.utils.date import now
 
     et = execution_time or now()
@@ -314,7 +320,7 @@ def plan_view(
         if str(getattr(m.kind.name, "value", m.kind.name)).upper() != "EXTERNAL"
     }
     select_models = None if all_models <= wanted else sorted(wanted)
-    same = _unchanged_view(ws, project, env_name, ctx, ids, wanted, state, execution_time)
+    same = _unchanged_view(ws, project, env_name, ids, wanted, state, execution_time)
     if same is not None:
         same.seconds = time.perf_counter() - t0
         return same
@@ -484,7 +490,6 @@ def _unchanged_view(
     ws: Any,
     project: str,
     env_name: str,
-    ctx: Any,
     ids: dict[str, str],
     wanted: set[str],
     state: EnvironmentState | None,
@@ -493,8 +498,7 @@ def _unchanged_view(
     """The view when no local model differs from the environment (see :func:`plan_view`)."""
     if state is None or not state.exists:
         return None
-    env = ctx.state_reader.get_environment(env_name)
-    if env is None or getattr(env, "finalized_ts", None) is None:
+    if not state.finalized:
         return None  # its last plan did not finish: SQLMesh's plan decides
     if state.unrestorable:
         return None  # SQLMesh restamps those models: its plan has a change
