@@ -202,7 +202,10 @@ def write_workspace(directory: Path, *, incident: str | None = None) -> list[Pat
 # -- the tool steps ------------------------------------------------------------------------
 def _build_pricing(workspace: Path, out: ToolOutput, execution_time: datetime) -> int:
     from rich.console import Console as RichConsole
-    from sqlmesh import Context
+
+    from splice.sqlmesh_import import import_sqlmesh
+
+    Context = import_sqlmesh().Context
     from sqlmesh.core.console import TerminalConsole, get_console, set_console
 
     previous = get_console()

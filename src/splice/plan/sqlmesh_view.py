@@ -170,6 +170,9 @@ def _next_due(snapshot: Any, intervals: list[list[int]]) -> int | None:
     if not intervals:
         return None
     try:
+        from splice.sqlmesh_import import import_sqlmesh
+
+        import_sqlmesh()
         from sqlmesh.utils.date import to_timestamp
 
         return int(to_timestamp(snapshot.node.interval_unit.cron_next(intervals[-1][1])))
@@ -233,6 +236,9 @@ def environment_state(
         env is not None,
         finalized=env is not None and getattr(env, "finalized_ts", None) is not None,
     )
+    from splice.sqlmesh_import import import_sqlmesh
+
+    import_sqlmesh()
     from sqlmesh.utils.date import now
 
     et = execution_time or now()
@@ -339,6 +345,9 @@ def plan_view(
         cwd=prov.ctx.project_path,
     ):
         try:
+            from splice.sqlmesh_import import import_sqlmesh
+
+            import_sqlmesh()
             from sqlmesh.utils.errors import NoChangesPlanError
 
             try:

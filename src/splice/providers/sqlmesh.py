@@ -36,7 +36,9 @@ class SqlmeshProvider:
                 cwd=self.ctx.project_path,
             ):
                 try:
-                    from sqlmesh import Context
+                    from splice.sqlmesh_import import import_sqlmesh
+
+                    Context = import_sqlmesh().Context
 
                     kwargs: dict[str, Any] = {"paths": str(self.ctx.project_path)}
                     gw = self.ctx.options.get("gateway")

@@ -50,6 +50,10 @@ class _SqlmeshRecorder:
 
 def _make_console(rec: _SqlmeshRecorder, stream: Any) -> Any:
     from rich.console import Console as RichConsole
+
+    from splice.sqlmesh_import import import_sqlmesh
+
+    import_sqlmesh()
     from sqlmesh.core.console import TerminalConsole
 
     class RecordingConsole(TerminalConsole):  # type: ignore[misc]
@@ -137,6 +141,9 @@ class SqlmeshExecutor:
     def execute(self, job: SegmentJob, sink: Sink) -> SegmentOutcome:
         import sys
 
+        from splice.sqlmesh_import import import_sqlmesh
+
+        import_sqlmesh()
         from sqlmesh.core.console import get_console, set_console
 
         prov = self.ws.provider(self.project)
