@@ -140,7 +140,9 @@ def test_dbt_marts_agree_with_sqlmesh(wh: duckdb.DuckDBPyConnection) -> None:
 
 
 def test_dbt_manifest_has_sources_on_sqlmesh_views_and_exposures(demo_workspace: Path) -> None:
-    manifest = json.loads((demo_workspace / "finance/target/manifest.json").read_text())
+    # the demo builds through `splice run`: dbt's artefacts are in Splice's directory
+    target = demo_workspace / ".splice/dbt/finance/target/prod"
+    manifest = json.loads((target / "manifest.json").read_text())
     src = manifest["sources"]["source.finance.pricing.agg_gmv_daily"]
     assert src["relation_name"] == '"warehouse"."marts"."agg_gmv_daily"'
     exposures = {e["name"]: e for e in manifest["exposures"].values()}
@@ -163,8 +165,14 @@ def test_the_build_is_recorded(demo_build: DemoResult) -> None:
     assert demo_build.counts["bookings"] == record["counts"]["bookings"] > 50_000
     assert demo_build.counts["fx_rates"] == 66 * 30
     assert demo_build.elapsed_seconds < 60
-    log = demo_build.log_path.read_text()
-    assert "Running with dbt=" in log and "Model batches executed" in log
+    # the steps in demo.log; every tool's own output in .splice/logs/ (one place)
+    assert "step build" in demo_build.log_path.read_text()
+    logs = demo_build.workspace / ".splice/logs"
+    assert "Model batches executed" in (logs / "tools.log").read_text()  # SQLMesh's
+    assert "Running with dbt=" in (logs / "dbt/finance/dbt.log").read_text()
+    # and no log directory left in the projects
+    assert not (demo_build.workspace / "finance/logs").exists()
+    assert not (demo_build.workspace / "pricing/logs").exists()
 
 
 def test_a_non_empty_directory_needs_force(tmp_path: Path) -> None:

@@ -34,8 +34,12 @@ def test_stale_rates_build_is_green_but_gmv_is_wrong(
 
     out, err = capfd.readouterr()
     assert out == "" and err == ""  # the tools' chatter went to the log, not the terminal
-    log = res.log_path.read_text()
-    assert "Running with dbt=" in log and "audits ✔" in log and "Completed successfully" in log
+    # the steps in demo.log; the tools' own output in .splice/logs/ beside it
+    assert "step build" in res.log_path.read_text()
+    tools = (res.workspace / ".splice/logs/tools.log").read_text()
+    assert "audits ✔" in tools and "dbt build (finance" in tools
+    dbt_log = (res.workspace / ".splice/logs/dbt/finance/dbt.log").read_text()
+    assert "Running with dbt=" in dbt_log and "Completed successfully" in dbt_log
     assert any("stale-rates" in line for line in said)
 
     con = duckdb.connect(str(res.warehouse), read_only=True)

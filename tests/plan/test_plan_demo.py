@@ -72,7 +72,21 @@ def copy_of_recorded(recorded: Path, tmp_path: Path) -> Path:
     return dest
 
 
-def test_fresh_demo_sqlmesh_is_complete_dbt_never_built_then_noop(fresh_demo: Path) -> None:
+def test_the_demo_plans_nothing_after_its_build_through_splice(fresh_demo: Path) -> None:
+    # `splice demo` builds through `splice run`: the first plan finds every build's evidence
+    with Workspace.open(fresh_demo) as ws:
+        plan = make_plan(ws, fresh=True)
+        assert plan.to_build == [] and plan.segments == []
+        recs = last_builds(ws.state, "prod")
+        assert {n: (recs[n].version, recs[n].reason) for n in SQLMESH_MODELS | DBT_BUILT} == {
+            n: (1, "build") for n in SQLMESH_MODELS | DBT_BUILT
+        }
+
+
+def test_built_by_hand_sqlmesh_is_complete_dbt_never_built_then_noop(fresh_demo: Path) -> None:
+    # a workspace built with the tools by hand: no Splice state at all
+    for f in (fresh_demo / ".splice").glob("state.db*"):
+        f.unlink()
     with Workspace.open(fresh_demo) as ws:
         plan = make_plan(ws)
         for nid in SQLMESH_MODELS:

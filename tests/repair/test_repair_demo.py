@@ -101,6 +101,14 @@ def test_the_demo_incident_is_repaired_verified_and_receipted(
         with pytest.raises(RepairError, match="already applied; it runs once"):
             apply(ws, p.proposal_id, actor="maria")
 
+        # what the repair rebuilt is recorded with its code: the next plan builds nothing
+        from splice.plan.planner import make_plan
+
+        after_repair = make_plan(ws, fresh=True)
+        assert after_repair.to_build == [], {
+            n: after_repair.decisions[n].because for n in after_repair.to_build
+        }
+
 
 def _snapshot(ws: Path, relations: list[str]) -> dict[str, list[tuple]]:
     """Every row of every relation, in a fixed order (the whole table, not just the scope)."""

@@ -17,9 +17,12 @@ FINANCE_MODELS = {
 
 
 def test_clean_run_then_noop_run(fresh_demo: Path) -> None:
-    # The demo was built by hand (no Splice evidence): SQLMesh's state says pricing is
-    # complete, so only dbt's models build, in the segments after pricing's.
-    first = run_in(fresh_demo)
+    # The demo was built through `splice run`: its evidence is there, so a run builds nothing
+    # (and loads no tool: the demo's run remembered its no-op plan)
+    nothing = run_in(fresh_demo)
+    assert nothing.ok and nothing.segments == [] and nothing.nodes == {}
+    # every finance node rebuilt on purpose (as `dbt build` would), in dbt's segment only
+    first = run_in(fresh_demo, "finance:*", full=True)
     assert first.ok, first.to_dict()
     assert set(first.built) == FINANCE_MODELS
     assert not first.failed_nodes and not first.skipped_nodes
@@ -27,25 +30,31 @@ def test_clean_run_then_noop_run(fresh_demo: Path) -> None:
     assert {s.format for s in first.segments} == {"dbt"}
     assert {s.method for s in first.segments} == {"dbt build"}
     assert set(versions(fresh_demo)) >= FINANCE_MODELS
+    assert {versions(fresh_demo)[n] for n in FINANCE_MODELS} == {2}  # the demo's build was 1
     assert {attempts(fresh_demo)[n] for n in FINANCE_MODELS} == {"succeeded"}
     assert query(fresh_demo, "SELECT COUNT(*) FROM finance.fct_gmv_qtd") == [(92,)]
     seed = first.nodes["finance:currency_regions"]
     assert seed.rows == 30  # dbt-duckdb reports rows for seeds (adapter_response)
 
-    # the run planned again with its graph loaded and kept that no-op plan
-    assert any("nothing is left to build" in n for n in first.notes), first.notes
-
-    # nothing changed: the next run builds nothing and loads no tool (the remembered plan)
+    # nothing changed: the next run builds nothing (and remembers that), the one after it
+    # loads no tool (the remembered plan)
     before = versions(fresh_demo)
     second = run_in(fresh_demo)
     assert second.ok and second.segments == [] and second.nodes == {}
     assert versions(fresh_demo) == before  # no version moved
-    assert any("that plan is reused without loading the tools" in n for n in second.notes)
+    third = run_in(fresh_demo)
+    assert third.ok and third.nodes == {}
+    assert any("that plan is reused without loading the tools" in n for n in third.notes)
 
     # the journal plays both back, through the CLI
     runs = runs_json(fresh_demo)
-    assert [r["run_id"] for r in runs[:2]] == [second.run_id, first.run_id]
-    assert runs[1]["status"] == "success" and runs[1]["summary"]["counts"]["success"] == 5
+    assert [r["run_id"] for r in runs[:4]] == [
+        third.run_id,
+        second.run_id,
+        first.run_id,
+        nothing.run_id,
+    ]
+    assert runs[2]["status"] == "success" and runs[2]["summary"]["counts"]["success"] == 5
     shown = splice_cli("runs", "show", first.run_id, "--json", cwd=fresh_demo)
     assert shown.returncode == 0, shown.stderr
     events = json.loads(shown.stdout)["events"]
@@ -74,6 +83,7 @@ def test_noop_after_a_run_loads_no_tool_and_an_edit_during_the_run_is_not_hidden
     from splice.workspace import Workspace
 
     sql = fresh_demo / "finance" / "models" / "marts" / "fct_gmv_qtd.sql"
+    sql.write_text(sql.read_text() + "\n-- edited before the run\n")
     with Workspace.open(fresh_demo) as ws, run_session(ws, command="test") as session:
         plan, who = make_run_plan(ws, None)
         assert "finance:fct_gmv_qtd" in plan.to_build
@@ -108,7 +118,7 @@ unit_tests:
 
 def test_dbt_runs_exactly_the_planned_nodes_with_or_without_a_selection(fresh_demo: Path) -> None:
     # every finance node is planned: dbt is given no --select, and runs nothing else
-    first = run_in(fresh_demo)
+    first = run_in(fresh_demo, "finance:*", full=True)
     assert first.ok and set(first.built) == FINANCE_MODELS
     assert not [n for s in first.segments for n in s.notes if "not planned" in n]
     # a unit test Splice does not plan: dbt must not run it either

@@ -2,8 +2,9 @@
 
 The steps run one after another in this process (DuckDB lets one process write the file):
 write the files, set the vendor's behaviour, load the rates (dlt, through the vendor over
-HTTP), load the bookings, plan SQLMesh's prod environment, ``dbt build`` the finance project,
-then check the warehouse and record what was built in ``.splice/demo.json``.
+HTTP), load the bookings, build both projects with ``splice run`` (SQLMesh's prod plan, then
+``dbt build`` of the finance project, so Splice's evidence of every build is there), then
+check the warehouse and record what was built in ``.splice/demo.json``.
 """
 
 from __future__ import annotations
@@ -199,73 +200,30 @@ def write_workspace(directory: Path, *, incident: str | None = None) -> list[Pat
     return written
 
 
-# -- the tool steps ------------------------------------------------------------------------
-def _build_pricing(workspace: Path, out: ToolOutput, execution_time: datetime) -> int:
-    from rich.console import Console as RichConsole
+# -- the tool steps ---------------------------------------------------------------------------
+def _build_projects(workspace: Path, execution_time: datetime) -> dict[str, int]:
+    """Build pricing (SQLMesh) and finance (dbt) with ``splice run``, as a user would, so the
+    first ``splice plan`` afterwards finds Splice's evidence of every build (the tools' own
+    output goes to ``.splice/logs/tools.log``)."""
+    from splice import api
+    from splice.workspace import Workspace
 
-    from splice.sqlmesh_import import import_sqlmesh
-
-    Context = import_sqlmesh().Context
-    from sqlmesh.core.console import TerminalConsole, get_console, set_console
-
-    previous = get_console()
-    rich = RichConsole(file=out.stream, force_terminal=False, no_color=True, width=120)
-    set_console(TerminalConsole(console=rich))
-    try:
-        ctx = Context(paths=str(workspace / PRICING_DIR))
-        try:
-            ctx.plan("prod", auto_apply=True, no_prompts=True, execution_time=execution_time)
-            return sum(1 for m in ctx.models.values() if m.kind.name != "EXTERNAL")
-        finally:
-            ctx.close()
-    finally:
-        set_console(previous)
-
-
-def _build_finance(workspace: Path, out: ToolOutput) -> int:
-    from dbt.cli.main import dbtRunner
-
-    project = workspace / FINANCE_DIR
-
-    def to_log(msg: Any) -> None:
-        if msg.info.level in ("info", "warn", "error") and msg.info.msg:
-            out.write(f"dbt [{msg.info.level}] {msg.info.msg}")
-
-    try:
-        res = dbtRunner(callbacks=[to_log]).invoke(
-            [
-                "build",
-                "--project-dir",
-                str(project),
-                "--profiles-dir",
-                str(project),
-                "--target",
-                "prod",
-                "--log-level",
-                "none",
-                "--no-use-colors",
-                "--log-path",
-                str(project / "logs"),
-                "--target-path",
-                str(project / "target"),
-            ]
-        )
-    finally:
-        from dbt.adapters.duckdb.connections import DuckDBConnectionManager
-
-        DuckDBConnectionManager.close_all_connections()
-    if res.exception is not None:
-        raise DemoError(f"dbt build raised {type(res.exception).__name__}: {res.exception}")
-    results = list(getattr(res.result, "results", []) or [])
-    bad = [
-        f"{r.node.unique_id} ({r.status})" for r in results if str(r.status) in ("error", "fail")
-    ]
-    if not res.success or bad:
-        more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
+    with Workspace.open(workspace) as ws:
+        report = api.run(ws, execution_time=execution_time)
+    if not report.ok:
+        failed = [f"{n} ({r.message})" for n, r in report.nodes.items() if r.status == "failed"]
+        bad_checks = [c for c, r in report.checks.items() if r.status in ("fail", "error")]
         raise DemoError(
-            "dbt build did not succeed: " + (", ".join(bad[:5]) + more or "see the log")
+            f"splice run {report.run_id} did not succeed: "
+            + ("; ".join(failed[:3] + bad_checks[:3]) or "see the journal")
         )
-    return len(results)
+    by_project: dict[str, int] = {}
+    for r in report.nodes.values():
+        if r.status == "success":
+            by_project[r.project] = by_project.get(r.project, 0) + 1
+    by_project["checks"] = sum(1 for c in report.checks.values() if c.status == "pass")
+    by_project["run"] = 1
+    return by_project
 
 
 def _check_warehouse(workspace: Path, through: date = Q3_END) -> dict[str, int]:
@@ -387,11 +345,10 @@ def build_demo(
 
             result.counts["bookings"] = load_bookings(workspace, Q3_START, through).rows
 
-        with step("pricing", "Building pricing: SQLMesh plan for prod"):
-            result.counts["sqlmesh_models"] = _build_pricing(workspace, out, execution_time)
-
-        with step("finance", "Building finance: dbt build (prod)"):
-            result.counts["dbt_nodes"] = _build_finance(workspace, out)
+        with step("build", "Building pricing (SQLMesh) and finance (dbt): splice run (prod)"):
+            built = _build_projects(workspace, execution_time)
+            result.counts["sqlmesh_models"] = built.get("pricing", 0)
+            result.counts["dbt_nodes"] = built.get("finance", 0) + built.get("checks", 0)
 
         with step("check", "Checking the warehouse"):
             result.counts.update(_check_warehouse(workspace, through))

@@ -76,6 +76,14 @@ class DbtProvider:
         else:
             self.profiles_dir = Path(os.environ.get("DBT_PROFILES_DIR") or Path.home() / ".dbt")
 
+    @property
+    def log_dir(self) -> Path:
+        """Where dbt writes its own log file (dbt.log): beside Splice's log of the tools'
+        output, in ``.splice/logs/``, so every tool's log is in one place."""
+        if self.ctx.log_path is not None:
+            return self.ctx.log_path.parent / "dbt" / self.ctx.project_name
+        return self.work / "logs"
+
     # -- invoking dbt -------------------------------------------------------------------------
     def _args(self, command: str) -> list[str]:
         return [
@@ -89,7 +97,7 @@ class DbtProvider:
             "--target-path",
             str(self.work / "target" / self.ctx.environment),
             "--log-path",
-            str(self.work / "logs"),
+            str(self.log_dir),
             "--log-level",
             "none",
             "--log-level-file",

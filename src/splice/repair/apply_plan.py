@@ -37,9 +37,16 @@ def _checks_of(graph: Any, ids: list[str], kind: str) -> list[str]:
 
 def repair_plan(ws: Any, proposal: Any) -> Plan:
     """The runner's plan for ``proposal`` (a :class:`splice.repair.model.Proposal`)."""
+    from splice.run.segments import build_evidence
+
     graph = ws.graph()
     decisions: dict[str, NodeDecision] = {}
     segments: list[Segment] = []
+    # a rebuilt dbt model is recorded with its code and inputs, as a planned build is
+    rebuilt = [
+        n for s in proposal.steps if s.kind == "rebuild" for n in s.nodes if n in graph.nodes
+    ]
+    evidence = build_evidence(ws, rebuilt)
     why = f"repair {proposal.proposal_id} of incident {proposal.incident_id}"
     for i, step in enumerate(proposal.steps, 1):
         fmt = FORMAT[step.kind]
@@ -71,7 +78,9 @@ def repair_plan(ws: Any, proposal: Any) -> Plan:
                 project=graph.nodes[nid].project,
                 action="build",
                 reasons=[Reason("repair", text, data={"proposal": proposal.proposal_id})],
+                fingerprint=evidence.get(nid, ({}, []))[0],
                 tool_view=view,
+                inputs=evidence.get(nid, ({}, []))[1],
             )
         segments.append(
             Segment(

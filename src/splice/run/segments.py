@@ -24,6 +24,21 @@ def executable(graph: Graph, node_id: str, fmt: str | None = None) -> bool:
     return n.kind in EXECUTABLE.get(n.tool, ())
 
 
+def build_evidence(ws: Any, node_ids: Any) -> dict[str, tuple[dict[str, str], list[str]]]:
+    """For each buildable node of ``node_ids``: its fingerprint and the nodes it reads (what
+    the run records as evidence when it builds it; without them the next plan would see the
+    node as changed and build it again). Plans made without the planner (``--full``, a
+    repair) fill their decisions with these."""
+    from splice.plan.fingerprint import fingerprints
+    from splice.plan.planner import input_ids
+
+    g = ws.graph()
+    ids = [n for n in node_ids if n in g.nodes and g.nodes[n].kind not in ("test", "audit")]
+    fps = fingerprints(ws, ids)
+    memo: dict[str, frozenset[str]] = {}
+    return {n: (fps.get(n, {}), sorted(input_ids(g, n, memo))) for n in ids}
+
+
 def fallback_plan(ws: Any, selector: str | None = None, *, exclude: str | None = None) -> Plan:
     """Every selected executable node builds (used while :mod:`splice.plan.planner` is absent).
 
@@ -42,6 +57,7 @@ def fallback_plan(ws: Any, selector: str | None = None, *, exclude: str | None =
                 build.add(c)
     formats = {p.name: p.format for p in ws.config.projects}
     envs = {p.name: ws.provider(p.name).ctx.environment for p in ws.config.projects}
+    evidence = build_evidence(ws, build)
     decisions: dict[str, NodeDecision] = {}
     for n in g.topological_order(build):
         node = g.nodes[n]
@@ -51,7 +67,14 @@ def fallback_plan(ws: Any, selector: str | None = None, *, exclude: str | None =
             if code == "selected_test"
             else "selected (no planner installed: every selected node builds)"
         )
-        decisions[n] = NodeDecision(n, node.project, "build", [Reason(code, text)])  # type: ignore[arg-type]
+        decisions[n] = NodeDecision(
+            n,
+            node.project,
+            "build",
+            [Reason(code, text)],  # type: ignore[arg-type]
+            fingerprint=evidence.get(n, ({}, []))[0],
+            inputs=evidence.get(n, ({}, []))[1],
+        )
     return Plan(
         target=ws.target,
         environments=envs,
