@@ -46,6 +46,23 @@ class WarehouseSection(_Strict):
     path: str = "warehouse.duckdb"
     dialect: str = "duckdb"
 
+    @field_validator("dialect")
+    @classmethod
+    def _known_dialect(cls, v: str) -> str:
+        """A dialect sqlglot knows (imported only when it is not the default)."""
+        if v == "duckdb":
+            return v
+        from sqlglot.dialects.dialect import Dialect
+
+        try:
+            Dialect.get_or_raise(v)
+        except ValueError:
+            from sqlglot.dialects import DIALECTS
+
+            known = ", ".join(sorted(d.lower() for d in DIALECTS))
+            raise ValueError(f"unknown dialect {v!r} (sqlglot knows: {known})") from None
+        return v
+
 
 class ProjectSection(_Strict):
     name: str = Field(pattern=NAME_PATTERN)
@@ -334,11 +351,46 @@ def _project_name(text: str) -> str:
     return name if re.match(r"[A-Za-z_]", name) else f"_{name}"
 
 
+def _read_config_text(path: Path) -> str:
+    """splice.toml's text, or a ConfigError saying why it cannot be read."""
+    if path.is_dir():
+        raise ConfigError(
+            f"{path} is a directory, not a file.",
+            fix=f"move the directory aside; {CONFIG_FILE} must be a TOML file (see docs/configuration.md)",
+        )
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(
+            f"{path}: not UTF-8 text (byte {e.start}: {e.reason}).",
+            fix=f"save {CONFIG_FILE} as UTF-8",
+        ) from None
+    except OSError as e:
+        raise ConfigError(
+            f"{path} cannot be read: {e.strerror or e}.", fix="check the file's permissions"
+        ) from None
+    if _is_toml(text) and not tomllib.loads(text):
+        raise ConfigError(
+            f"{path} is empty.",
+            fix="declare [workspace] and at least one [[projects]] (see docs/configuration.md), "
+            f"or delete {CONFIG_FILE} to use the lone dbt or SQLMesh project in this directory",
+        )
+    return text
+
+
+def _is_toml(text: str) -> bool:
+    try:
+        tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return False  # parse_config names the syntax error
+    return True
+
+
 def load_config(root: Path) -> WorkspaceConfig:
     """Load ``root/splice.toml``, or infer a one-project workspace from ``root``."""
     path = root / CONFIG_FILE
     if path.exists():
-        cfg = parse_config(path.read_text(), str(path))
+        cfg = parse_config(_read_config_text(path), str(path))
     else:
         single = detect_single_project(root)
         if single is None:

@@ -8,6 +8,7 @@ The tree::
     ├── WarehouseError             the warehouse cannot be reached or is locked by another process
     ├── SelectorError              a selector matched nothing or is malformed (names the closest ids)
     ├── NodeNotFoundError          a node or column named on the command line does not exist
+    ├── InputError                 a value given on the command line is malformed or out of range
     ├── StateError                 Splice's own state is newer than this Splice, or corrupt
     └── RepairError                a repair cannot be proposed, captured, applied or undone as asked
         └── ApprovalError          the approval rules refuse a decision (not an owner, self-approval,
@@ -65,6 +66,10 @@ class SelectorError(SpliceError):
 
 class NodeNotFoundError(SpliceError):
     """A node id or column does not exist in the graph."""
+
+
+class InputError(SpliceError):
+    """A value given on the command line (or to the API) is malformed or out of range."""
 
 
 class StateError(SpliceError):

@@ -57,6 +57,15 @@ def _escape(text: str) -> str:
     return escape(text)
 
 
+def execution_time_option(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+    """Parse ``--execution-time`` before anything starts (a bad date is one red line)."""
+    if value is None:
+        return None
+    from splice.clock import parse_execution_time
+
+    return parse_execution_time(value)
+
+
 def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, default=str, sort_keys=False))
 

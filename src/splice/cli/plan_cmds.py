@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import click
 
-from splice.cli.main import cli, emit_json, open_workspace
+from splice.cli.main import cli, emit_json, execution_time_option, open_workspace
 
 
 @cli.command("plan")
@@ -21,6 +22,7 @@ from splice.cli.main import cli, emit_json, open_workspace
 @click.option(
     "--execution-time",
     default=None,
+    callback=execution_time_option,
     metavar="TIME",
     help="Pin SQLMesh's clock (YYYY-MM-DD[THH:MM]). Default: the demo's recorded clock, else now.",
 )
@@ -35,7 +37,7 @@ def plan_cmd(
     ctx: click.Context,
     select: str | None,
     exclude: str | None,
-    execution_time: str | None,
+    execution_time: datetime | None,
     fresh: bool,
     as_json: bool,
 ) -> None:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from datetime import datetime
 from typing import Any
 
 import click
 
-from splice.cli.main import cli, emit_json, open_workspace
+from splice.cli.main import cli, emit_json, execution_time_option, open_workspace
 
 _MARK = {
     "success": "[green]✓[/]",
@@ -215,6 +216,7 @@ def render_report(report: Any) -> None:
 @click.option(
     "--execution-time",
     default=None,
+    callback=execution_time_option,
     help="The clock SQLMesh runs with (ISO date or time). Default: the plan's (a demo "
     "workspace's recorded clock, else now).",
 )
@@ -235,7 +237,7 @@ def run_cmd(
     ctx: click.Context,
     select: str | None,
     exclude: str | None,
-    execution_time: str | None,
+    execution_time: datetime | None,
     full: bool,
     fresh: bool,
     as_json: bool,
@@ -251,7 +253,7 @@ def run_cmd(
             for flag, val in (
                 ("-s", select),
                 ("--exclude", exclude),
-                ("--execution-time", execution_time),
+                ("--execution-time", execution_time.isoformat() if execution_time else None),
             )
             if val
         )
@@ -281,7 +283,14 @@ def run_cmd(
 
 @cli.group("runs", invoke_without_command=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@click.option("-n", "--limit", default=20, show_default=True, help="How many runs, newest first.")
+@click.option(
+    "-n",
+    "--limit",
+    default=20,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="How many runs, newest first.",
+)
 @click.pass_context
 def runs_group(ctx: click.Context, as_json: bool, limit: int) -> None:
     """List the runs in the journal (newest first); `splice runs show RUN_ID` plays one back."""

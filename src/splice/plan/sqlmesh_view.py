@@ -80,19 +80,9 @@ def _to_datetime(value: datetime | date | str) -> datetime:
     >>> _to_datetime("2026-10-01")
     datetime.datetime(2026, 10, 1, 0, 0)
     """
-    if isinstance(value, datetime):
-        return value
-    if isinstance(value, date):
-        return datetime(value.year, value.month, value.day)
-    try:
-        return datetime.fromisoformat(str(value).strip())
-    except ValueError:
-        from splice.errors import SpliceError
+    from splice.clock import parse_execution_time
 
-        raise SpliceError(
-            f"execution time {value!r} is not a date or time.",
-            fix="write it as YYYY-MM-DD or YYYY-MM-DDTHH:MM",
-        ) from None
+    return parse_execution_time(value)
 
 
 def merge(intervals: Any) -> list[list[int]]:

@@ -47,7 +47,9 @@ def resolve_execution_time(
     the planner's default (a demo workspace's recorded clock), else None (now)."""
     value: Any = explicit or (plan.execution_time if plan is not None else None)
     if value:
-        return value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+        from splice.clock import parse_execution_time
+
+        return parse_execution_time(value)
     try:
         from splice.plan.sqlmesh_view import resolve_execution_time as planner_clock
     except ModuleNotFoundError:  # pragma: no cover - the planner ships with Splice
