@@ -176,6 +176,7 @@ def audit_show_cmd(ctx: click.Context, proposal_id: str | None, as_json: bool) -
     from rich.markup import escape
 
     from splice.cli.render import console
+    from splice.names import printable
     from splice.repair.auditlog import entries
 
     with open_workspace(ctx) as ws:
@@ -191,7 +192,7 @@ def audit_show_cmd(ctx: click.Context, proposal_id: str | None, as_json: bool) -
         at = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(e.at))
         payload = e.as_dict()["payload"]
         comment = payload.get("comment") if isinstance(payload, dict) else None
-        c.print(f"{e.seq:>4} {at} [bold]{e.kind}[/] {escape(e.actor)}"
+        c.print(f"{e.seq:>4} {at} [bold]{e.kind}[/] {escape(printable(e.actor))}"
                 + (f" {e.proposal_id}" if e.proposal_id else "")
-                + (f" [dim]{escape(str(comment))}[/]" if comment else "")
+                + (f" [dim]{escape(printable(str(comment)))}[/]" if comment else "")
                 + f" [dim]{e.hash[:12]}[/]", soft_wrap=True)  # fmt: skip

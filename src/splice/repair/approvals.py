@@ -22,10 +22,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from splice.config import parse_duration
 from splice.errors import ApprovalError
+from splice.names import name_key, normalise_name
 from splice.repair import store
 from splice.repair.autonomy import AUTONOMY_ACTOR, active_stop
-from splice.repair.model import OPEN, Proposal
+from splice.repair.model import EXPIRING, OPEN, Proposal
 
 #: The actor Splice records its own bookkeeping under (escalation, expiry).
 SYSTEM_ACTOR = "splice"
@@ -56,10 +58,14 @@ def _domain(ws: Any, p: Proposal) -> Any:
 
 
 def _person(actor: str, what: str) -> str:
-    name = actor.strip()
+    name = normalise_name(actor)
     if not name:
-        raise ApprovalError(f"{what} needs the name of who decides.", fix="pass --as NAME")
-    if name.casefold() in RESERVED:
+        raise ApprovalError(
+            f"{what} needs the name of who decides"
+            + (" (the name given has only invisible or blank characters)." if actor else "."),
+            fix="pass --as NAME",
+        )
+    if name_key(name) in RESERVED:
         raise ApprovalError(
             f"{name!r} is the name Splice records its own decisions under; a person decides "
             "under their own name.",
@@ -76,18 +82,23 @@ def asked(ws: Any, p: Proposal) -> list[str]:
 
 
 def refresh(ws: Any, p: Proposal, *, now: float | None = None) -> Proposal:
-    """Apply expiry and escalation to an open proposal as of ``now``; returns it as stored."""
-    if p.status not in OPEN:
+    """Apply expiry and escalation to an open (or approved, not applied) proposal as of
+    ``now``; returns it as stored."""
+    if p.status not in EXPIRING:
         return p
     now = time.time() if now is None else now
     policy = ws.config.policy
     if now >= p.expires_at:
-        waited = _hours(now - (p.requested_at or p.created_at))
+        if p.status == "approved":
+            comment = (f"approved but not applied within {policy.approval_expiry}; the approval "
+                       "expired (propose again)")  # fmt: skip
+        else:
+            waited = _hours(now - (p.requested_at or p.created_at))
+            comment = (f"unanswered for {waited}; expired at the {policy.approval_expiry} limit "
+                       "(never granted by waiting)")  # fmt: skip
         return store.transition(
-            ws.state, p.proposal_id, "expired", actor=SYSTEM_ACTOR, now=now,
-            comment=f"unanswered for {waited}; expired at the {policy.approval_expiry} limit "
-            "(never granted by waiting)",
-        )  # fmt: skip
+            ws.state, p.proposal_id, "expired", actor=SYSTEM_ACTOR, now=now, comment=comment
+        )
     if p.status != "pending" or p.requested_at is None:
         return p
     from splice.repair.domains import domain_named
@@ -113,8 +124,8 @@ def refresh(ws: Any, p: Proposal, *, now: float | None = None) -> Proposal:
 
 
 def refresh_all(ws: Any, *, now: float | None = None) -> None:
-    """Apply expiry and escalation to every open proposal of the workspace's target."""
-    for p in store.list_proposals(ws.state, target=ws.target, statuses=set(OPEN)):
+    """Apply expiry and escalation to every open or approved proposal of the target."""
+    for p in store.list_proposals(ws.state, target=ws.target, statuses=set(EXPIRING)):
         refresh(ws, p, now=now)
 
 
@@ -129,8 +140,8 @@ def _refuse_during_stop(ws: Any, what: str) -> None:
 
 
 def _requesters(ws: Any, p: Proposal) -> set[str]:
-    names = {p.created_by.casefold()}
-    names |= {d.actor.casefold() for d in store.decisions(ws.state, p.proposal_id)
+    names = {name_key(p.created_by)}
+    names |= {name_key(d.actor) for d in store.decisions(ws.state, p.proposal_id)
               if d.decision == "request"}  # fmt: skip
     return names
 
@@ -145,13 +156,13 @@ def approve(
 
     def check(cur: Proposal) -> None:
         _refuse_during_stop(ws, "approved")
-        if name.casefold() in _requesters(ws, cur):
+        if name_key(name) in _requesters(ws, cur):
             raise ApprovalError(
                 f"{name} created or requested {cur.proposal_id}, so {name} cannot approve it "
                 "(no one approves their own work).",
-                fix=f"another owner of {dom.name} ({', '.join(o for o in dom.owners if o.casefold() != name.casefold())}) approves it",
+                fix=f"another owner of {dom.name} ({', '.join(o for o in dom.owners if name_key(o) != name_key(name))}) approves it",
             )
-        if name.casefold() not in {o.casefold() for o in dom.owners}:
+        if name_key(name) not in {name_key(o) for o in dom.owners}:
             raise ApprovalError(
                 f"{name} is not an owner of domain {dom.name}; its owners are "
                 f"{', '.join(dom.owners)}.",
@@ -174,14 +185,21 @@ def approve(
                 fix="splice proposals shows every proposal's status",
             )
 
-    return store.transition(ws.state, p.proposal_id, "approved", actor=name, now=now,
-                            comment=comment, check=check)  # fmt: skip
+    at = time.time() if now is None else now
+    expiry = parse_duration(ws.config.policy.approval_expiry)
+
+    def valid_for(cur: Proposal) -> None:  # an approval is good for the expiry window
+        cur.expires_at = at + expiry
+
+    return store.transition(ws.state, p.proposal_id, "approved", actor=name, now=at,
+                            comment=comment, check=check, update=valid_for)  # fmt: skip
 
 
 def reject(
     ws: Any, proposal_id: str, *, actor: str, reason: str, now: float | None = None
 ) -> Proposal:
-    """``splice reject``: an owner rejects, or the proposer withdraws, an open proposal."""
+    """``splice reject``: an owner rejects, or the proposer withdraws, an open proposal; an
+    owner revokes an approval that was not applied yet."""
     name = _person(actor, "a rejection")
     if not reason.strip():
         raise ApprovalError("a rejection needs a reason.", fix="pass --reason TEXT")
@@ -189,8 +207,16 @@ def reject(
     dom = _domain(ws, p)
 
     def check(cur: Proposal) -> None:
-        allowed = {o.casefold() for o in dom.owners} | {cur.created_by.casefold()}
-        if name.casefold() not in allowed:
+        owners = {name_key(o) for o in dom.owners}
+        if cur.status == "approved":  # revoking an approval: owners only
+            if name_key(name) not in owners:
+                raise ApprovalError(
+                    f"{name} may not revoke the approval of {cur.proposal_id}: only an owner of "
+                    f"{dom.name} ({', '.join(dom.owners)}) may.",
+                    fix=f"one of them runs splice reject {cur.proposal_id} --as NAME --reason ...",
+                )
+            return
+        if name_key(name) not in owners | {name_key(cur.created_by)}:
             raise ApprovalError(
                 f"{name} may not reject {cur.proposal_id}: only an owner of {dom.name} "
                 f"({', '.join(dom.owners)}) or its proposer ({cur.created_by}) may.",
@@ -198,13 +224,28 @@ def reject(
             )
         if cur.status not in OPEN:
             raise ApprovalError(
-                f"proposal {cur.proposal_id} is {cur.status}; only a draft or pending proposal "
-                "is rejected.",
+                f"proposal {cur.proposal_id} is {cur.status}; only a draft, pending or approved "
+                "(not yet applied) proposal is rejected.",
                 fix=f"splice undo {cur.proposal_id} --as NAME reverts an applied repair",
             )
 
     return store.transition(ws.state, p.proposal_id, "rejected", actor=name, now=now,
                             comment=reason.strip(), check=check)  # fmt: skip
+
+
+def check_may_undo(ws: Any, p: Proposal, actor: str) -> str:
+    """An undo rewrites production rows: only a named owner of the proposal's domain, and
+    never during an org-wide stop. Returns the normalised name."""
+    name = _person(actor, "an undo")
+    _refuse_during_stop(ws, "undone")
+    dom = _domain(ws, p)
+    if name_key(name) not in {name_key(o) for o in dom.owners}:
+        raise ApprovalError(
+            f"{name} may not undo {p.proposal_id}: an undo rewrites production rows, so only an "
+            f"owner of domain {dom.name} ({', '.join(dom.owners)}) may.",
+            fix=f"one of them runs splice undo {p.proposal_id} --as NAME",
+        )
+    return name
 
 
 def check_may_apply(ws: Any) -> None:

@@ -116,7 +116,9 @@ def stop(
 ) -> tuple[Stop, bool]:
     """Start the org-wide stop. Anyone named may pull the brake; returns (the stop, whether it
     was already active; then nothing changes)."""
-    actor, reason = actor.strip(), reason.strip()
+    from splice.names import normalise_name
+
+    actor, reason = normalise_name(actor), reason.strip()
     if not actor or not reason:
         raise ApprovalError("splice stop needs a name and a reason.",
                             fix="splice stop --as NAME --reason TEXT")  # fmt: skip
@@ -138,15 +140,17 @@ def resume(
 ) -> Stop:
     """End the org-wide stop; only a named owner of some domain may (any person when no
     ``[[domains]]`` are declared).  Returns the stop that ended."""
-    actor = actor.strip()
-    owners = {o.casefold(): o for d in config.domains for o in d.owners}
-    if config.domains and actor.casefold() not in owners:
+    from splice.names import name_key, normalise_name
+
+    actor = normalise_name(actor)
+    owners = {name_key(o): o for d in config.domains for o in d.owners}
+    if config.domains and name_key(actor) not in owners:
         raise ApprovalError(
             f"{actor or '(no name)'} may not lift the org-wide stop: only an owner of a domain "
             f"may (owners: {', '.join(sorted(owners.values()))}).",
             fix="ask one of them to run splice resume --as NAME",
         )
-    if actor.casefold() == AUTONOMY_ACTOR:
+    if name_key(actor) == AUTONOMY_ACTOR:
         raise ApprovalError("Splice cannot lift its own stop.", fix="a person runs splice resume")
     now = time.time() if now is None else now
     with state.transaction() as conn:

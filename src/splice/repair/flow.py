@@ -60,14 +60,15 @@ def propose(
 ) -> Proposal:
     """Draft, store, capture the undo, verify it restores, and request approval."""
     from splice.config import parse_duration
+    from splice.names import normalise_name
     from splice.repair import undo
     from splice.repair.draft import draft_repair
     from splice.watch.incidents import get_incident
 
     say = progress or (lambda _m: None)
-    actor = actor.strip()
+    actor = normalise_name(actor)
     if not actor:
-        raise ApprovalError("a proposal needs the name of who asks for it.",
+        raise ApprovalError("a proposal needs the name of who asks for it (a visible name).",
                             fix="pass --as NAME")  # fmt: skip
     state = ws.state
     inc = get_incident(state.conn, incident_id)

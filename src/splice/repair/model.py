@@ -8,9 +8,9 @@ the repair rewrites).  It round-trips through JSON (:meth:`Proposal.as_dict` /
 Statuses and the only transitions allowed (:data:`TRANSITIONS`)::
 
     draft ──> pending ──> approved ──> applying ──> applied ──> undone
-      │          │                        └──────> failed ───> undone
-      │          ├──> rejected
-      └──────────┴──> expired
+      │          │          │             └──────> failed ───> undone
+      │          ├──────────┼──> rejected   (an approval is revoked by an owner before apply)
+      └──────────┴──────────┴──> expired    (an approval not applied in time expires too)
 
 ``pending`` means the undo was captured and verified restorable; only a pending proposal can
 be approved.  ``rejected`` and ``expired`` are final: propose again.
@@ -45,7 +45,7 @@ CHANGE_CLASSES: tuple[str, ...] = ("reload_ingestion", "restatement", "model_cha
 TRANSITIONS: dict[str, frozenset[str]] = {
     "draft": frozenset({"pending", "rejected", "expired"}),
     "pending": frozenset({"approved", "rejected", "expired"}),
-    "approved": frozenset({"applying"}),
+    "approved": frozenset({"applying", "rejected", "expired"}),
     "applying": frozenset({"applied", "failed"}),
     "applied": frozenset({"undone"}),
     "failed": frozenset({"undone"}),
@@ -56,6 +56,8 @@ TRANSITIONS: dict[str, frozenset[str]] = {
 STATUSES: tuple[str, ...] = tuple(TRANSITIONS)
 #: Statuses in which a request for approval is still open (escalation and expiry apply).
 OPEN: frozenset[str] = frozenset({"draft", "pending"})
+#: Statuses that expire when their time is up: open requests, and approvals not applied.
+EXPIRING: frozenset[str] = OPEN | {"approved"}
 
 
 def can_move(src: str, dst: str) -> bool:

@@ -224,11 +224,10 @@ def restore(ws: Any, entries: list[UndoEntry]) -> list[str]:
 def undo(ws: Any, proposal_id: str, *, actor: str, now: float | None = None) -> Any:
     """``splice undo``: restore an applied (or failed) proposal's undo and record it."""
     from splice.repair import store
+    from splice.repair.approvals import check_may_undo
 
-    actor = actor.strip()
-    if not actor:
-        raise RepairError("an undo needs the name of who asks for it.", fix="pass --as NAME")
     p = store.load(ws.state, proposal_id)
+    actor = check_may_undo(ws, p, actor)
     if p.status not in ("applied", "failed"):
         raise RepairError(
             f"proposal {p.proposal_id} is {p.status}; only an applied or failed repair is undone.",
