@@ -388,3 +388,12 @@ def undo(ws: Workspace, proposal_id: str, *, actor: str) -> Any:
     from splice.repair.undo import undo as _undo
 
     return _undo(ws, proposal_id, actor=actor)
+
+
+def verify_audit_log(ws: Workspace) -> Any:
+    """The audit log's chain checked end to end, and against the witness kept outside the state
+    (:class:`splice.repair.auditlog.AuditReport`)."""
+    from splice.repair.auditlog import verify
+    from splice.state import witness
+
+    return verify(ws.state, witness.read(ws.witness_path))

@@ -39,6 +39,8 @@ class WorkspaceSection(_Strict):
     name: str = "workspace"
     default_target: str = "prod"
     state: str = ".splice/state.db"  # a path relative to the workspace, or a SQLAlchemy URL later
+    # a file outside .splice/ that remembers the state's id and the audit log's head
+    witness: str = "splice-witness.json"
 
 
 class WarehouseSection(_Strict):

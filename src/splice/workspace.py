@@ -32,8 +32,16 @@ class Workspace:
     Open it with :meth:`open`; close it (or use ``with``) so the tools release the warehouse.
     """
 
-    def __init__(self, root: Path, config: WorkspaceConfig, target: str | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        config: WorkspaceConfig,
+        target: str | None = None,
+        *,
+        new_state: bool = False,
+    ) -> None:
         self.root = root
+        self.new_state = new_state
         self.config = config
         self.target = target or config.workspace.default_target
         if config.targets and self.target not in config.targets:
@@ -54,14 +62,18 @@ class Workspace:
         self.timings = Timings()
 
     @classmethod
-    def open(cls, root: Path | str = ".", target: str | None = None) -> Workspace:
+    def open(
+        cls, root: Path | str = ".", target: str | None = None, *, new_state: bool = False
+    ) -> Workspace:
+        """``new_state``: start a new, empty state even though the witness says this workspace
+        had one (the history is then gone; see :mod:`splice.state.witness`)."""
         root = Path(root).resolve()
         if not root.is_dir():
             raise ConfigError(
                 f"workspace {root} does not exist.",
                 fix="pass --workspace DIR of an existing directory",
             )
-        return cls(root, load_config(root), target)
+        return cls(root, load_config(root), target, new_state=new_state)
 
     def __enter__(self) -> Workspace:
         return self
@@ -153,10 +165,16 @@ class Workspace:
 
     # -- state ---------------------------------------------------------------------------------
     @property
+    def witness_path(self) -> Path:
+        return (self.root / self.config.workspace.witness).resolve()
+
+    @property
     def state(self) -> StateStore:
         if self._state is None:
-            state = self.config.workspace.state
-            self._state = StateStore.open((self.root / state).resolve())
+            from splice.state.witnessed import open_witnessed
+
+            path = (self.root / self.config.workspace.state).resolve()
+            self._state = open_witnessed(path, self.witness_path, new_state=self.new_state)
         return self._state
 
     def close(self) -> None:

@@ -87,6 +87,7 @@ def test_built_by_hand_sqlmesh_is_complete_dbt_never_built_then_noop(fresh_demo:
     # a workspace built with the tools by hand: no Splice state at all
     for f in (fresh_demo / ".splice").glob("state.db*"):
         f.unlink()
+    (fresh_demo / "splice-witness.json").unlink()
     with Workspace.open(fresh_demo) as ws:
         plan = make_plan(ws)
         for nid in SQLMESH_MODELS:

@@ -95,6 +95,12 @@ def test_the_demo_incident_is_repaired_verified_and_receipted(
         kinds = [e.kind for e in auditlog.entries(ws.state, p.proposal_id)]
         assert kinds[0] == "propose" and kinds[-1] == "receipt" and "approve" in kinds
         assert auditlog.verify(ws.state).intact
+        # the receipt carries the log's head at its time (a copy anchors the log)
+        head = r["audit_head"]
+        assert head["seq"] > 0 and len(head["hash"]) == 64
+        assert [e.hash for e in auditlog.entries(ws.state) if e.seq == head["seq"]] == [
+            head["hash"]
+        ]
         from splice.errors import RepairError
         from splice.repair.flow import apply
 

@@ -63,6 +63,7 @@ def execution_time_option(ctx: click.Context, param: click.Parameter, value: str
         return None
     from splice.clock import parse_execution_time
 
+    ctx.meta["execution_time_text"] = value  # as typed, for the journal's command line
     return parse_execution_time(value)
 
 
@@ -92,21 +93,36 @@ def emit_json(data: Any) -> None:
     "-v", "--verbose", is_flag=True, help="Show the tools' own output (dbt, SQLMesh, dlt)."
 )
 @click.option("--debug", is_flag=True, help="Show full tracebacks.")
+@click.option(
+    "--new-state",
+    is_flag=True,
+    help="Start a new, empty state although the witness says this workspace had one "
+    "(its history, audit log included, is gone).",
+)
 @click.version_option(package_name="splice")
 @click.pass_context
-def cli(ctx: click.Context, workspace: str, target: str | None, verbose: bool, debug: bool) -> None:
+def cli(
+    ctx: click.Context,
+    workspace: str,
+    target: str | None,
+    verbose: bool,
+    debug: bool,
+    new_state: bool,
+) -> None:
     """Splice: one graph, one plan and one production watch across dbt and SQLMesh."""
     from splice.capture import set_verbose
 
     _State.debug = debug
     set_verbose(verbose)
-    ctx.obj = {"workspace": Path(workspace), "target": target}
+    ctx.obj = {"workspace": Path(workspace), "target": target, "new_state": new_state}
 
 
 def open_workspace(ctx: click.Context) -> Any:
     from splice.workspace import Workspace
 
-    return Workspace.open(ctx.obj["workspace"], target=ctx.obj["target"])
+    return Workspace.open(
+        ctx.obj["workspace"], target=ctx.obj["target"], new_state=ctx.obj.get("new_state", False)
+    )
 
 
 COMMAND_MODULES = (

@@ -148,10 +148,10 @@ def audit_group() -> None:
 @click.pass_context
 def audit_verify_cmd(ctx: click.Context, as_json: bool) -> None:
     """Check no entry was edited, deleted or moved; exit 1 when one was."""
-    from splice.repair.auditlog import verify
+    from splice.api import verify_audit_log
 
     with open_workspace(ctx) as ws:
-        r = verify(ws.state)
+        r = verify_audit_log(ws)
     if as_json:
         emit_json(r.as_dict())
     elif r.intact:

@@ -253,7 +253,7 @@ def run_cmd(
             for flag, val in (
                 ("-s", select),
                 ("--exclude", exclude),
-                ("--execution-time", execution_time.isoformat() if execution_time else None),
+                ("--execution-time", ctx.meta.get("execution_time_text")),
             )
             if val
         )

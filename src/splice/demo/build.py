@@ -51,6 +51,7 @@ DEMO_ENTRIES = (
     PRICING_DIR,
     FINANCE_DIR,
     ".splice",
+    "splice-witness.json",
 )
 
 GITIGNORE = """\
@@ -58,6 +59,7 @@ GITIGNORE = """\
 warehouse.duckdb
 warehouse.duckdb.wal
 .splice/
+splice-witness.json
 pricing/.cache/
 pricing/logs/
 finance/target/

@@ -10,8 +10,11 @@ first entry that was edited, deleted or moved, and a log cut short at its end.  
 from the head, so an entry deleted at the end stays a visible gap.
 
 The chain proves the log is intact against its own head; someone who can rewrite the whole
-state file can rewrite both.  ``splice audit-log verify`` prints the head hash: keeping it
-elsewhere (a receipt, a ticket) anchors everything before it.
+state file can rewrite both.  So the head is also kept outside the state, in the workspace's
+witness file (:mod:`splice.state.witness`, rewritten after every append), and every receipt
+carries the head at its time: :func:`verify` given the witness checks that the chain still
+holds the witnessed entry with the witnessed hash (a chain cut short, or rewritten together
+with its head, fails).
 
 >>> canonical({"b": 1, "a": [1.5, "é"]})
 '{"a":[1.5,"é"],"b":1}'
@@ -160,8 +163,32 @@ def _what(e: Entry) -> str:
     return f"{e.kind} by {e.actor}" + (f" on {e.proposal_id}" if e.proposal_id else "")
 
 
-def verify(state: StateStore) -> AuditReport:
-    """Walk the chain from the first entry; report the first entry edited, deleted or moved."""
+def verify(state: StateStore, witness: Any = None) -> AuditReport:
+    """Walk the chain from the first entry; report the first entry edited, deleted or moved;
+    then compare it with ``witness`` (a :class:`splice.state.witness.Witness`) when given."""
+    report = _verify_chain(state)
+    if not report.intact or witness is None or not witness.audit_seq:
+        return report
+    rows = {e.seq: e for e in entries(state)}
+    seen = rows.get(witness.audit_seq)
+    if seen is None:
+        report.intact, report.seq, report.problem = False, report.entries + 1, "truncated"
+        report.detail = (
+            f"the witness outside the state recorded {witness.audit_seq} entries (head "
+            f"{str(witness.audit_hash)[:12]}), the log holds {report.entries}: entries were cut "
+            "from its end, head and all"
+        )
+    elif seen.hash != witness.audit_hash:
+        report.intact, report.seq, report.problem = False, witness.audit_seq, "rewritten"
+        report.detail = (
+            f"entry {witness.audit_seq} hashes to {seen.hash[:12]}, but the witness outside the "
+            f"state recorded {str(witness.audit_hash)[:12]}: the log was rewritten together "
+            "with its head"
+        )
+    return report
+
+
+def _verify_chain(state: StateStore) -> AuditReport:
     rows = entries(state)
     head = _head(state.conn)
     report = AuditReport(True, len(rows), head[0] if head else None, head[1] if head else None)

@@ -278,7 +278,7 @@ def receipt(ws: Any, proposal_id: str) -> dict[str, Any]:
             runs.append({"run_id": rid, "status": r.status, "duration": r.duration})
     inc = get_incident(state.conn, p.incident_id)
     return build_receipt(p.as_dict(), inc.as_dict(with_diagnosis=False), decisions, runs,
-                         verification)  # fmt: skip
+                         verification, audit_head=state.audit_head())  # fmt: skip
 
 
 def write_receipt(ws: Any, proposal_id: str, *, actor: str) -> dict[str, Any]:

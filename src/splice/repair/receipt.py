@@ -30,8 +30,10 @@ def build_receipt(
     decisions: list[dict[str, Any]],
     runs: list[dict[str, Any]],
     verification: dict[str, Any] | None,
+    audit_head: tuple[int, str] | None = None,
 ) -> dict[str, Any]:
-    """The receipt as data (stable keys; the audit log stores it as JSON)."""
+    """The receipt as data (stable keys; the audit log stores it as JSON). ``audit_head``: the
+    audit log's head (seq, hash) when it was written, so a copy of the receipt anchors the log."""
     approvals = [d for d in decisions if d.get("decision") == "approve"]
     return {
         "proposal": proposal["proposal_id"],
@@ -61,6 +63,7 @@ def build_receipt(
         "verification": verification,
         "undo": proposal.get("undo") or [],
         "status": proposal.get("status"),
+        "audit_head": {"seq": audit_head[0], "hash": audit_head[1]} if audit_head else None,
     }
 
 
@@ -132,4 +135,8 @@ def receipt_markdown(r: dict[str, Any]) -> str:
                      f"{str(u.get('checksum'))[:16]}, saved to {u.get('saved_to')}")  # fmt: skip
     lines.append("")
     lines.append(f"`splice undo {r['proposal']} --as NAME` restores every relation above exactly.")
+    head = r.get("audit_head")
+    if head:
+        lines += ["", f"Audit log head when this receipt was written: entry {head['seq']}, "
+                      f"hash {head['hash']} (`splice audit-log verify` checks the log against it)."]  # fmt: skip
     return "\n".join(lines) + "\n"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -32,6 +32,8 @@ class StateStore:
     def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
         self.conn = conn
         self.path = path
+        #: called after every COMMIT (the workspace keeps its witness up to date with it)
+        self.after_commit: list[Callable[[StateStore], None]] = []
 
     @classmethod
     def open(cls, path: Path) -> StateStore:
@@ -95,6 +97,39 @@ class StateStore:
             raise
         else:
             self.conn.execute("COMMIT")
+            for hook in self.after_commit:
+                hook(self)
+
+    def state_id(self) -> str:
+        """This state's id, made once when it is first asked for (see :mod:`splice.state.witness`)."""
+        row = self.conn.execute("SELECT value FROM splice_meta WHERE key='state_id'").fetchone()
+        if row:
+            return str(row[0])
+        import uuid
+
+        sid = f"state-{uuid.uuid4().hex}"
+        self.conn.execute(
+            "INSERT INTO splice_meta(key, value) VALUES('state_id', ?) ON CONFLICT(key) DO NOTHING",
+            (sid,),
+        )
+        row = self.conn.execute("SELECT value FROM splice_meta WHERE key='state_id'").fetchone()
+        return str(row[0])
+
+    def audit_head(self) -> tuple[int, str] | None:
+        """The audit log's head (seq, hash) as recorded in this state, if any."""
+        try:
+            row = self.conn.execute(
+                "SELECT value FROM repair_policy WHERE key='audit_head'"
+            ).fetchone()
+        except sqlite3.OperationalError:
+            return None
+        if row is None:
+            return None
+        try:
+            h = json.loads(row[0])
+            return int(h["seq"]), str(h["hash"])
+        except (ValueError, KeyError, TypeError):
+            return None
 
     # -- caches keyed by content hash --------------------------------------------------------
     def cache_get_many(self, kind: str, keys: Iterable[str]) -> dict[str, object]:

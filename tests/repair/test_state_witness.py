@@ -1,0 +1,135 @@
+"""The witness outside .splice/: a workspace that had state never silently starts a new one,
+and the audit log cannot be cut or rewritten together with its head unnoticed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from splice.repair import auditlog, store
+from splice.workspace import Workspace
+
+
+def _cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "splice", "-w", str(root), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.fixture
+def logged(fresh_demo: Path) -> Path:
+    """The demo with a few audit-log entries (a proposal requested, approved, rejected)."""
+    from test_approval_rules import T0, _pending
+
+    from splice.repair import approvals
+
+    with Workspace.open(fresh_demo) as ws:
+        p = _pending(ws)
+        approvals.approve(ws, p.proposal_id, actor="maria", now=T0 + 1)
+        approvals.reject(ws, p.proposal_id, actor="sam", reason="revoked", now=T0 + 2)
+    return fresh_demo
+
+
+def _witness(root: Path) -> dict:
+    return json.loads((root / "splice-witness.json").read_text())
+
+
+def test_the_witness_follows_every_append(logged: Path) -> None:
+    w = _witness(logged)
+    with Workspace.open(logged) as ws:
+        head = ws.state.audit_head()
+        assert head is not None and (w["audit_seq"], w["audit_hash"]) == head
+        assert w["state_id"] == ws.state.state_id()
+    res = _cli(logged, "audit-log", "verify")
+    assert res.returncode == 0 and f"head {head[0]} {head[1]}" in res.stdout
+
+
+@pytest.mark.parametrize("how", ["deleted", "truncated", "another-workspace"])
+def test_a_lost_state_is_refused_until_new_state_is_asked_for(
+    logged: Path, tmp_path: Path, how: str
+) -> None:
+    state = logged / ".splice" / "state.db"
+    for f in state.parent.glob("state.db-*"):
+        f.unlink()
+    if how == "deleted":
+        state.unlink()
+    elif how == "truncated":
+        state.write_bytes(b"")
+    else:
+        other = tmp_path / "other"
+        from splice.state.store import StateStore
+
+        another = StateStore.open(other / "state.db")
+        another.state_id()
+        another.close()
+        shutil.copy(other / "state.db", state)
+    before = state.read_bytes() if state.exists() else None
+    res = _cli(logged, "audit-log", "verify")
+    assert res.returncode == 2, res.stderr
+    assert "--new-state" in res.stderr and "Traceback" not in res.stderr
+    word = {"deleted": "is missing", "truncated": "is empty", "another-workspace": "is not this"}
+    assert word[how] in res.stderr
+    # nothing was started in its place
+    assert (state.read_bytes() if state.exists() else None) == before
+    # asked for explicitly: a new, empty state, and the witness follows it
+    res = _cli(logged, "--new-state", "audit-log", "verify")
+    assert res.returncode == 0 and "intact: 0 entries" in res.stdout, res.stderr
+    with Workspace.open(logged) as ws:
+        assert _witness(logged)["state_id"] == ws.state.state_id()
+    assert _cli(logged, "audit-log", "verify").returncode == 0
+
+
+def _rehash_from(con: sqlite3.Connection, seq: int) -> None:
+    """Recompute every hash from ``seq`` on and the head: a consistent rewrite."""
+    rows = con.execute(
+        "SELECT seq, at, kind, actor, proposal_id, payload FROM repair_audit_log ORDER BY seq"
+    ).fetchall()
+    prev = auditlog.GENESIS
+    for s, at, kind, actor, pid, payload in rows:
+        if s >= seq:
+            content = {"seq": s, "at": at, "kind": kind, "actor": actor, "proposal_id": pid,
+                       "payload": payload}  # fmt: skip
+            h = auditlog.entry_hash(prev, content)
+            con.execute("UPDATE repair_audit_log SET prev_hash=?, hash=? WHERE seq=?", (prev, h, s))
+        prev = con.execute("SELECT hash FROM repair_audit_log WHERE seq=?", (s,)).fetchone()[0]
+    last = con.execute("SELECT MAX(seq) FROM repair_audit_log").fetchone()[0] or 0
+    con.execute(
+        "UPDATE repair_policy SET value=? WHERE key='audit_head'",
+        (auditlog.canonical({"seq": last, "hash": prev}),),
+    )
+
+
+@pytest.mark.parametrize(
+    ("tamper", "problem"),
+    [
+        ("UPDATE repair_audit_log SET actor='lee' WHERE seq=3", "rewritten"),
+        ("DELETE FROM repair_audit_log WHERE seq=(SELECT MAX(seq) FROM repair_audit_log)",
+         "truncated"),
+    ],
+)  # fmt: skip
+def test_a_consistent_rewrite_of_chain_and_head_is_caught_by_the_witness(
+    logged: Path, tamper: str, problem: str
+) -> None:
+    con = sqlite3.connect(logged / ".splice" / "state.db")
+    con.execute(tamper)
+    _rehash_from(con, 1)
+    con.commit()
+    con.close()
+    with Workspace.open(logged) as ws:
+        # the chain agrees with its own head: only the witness can tell
+        assert auditlog.verify(ws.state).intact
+        assert store.list_proposals(ws.state, target="prod")
+    res = _cli(logged, "audit-log", "verify", "--json")
+    assert res.returncode == 1
+    report = json.loads(res.stdout)
+    assert report["intact"] is False and report["problem"] == problem
+    assert "witness" in report["detail"]
