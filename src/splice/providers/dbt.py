@@ -75,6 +75,52 @@ class DbtProvider:
             self.profiles_dir = ctx.project_path
         else:
             self.profiles_dir = Path(os.environ.get("DBT_PROFILES_DIR") or Path.home() / ".dbt")
+        self.check_target()
+
+    def check_target(self) -> None:
+        """Refuse, before dbt runs, a profile that has no output for the target Splice maps to.
+
+        Reads dbt_project.yml's ``profile`` and profiles.yml's outputs (plain YAML; a profile
+        chosen or built by Jinja is left to dbt). The error names the splice.toml key that maps
+        Splice's target to the profile's target, when there is a splice.toml.
+        """
+        import yaml
+
+        prof_file = self.profiles_dir / "profiles.yml"
+        try:
+            project = yaml.safe_load((self.ctx.project_path / "dbt_project.yml").read_text())
+            profiles = yaml.safe_load(prof_file.read_text())
+        except (OSError, yaml.YAMLError):
+            return  # missing or broken: dbt's own error says which and where
+        if not isinstance(project, dict) or not isinstance(profiles, dict):
+            return
+        profile = profiles.get(str(project.get("profile")))
+        outputs = profile.get("outputs") if isinstance(profile, dict) else None
+        env = self.ctx.environment
+        if not isinstance(outputs, dict) or env in outputs or any("{{" in str(k) for k in outputs):
+            return
+        available = ", ".join(sorted(map(str, outputs))) or "none"
+        head = (
+            f"dbt project {self.ctx.project_name!r}: profile {project.get('profile')!r} in "
+            f"{prof_file} has no target {env!r} (its targets: {available})"
+        )
+        key = self.ctx.options.get("environments_key")
+        if key:
+            first = sorted(map(str, outputs))[0] if outputs else "dev"
+            how = (
+                f"{key} maps Splice target {self.ctx.target!r} to it"
+                if env != self.ctx.target
+                else f"nothing in {key} maps Splice target {self.ctx.target!r}, so dbt runs "
+                "the target of the same name"
+            )
+            raise ProjectError(
+                f"{head}; {how}.",
+                fix=f"map it to one of the profile's targets there, e.g. environments = "
+                f'{{ {self.ctx.target} = "{first}" }}, or add an output {env!r} to {prof_file}',
+            )
+        raise ProjectError(
+            f"{head}.", fix=f"pass --target with one of: {available} (or add that output)"
+        )
 
     # -- invoking dbt -------------------------------------------------------------------------
     def _args(self, command: str) -> list[str]:
@@ -149,23 +195,7 @@ class DbtProvider:
     def load(self) -> list[Node]:
         m = self._parse()
         root_pkg = m.metadata.project_name if m.metadata else None
-        names: dict[str, str] = {}
-        counts: dict[str, int] = {}
-        for n in m.nodes.values():
-            if n.resource_type.value in _KINDS:
-                counts[n.name] = counts.get(n.name, 0) + 1
-        for uid, n in m.nodes.items():
-            if n.resource_type.value not in _KINDS:
-                continue
-            clash = counts[n.name] > 1
-            names[uid] = (
-                f"{n.package_name}.{n.name}" if clash and n.package_name != root_pkg else n.name
-            )
-        for uid, s in m.sources.items():
-            names[uid] = f"source:{s.source_name}.{s.name}"
-        for uid, e in m.exposures.items():
-            names[uid] = f"exposure:{e.name}"
-
+        names = _node_names(m, root_pkg)
         p = self.ctx.project_name
         rel_of: dict[str, Any] = {}
         nodes: list[Node] = []
@@ -242,9 +272,11 @@ class DbtProvider:
                         "unique_id": uid,
                         "package": n.package_name,
                         "checksum": n.checksum.checksum if getattr(n, "checksum", None) else None,
+                        **_version_meta(n),
                     },
                 )
             )
+        nodes.extend(_extra_nodes(m, names, rel_of, p))
         for uid, e in m.exposures.items():
             deps = [d for d in e.depends_on.nodes if d in names]
             nodes.append(
@@ -325,6 +357,113 @@ class DbtProvider:
 
     def close(self) -> None:
         release_warehouse()
+
+
+#: dbt resources that are neither built nor tested by Splice's plan, listed with their edges:
+#: manifest attribute -> (Splice kind, id prefix)
+_SEMANTIC = {
+    "semantic_models": ("semantic_model", "semantic_model"),
+    "metrics": ("metric", "metric"),
+    "saved_queries": ("saved_query", "saved_query"),
+}
+
+
+def _node_names(m: Any, root_pkg: str | None) -> dict[str, str]:
+    """unique_id -> the node's name in Splice (the part after ``project:``).
+
+    A versioned model is ``name.vN`` (dbt's own selector form, and its fqn's tail); a name two
+    packages share is prefixed with its package outside the root package; sources, exposures,
+    unit tests and the semantic layer carry a prefix, as in ``source:shop.orders``.
+    """
+    names: dict[str, str] = {}
+    counts: dict[str, int] = {}
+    for n in m.nodes.values():
+        if n.resource_type.value in _KINDS:
+            counts[_versioned(n)] = counts.get(_versioned(n), 0) + 1
+    for uid, n in m.nodes.items():
+        if n.resource_type.value not in _KINDS:
+            continue
+        name = _versioned(n)
+        clash = counts[name] > 1
+        names[uid] = f"{n.package_name}.{name}" if clash and n.package_name != root_pkg else name
+    for uid, s in m.sources.items():
+        names[uid] = f"source:{s.source_name}.{s.name}"
+    for uid, e in m.exposures.items():
+        names[uid] = f"exposure:{e.name}"
+    for attr, (_, prefix) in _SEMANTIC.items():
+        for uid, x in (getattr(m, attr, None) or {}).items():
+            names[uid] = f"{prefix}:{x.name}"
+    for uid, u in (getattr(m, "unit_tests", None) or {}).items():
+        # unique per model (dbt's rule); a unit test of a versioned model runs per version
+        suffix = f".v{u.version}" if getattr(u, "version", None) is not None else ""
+        names[uid] = f"unit_test:{u.model}{suffix}.{u.name}"
+    return names
+
+
+def _versioned(n: Any) -> str:
+    """``dim_customers.v2`` for version 2 of a versioned model, else the name."""
+    version = getattr(n, "version", None)
+    return f"{n.name}.v{version}" if version is not None else n.name
+
+
+def _version_meta(n: Any) -> dict[str, object]:
+    """A versioned model's version facts, for selectors (``version:latest``) and the ls."""
+    version = getattr(n, "version", None)
+    if version is None:
+        return {}
+    latest = getattr(n, "latest_version", None)
+    return {
+        "model_name": n.name,
+        "version": str(version),
+        "latest_version": str(latest) if latest is not None else None,
+    }
+
+
+def _extra_nodes(m: Any, names: dict[str, str], rel_of: dict[str, Any], p: str) -> list[Node]:
+    """Unit tests (built with their model, as ``dbt build`` does) and the semantic layer
+    (semantic models, metrics, saved queries: listed with their edges, never built)."""
+    out: list[Node] = []
+    for uid, u in (getattr(m, "unit_tests", None) or {}).items():
+        deps = [d for d in (u.depends_on.nodes or []) if d in names]
+        out.append(
+            Node(
+                id=f"{p}:{names[uid]}",
+                project=p,
+                name=names[uid],
+                kind="test",
+                tool="dbt",
+                depends_on=[f"{p}:{names[d]}" for d in deps],
+                language="none",
+                path=u.original_file_path,
+                description=u.description or None,
+                meta={"unique_id": uid, "package": u.package_name, "test_type": "unit"},
+            )
+        )
+    for attr, (kind, _) in _SEMANTIC.items():
+        for uid, x in (getattr(m, attr, None) or {}).items():
+            deps = [d for d in (x.depends_on.nodes or []) if d in names]
+            meta: dict[str, object] = {"unique_id": uid, "package": x.package_name}
+            if getattr(x, "label", None):
+                meta["label"] = x.label
+            if kind == "metric":
+                meta["type"] = str(getattr(x.type, "value", x.type))
+            out.append(
+                Node(
+                    id=f"{p}:{names[uid]}",
+                    project=p,
+                    name=names[uid],
+                    kind=kind,  # type: ignore[arg-type]
+                    tool="dbt",
+                    depends_on=[f"{p}:{names[d]}" for d in deps],
+                    reads=[rel_of[d] for d in deps if rel_of.get(d) is not None],
+                    tags=list(getattr(x, "tags", None) or []),
+                    language="none",
+                    path=x.original_file_path,
+                    description=getattr(x, "description", None) or None,
+                    meta=meta,
+                )
+            )
+    return out
 
 
 def _reads_files(relation_name: str, dialect: str) -> bool:
