@@ -94,7 +94,20 @@ class Workspace:
         spec = next((p for p in self.config.projects if p.name == project), None)
         if spec is None:
             raise ConfigError(f"no project named {project!r} in {self.root / CONFIG_FILE}.")
-        ctx = LoadContext(
+        ctx = self._load_context(spec)
+        if spec.format == "dbt":
+            from splice.providers.dbt import DbtProvider
+
+            prov: Any = DbtProvider(ctx)
+        else:
+            from splice.providers.sqlmesh import SqlmeshProvider
+
+            prov = SqlmeshProvider(ctx)
+        self._providers[project] = prov
+        return prov
+
+    def _load_context(self, spec: Any) -> LoadContext:
+        return LoadContext(
             root=self.root,
             project_name=spec.name,
             project_path=(self.root / spec.path).resolve(),
@@ -112,16 +125,6 @@ class Workspace:
                 "environments_key": self._environments_key(spec.name),
             },
         )
-        if spec.format == "dbt":
-            from splice.providers.dbt import DbtProvider
-
-            prov: Any = DbtProvider(ctx)
-        else:
-            from splice.providers.sqlmesh import SqlmeshProvider
-
-            prov = SqlmeshProvider(ctx)
-        self._providers[project] = prov
-        return prov
 
     def _environments_key(self, project: str) -> str | None:
         """Where splice.toml maps this target to ``project``'s environment (for errors):
@@ -146,9 +149,11 @@ class Workspace:
     def check_targets(self) -> None:
         """Raise when a dbt project's profile has no output for this target (cheap: reads
         profiles.yml, loads no tool): commands that write state call it first."""
+        from splice.providers.dbt import check_target
+
         for spec in self.config.projects:
             if spec.format == "dbt":
-                self.provider(spec.name)  # DbtProvider checks its target on creation
+                check_target(self._load_context(spec))
 
     # -- graph -------------------------------------------------------------------------------
     def graph(self) -> Graph:

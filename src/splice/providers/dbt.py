@@ -60,6 +60,64 @@ def locked_error(exc: BaseException, where: str) -> WarehouseError | None:
     return None
 
 
+def profiles_dir(ctx: LoadContext) -> Path:
+    """Where dbt reads profiles.yml for this project: splice.toml's ``profiles_dir``, else the
+    project directory when it holds one, else ``$DBT_PROFILES_DIR``, else ``~/.dbt``."""
+    explicit = ctx.options.get("profiles_dir")
+    if explicit:
+        return Path(str(explicit))
+    if (ctx.project_path / "profiles.yml").exists():
+        return ctx.project_path
+    return Path(os.environ.get("DBT_PROFILES_DIR") or Path.home() / ".dbt")
+
+
+def check_target(ctx: LoadContext) -> None:
+    """Refuse, before dbt runs, a profile that has no output for the target Splice maps to.
+
+    Reads dbt_project.yml's ``profile`` and profiles.yml's outputs (plain YAML, no dbt import;
+    a profile chosen or built by Jinja is left to dbt). The error names the splice.toml key
+    that maps Splice's target to the profile's target, when there is a splice.toml
+    (``ctx.options["environments_key"]``).
+    """
+    import yaml
+
+    prof_file = profiles_dir(ctx) / "profiles.yml"
+    try:
+        project = yaml.safe_load((ctx.project_path / "dbt_project.yml").read_text())
+        profiles = yaml.safe_load(prof_file.read_text())
+    except (OSError, yaml.YAMLError):
+        return  # missing or broken: dbt's own error says which and where
+    if not isinstance(project, dict) or not isinstance(profiles, dict):
+        return
+    profile = profiles.get(str(project.get("profile")))
+    outputs = profile.get("outputs") if isinstance(profile, dict) else None
+    env = ctx.environment
+    if not isinstance(outputs, dict) or env in outputs or any("{{" in str(k) for k in outputs):
+        return
+    available = ", ".join(sorted(map(str, outputs))) or "none"
+    head = (
+        f"dbt project {ctx.project_name!r}: profile {project.get('profile')!r} in "
+        f"{prof_file} has no target {env!r} (its targets: {available})"
+    )
+    key = ctx.options.get("environments_key")
+    if key:
+        first = sorted(map(str, outputs))[0] if outputs else "dev"
+        how = (
+            f"{key} maps Splice target {ctx.target!r} to it"
+            if env != ctx.target
+            else f"nothing in {key} maps Splice target {ctx.target!r}, so dbt runs "
+            "the target of the same name"
+        )
+        raise ProjectError(
+            f"{head}; {how}.",
+            fix=f"map it to one of the profile's targets there, e.g. environments = "
+            f'{{ {ctx.target} = "{first}" }}, or add an output {env!r} to {prof_file}',
+        )
+    raise ProjectError(
+        f"{head}.", fix=f"pass --target with one of: {available} (or add that output)"
+    )
+
+
 class DbtProvider:
     format = "dbt"
     capabilities = CAPABILITIES
@@ -68,59 +126,8 @@ class DbtProvider:
         self.ctx = ctx
         self.manifest: Any = None
         self.work = ctx.work_dir or (ctx.root / ".splice" / "dbt" / ctx.project_name)
-        explicit = ctx.options.get("profiles_dir")
-        if explicit:
-            self.profiles_dir = Path(str(explicit))
-        elif (ctx.project_path / "profiles.yml").exists():
-            self.profiles_dir = ctx.project_path
-        else:
-            self.profiles_dir = Path(os.environ.get("DBT_PROFILES_DIR") or Path.home() / ".dbt")
-        self.check_target()
-
-    def check_target(self) -> None:
-        """Refuse, before dbt runs, a profile that has no output for the target Splice maps to.
-
-        Reads dbt_project.yml's ``profile`` and profiles.yml's outputs (plain YAML; a profile
-        chosen or built by Jinja is left to dbt). The error names the splice.toml key that maps
-        Splice's target to the profile's target, when there is a splice.toml.
-        """
-        import yaml
-
-        prof_file = self.profiles_dir / "profiles.yml"
-        try:
-            project = yaml.safe_load((self.ctx.project_path / "dbt_project.yml").read_text())
-            profiles = yaml.safe_load(prof_file.read_text())
-        except (OSError, yaml.YAMLError):
-            return  # missing or broken: dbt's own error says which and where
-        if not isinstance(project, dict) or not isinstance(profiles, dict):
-            return
-        profile = profiles.get(str(project.get("profile")))
-        outputs = profile.get("outputs") if isinstance(profile, dict) else None
-        env = self.ctx.environment
-        if not isinstance(outputs, dict) or env in outputs or any("{{" in str(k) for k in outputs):
-            return
-        available = ", ".join(sorted(map(str, outputs))) or "none"
-        head = (
-            f"dbt project {self.ctx.project_name!r}: profile {project.get('profile')!r} in "
-            f"{prof_file} has no target {env!r} (its targets: {available})"
-        )
-        key = self.ctx.options.get("environments_key")
-        if key:
-            first = sorted(map(str, outputs))[0] if outputs else "dev"
-            how = (
-                f"{key} maps Splice target {self.ctx.target!r} to it"
-                if env != self.ctx.target
-                else f"nothing in {key} maps Splice target {self.ctx.target!r}, so dbt runs "
-                "the target of the same name"
-            )
-            raise ProjectError(
-                f"{head}; {how}.",
-                fix=f"map it to one of the profile's targets there, e.g. environments = "
-                f'{{ {self.ctx.target} = "{first}" }}, or add an output {env!r} to {prof_file}',
-            )
-        raise ProjectError(
-            f"{head}.", fix=f"pass --target with one of: {available} (or add that output)"
-        )
+        self.profiles_dir = profiles_dir(ctx)
+        check_target(ctx)
 
     # -- invoking dbt -------------------------------------------------------------------------
     def _args(self, command: str) -> list[str]:
