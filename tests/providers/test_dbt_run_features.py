@@ -239,3 +239,23 @@ def test_across_projects_a_skipped_node_names_the_failures_on_its_own_paths(
     assert board.skipped_because == "shop:dim_customers.v1, shop:fct_orders"
     assert revenue.skipped_because == "shop:fct_orders"
     assert board.message == "skipped: shop:dim_customers.v1, shop:fct_orders failed upstream"
+
+
+def test_a_selected_version_builds_alone_with_its_own_relation(tmp_path: Path) -> None:
+    from splice.api import run
+
+    root = copy_fixture("versioned_dbt", tmp_path)
+    with cwd(root), Workspace.open(root) as ws:
+        report = run(ws, "+dim_customers.v1+", full=True)
+    assert report.ok, report.to_dict()
+    assert set(report.nodes) == {"shopv:raw_customers", V1, "shopv:legacy_customer_report"}
+    assert set(report.checks) == {
+        "shopv:not_null_dim_customers_v1_customer_id",
+        "shopv:unique_dim_customers_v1_customer_id",
+    }
+    # dbt built exactly v1 (its own relation), not v2 and nothing downstream of v2
+    assert {k[2] for k in tables_in(root / "shopv.duckdb")} == {
+        "raw_customers",
+        "dim_customers_v1",
+        "legacy_customer_report",
+    }

@@ -82,6 +82,7 @@ def test_splice_reports_exactly_the_relations_dbt_built(shopv: Loaded, shopv_dir
         ("dim_customers", {V1, V2}),  # every version, as dbt's selector
         ("shopv:dim_customers", {V1, V2}),
         ("dim_customers.v1", {V1}),
+        ("dim_customers_v2", {V2}),  # dbt's other spelling
         ("version:latest", {V2}),
         ("version:old", {V1}),
         ("dim_customers.v1+,kind:model", {V1, "shopv:legacy_customer_report"}),
@@ -118,7 +119,8 @@ def test_ls_lists_the_semantic_layer_and_unit_tests_with_their_edges(shopv: Load
     assert saved["kind"] == "saved_query" and saved["upstream"] == ["shopv:metric:revenue"]
     unit = rec["shopv:unit_test:customer_revenue.revenue_sums_orders_per_customer"]
     assert (unit["kind"], unit["upstream"]) == ("test", ["shopv:customer_revenue"])
-    assert shopv.node(unit["id"]).meta["test_type"] == "unit"
+    assert unit["test_type"] == "unit"
+    assert (rec[V1]["version"], rec[V1]["latest_version"]) == ("1", "2")
     # every dbt resource of the manifest is listed: nothing of dbt's graph is dropped
     import json
 

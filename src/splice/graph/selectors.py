@@ -18,7 +18,8 @@ Atoms:
   and ids.
 - ``tag:daily``, ``kind:dashboard``, ``path:models/marts``, ``project:pricing``: methods.  A
   method name wins over a project of the same name (select that project with ``project:NAME``).
-- dbt model versions: ``dim_customers.v1`` is one version (its node name); ``dim_customers``
+- dbt model versions: ``dim_customers.v1`` (its node name) or ``dim_customers_v1`` is one
+  version; ``dim_customers``
   (or ``finance:dim_customers``) is every version, as in dbt; ``version:latest``,
   ``version:old`` (older than the latest), ``version:prerelease`` (newer than the latest),
   ``version:none`` (nodes that are not versions).
@@ -257,11 +258,13 @@ def _match(graph: Graph, atom: Atom, role: str) -> set[str]:
 
 
 def _match_name(node: Node, value: str) -> bool:
-    # a versioned dbt model also answers to its unversioned name (every version, as in dbt)
+    # a version of a dbt model also answers to its unversioned name (every version, as in
+    # dbt) and, as in dbt, to name_vN
     names = [node.name]
-    model_name = node.meta.get("model_name") if node.meta.get("version") is not None else None
+    version = node.meta.get("version")
+    model_name = node.meta.get("model_name") if version is not None else None
     if model_name:
-        names.append(str(model_name))
+        names += [str(model_name), f"{model_name}_v{version}"]
     if any(fnmatchcase(n, value) for n in names):
         return True
     project, sep, name = value.partition(":")
