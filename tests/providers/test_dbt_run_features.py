@@ -259,3 +259,14 @@ def test_a_selected_version_builds_alone_with_its_own_relation(tmp_path: Path) -
         "dim_customers_v1",
         "legacy_customer_report",
     }
+
+
+def test_a_lone_project_run_with_another_target_runs_that_output_or_says_which_exist(
+    tmp_path: Path,
+) -> None:
+    root = copy_fixture("versioned_dbt", tmp_path)
+    res = splice_cli("--target", "prod", "run", root=root)
+    assert res.returncode == 2
+    assert "has no target 'prod' (its targets: local)" in res.stderr
+    assert "pass --target with one of: local" in res.stderr
+    assert not (root / ".splice" / "state.db").exists() and not (root / "shopv.duckdb").exists()

@@ -145,6 +145,11 @@ def test_lineage_passes_through_the_ephemeral_model(shopv_dir: Path) -> None:
         assert hops[("shopv:raw_orders", "amount_cents")] == "direct"
         assert hops[("shopv:raw_orders", "status")] == "indirect"  # its WHERE
         assert not any(n == "shopv:stg_orders" for n, _ in hops)
+        # through the pinned old version to the seed: lineage does not stop at v1
+        legacy = column_lineage(ws, "shopv:legacy_customer_report.full_name", direction="upstream")
+        legacy_hops = {(h["node"], h["column"]) for h in legacy["upstream"]}
+        assert {(V1, "full_name"), ("shopv:raw_customers", "first_name")} <= legacy_hops
+        assert not any(n == V2 for n, _ in legacy_hops)
         # the unversioned name is the latest version
         down = column_lineage(ws, "shopv:dim_customers.country", direction="downstream")
     assert down["node"] == V2

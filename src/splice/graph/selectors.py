@@ -19,10 +19,9 @@ Atoms:
 - ``tag:daily``, ``kind:dashboard``, ``path:models/marts``, ``project:pricing``: methods.  A
   method name wins over a project of the same name (select that project with ``project:NAME``).
 - dbt model versions: ``dim_customers.v1`` (its node name) or ``dim_customers_v1`` is one
-  version; ``dim_customers``
-  (or ``finance:dim_customers``) is every version, as in dbt; ``version:latest``,
-  ``version:old`` (older than the latest), ``version:prerelease`` (newer than the latest),
-  ``version:none`` (nodes that are not versions).
+  version; ``dim_customers`` (or ``finance:dim_customers``) is every version, as in dbt;
+  ``version:latest``, ``version:old`` (older than the latest), ``version:prerelease`` (newer
+  than the latest), ``version:none`` (models that are not versions).
 
 Graph operators, applied to each atom before intersecting, following every edge (bindings
 across projects included):
