@@ -296,6 +296,7 @@ def plan(
     """The plan for ``ws.target``: per node BUILD or REUSE and why, in segments (a Plan)."""
     from splice.plan.planner import make_plan
 
+    ws.check_targets()  # before the planner reads or writes any state
     return make_plan(ws, selector, exclude=exclude, execution_time=execution_time, fresh=fresh)
 
 

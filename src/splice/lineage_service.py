@@ -358,7 +358,8 @@ def resolve_column_ref(graph: Graph, ref: str) -> tuple[str, str | None]:
         if text in graph.nodes:
             return text
         hits = [n.id for n in graph.nodes.values() if n.name == text]
-        return hits[0] if len(hits) == 1 else None
+        # a versioned dbt model's own name is its latest version, as ref('m') is
+        return hits[0] if len(hits) == 1 else graph.latest_version(text)
 
     nid = node_for(ref)
     if nid:

@@ -43,14 +43,16 @@ class Workspace:
         self.root = root
         self.new_state = new_state
         self.config = config
-        self.target = target or config.workspace.default_target
+        self.has_config = (root / CONFIG_FILE).exists()
+        # a lone dbt project (no splice.toml) runs the profile's own default target, and Splice
+        # names its target after it: what plan, run, runs and --json print is what dbt ran
+        self.target = target or self._lone_dbt_target() or config.workspace.default_target
         if config.targets and self.target not in config.targets:
             raise ConfigError(
                 f"{root / CONFIG_FILE}: target {self.target!r} is not defined.",
                 fix=f"use --target with one of: {', '.join(sorted(config.targets))}",
             )
         self.dialect = config.warehouse.dialect
-        self.has_config = (root / CONFIG_FILE).exists()
         self.default_catalog = (
             normalise_identifier(Path(config.warehouse.path).stem, self.dialect)
             if self.has_config
@@ -104,23 +106,7 @@ class Workspace:
         spec = next((p for p in self.config.projects if p.name == project), None)
         if spec is None:
             raise ConfigError(f"no project named {project!r} in {self.root / CONFIG_FILE}.")
-        ctx = LoadContext(
-            root=self.root,
-            project_name=spec.name,
-            project_path=(self.root / spec.path).resolve(),
-            target=self.target,
-            environment=self._tool_environment(spec.name, spec.format),
-            dialect=self.dialect,
-            default_catalog=self.default_catalog,
-            log_path=self.log_path,
-            work_dir=self.splice_dir / spec.format / spec.name,
-            options={
-                "profiles_dir": (self.root / spec.profiles_dir).resolve()
-                if spec.profiles_dir
-                else None,
-                "gateway": spec.gateway,
-            },
-        )
+        ctx = self._load_context(spec)
         if spec.format == "dbt":
             from splice.providers.dbt import DbtProvider
 
@@ -132,11 +118,54 @@ class Workspace:
         self._providers[project] = prov
         return prov
 
-    def _tool_environment(self, project: str, fmt: str) -> str:
-        env = self.environment(project)
-        if fmt == "dbt" and not self.has_config and not self.config.targets:
-            return _dbt_default_target(self.root) or env
-        return env
+    def _load_context(self, spec: Any) -> LoadContext:
+        return LoadContext(
+            root=self.root,
+            project_name=spec.name,
+            project_path=(self.root / spec.path).resolve(),
+            target=self.target,
+            environment=self.environment(spec.name),
+            dialect=self.dialect,
+            default_catalog=self.default_catalog,
+            log_path=self.log_path,
+            work_dir=self.splice_dir / spec.format / spec.name,
+            options={
+                "profiles_dir": (self.root / spec.profiles_dir).resolve()
+                if spec.profiles_dir
+                else None,
+                "gateway": spec.gateway,
+                "environments_key": self._environments_key(spec.name),
+            },
+        )
+
+    def _environments_key(self, project: str) -> str | None:
+        """Where splice.toml maps this target to ``project``'s environment (for errors):
+        ``FILE: targets.prod.environments.finance`` or ``FILE: projects[1].environments``."""
+        if not self.has_config:
+            return None
+        file = self.root / CONFIG_FILE
+        t = self.config.targets.get(self.target)
+        if t is not None and project in t.environments:
+            return f"{file}: targets.{self.target}.environments.{project}"
+        i = next(i for i, p in enumerate(self.config.projects) if p.name == project)
+        return f"{file}: projects[{i}].environments (the [[projects]] entry name = {project!r})"
+
+    def _lone_dbt_target(self) -> str | None:
+        projects = self.config.projects
+        if self.has_config or self.config.targets or len(projects) != 1:
+            return None
+        if projects[0].format != "dbt":
+            return None
+        return _dbt_default_target(self.root)
+
+    def check_targets(self) -> None:
+        """Raise when a dbt project's profile has no output for this target (cheap: reads
+        profiles.yml, loads no tool): commands that write state call it first."""
+        from splice.providers.dbt import check_target
+
+        for spec in self.config.projects:
+            if spec.format == "dbt":
+                check_target(self._load_context(spec))
 
     # -- graph -------------------------------------------------------------------------------
     def graph(self) -> Graph:
@@ -187,15 +216,24 @@ class Workspace:
 
 
 def _dbt_default_target(root: Path) -> str | None:
-    """For a lone dbt project with no splice.toml: the profile's own default target."""
+    """For a lone dbt project with no splice.toml: the profile's own default target (where dbt
+    looks: the project directory, then $DBT_PROFILES_DIR, then ~/.dbt)."""
+    import os
+
     import yaml
 
     try:
         proj = yaml.safe_load((root / "dbt_project.yml").read_text()) or {}
-        prof_file = root / "profiles.yml"
-        if not prof_file.exists():
-            prof_file = Path.home() / ".dbt" / "profiles.yml"
+        dirs = [root, os.environ.get("DBT_PROFILES_DIR"), Path.home() / ".dbt"]
+        prof_file = next(
+            (Path(d) / "profiles.yml" for d in dirs if d and (Path(d) / "profiles.yml").exists()),
+            None,
+        )
+        if prof_file is None:
+            return None
         profiles = yaml.safe_load(prof_file.read_text()) or {}
-        return (profiles.get(proj.get("profile")) or {}).get("target")
+        target = (profiles.get(proj.get("profile")) or {}).get("target")
     except Exception:  # noqa: BLE001 - dbt itself reports a broken profile
         return None
+    # a target chosen by Jinja ({{ env_var(...) }}) is dbt's to render: keep Splice's default
+    return str(target) if target and "{{" not in str(target) else None

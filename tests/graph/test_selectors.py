@@ -327,7 +327,7 @@ def test_unknown_method_like_prefix(g: Graph) -> None:
     with pytest.raises(SelectorError) as err:
         select(g, "tags:daily")
     assert "matched no node" in str(err.value)
-    assert err.value.fix and "nor a method (tag, kind, path, project)" in err.value.fix
+    assert err.value.fix and "nor a method (tag, kind, path, project, version)" in err.value.fix
 
 
 def test_tag_and_project_typos_name_closest_values(g: Graph) -> None:

@@ -67,3 +67,17 @@ def federated(federated_dir: Path) -> Loaded:
 @pytest.fixture(scope="session")
 def federated_dev(federated_dir: Path) -> Loaded:
     return Loaded(federated_dir, target="dev")
+
+
+# -- versioned_dbt -------------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def shopv_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of versioned_dbt built by hand with `dbt build` (the reference for Splice)."""
+    root = copy_fixture("versioned_dbt", tmp_path_factory.mktemp("shopv"))
+    dbt(root, "build")
+    return root
+
+
+@pytest.fixture(scope="session")
+def shopv(shopv_dir: Path) -> Loaded:
+    return Loaded(shopv_dir)

@@ -18,7 +18,8 @@ from splice.graph.relations import parse_relation
 def test_a_lone_dbt_project_is_a_workspace_named_after_dbt_project_yml(jaffle: Loaded) -> None:
     assert not jaffle.has_config
     assert {n.project for n in jaffle.graph.nodes.values()} == {"jaffle"}
-    assert jaffle.target == "prod"  # the Splice target; dbt runs the profile's own default target
+    # a lone dbt project: Splice's target is the profile's default target, the one dbt runs
+    assert jaffle.target == "dev"
     assert jaffle.graph.bindings == []  # one project: every edge is dbt's own
 
 

@@ -18,6 +18,7 @@ _MARK = {
     "failed": "[bold red]✗[/]",
     "interrupted": "[bold red]![/]",
     "skipped": "[yellow]-[/]",
+    "ephemeral": "[dim]~[/]",
 }
 _CHECK_MARK = {"fail": "[bold red]✗[/]", "error": "[bold red]✗[/]", "warn": "[yellow]![/]"}
 _STATUS_STYLE = {
@@ -33,6 +34,7 @@ _STATUS_STYLE = {
     "fail": "bold red",
     "error": "bold red",
     "noop": "dim",
+    "ephemeral": "dim",
 }
 
 
@@ -136,6 +138,8 @@ class RunDisplay:
                 line += f"\n      [red]{_escape(str(d['message']))}[/]"
             elif ev.status == "noop":
                 line += f" [dim]{_escape(str(d.get('message') or 'up to date'))}[/]"
+            elif ev.status == "ephemeral":
+                line += f" [dim]ephemeral: {_escape(str(d.get('message') or 'inlined'))}[/]"
             p(line)
         elif ev.kind == "check_finished":
             self.building.pop(str(ev.node_id), None)
@@ -166,6 +170,15 @@ def _escape(text: str) -> str:
     return escape(text)
 
 
+def _target_text(target: str, environments: dict[str, str] | None) -> str:
+    """``prod``, naming each project whose tool runs another target/environment:
+    ``prod; finance: ci``."""
+    other = {p: e for p, e in (environments or {}).items() if e != target}
+    return target + (
+        "; " + ", ".join(f"{p}: {e}" for p, e in sorted(other.items())) if other else ""
+    )
+
+
 def render_report(report: Any) -> None:
     from splice.cli.render import console
 
@@ -177,12 +190,15 @@ def render_report(report: Any) -> None:
         f"{counts.get('failed', 0) + counts.get('interrupted', 0)} failed",
         f"{counts.get('skipped', 0)} skipped",
     ]
+    if counts.get("ephemeral"):
+        parts.append(f"{counts['ephemeral']} ephemeral (inlined by dbt)")
     checks = {k[7:]: v for k, v in counts.items() if k.startswith("checks_")}
     if checks:
         parts.append("checks " + ", ".join(f"{v} {k}" for k, v in sorted(checks.items())))
     c.print(
         f"{_st(report.status, f'Run {report.run_id} {report.status}')} in {_fmt_s(report.duration)} "
-        f"(target {report.target}): " + " · ".join(parts)
+        f"(target {_escape(_target_text(report.target, report.environments))}): "
+        + " · ".join(parts)
     )
     by_seg = {s.id: s for s in report.segments}
     for sid in report.failed_segments:
@@ -327,7 +343,7 @@ def runs_group(ctx: click.Context, as_json: bool, limit: int) -> None:
         counts = (r.get("summary") or {}).get("counts") or {}
         t.add_row(
             r["run_id"],
-            r["target"],
+            _escape(_target_text(r["target"], (r.get("summary") or {}).get("environments"))),
             _st(r["status"]),
             time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["started_at"])),
             _fmt_s(r.get("duration")),
@@ -357,7 +373,8 @@ def runs_show(ctx: click.Context, run_id: str, as_json: bool) -> None:
     c = console()
     r = data["run"]
     c.print(
-        f"[bold]Run {r['run_id']}[/] {_st(r['status'])} · target {_escape(r['target'])} · "
+        f"[bold]Run {r['run_id']}[/] {_st(r['status'])} · target "
+        f"{_escape(_target_text(r['target'], (r.get('summary') or {}).get('environments')))} · "
         f"pid {r['pid']} on {_escape(r['host'])} · {_escape(r.get('command') or '')}"
     )
     t0 = r["started_at"]

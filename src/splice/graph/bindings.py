@@ -43,6 +43,9 @@ def resolve_ref(
     by_name = [n.id for n in graph.nodes.values() if n.name == ref]
     if len(by_name) == 1:
         return by_name[0]
+    latest = graph.latest_version(ref)  # a versioned dbt model: its latest version
+    if latest:
+        return latest
     # a relation name: the node that writes it
     try:
         rel = parse_relation(ref, dialect=dialect, default_catalog=default_catalog)

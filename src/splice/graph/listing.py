@@ -35,7 +35,8 @@ def node_record(node: Node, graph: Graph | None = None) -> dict[str, Any]:
     if graph is not None:
         rec["upstream"] = sorted(graph.parents(node.id))
         rec["downstream"] = sorted(graph.children(node.id))
-    for key in ("label", "url"):
+    # dbt: a version of a versioned model, a unit test's type
+    for key in ("label", "url", "version", "latest_version", "test_type"):
         if key in node.meta and node.meta[key]:
             rec[key] = node.meta[key]
     return rec

@@ -13,7 +13,19 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 NodeKind = Literal[
-    "model", "source", "seed", "snapshot", "test", "audit", "external", "ingestion", "dashboard"
+    "model",
+    "source",
+    "seed",
+    "snapshot",
+    "test",
+    "audit",
+    "external",
+    "ingestion",
+    "dashboard",
+    # dbt's semantic layer: listed with their edges, never built
+    "semantic_model",
+    "metric",
+    "saved_query",
 ]
 Evidence = Literal["declared", "matched", "tool"]
 
@@ -129,6 +141,23 @@ class Graph:
 
     def children(self, node_id: str) -> set[str]:
         return self._children.get(node_id, set())
+
+    def latest_version(self, ref: str) -> str | None:
+        """The id of the latest version of the versioned dbt model ``ref`` names (``p:m`` or
+        ``m``), as dbt's ``ref('m')`` resolves it; None when ``ref`` names no versioned model.
+        """
+        project, sep, name = ref.partition(":")
+        if not sep:
+            project, name = "", ref
+        hits = [
+            n.id
+            for n in self.nodes.values()
+            if n.meta.get("model_name") == name
+            and n.meta.get("version") is not None
+            and n.meta.get("version") == n.meta.get("latest_version")
+            and (not project or n.project == project)
+        ]
+        return hits[0] if len(hits) == 1 else None
 
     def edge(self, upstream: str, downstream: str) -> Edge | None:
         return self._edge_index.get((upstream, downstream))

@@ -18,6 +18,10 @@ Atoms:
   and ids.
 - ``tag:daily``, ``kind:dashboard``, ``path:models/marts``, ``project:pricing``: methods.  A
   method name wins over a project of the same name (select that project with ``project:NAME``).
+- dbt model versions: ``dim_customers.v1`` (its node name) or ``dim_customers_v1`` is one
+  version; ``dim_customers`` (or ``finance:dim_customers``) is every version, as in dbt;
+  ``version:latest``, ``version:old`` (older than the latest), ``version:prerelease`` (newer
+  than the latest), ``version:none`` (models that are not versions).
 
 Graph operators, applied to each atom before intersecting, following every edge (bindings
 across projects included):
@@ -45,7 +49,8 @@ from splice.graph.model import Graph, Node, NodeKind
 __all__ = ["METHODS", "Atom", "Selector", "parse", "select"]
 
 #: Methods written ``method:value``.  Without one, an atom is a name, an id or a glob of either.
-METHODS: tuple[str, ...] = ("tag", "kind", "path", "project")
+METHODS: tuple[str, ...] = ("tag", "kind", "path", "project", "version")
+VERSION_VALUES: tuple[str, ...] = ("latest", "old", "prerelease", "none")
 KINDS: tuple[str, ...] = get_args(NodeKind)
 
 _GLOB = re.compile(r"[*?\[]")
@@ -166,6 +171,12 @@ def _parse_atom(text: str) -> Atom:
         raise _malformed(
             text, f"unknown kind {value!r}{hint}", fix=f"kinds are: {', '.join(KINDS)}"
         )
+    if method == "version" and value not in VERSION_VALUES:
+        raise _malformed(
+            text,
+            f"unknown version selector {value!r}",
+            fix=f"write version:{' or version:'.join(VERSION_VALUES)}",
+        )
     return Atom(
         text=text,
         method=method,
@@ -246,10 +257,44 @@ def _match(graph: Graph, atom: Atom, role: str) -> set[str]:
 
 
 def _match_name(node: Node, value: str) -> bool:
-    if fnmatchcase(node.name, value):
+    # a version of a dbt model also answers to its unversioned name (every version, as in
+    # dbt) and, as in dbt, to name_vN
+    names = [node.name]
+    version = node.meta.get("version")
+    model_name = node.meta.get("model_name") if version is not None else None
+    if model_name:
+        names += [str(model_name), f"{model_name}_v{version}"]
+    if any(fnmatchcase(n, value) for n in names):
         return True
     project, sep, name = value.partition(":")
-    return bool(sep) and fnmatchcase(node.project, project) and fnmatchcase(node.name, name)
+    return (
+        bool(sep)
+        and fnmatchcase(node.project, project)
+        and any(fnmatchcase(n, name) for n in names)
+    )
+
+
+def _version_key(v: object) -> tuple[float, str]:
+    """dbt versions are numbers or strings: compare numerically where both are numbers."""
+    text = str(v)
+    try:
+        return (float(text), "")
+    except ValueError:
+        return (float("inf"), text)
+
+
+def _match_version(node: Node, value: str) -> bool:
+    version, latest = node.meta.get("version"), node.meta.get("latest_version")
+    if value == "none":
+        return version is None and node.kind == "model"
+    if version is None:
+        return False
+    if latest is None:  # no latest_version: dbt takes the highest as latest
+        return value == "latest"
+    order = (_version_key(version) > _version_key(latest)) - (
+        _version_key(version) < _version_key(latest)
+    )
+    return {"latest": order == 0, "old": order < 0, "prerelease": order > 0}[value]
 
 
 def _norm_path(path: str) -> str:
@@ -272,6 +317,7 @@ _PREDICATES: dict[str, Callable[[Node, str], bool]] = {
     "kind": lambda node, value: fnmatchcase(node.kind, value),
     "path": _match_path,
     "project": lambda node, value: fnmatchcase(node.project, value),
+    "version": _match_version,
 }
 
 
@@ -316,6 +362,7 @@ def _no_match(graph: Graph, atom: Atom, role: str) -> SelectorError:
         "kind": sorted({str(n.kind) for n in nodes}),
         "path": sorted({_norm_path(n.path) for n in nodes if n.path}),
         "project": projects,
+        "version": [v for v in VERSION_VALUES if any(_match_version(n, v) for n in nodes)],
     }
     present = options[atom.method]
     close = [f"{atom.method}:{c}" for c in _closest(atom.value, present)]

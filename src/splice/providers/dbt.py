@@ -60,6 +60,64 @@ def locked_error(exc: BaseException, where: str) -> WarehouseError | None:
     return None
 
 
+def profiles_dir(ctx: LoadContext) -> Path:
+    """Where dbt reads profiles.yml for this project: splice.toml's ``profiles_dir``, else the
+    project directory when it holds one, else ``$DBT_PROFILES_DIR``, else ``~/.dbt``."""
+    explicit = ctx.options.get("profiles_dir")
+    if explicit:
+        return Path(str(explicit))
+    if (ctx.project_path / "profiles.yml").exists():
+        return ctx.project_path
+    return Path(os.environ.get("DBT_PROFILES_DIR") or Path.home() / ".dbt")
+
+
+def check_target(ctx: LoadContext) -> None:
+    """Refuse, before dbt runs, a profile that has no output for the target Splice maps to.
+
+    Reads dbt_project.yml's ``profile`` and profiles.yml's outputs (plain YAML, no dbt import;
+    a profile chosen or built by Jinja is left to dbt). The error names the splice.toml key
+    that maps Splice's target to the profile's target, when there is a splice.toml
+    (``ctx.options["environments_key"]``).
+    """
+    import yaml
+
+    prof_file = profiles_dir(ctx) / "profiles.yml"
+    try:
+        project = yaml.safe_load((ctx.project_path / "dbt_project.yml").read_text())
+        profiles = yaml.safe_load(prof_file.read_text())
+    except (OSError, yaml.YAMLError):
+        return  # missing or broken: dbt's own error says which and where
+    if not isinstance(project, dict) or not isinstance(profiles, dict):
+        return
+    profile = profiles.get(str(project.get("profile")))
+    outputs = profile.get("outputs") if isinstance(profile, dict) else None
+    env = ctx.environment
+    if not isinstance(outputs, dict) or env in outputs or any("{{" in str(k) for k in outputs):
+        return
+    available = ", ".join(sorted(map(str, outputs))) or "none"
+    head = (
+        f"dbt project {ctx.project_name!r}: profile {project.get('profile')!r} in "
+        f"{prof_file} has no target {env!r} (its targets: {available})"
+    )
+    key = ctx.options.get("environments_key")
+    if key:
+        first = sorted(map(str, outputs))[0] if outputs else "dev"
+        how = (
+            f"{key} maps Splice target {ctx.target!r} to it"
+            if env != ctx.target
+            else f"nothing in {key} maps Splice target {ctx.target!r}, so dbt runs "
+            "the target of the same name"
+        )
+        raise ProjectError(
+            f"{head}; {how}.",
+            fix=f"map it to one of the profile's targets there, e.g. environments = "
+            f'{{ {ctx.target} = "{first}" }}, or add an output {env!r} to {prof_file}',
+        )
+    raise ProjectError(
+        f"{head}.", fix=f"pass --target with one of: {available} (or add that output)"
+    )
+
+
 class DbtProvider:
     format = "dbt"
     capabilities = CAPABILITIES
@@ -68,13 +126,8 @@ class DbtProvider:
         self.ctx = ctx
         self.manifest: Any = None
         self.work = ctx.work_dir or (ctx.root / ".splice" / "dbt" / ctx.project_name)
-        explicit = ctx.options.get("profiles_dir")
-        if explicit:
-            self.profiles_dir = Path(str(explicit))
-        elif (ctx.project_path / "profiles.yml").exists():
-            self.profiles_dir = ctx.project_path
-        else:
-            self.profiles_dir = Path(os.environ.get("DBT_PROFILES_DIR") or Path.home() / ".dbt")
+        self.profiles_dir = profiles_dir(ctx)
+        check_target(ctx)
 
     @property
     def log_dir(self) -> Path:
@@ -157,23 +210,7 @@ class DbtProvider:
     def load(self) -> list[Node]:
         m = self._parse()
         root_pkg = m.metadata.project_name if m.metadata else None
-        names: dict[str, str] = {}
-        counts: dict[str, int] = {}
-        for n in m.nodes.values():
-            if n.resource_type.value in _KINDS:
-                counts[n.name] = counts.get(n.name, 0) + 1
-        for uid, n in m.nodes.items():
-            if n.resource_type.value not in _KINDS:
-                continue
-            clash = counts[n.name] > 1
-            names[uid] = (
-                f"{n.package_name}.{n.name}" if clash and n.package_name != root_pkg else n.name
-            )
-        for uid, s in m.sources.items():
-            names[uid] = f"source:{s.source_name}.{s.name}"
-        for uid, e in m.exposures.items():
-            names[uid] = f"exposure:{e.name}"
-
+        names = _node_names(m, root_pkg)
         p = self.ctx.project_name
         rel_of: dict[str, Any] = {}
         nodes: list[Node] = []
@@ -250,9 +287,11 @@ class DbtProvider:
                         "unique_id": uid,
                         "package": n.package_name,
                         "checksum": n.checksum.checksum if getattr(n, "checksum", None) else None,
+                        **_version_meta(n),
                     },
                 )
             )
+        nodes.extend(_extra_nodes(m, names, rel_of, p))
         for uid, e in m.exposures.items():
             deps = [d for d in e.depends_on.nodes if d in names]
             nodes.append(
@@ -333,6 +372,113 @@ class DbtProvider:
 
     def close(self) -> None:
         release_warehouse()
+
+
+#: dbt resources that are neither built nor tested by Splice's plan, listed with their edges:
+#: manifest attribute -> (Splice kind, id prefix)
+_SEMANTIC = {
+    "semantic_models": ("semantic_model", "semantic_model"),
+    "metrics": ("metric", "metric"),
+    "saved_queries": ("saved_query", "saved_query"),
+}
+
+
+def _node_names(m: Any, root_pkg: str | None) -> dict[str, str]:
+    """unique_id -> the node's name in Splice (the part after ``project:``).
+
+    A versioned model is ``name.vN`` (dbt's own selector form, and its fqn's tail); a name two
+    packages share is prefixed with its package outside the root package; sources, exposures,
+    unit tests and the semantic layer carry a prefix, as in ``source:shop.orders``.
+    """
+    names: dict[str, str] = {}
+    counts: dict[str, int] = {}
+    for n in m.nodes.values():
+        if n.resource_type.value in _KINDS:
+            counts[_versioned(n)] = counts.get(_versioned(n), 0) + 1
+    for uid, n in m.nodes.items():
+        if n.resource_type.value not in _KINDS:
+            continue
+        name = _versioned(n)
+        clash = counts[name] > 1
+        names[uid] = f"{n.package_name}.{name}" if clash and n.package_name != root_pkg else name
+    for uid, s in m.sources.items():
+        names[uid] = f"source:{s.source_name}.{s.name}"
+    for uid, e in m.exposures.items():
+        names[uid] = f"exposure:{e.name}"
+    for attr, (_, prefix) in _SEMANTIC.items():
+        for uid, x in (getattr(m, attr, None) or {}).items():
+            names[uid] = f"{prefix}:{x.name}"
+    for uid, u in (getattr(m, "unit_tests", None) or {}).items():
+        # unique per model (dbt's rule); a unit test of a versioned model runs per version
+        suffix = f".v{u.version}" if getattr(u, "version", None) is not None else ""
+        names[uid] = f"unit_test:{u.model}{suffix}.{u.name}"
+    return names
+
+
+def _versioned(n: Any) -> str:
+    """``dim_customers.v2`` for version 2 of a versioned model, else the name."""
+    version = getattr(n, "version", None)
+    return f"{n.name}.v{version}" if version is not None else n.name
+
+
+def _version_meta(n: Any) -> dict[str, object]:
+    """A versioned model's version facts, for selectors (``version:latest``) and the ls."""
+    version = getattr(n, "version", None)
+    if version is None:
+        return {}
+    latest = getattr(n, "latest_version", None)
+    return {
+        "model_name": n.name,
+        "version": str(version),
+        "latest_version": str(latest) if latest is not None else None,
+    }
+
+
+def _extra_nodes(m: Any, names: dict[str, str], rel_of: dict[str, Any], p: str) -> list[Node]:
+    """Unit tests (built with their model, as ``dbt build`` does) and the semantic layer
+    (semantic models, metrics, saved queries: listed with their edges, never built)."""
+    out: list[Node] = []
+    for uid, u in (getattr(m, "unit_tests", None) or {}).items():
+        deps = [d for d in (u.depends_on.nodes or []) if d in names]
+        out.append(
+            Node(
+                id=f"{p}:{names[uid]}",
+                project=p,
+                name=names[uid],
+                kind="test",
+                tool="dbt",
+                depends_on=[f"{p}:{names[d]}" for d in deps],
+                language="none",
+                path=u.original_file_path,
+                description=u.description or None,
+                meta={"unique_id": uid, "package": u.package_name, "test_type": "unit"},
+            )
+        )
+    for attr, (kind, _) in _SEMANTIC.items():
+        for uid, x in (getattr(m, attr, None) or {}).items():
+            deps = [d for d in (x.depends_on.nodes or []) if d in names]
+            meta: dict[str, object] = {"unique_id": uid, "package": x.package_name}
+            if getattr(x, "label", None):
+                meta["label"] = x.label
+            if kind == "metric":
+                meta["type"] = str(getattr(x.type, "value", x.type))
+            out.append(
+                Node(
+                    id=f"{p}:{names[uid]}",
+                    project=p,
+                    name=names[uid],
+                    kind=kind,  # type: ignore[arg-type]
+                    tool="dbt",
+                    depends_on=[f"{p}:{names[d]}" for d in deps],
+                    reads=[rel_of[d] for d in deps if rel_of.get(d) is not None],
+                    tags=list(getattr(x, "tags", None) or []),
+                    language="none",
+                    path=x.original_file_path,
+                    description=getattr(x, "description", None) or None,
+                    meta=meta,
+                )
+            )
+    return out
 
 
 def _reads_files(relation_name: str, dialect: str) -> bool:

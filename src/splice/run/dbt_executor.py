@@ -49,7 +49,7 @@ class DbtExecutor:
         by_uid = {str(n.meta["unique_id"]): n for n in job.nodes}
         select = (
             # every node of the kinds Splice builds: those kinds are the whole selection, exact
-            # (exposures, unit tests, functions are left out) and costing no matching
+            # (exposures, the semantic layer, functions are left out) and costing no matching
             [a for t in sorted(BUILT_KINDS) for a in ("--resource-type", t)]
             if set(by_uid) == everything_built(manifest)
             else ["--select", *exact_selectors(manifest, list(by_uid))]
@@ -139,6 +139,17 @@ class DbtExecutor:
             )
         missing = [n for n in job.nodes if n.id not in seen]
         for n in missing:
+            if n.materialization == "ephemeral" and not outcome.error:
+                # dbt never builds an ephemeral model: it inlines it into what reads it
+                outcome.nodes[n.id] = NodeResult(
+                    n.id,
+                    self.project,
+                    job.segment.id,
+                    n.kind,
+                    "ephemeral",
+                    message="inlined by dbt into the models that read it",
+                )
+                continue
             why = outcome.error or "dbt reported no result for it"
             if n.kind == "test":
                 outcome.checks[n.id] = CheckResult(
@@ -157,6 +168,10 @@ class DbtExecutor:
                 if res_p is not None and res_p.status == "success":
                     res_p.status = "failed"
                     res_p.message = f"built, but its test {chk.node_id} failed"
+                elif res_p is not None and res_p.status == "skipped":
+                    # a unit test runs before its model: dbt skips the model when it fails
+                    res_p.status = "failed"
+                    res_p.message = f"not built: its unit test {chk.node_id} failed"
                 if res_p is not None:
                     res_p.checks_failed.append(chk.node_id)
         return outcome
@@ -173,12 +188,15 @@ def _rows(adapter_response: Any) -> int | None:
     return n if n is not None and n >= 0 else None
 
 
-BUILT_KINDS = frozenset({"model", "seed", "snapshot", "test"})
+#: dbt resource types Splice hands to ``dbt build``: unit tests run as dbt build runs them,
+#: before their model (a failing one fails the model, whose build dbt skips)
+BUILT_KINDS = frozenset({"model", "seed", "snapshot", "test", "unit_test"})
 
 
 def everything_built(manifest: Any) -> set[str]:
     """The unique ids of every node of the kinds Splice builds (``BUILT_KINDS``)."""
-    return {uid for uid, n in manifest.nodes.items() if n.resource_type.value in BUILT_KINDS}
+    out = {uid for uid, n in manifest.nodes.items() if n.resource_type.value in BUILT_KINDS}
+    return out | set(getattr(manifest, "unit_tests", None) or {})
 
 
 def exact_selectors(manifest: Any, unique_ids: list[str]) -> list[str]:
@@ -190,7 +208,11 @@ def exact_selectors(manifest: Any, unique_ids: list[str]) -> list[str]:
     """
     from dbt.graph.selector_methods import is_selected_node
 
-    everything = {**manifest.nodes, **manifest.sources}
+    everything = {
+        **manifest.nodes,
+        **manifest.sources,
+        **(getattr(manifest, "unit_tests", None) or {}),
+    }
     out: list[str] = []
     for uid in unique_ids:
         node = everything[uid]

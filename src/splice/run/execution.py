@@ -142,6 +142,8 @@ class _Run:
                     continue
                 with self.lock:
                     cause = self.poisoned.get(nid)
+                    if cause is not None:
+                        cause = self._nearest_failed(nid) or cause
                 if cause is not None:
                     self._skip(seg, nid, cause)
                     res.skipped.append(nid)
@@ -241,9 +243,15 @@ class _Run:
                 message=(outcome.error if outcome else None) or "no result from the tool",
             )
             nr.segment_id = seg.id
-            if nr.status == "skipped" and nr.skipped_because is None:
+            if nr.status == "skipped":
+                # the tool skipped it: name the failed node(s) on its own paths, whatever the
+                # tool said (SQLMesh names its first failure for every model it skips)
                 with self.lock:
-                    nr.skipped_because = self.poisoned.get(nid) or self._failed_ancestor(nid)
+                    nr.skipped_because = (
+                        self._nearest_failed(nid, outcome)
+                        or nr.skipped_because
+                        or self.poisoned.get(nid)
+                    )
             self._commit_node(seg, nr)
             if nr.failed:
                 failed_here.append(nid)
@@ -257,7 +265,7 @@ class _Run:
         node_res = [self.report.nodes[n] for n in ran if n in self.report.nodes]
         chk_res = [self.report.checks[n] for n in ran if n in self.report.checks]
         bad = [r for r in node_res if r.failed] + [c for c in chk_res if c.failed and c.blocking]
-        good = [r for r in node_res if r.status in ("success", "noop")]
+        good = [r for r in node_res if r.status in ("success", "noop", "ephemeral")]
         skipped_any = bool(res.skipped) or any(r.status == "skipped" for r in node_res)
         if not ran:
             res.status = "skipped" if res.skipped else "success"
@@ -284,13 +292,32 @@ class _Run:
             },
         )
 
-    def _failed_ancestor(self, nid: str) -> str | None:
-        failed = {n for n, r in self.report.nodes.items() if r.failed}
-        failed |= {o for c in self.report.checks.values() if c.failed and c.blocking for o in c.of}
-        for a in self.graph.topological_order(self.graph.ancestors(nid)):
-            if a in failed:
-                return a
-        return None
+    def _nearest_failed(self, nid: str, outcome: SegmentOutcome | None = None) -> str | None:
+        """The failed node(s) upstream of ``nid`` nearest to it on each of its paths (the walk
+        up stops at a failed node: what is above it is that node's cause, not this one's), as
+        ``a, b``; None when no ancestor failed."""
+        results = list(self.report.nodes.values()) + list(outcome.nodes.values() if outcome else [])
+        checks = list(self.report.checks.values()) + list(
+            outcome.checks.values() if outcome else []
+        )
+        failed = {r.node_id for r in results if r.failed}
+        failed |= {o for c in checks if c.failed and c.blocking for o in c.of}
+        found: set[str] = set()
+        seen = {nid}
+        frontier = [nid]
+        while frontier:
+            nxt = []
+            for n in frontier:
+                for p in self.graph.parents(n):
+                    if p in seen:
+                        continue
+                    seen.add(p)
+                    if p in failed:
+                        found.add(p)
+                    else:
+                        nxt.append(p)
+            frontier = nxt
+        return ", ".join(self.graph.topological_order(found)) if found else None
 
     def _skip(self, seg: Segment, nid: str, cause: str) -> None:
         node = self.graph.nodes[nid]
@@ -329,9 +356,11 @@ class _Run:
         target = self.report.target
         d = self.plan.decisions.get(nr.node_id)
         try:
-            if nr.status == "success" or (
+            if nr.status in ("success", "ephemeral") or (
                 nr.status == "noop" and self._first_in_target(store, target, nr.node_id)
             ):
+                # an ephemeral model's code is part of what its readers built: recorded like
+                # a build, so the planner rebuilds them when it changes and reuses it otherwise
                 # a no-op that made the node appear in this target (a new SQLMesh virtual
                 # environment reusing prod's tables) is its first version there
                 nr.version = commit_build(

@@ -6,7 +6,11 @@ Node statuses:
 - ``noop``: the tool had nothing to do (SQLMesh: no missing intervals); committed as evidence;
 - ``failed``: the tool failed to build it, or a blocking check of it failed, or (SQLMesh) it
   was evaluated in a plan that SQLMesh did not promote; recorded as a failed attempt;
-- ``skipped``: not attempted because a node upstream of it failed (``skipped_because``);
+- ``ephemeral``: a dbt ephemeral model: dbt inlines its SQL into the models that read it and
+  builds nothing for it; committed as evidence (its code is part of what they built), counted
+  neither as built nor as failed;
+- ``skipped``: not attempted because a node upstream of it failed (``skipped_because``: the
+  nearest failed node(s) upstream on its own paths, comma-separated);
 - ``interrupted``: its run died while it was being built (found by the next run).
 
 Check statuses: ``pass``, ``warn`` (non-blocking), ``fail``, ``error``, ``skipped``.
@@ -90,6 +94,8 @@ class RunReport:
     checks: dict[str, CheckResult] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     planner: str = "splice.plan.planner"  # or "full" (splice run --full)
+    # project -> the tool's own target / environment it ran (dbt target, SQLMesh environment)
+    environments: dict[str, str] = field(default_factory=dict)
     # seconds: "tools" (inside dbt/SQLMesh, summed over tool invocations), "total" (the run)
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -137,6 +143,7 @@ class RunReport:
             "failed_nodes": self.failed_nodes,
             "failed_checks": self.failed_checks,
             "skipped_nodes": self.skipped_nodes,
+            "environments": dict(self.environments),
             "notes": self.notes,
         }
 

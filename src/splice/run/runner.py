@@ -130,6 +130,7 @@ def run_session(
 
     Raises :class:`~splice.run.locks.RunLockedError` naming the holder when another run has it.
     """
+    ws.check_targets()  # a dbt profile without the target: refused before anything is written
     journal = Journal.for_workspace(ws)
     run_id = new_run_id()
     lock = RunLock(
@@ -205,6 +206,7 @@ def run_plan(
         exclude=exclude,
         execution_time=et.isoformat() if et else None,
         planner=planner,
+        environments=dict(getattr(plan, "environments", None) or {}),
     )
     report.notes.extend(session.notes)
     if not evidence_available():
