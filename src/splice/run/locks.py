@@ -70,6 +70,8 @@ class RunLock:
     names: list[str]
     run_id: str | None = None
     command: str | None = None
+    #: seconds to wait for a lock another process holds before refusing (0: refuse at once)
+    wait: float = 0.0
     notes: list[str] = field(default_factory=list)
     _held: list[_Held] = field(default_factory=list)
     _stale: list[tuple[Any, list[str]]] = field(default_factory=list)
@@ -89,13 +91,21 @@ class RunLock:
         path = self.lock_dir / f"{_safe(name)}.lock"
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         _HELD_FDS.add(fd)
+        deadline = time.monotonic() + self.wait
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise
+                    time.sleep(0.05)
         except BlockingIOError:
             holder = self._holder(name) or _read_file(fd) or {}
             _HELD_FDS.discard(fd)
             os.close(fd)
-            raise _refusal(name, holder) from None
+            raise _refusal(name, holder, waited=self.wait) from None
         except BaseException:
             _HELD_FDS.discard(fd)
             os.close(fd)
@@ -206,9 +216,15 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", name)
 
 
+def watch_lock(target: str) -> str:
+    return f"watch:{target}"
+
+
 def _label(name: str) -> str:
     if name.startswith("target:"):
         return f"target {name.split(':', 1)[1]!r}"
+    if name.startswith("watch:"):
+        return f"watch of target {name.split(':', 1)[1]!r}"
     return "warehouse" if name == WAREHOUSE_LOCK else name
 
 
@@ -236,8 +252,18 @@ def _read_file(fd: int) -> dict[str, Any] | None:
         return None
 
 
-def _refusal(name: str, holder: dict[str, Any]) -> RunLockedError:
+def _refusal(name: str, holder: dict[str, Any], *, waited: float = 0.0) -> RunLockedError:
     what = _label(name)
+    waiting = f" (waited {waited:.0f} s)" if waited >= 1 else ""
+    if name.startswith("watch:"):
+        return RunLockedError(
+            f"another splice watch holds the {what} lock: {_who(holder)}, since "
+            f"{_when(holder.get('acquired_at'))}{waiting}; one watch per target at a time, so "
+            "no interval is measured twice.",
+            holder=holder,
+            fix="run splice watch again when that one has finished, or stop that process; a lock "
+            "whose process has died is taken over automatically",
+        )
     scope = (
         "the warehouse allows one writer process at a time"
         if name == WAREHOUSE_LOCK
@@ -245,7 +271,7 @@ def _refusal(name: str, holder: dict[str, Any]) -> RunLockedError:
     )
     return RunLockedError(
         f"another splice run holds the {what} lock: {_who(holder)}, since "
-        f"{_when(holder.get('acquired_at'))}; {scope}.",
+        f"{_when(holder.get('acquired_at'))}{waiting}; {scope}.",
         holder=holder,
         fix="wait for that run to finish (`splice runs` shows it), or stop that process; "
         "a lock whose process has died is taken over automatically",

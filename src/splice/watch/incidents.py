@@ -268,6 +268,13 @@ def update_incidents(
         anomalies = _anomalies_by_id(conn, ids)
         plans.append((inc_id, is_new, g, diagnose(inc_id, anomalies), anomalies))
     with transaction():
+        # new ids are taken here, inside the write transaction (BEGIN IMMEDIATE): a concurrent
+        # writer that opened incidents since the ids above were guessed cannot collide
+        n = int(_next_id(conn).split("-")[1])
+        for i, (_old_id, is_new, g, diag, anoms) in enumerate(plans):
+            if is_new:
+                plans[i] = (f"INC-{n}", is_new, g, diag, anoms)
+                n += 1
         for inc_id in orphans:
             resolve_incident(
                 conn,

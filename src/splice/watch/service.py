@@ -103,14 +103,46 @@ class _Job:
     stored: list[hist.SeriesRow] = field(default_factory=list)
 
 
+#: How long a watch waits for another watch of the same target before it refuses (seconds).
+WATCH_LOCK_WAIT = 120.0
+
+
 def watch(
     ws: Any,
     *,
     backfill: bool = False,
     only: list[str] | None = None,
     progress: Progress | None = None,
+    lock_wait: float = WATCH_LOCK_WAIT,
 ) -> WatchResult:
-    """Measure every new interval of every metric and monitor, store it, judge it."""
+    """Measure every new interval of every metric and monitor, store it, judge it.
+
+    One watch per target at a time: a second one waits for the first (up to ``lock_wait``
+    seconds, then refuses naming the holder), then measures only what is still new, so no
+    point is measured twice and incident ids are never contended."""
+    from splice.run.journal import Journal
+    from splice.run.locks import RunLock, watch_lock
+
+    with (
+        Journal.for_workspace(ws) as journal,
+        RunLock(
+            ws.splice_dir / "locks",
+            journal,
+            [watch_lock(ws.target)],
+            command="splice watch" + (" --backfill" if backfill else ""),
+            wait=lock_wait,
+        ),
+    ):
+        return _watch(ws, backfill=backfill, only=only, progress=progress)
+
+
+def _watch(
+    ws: Any,
+    *,
+    backfill: bool,
+    only: list[str] | None,
+    progress: Progress | None,
+) -> WatchResult:
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
     say = progress or (lambda _m: None)
