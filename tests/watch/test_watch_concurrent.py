@@ -30,7 +30,7 @@ def test_concurrent_watches_measure_once_and_open_one_incident(
     ]
     outs = [p.communicate(timeout=600) for p in procs]
     codes = [p.returncode for p in procs]
-    for (out, err), code in zip(outs, codes, strict=True):
+    for (_out, err), code in zip(outs, codes, strict=True):
         assert code in (0, 2), err[-2000:]
         assert "Traceback" not in err and "This is a bug" not in err, err[-2000:]
         if code == 2:
