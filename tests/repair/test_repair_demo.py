@@ -279,3 +279,88 @@ def test_at_l3_a_proven_reload_is_approved_and_applied_by_splice_itself(
         assert "approved autonomously" in approved[0].as_dict()["payload"]["comment"]
         assert autonomy.clean_record(ws.state, "pricing", "reload_ingestion") == 2
         assert auditlog.verify(ws.state).intact
+
+
+def test_an_undo_forged_with_its_checksum_is_refused(
+    incident_ws: StoryResult, tmp_path: Path
+) -> None:
+    """Saved rows edited together with the checksum in the proposal's row: the audit log
+    recorded the undo when approval was requested, so the restore refuses."""
+    import sqlite3
+
+    from splice.demo.vendor import set_incident
+    from splice.repair import approvals, store, undo
+    from splice.repair.flow import apply, propose
+    from splice.workspace import Workspace
+
+    ws_dir = _copy(incident_ws, tmp_path / "travel")
+    set_incident(ws_dir, None)  # the vendor fixed its feed
+    inc = incident_ws.incidents[0].incident_id
+    with Workspace.open(ws_dir) as ws:
+        p = propose(ws, inc, actor="splice-agent")
+        approvals.approve(ws, p.proposal_id, actor="maria")
+        assert apply(ws, p.proposal_id, actor="maria").run.ok
+        p = store.load(ws.state, p.proposal_id)
+    entry = p.undo[0]  # raw.fx_rates for the two days
+    saved = ws_dir / entry.saved_to
+    con = duckdb.connect()
+    try:  # the forger's rows: every saved rate doubled
+        con.execute(
+            f"COPY (SELECT * REPLACE (rate_to_usd * 2 AS rate_to_usd) FROM read_parquet('{saved}'))"
+            f" TO '{saved}.forged' (FORMAT PARQUET)"
+        )
+    finally:
+        con.close()
+    Path(f"{saved}.forged").replace(saved)
+    with Workspace.open(ws_dir) as ws:
+        forged = undo._file_checksum(duckdb.connect(), ws, entry)[1]
+    assert forged != entry.checksum
+    db = sqlite3.connect(ws_dir / ".splice" / "state.db")
+    try:  # and the checksum in the proposal's row, to match
+        (payload,) = db.execute(
+            "SELECT payload FROM repair_proposals WHERE proposal_id=?", (p.proposal_id,)
+        ).fetchone()
+        data = json.loads(payload)
+        data["undo"][0]["checksum"] = forged
+        db.execute(
+            "UPDATE repair_proposals SET payload=? WHERE proposal_id=?",
+            (json.dumps(data), p.proposal_id),
+        )
+        db.commit()
+    finally:
+        db.close()
+    before = _gmv(ws_dir)
+    r = _cli(ws_dir, "undo", p.proposal_id, "--as", "maria")
+    assert r.exit_code == 2, r.output
+    assert "is not the one recorded in the audit log" in r.output
+    assert "nothing was restored" in r.output
+    assert _gmv(ws_dir) == before  # nothing was put back
+
+
+def test_undo_then_repair_again_verifies_like_the_first_repair(
+    incident_ws: StoryResult, tmp_path: Path
+) -> None:
+    from splice.demo.vendor import set_incident
+    from splice.repair import approvals
+    from splice.repair.flow import apply, propose
+    from splice.repair.undo import undo
+    from splice.workspace import Workspace
+
+    ws_dir = _copy(incident_ws, tmp_path / "travel")
+    set_incident(ws_dir, None)  # the vendor fixed its feed
+    inc = incident_ws.incidents[0].incident_id
+    with Workspace.open(ws_dir) as ws:
+        first = propose(ws, inc, actor="splice-agent")
+        approvals.approve(ws, first.proposal_id, actor="maria")
+        done = apply(ws, first.proposal_id, actor="maria")
+        assert done.run.ok and done.verification.passed
+        repaired = _gmv(ws_dir)
+        undo(ws, first.proposal_id, actor="maria")
+    assert _gmv(ws_dir) != repaired  # the stale days are back
+    with Workspace.open(ws_dir) as ws:
+        second = propose(ws, inc, actor="splice-agent")
+        approvals.approve(ws, second.proposal_id, actor="sam")
+        again = apply(ws, second.proposal_id, actor="sam")
+    assert again.run.ok
+    assert again.verification.passed, again.verification.summary
+    assert _gmv(ws_dir) == repaired

@@ -180,6 +180,7 @@ def apply(
         p = _approve_autonomously(ws, p, now=now)
     check_may_apply(ws)
     say("Checking the warehouse still holds what the undo recorded")
+    undo.check_as_requested(ws, p)
     undo.check_unchanged(ws, p.undo)
     p = store.transition(state, p.proposal_id, "applying", actor=actor, now=now)
     plan = repair_plan(ws, p)

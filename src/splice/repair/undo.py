@@ -211,6 +211,45 @@ def check_unchanged(ws: Any, entries: list[UndoEntry]) -> None:
         )
 
 
+def check_as_requested(ws: Any, p: Any) -> None:
+    """Refuse an undo that is not the one approval was requested for.
+
+    When a proposal asks for approval, the audit log records each undo entry's relation, row
+    count and checksum. The proposal row and the saved files live in places one can edit
+    together (the state and ``.splice/undo/``); the log is hash-chained. So before an undo is
+    used (apply, a failed run's put-back, ``splice undo``) the log must be intact and must
+    record exactly the entries about to be restored."""
+    from splice.repair import auditlog
+
+    report = auditlog.verify(ws.state)
+    if not report.intact:
+        raise RepairError(
+            f"the audit log is not intact ({report.problem} at entry {report.seq}), so the undo "
+            f"of {p.proposal_id} cannot be trusted; nothing was restored or run.",
+            fix="splice audit-log verify names the problem; restore the state from a backup",
+        )
+    requests = [e for e in auditlog.entries(ws.state, p.proposal_id) if e.kind == "request"]
+    if not requests:
+        raise RepairError(
+            f"the audit log holds no request for {p.proposal_id}, so its undo cannot be checked "
+            "against what was recorded; nothing was restored or run.",
+            fix="propose again to take a new undo",
+        )
+    recorded = requests[-1].as_dict()["payload"].get("undo") or []
+    want = [(str(u.get("relation")), int(u.get("rows") or 0), str(u.get("checksum")))
+            for u in recorded]  # fmt: skip
+    have = [(e.relation, e.rows, e.checksum) for e in p.undo]
+    if want != have:
+        differ = [f"{h[0]} ({h[2]}; the log recorded {w[2]})"
+                  for h, w in zip(have, want, strict=False) if h != w]  # fmt: skip
+        raise RepairError(
+            f"the undo of {p.proposal_id} is not the one recorded in the audit log when approval "
+            f"was requested ({'; '.join(differ) or f'{len(have)} entries, the log recorded {len(want)}'}"
+            "); nothing was restored or run.",
+            fix="the proposal or its saved rows were changed outside Splice; propose again",
+        )
+
+
 def restore(ws: Any, entries: list[UndoEntry]) -> list[str]:
     """Put every entry back in one warehouse transaction; returns the checksums after."""
     from splice.run.executors import release_all
@@ -236,6 +275,7 @@ def undo(ws: Any, proposal_id: str, *, actor: str, now: float | None = None) -> 
     if not p.undo:
         raise RepairError(f"proposal {p.proposal_id} has no undo recorded.",
                           fix="restore by hand; splice receipt shows what it touched")  # fmt: skip
+    check_as_requested(ws, p)
     started = time.perf_counter()
     after = restore(ws, p.undo)
     seconds = round(time.perf_counter() - started, 3)
@@ -250,4 +290,32 @@ def undo(ws: Any, proposal_id: str, *, actor: str, now: float | None = None) -> 
 
     with ws.state.transaction() as conn:  # its data is back as it was: so is the incident
         reopen_incident(conn, p.incident_id, f"reopened: {p.proposal_id} was undone")
+    problem = remeasure_after_undo(ws, p.incident_id)
+    if problem:  # the undo stands; say that the measurements lag behind it
+        from splice.repair import auditlog
+
+        auditlog.record(ws.state, kind="status", actor=actor, proposal_id=p.proposal_id,
+                        payload={"comment": f"the metrics were not measured again after the "
+                                 f"undo: {problem}; the next splice watch measures them"})  # fmt: skip
     return p
+
+
+def remeasure_after_undo(ws: Any, incident_id: str) -> str | None:
+    """Measure the incident's metrics again: the values Splice keeps must be the restored ones
+    (a later repair's verification compares against them), and the anomalies come back with
+    the data. A failure here never undoes the undo: it is returned (and logged by the caller),
+    and the next ``splice watch`` measures again."""
+    from splice.errors import SpliceError
+    from splice.repair.verify import incident_specs
+    from splice.watch.incidents import get_incident, incident_anomalies
+    from splice.watch.service import watch
+
+    inc = get_incident(ws.state.conn, incident_id)
+    specs = incident_specs(ws, inc, incident_anomalies(ws.state.conn, incident_id))
+    if not specs:
+        return None
+    try:
+        watch(ws, backfill=True, only=specs)
+    except SpliceError as e:
+        return e.message
+    return None
