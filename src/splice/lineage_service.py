@@ -30,16 +30,10 @@ LINEAGE_KIND = "lineage"
 
 
 def tool_versions(node: Node, provider: Any) -> dict[str, str]:
-    """The versions of what renders ``node``'s SQL: a new dbt, adapter or SQLMesh may render it
-    differently, so they are part of both cache keys (with sqlglot's and Splice's own)."""
-    from splice.lineage.cache import package_version
+    """The versions of what renders and analyses ``node``'s SQL (part of both cache keys)."""
+    from splice.lineage.cache import tool_versions as versions
 
-    names = ["splice", "sqlglot"]
-    if node.tool == "dbt":
-        names += ["dbt-core", f"dbt-{getattr(provider, 'adapter_type', None) or 'duckdb'}"]
-    elif node.tool == "sqlmesh":
-        names.append("sqlmesh")
-    return {n: package_version(n) for n in names}
+    return versions(node.tool, getattr(provider, "adapter_type", None))
 
 
 @dataclass
@@ -93,9 +87,10 @@ def _render_key(ws: Workspace, node: Node, provider: Any, graph: Graph) -> str |
 
 
 def rendered_sql(
-    ws: Workspace, graph: Graph, node_ids: list[str]
+    ws: Workspace, graph: Graph, node_ids: list[str], stats: dict[str, Any] | None = None
 ) -> dict[str, tuple[str | None, str, str | None]]:
-    """node id -> (sql, dialect, opaque_reason) for the given models."""
+    """node id -> (sql, dialect, opaque_reason) for the given models (``stats["rendered"]``
+    counts those the tools rendered, the others came from the cache)."""
     out: dict[str, tuple[str | None, str, str | None]] = {}
     by_project: dict[str, list[Node]] = {}
     for nid in node_ids:
@@ -116,6 +111,8 @@ def rendered_sql(
                 todo.append(n)
         if todo:
             fresh = prov.render(todo)
+            if stats is not None:
+                stats["rendered"] = stats.get("rendered", 0) + len(todo)
             store: dict[str, object] = {}
             for n in todo:
                 r = fresh.get(n.id)
@@ -225,7 +222,8 @@ def workspace_lineage(ws: Workspace, *, workers: int | None = None) -> Workspace
         for n in graph.nodes.values()
         if n.kind in ("model", "snapshot") and n.tool in ("dbt", "sqlmesh")
     ]
-    rendered = rendered_sql(ws, graph, models)
+    render_stats: dict[str, Any] = {"rendered": 0}
+    rendered = rendered_sql(ws, graph, models, render_stats)
     t_render = time.perf_counter() - t0
     schema: dict[Relation, dict[str, str]] = {}
     wh = warehouse_columns(ws)
@@ -308,6 +306,7 @@ def workspace_lineage(ws: Workspace, *, workers: int | None = None) -> Workspace
                     schema[parse_relation(str(fqn), dialect=ws.dialect)] = schema[node.writes]
     result.stats = {
         "models": len(models),
+        "rendered": render_stats["rendered"],
         "analysed": analysed,
         "cached": cached_hits,
         "render_seconds": round(t_render, 3),

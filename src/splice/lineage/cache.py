@@ -85,3 +85,20 @@ def package_version(name: str) -> str:
         return version(name)
     except (PackageNotFoundError, ValueError):
         return "-"
+
+
+def tool_versions(tool: str, adapter_type: str | None = None) -> dict[str, str]:
+    """The versions of what renders a model of ``tool`` and analyses it: a new dbt, adapter or
+    SQLMesh may render the same model differently, a new sqlglot or Splice analyse it differently.
+
+    >>> sorted(tool_versions("dbt", "duckdb"))
+    ['dbt-core', 'dbt-duckdb', 'splice', 'sqlglot']
+    >>> sorted(tool_versions("sqlmesh"))
+    ['splice', 'sqlglot', 'sqlmesh']
+    """
+    names = ["splice", "sqlglot"]
+    if tool == "dbt":
+        names += ["dbt-core", f"dbt-{adapter_type or 'duckdb'}"]
+    elif tool == "sqlmesh":
+        names.append("sqlmesh")
+    return {n: package_version(n) for n in names}
