@@ -406,7 +406,7 @@ def resolve_column_ref(graph: Graph, ref: str) -> tuple[str, str | None]:
     """``NODE[.COLUMN]`` -> (node id, column or None). Node names may contain dots.
 
     Accepts a full id (``pricing:fx.daily_rates.rate_to_usd``) or a name unique across projects
-    (``fct_gmv_qtd.gmv_usd_qtd``).
+    (``fct_gmv_qtd.gmv_usd_qtd``), in any case when only one node matches that way.
     """
     from splice.graph.bindings import closest
 
@@ -414,6 +414,9 @@ def resolve_column_ref(graph: Graph, ref: str) -> tuple[str, str | None]:
         if text in graph.nodes:
             return text
         hits = [n.id for n in graph.nodes.values() if n.name == text]
+        if not hits:  # a Snowflake project's SQLMesh names are upper case: billing:BILLING.X
+            low = text.lower()
+            hits = [n.id for n in graph.nodes.values() if low in (n.id.lower(), n.name.lower())]
         return hits[0] if len(hits) == 1 else None
 
     nid = node_for(ref)

@@ -98,6 +98,8 @@ def test_sqlmesh_this_model_is_a_self_edge(built: Path) -> None:
     down = hops(res, "downstream")
     assert (BALANCES, "balance", "direct", True) in down
     assert (HISTORY, "balance", "direct", False) in down
+    # SQLMesh names a Snowflake project's models in upper case; any case finds the one node
+    assert walk(built, "billing:billing.balances.balance", "upstream")["node"] == BALANCES
 
 
 def test_dbt_this_is_a_self_edge_before_and_after_the_first_build(
