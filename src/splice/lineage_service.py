@@ -287,7 +287,7 @@ def workspace_lineage(ws: Workspace, *, workers: int | None = None) -> Workspace
             )
             store: dict[str, object] = {}
             for nid, ml in zip(todo, fresh, strict=True):
-                ml = _with_own_columns(ml, todo[nid], ws)
+                ml = _with_own_columns(ml, todo[nid], graph.nodes[nid], ws)
                 result.models[nid] = ml
                 store[keys[nid]] = ml.to_dict()
             analysed += len(todo)
@@ -317,20 +317,29 @@ def workspace_lineage(ws: Workspace, *, workers: int | None = None) -> Workspace
 
 
 def _with_own_columns(
-    ml: ModelLineage, item: tuple[str, str, dict[str, Any], Relation | None], ws: Workspace
+    ml: ModelLineage,
+    item: tuple[str, str, dict[str, Any], Relation | None],
+    node: Node,
+    ws: Workspace,
 ) -> ModelLineage:
     """A model that reads its own table (``{{ this }}``, ``@this_model``) before that table's
     columns are known: its table has the columns the model outputs, so analyse it again with
     them (else ``select max(ts) from {{ this }}`` could not tell which ``ts`` it reads)."""
+    from splice.graph.relations import parse_relation
     from splice.lineage import analyse_model
 
     sql, dialect, nested, out = item
-    if out is None or out not in ml.reads or not ml.columns:
+    own_rels = list(node.all_writes)
+    if node.meta.get("fqn"):  # SQLMesh renders @this_model as the model's name
+        own_rels.append(parse_relation(str(node.meta["fqn"]), dialect=ws.dialect))
+    unknown = [
+        r
+        for r in own_rels
+        if r in ml.reads and not (nested.get(r.catalog or "") or {}).get(r.schema, {}).get(r.name)
+    ]
+    if not unknown or not ml.columns:
         return ml
-    if (nested.get(out.catalog or "") or {}).get(out.schema, {}).get(out.name):
-        return ml  # its columns were known
-    own = {c: "" for c in ml.columns}
-    schema = _nest({out: own})
+    schema = _nest({r: {c: "" for c in ml.columns} for r in unknown})
     for cat, dbs in nested.items():
         for db, tables in dbs.items():
             for t, cols in tables.items():

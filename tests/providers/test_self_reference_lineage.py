@@ -13,13 +13,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fixture_projects import copy_fixture, cwd, dbt
 
-from splice.api import lineage
+from splice.api import lineage, lineage_chain
 from splice.workspace import Workspace
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -44,30 +45,36 @@ def build_by_hand(root: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def built_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = copy_fixture("selfref", tmp_path_factory.mktemp("selfref"))
     build_by_hand(root)
     return root
 
 
 @pytest.fixture(scope="module")
-def unbuilt(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return copy_fixture("selfref", tmp_path_factory.mktemp("selfref_unbuilt"))
+def built(built_dir: Path) -> Iterator[Workspace]:
+    with Workspace.open(built_dir) as ws:
+        yield ws
 
 
-def walk(root: Path, ref: str, direction: str | None = None) -> dict[str, Any]:
-    with Workspace.open(root) as ws:
-        return lineage(ws, ref, direction=direction)
+@pytest.fixture(scope="module")
+def unbuilt(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
+    with Workspace.open(copy_fixture("selfref", tmp_path_factory.mktemp("unbuilt"))) as ws:
+        yield ws
+
+
+def walk(ws: Workspace, ref: str, direction: str | None = None) -> dict[str, Any]:
+    return lineage(ws, ref, direction=direction)
 
 
 def hops(res: dict[str, Any], direction: str = "upstream") -> set[tuple[str, str, str, bool]]:
     return {(h["node"], h["column"], h["kind"], h["self_ref"]) for h in res[direction]}
 
 
-def test_the_fixture_really_carries_state(built: Path) -> None:
+def test_the_fixture_really_carries_state(built_dir: Path) -> None:
     import duckdb
 
-    with duckdb.connect(str(built / "warehouse.duckdb"), read_only=True) as con:
+    with duckdb.connect(str(built_dir / "warehouse.duckdb"), read_only=True) as con:
         rows = con.execute(
             "SELECT user_id, paid_on::VARCHAR, balance FROM billing.balances ORDER BY 1, 2"
         ).fetchall()
@@ -82,7 +89,7 @@ def test_the_fixture_really_carries_state(built: Path) -> None:
     assert history == (4,)
 
 
-def test_sqlmesh_this_model_is_a_self_edge(built: Path) -> None:
+def test_sqlmesh_this_model_is_a_self_edge(built: Workspace) -> None:
     res = walk(built, f"{BALANCES}.balance")
     assert res["opaque_reason"] is None  # reading itself never makes it opaque
     up = hops(res)
@@ -103,7 +110,7 @@ def test_sqlmesh_this_model_is_a_self_edge(built: Path) -> None:
 
 
 def test_dbt_this_is_a_self_edge_before_and_after_the_first_build(
-    built: Path, unbuilt: Path
+    built: Workspace, unbuilt: Workspace
 ) -> None:
     # is_incremental() is false until the table exists: Splice compiles the incremental branch
     # either way, so the lineage does not depend on whether the warehouse was built
@@ -118,29 +125,27 @@ def test_dbt_this_is_a_self_edge_before_and_after_the_first_build(
     assert down == {(HISTORY, c, "indirect", True) for c in ("user_id", "paid_on", "balance")}
 
 
-def test_walks_through_self_references_terminate(built: Path) -> None:
-    with Workspace.open(built) as ws:
-        for ref in (BALANCES, HISTORY, f"{RAW}.amount", f"{PAYMENTS}.user_id"):
-            res = lineage(ws, ref)  # every column, both ways, no depth limit
-            for d in ("upstream", "downstream"):
-                keys = [(h["node"], h["column"], h["self_ref"]) for h in res[d]]
-                assert len(keys) == len(set(keys)), (ref, d)
-                assert all(h["depth"] <= 6 for h in res[d]), (ref, d)
+def test_walks_through_self_references_terminate(built: Workspace) -> None:
+    for ref in (BALANCES, HISTORY, f"{RAW}.amount", f"{PAYMENTS}.user_id"):
+        res = lineage(built, ref)  # every column, both ways, no depth limit
+        for d in ("upstream", "downstream"):
+            keys = [(h["node"], h["column"], h["self_ref"]) for h in res[d]]
+            assert len(keys) == len(set(keys)), (ref, d)
+            assert all(h["depth"] <= 6 for h in res[d]), (ref, d)
 
 
-def test_each_project_parses_in_its_own_dialect(built: Path) -> None:
-    with Workspace.open(built) as ws:
-        g = ws.graph()
-        assert ws.dialect == "duckdb"  # [warehouse] dialect: only the default
-        assert g.nodes[BALANCES].dialect == "snowflake"  # SQLMesh model_defaults.dialect
-        assert g.nodes[HISTORY].dialect == "duckdb"  # dbt: the profile's adapter type
-        assert ws.provider("ledger").adapter_type == "duckdb"
-        res = lineage(ws, f"{PAYMENTS}.due_on", direction="upstream")
+def test_each_project_parses_in_its_own_dialect(built: Workspace) -> None:
+    g = built.graph()
+    assert built.dialect == "duckdb"  # [warehouse] dialect: only the default
+    assert g.nodes[BALANCES].dialect == "snowflake"  # SQLMesh model_defaults.dialect
+    assert g.nodes[HISTORY].dialect == "duckdb"  # dbt: the profile's adapter type
+    assert built.provider("ledger").adapter_type == "duckdb"
+    res = lineage(built, f"{PAYMENTS}.due_on", direction="upstream")
     # DATEADD(month, 1, paid_on) read as Snowflake: no column `month`
     assert hops(res) == {(RAW, "paid_on", "direct", False)}
 
 
-def test_relations_meet_across_dialects(built: Path) -> None:
+def test_relations_meet_across_dialects(built: Workspace) -> None:
     res = walk(built, f"{HISTORY}.balance", "upstream")
     by_key = {(h["node"], h["column"]): h for h in res["upstream"] if not h["self_ref"]}
     first = by_key[(BALANCES, "balance")]
@@ -151,7 +156,7 @@ def test_relations_meet_across_dialects(built: Path) -> None:
     assert res["upstream_origins"] == [RAW]
 
 
-def test_an_empty_walk_says_why(built: Path) -> None:
+def test_an_empty_walk_says_why(built: Workspace) -> None:
     leaf = walk(built, f"{RAW}.amount", "upstream")
     assert leaf["upstream"] == []
     assert leaf["why_empty"]["upstream"] == f"{RAW} is an external table: its columns start here"
@@ -167,20 +172,31 @@ def test_an_empty_walk_says_why(built: Path) -> None:
     )
 
 
-def test_the_cli_shows_self_edges_and_why_a_walk_is_empty(built: Path) -> None:
+def test_the_cli_shows_self_edges_and_why_a_walk_is_empty(tmp_path: Path) -> None:
+    root = copy_fixture("selfref", tmp_path)  # its own copy: no lock shared with the others
+
     def cli(*args: str) -> str:
         proc = subprocess.run(
-            [sys.executable, "-m", "splice", "--workspace", str(built), "lineage", *args],
+            [sys.executable, "-m", "splice", "--workspace", str(root), "lineage", *args],
             capture_output=True,
             text=True,
             check=False,
         )
         assert proc.returncode == 0, proc.stderr
-        return proc.stdout
+        return " ".join(proc.stdout.split())
 
-    text = " ".join(cli(f"{HISTORY}.paid_on", "--upstream").split())
+    text = cli(f"{HISTORY}.balance")
     assert "ledger:balance_history.paid_on indirect (previous state" in text
-    text = " ".join(cli(f"{HISTORY}.balance", "--downstream").split())
     assert f"downstream (0 columns) (none: no model reads {HISTORY})" in text
     data = json.loads(cli(f"{RAW}.amount", "--json"))
     assert data["why_empty"] == {"upstream": f"{RAW} is an external table: its columns start here"}
+
+
+def test_the_direct_chain_skips_previous_states(built: Workspace) -> None:
+    chain = lineage_chain(built, f"{HISTORY}.balance")
+    assert chain == [
+        f"{HISTORY}.balance",
+        f"{BALANCES}.balance  (across binding)",
+        f"{PAYMENTS}.amount",
+        f"{RAW}.amount",
+    ]
