@@ -33,7 +33,8 @@ def tool_versions(node: Node, provider: Any) -> dict[str, str]:
     """The versions of what renders and analyses ``node``'s SQL (part of both cache keys)."""
     from splice.lineage.cache import tool_versions as versions
 
-    return versions(node.tool, getattr(provider, "adapter_type", None))
+    adapter = node.meta.get("adapter_type") or getattr(provider, "adapter_type", None)
+    return versions(node.tool, str(adapter) if adapter else None)
 
 
 @dataclass

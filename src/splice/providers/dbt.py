@@ -259,6 +259,7 @@ class DbtProvider:
                         "unique_id": uid,
                         "package": n.package_name,
                         "checksum": n.checksum.checksum if getattr(n, "checksum", None) else None,
+                        "adapter_type": self.adapter_type,  # its SQL is in this adapter's dialect
                     },
                 )
             )
