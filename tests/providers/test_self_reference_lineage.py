@@ -239,3 +239,26 @@ def test_splice_compiles_what_an_incremental_run_compiles(
         sql, dialect, _ = rendered_sql(ws, ws.graph(), [HISTORY])[HISTORY]
         assert dialect == "duckdb"
         assert sql is not None and sql.split() == result.node.compiled_code.split()
+
+
+def test_an_incremental_branch_that_queries_the_warehouse_falls_back_to_the_first_run(
+    tmp_path: Path,
+) -> None:
+    """run_query(... this) inside is_incremental() cannot compile without the warehouse: the
+    project's lineage comes from the first run's SQL instead of failing."""
+    root = copy_fixture("selfref", tmp_path)
+    (root / "ledger" / "models" / "balance_watermark.sql").write_text(
+        "{{ config(materialized='incremental') }}\n"
+        "{% if is_incremental() %}\n"
+        '  {% set last = run_query("select max(paid_on) from " ~ this).columns[0][0] %}\n'
+        "{% endif %}\n"
+        "select user_id, paid_on from {{ source('billing', 'balances') }}\n"
+        "{% if is_incremental() %} where paid_on > '{{ last }}' {% endif %}\n"
+    )
+    with Workspace.open(root) as ws:
+        res = lineage(ws, "ledger:balance_watermark.paid_on", direction="upstream")
+        assert hops(res) >= {(BALANCES, "paid_on", "direct", False)}
+        # the whole project compiled as a first run: balance_history's self edge is not seen
+        history = hops(lineage(ws, f"{HISTORY}.paid_on", direction="upstream"))
+        assert (BALANCES, "paid_on", "direct", False) in history
+        assert not any(node == HISTORY for node, *_ in history)

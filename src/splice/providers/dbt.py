@@ -324,8 +324,12 @@ class DbtProvider:
             args += ["--select", "resource_type:model", "resource_type:snapshot"]
         from splice.providers.dbt_render import incremental_branch
 
-        with incremental_branch(m):  # see dbt_render: incrementals as an incremental run sees them
-            res = self.invoke(args, label="compile")
+        try:  # see dbt_render: incrementals as an incremental run sees them
+            with incremental_branch(m):
+                res = self.invoke(args, label="compile")
+        except ProjectError:  # that branch needs the warehouse: compile the first run's SQL
+            with incremental_branch(m, incremental=False):
+                res = self.invoke(args, label="compile")
         results = getattr(res.result, "results", None) or []
         for r in results:
             node = getattr(r, "node", None)

@@ -10,7 +10,9 @@ incremental model's incremental branch.
   as an incremental run sees it (``is_incremental()`` true; no query to the warehouse), which is
   what runs every day: its reads of its own table (``{{ this }}``) show as edges to the model's
   own earlier state.  The project's files are never touched: the macro is swapped in the
-  manifest held in memory for the duration of the compile only.
+  manifest held in memory for the duration of the compile only.  When that branch cannot be
+  compiled without the warehouse (``run_query("select max(ts) from " ~ this)`` inside it), the
+  project is compiled again with ``is_incremental()`` false everywhere: the first run's SQL.
 """
 
 from __future__ import annotations
@@ -87,17 +89,21 @@ INCREMENTAL_BRANCH_MACRO = (
     "{{ return(model.config.materialized == 'incremental') }}"
     "{% endmacro %}"
 )
+#: is_incremental() as the first run (or a full refresh) sees it.
+FIRST_RUN_MACRO = "{% macro is_incremental() %}{{ return(False) }}{% endmacro %}"
 
 
 @contextlib.contextmanager
-def incremental_branch(manifest: Any) -> Iterator[None]:
+def incremental_branch(manifest: Any, incremental: bool = True) -> Iterator[None]:
     """While open, every ``is_incremental`` macro of ``manifest`` (dbt's, or a project's own
-    override) is true for incremental models; the originals come back on exit."""
+    override) is true for incremental models (``incremental=False``: false for every model);
+    the originals come back on exit.  The manifest must not be used by another thread meanwhile
+    (a Workspace, and so its providers, serves one caller at a time)."""
     saved: list[tuple[Any, str]] = []
     for macro in getattr(manifest, "macros", {}).values():
         if getattr(macro, "name", None) == "is_incremental":
             saved.append((macro, macro.macro_sql))
-            macro.macro_sql = INCREMENTAL_BRANCH_MACRO
+            macro.macro_sql = INCREMENTAL_BRANCH_MACRO if incremental else FIRST_RUN_MACRO
     try:
         yield
     finally:
