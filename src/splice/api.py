@@ -107,7 +107,7 @@ def lineage_chain(ws: Workspace, ref: str) -> list[str]:
     want = ref.rsplit(".", 1)[-1]
     by_depth: dict[int, list[dict[str, Any]]] = {}
     for h in res["upstream"]:
-        if h["kind"] == "direct":
+        if h["kind"] == "direct" and not h.get("self_ref"):  # not a model's own previous state
             by_depth.setdefault(h["depth"], []).append(h)
     current = f"{res['node']}.{want}"
     for depth in sorted(by_depth):

@@ -13,6 +13,7 @@ The engine (:mod:`splice.lineage`) analyses one query; this module feeds it:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import time
 from dataclasses import dataclass, field
@@ -24,8 +25,16 @@ from splice.lineage.types import ModelLineage
 from splice.workspace import Workspace
 
 RENDER_KIND = "rendered_sql"
-RENDER_VERSION = "2"  # bump when the way Splice asks a tool to render changes
+RENDER_VERSION = "3"  # bump when the way Splice asks a tool to render changes
 LINEAGE_KIND = "lineage"
+
+
+def tool_versions(node: Node, provider: Any) -> dict[str, str]:
+    """The versions of what renders and analyses ``node``'s SQL (part of both cache keys)."""
+    from splice.lineage.cache import tool_versions as versions
+
+    adapter = node.meta.get("adapter_type") or getattr(provider, "adapter_type", None)
+    return versions(node.tool, str(adapter) if adapter else None)
 
 
 @dataclass
@@ -40,6 +49,10 @@ def _render_key(ws: Workspace, node: Node, provider: Any, graph: Graph) -> str |
     h = hashlib.sha256()
     h.update(
         f"{RENDER_VERSION}|{node.id}|{ws.target}|{provider.ctx.environment}|{node.tool}".encode()
+    )
+    # the dialect the SQL is rendered in (the node's, else the workspace's) and the tools' versions
+    h.update(
+        f"|{node.dialect}|{ws.dialect}|{sorted(tool_versions(node, provider).items())}".encode()
     )
     if node.tool == "dbt":
         checksum = node.meta.get("checksum")
@@ -75,9 +88,10 @@ def _render_key(ws: Workspace, node: Node, provider: Any, graph: Graph) -> str |
 
 
 def rendered_sql(
-    ws: Workspace, graph: Graph, node_ids: list[str]
+    ws: Workspace, graph: Graph, node_ids: list[str], stats: dict[str, Any] | None = None
 ) -> dict[str, tuple[str | None, str, str | None]]:
-    """node id -> (sql, dialect, opaque_reason) for the given models."""
+    """node id -> (sql, dialect, opaque_reason) for the given models (``stats["rendered"]``
+    counts those the tools rendered, the others came from the cache)."""
     out: dict[str, tuple[str | None, str, str | None]] = {}
     by_project: dict[str, list[Node]] = {}
     for nid in node_ids:
@@ -98,11 +112,13 @@ def rendered_sql(
                 todo.append(n)
         if todo:
             fresh = prov.render(todo)
+            if stats is not None:
+                stats["rendered"] = stats.get("rendered", 0) + len(todo)
             store: dict[str, object] = {}
             for n in todo:
                 r = fresh.get(n.id)
                 if r is None:
-                    out[n.id] = (None, ws.dialect, "the tool did not render it")
+                    out[n.id] = (None, n.dialect or ws.dialect, "the tool did not render it")
                     continue
                 out[n.id] = (r.sql, r.dialect, r.opaque_reason)
                 k = keys[n.id]
@@ -207,7 +223,8 @@ def workspace_lineage(ws: Workspace, *, workers: int | None = None) -> Workspace
         for n in graph.nodes.values()
         if n.kind in ("model", "snapshot") and n.tool in ("dbt", "sqlmesh")
     ]
-    rendered = rendered_sql(ws, graph, models)
+    render_stats: dict[str, Any] = {"rendered": 0}
+    rendered = rendered_sql(ws, graph, models, render_stats)
     t_render = time.perf_counter() - t0
     schema: dict[Relation, dict[str, str]] = {}
     wh = warehouse_columns(ws)
@@ -231,11 +248,17 @@ def workspace_lineage(ws: Workspace, *, workers: int | None = None) -> Workspace
                     reason or "no SQL", output=node.writes, dialect=dialect, reads=list(node.reads)
                 )
                 continue
-            subset = {r: schema[r] for r in _reads_for_schema(graph, node, schema)}
+            subset = {r: schema[r] for r in _reads_for_schema(graph, node, schema, ws.dialect)}
             nested = _nest(subset)
             items[nid] = (sql, dialect, nested, node.writes)
             keys[nid] = lineage_key(
-                sql, dialect, nested, default_catalog=ws.default_catalog, output=node.writes
+                sql,
+                dialect,
+                nested,
+                default_catalog=ws.default_catalog,
+                output=node.writes,
+                identity_dialect=ws.dialect,
+                extra=tool_versions(node, ws.provider(node.project)),
             )
         cached = ws.state.cache_get_many(LINEAGE_KIND, keys.values())
         todo = {}
@@ -255,6 +278,8 @@ def workspace_lineage(ws: Workspace, *, workers: int | None = None) -> Workspace
                             "schema": s,
                             "output": o,
                             "default_catalog": ws.default_catalog,
+                            # each model parses in its own dialect; names follow the workspace's
+                            "identity_dialect": ws.dialect,
                         },
                     )
                     for sql, d, s, o in todo.values()
@@ -263,6 +288,7 @@ def workspace_lineage(ws: Workspace, *, workers: int | None = None) -> Workspace
             )
             store: dict[str, object] = {}
             for nid, ml in zip(todo, fresh, strict=True):
+                ml = _with_own_columns(ml, todo[nid], graph.nodes[nid], ws)
                 result.models[nid] = ml
                 store[keys[nid]] = ml.to_dict()
             analysed += len(todo)
@@ -278,11 +304,10 @@ def workspace_lineage(ws: Workspace, *, workers: int | None = None) -> Workspace
                 if fqn:
                     from splice.graph.relations import parse_relation
 
-                    schema[parse_relation(str(fqn), dialect=node.dialect or "duckdb")] = schema[
-                        node.writes
-                    ]
+                    schema[parse_relation(str(fqn), dialect=ws.dialect)] = schema[node.writes]
     result.stats = {
         "models": len(models),
+        "rendered": render_stats["rendered"],
         "analysed": analysed,
         "cached": cached_hits,
         "render_seconds": round(t_render, 3),
@@ -292,10 +317,49 @@ def workspace_lineage(ws: Workspace, *, workers: int | None = None) -> Workspace
     return result
 
 
+def _with_own_columns(
+    ml: ModelLineage,
+    item: tuple[str, str, dict[str, Any], Relation | None],
+    node: Node,
+    ws: Workspace,
+) -> ModelLineage:
+    """A model that reads its own table (``{{ this }}``, ``@this_model``) before that table's
+    columns are known: its table has the columns the model outputs, so analyse it again with
+    them (else ``select max(ts) from {{ this }}`` could not tell which ``ts`` it reads)."""
+    from splice.graph.relations import parse_relation
+    from splice.lineage import analyse_model
+
+    sql, dialect, nested, out = item
+    own_rels = list(node.all_writes)
+    if node.meta.get("fqn"):  # SQLMesh renders @this_model as the model's name
+        own_rels.append(parse_relation(str(node.meta["fqn"]), dialect=ws.dialect))
+    unknown = [
+        r
+        for r in own_rels
+        if r in ml.reads and not (nested.get(r.catalog or "") or {}).get(r.schema, {}).get(r.name)
+    ]
+    if not unknown or not ml.columns:
+        return ml
+    schema = _nest({r: {c: "" for c in ml.columns} for r in unknown})
+    for cat, dbs in nested.items():
+        for db, tables in dbs.items():
+            for t, cols in tables.items():
+                schema.setdefault(cat, {}).setdefault(db, {})[t] = cols
+    return analyse_model(
+        sql,
+        dialect=dialect,
+        schema=schema,
+        output=out,
+        default_catalog=ws.default_catalog,
+        identity_dialect=ws.dialect,
+    )
+
+
 def _reads_for_schema(
-    graph: Graph, node: Node, schema: dict[Relation, dict[str, str]]
+    graph: Graph, node: Node, schema: dict[Relation, dict[str, str]], dialect: str = "duckdb"
 ) -> list[Relation]:
-    rels: set[Relation] = set(node.reads)
+    # a model may read its own table (an incremental's {{ this }} / @this_model)
+    rels: set[Relation] = set(node.reads) | set(node.all_writes)
     # dbt ephemeral parents are inlined: what they read is read here
     stack = [p for p in node.depends_on]
     while stack:
@@ -309,15 +373,19 @@ def _reads_for_schema(
     if fqn:
         from splice.graph.relations import parse_relation
 
+        rels.add(parse_relation(str(fqn), dialect=dialect))
         for d in node.depends_on:
             dn = graph.nodes.get(d)
             if dn is not None and dn.meta.get("fqn"):
-                rels.add(parse_relation(str(dn.meta["fqn"]), dialect=dn.dialect or "duckdb"))
+                rels.add(parse_relation(str(dn.meta["fqn"]), dialect=dialect))
     return sorted(r for r in rels if r in schema)
 
 
-def writers_map(graph: Graph) -> dict[str, str]:
+def writers_map(graph: Graph, dialect: str = "duckdb") -> dict[str, str]:
     """relation key -> the node a walk continues into when a model reads that relation.
+
+    ``dialect`` is the workspace's: relations are named by its case rules, whatever dialect a
+    project's SQL is written in.
 
     Writers (models, seeds, ingestion jobs) own their relations.  A source or external model
     that is bound to exactly one writer in another project hands its relation to that writer,
@@ -331,9 +399,7 @@ def writers_map(graph: Graph) -> dict[str, str]:
             for r in n.all_writes:
                 out[r.key] = n.id
             if n.tool == "sqlmesh" and n.meta.get("fqn"):
-                out.setdefault(
-                    parse_relation(str(n.meta["fqn"]), dialect=n.dialect or "duckdb").key, n.id
-                )
+                out.setdefault(parse_relation(str(n.meta["fqn"]), dialect=dialect).key, n.id)
     for n in graph.nodes.values():
         if n.kind not in ("source", "external"):
             continue
@@ -350,7 +416,7 @@ def resolve_column_ref(graph: Graph, ref: str) -> tuple[str, str | None]:
     """``NODE[.COLUMN]`` -> (node id, column or None). Node names may contain dots.
 
     Accepts a full id (``pricing:fx.daily_rates.rate_to_usd``) or a name unique across projects
-    (``fct_gmv_qtd.gmv_usd_qtd``).
+    (``fct_gmv_qtd.gmv_usd_qtd``), in any case when only one node matches that way.
     """
     from splice.graph.bindings import closest
 
@@ -358,6 +424,9 @@ def resolve_column_ref(graph: Graph, ref: str) -> tuple[str, str | None]:
         if text in graph.nodes:
             return text
         hits = [n.id for n in graph.nodes.values() if n.name == text]
+        if not hits:  # a Snowflake project's SQLMesh names are upper case: billing:BILLING.X
+            low = text.lower()
+            hits = [n.id for n in graph.nodes.values() if low in (n.id.lower(), n.name.lower())]
         # a versioned dbt model's own name is its latest version, as ref('m') is
         return hits[0] if len(hits) == 1 else graph.latest_version(text)
 
@@ -391,7 +460,10 @@ def _hop_record(graph: Graph, hop: Any, lineages: dict[str, ModelLineage]) -> di
         "tool": node.tool if node else None,
         "via": f"{hop.via[0]}.{hop.via[1]}" if hop.via else None,
         "across_binding": bool(node and via_node and node.project != via_node.project),
+        "self_ref": bool(getattr(hop, "self_ref", False)),
     }
+    if rec["self_ref"]:
+        rec["note"] = "previous state: the model reads its own table"
     ml = lineages.get(hop.node_id) if hop.node_id else None
     if ml is not None:
         col = ml.columns.get(hop.column)
@@ -404,9 +476,9 @@ def _hop_record(graph: Graph, hop: Any, lineages: dict[str, ModelLineage]) -> di
 
 
 def _merge_hops(hops: list[Any]) -> list[Any]:
-    best: dict[tuple[Any, Any, str], Any] = {}
+    best: dict[tuple[Any, Any, str, bool], Any] = {}
     for h in hops:
-        key = (h.node_id, h.relation.key if h.relation else None, h.column)
+        key = (h.node_id, h.relation.key if h.relation else None, h.column, h.self_ref)
         prev = best.get(key)
         if (
             prev is None
@@ -414,7 +486,7 @@ def _merge_hops(hops: list[Any]) -> list[Any]:
             or (h.kind == prev.kind and h.depth < prev.depth)
         ):
             best[key] = h
-    return sorted(best.values(), key=lambda h: (h.depth, h.node_id or "~", h.column))
+    return sorted(best.values(), key=lambda h: (h.depth, h.node_id or "~", h.column, h.self_ref))
 
 
 def column_lineage(
@@ -431,7 +503,7 @@ def column_lineage(
     graph = ws.graph()
     nid, column = resolve_column_ref(graph, ref)
     wl = workspace_lineage(ws)
-    writers = writers_map(graph)
+    writers = writers_map(graph, ws.dialect)
     idx = LineageIndex({k: (v, graph.nodes[k].writes) for k, v in wl.models.items()}, writers)
     node = graph.nodes[nid]
     starts: list[tuple[str, str]] = []  # (node id, column)
@@ -480,7 +552,7 @@ def column_lineage(
             from splice.lineage.walk import Hop
 
             extra = [Hop(s, graph.nodes[s].writes, c, "direct", 1, (nid, "")) for s, c in starts]
-            hops = [Hop(h.node_id, h.relation, h.column, h.kind, h.depth + 1, h.via) for h in hops]
+            hops = [dataclasses.replace(h, depth=h.depth + 1) for h in hops]
         out["upstream"] = [_hop_record(graph, h, wl.models) for h in _merge_hops(extra + hops)]
         out["upstream_origins"] = _origins(graph, out["upstream"])
     if direction in (None, "downstream") and not parents_as_start:
@@ -497,6 +569,9 @@ def column_lineage(
         out["dashboards"] = sorted(
             {c for n in reached for c in graph.children(n) if graph.nodes[c].kind == "dashboard"}
         )
+    from splice.lineage_explain import add_why_empty
+
+    add_why_empty(out, graph, wl.models)
     return out
 
 

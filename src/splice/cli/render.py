@@ -72,7 +72,8 @@ def render_lineage(result: dict[str, Any]) -> None:
             continue
         c.print(f"[bold]{direction}[/] ({len(hops)} columns)")
         if not hops:
-            c.print("  [dim](none)[/]")
+            why = (result.get("why_empty") or {}).get(direction)
+            c.print(f"  [dim](none{': ' + escape(why) if why else ''})[/]", soft_wrap=True)
         for h in hops:
             indent = "  " * h["depth"]
             col = escape(f".{h['column']}") if h.get("column") else ""
@@ -82,6 +83,8 @@ def render_lineage(result: dict[str, Any]) -> None:
                 f" [red]opaque: {escape(h['opaque_reason'])}[/]" if h.get("opaque_reason") else ""
             )
             via = " [magenta](across binding)[/]" if h.get("across_binding") else ""
+            if h.get("self_ref"):
+                via += " [cyan](previous state: the model reads its own table)[/]"
             line = (
                 f"{indent}{escape(str(h['node']))}{col} [{style}]{kind}[/]{via}{note}"
                 if style

@@ -22,9 +22,9 @@ from splice.graph.model import Relation
 
 
 @lru_cache(maxsize=65536)
-def _parse(text: str, dialect: str) -> tuple[str | None, str, str]:
+def _parse(text: str, dialect: str, read: str | None = None) -> tuple[str | None, str, str]:
     d = Dialect.get_or_raise(dialect)
-    table = exp.to_table(text, dialect=dialect)
+    table = exp.to_table(text, dialect=read or dialect)
     parts: list[str | None] = []
     for ident in (table.args.get("catalog"), table.args.get("db"), table.this):
         if ident is None or not ident.name:
@@ -42,10 +42,21 @@ def _parse(text: str, dialect: str) -> tuple[str | None, str, str]:
 
 
 def parse_relation(
-    text: str, *, dialect: str = "duckdb", default_catalog: str | None = None
+    text: str,
+    *,
+    dialect: str = "duckdb",
+    default_catalog: str | None = None,
+    read: str | None = None,
 ) -> Relation:
-    """Parse a 1-, 2- or 3-part name into a normalised :class:`Relation`."""
-    catalog, schema, name = _parse(text.strip(), dialect)
+    """Parse a 1-, 2- or 3-part name into a normalised :class:`Relation`.
+
+    ``read`` is the dialect the name is written in (default: ``dialect``, whose case rules name
+    the result): a BigQuery project's relation, in a workspace named by DuckDB's rules:
+
+    >>> parse_relation("`Proj`.`Sales`.`Orders`", read="bigquery").key
+    'proj.sales.orders'
+    """
+    catalog, schema, name = _parse(text.strip(), dialect, read)
     if catalog is None and default_catalog:
         catalog = normalise_identifier(default_catalog, dialect)
     return Relation(catalog, schema, name)

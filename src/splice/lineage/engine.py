@@ -83,8 +83,14 @@ def analyse_model(
     output: Relation | None = None,
     default_catalog: str | None = None,
     default_schema: str | None = None,
+    identity_dialect: str | None = None,
 ) -> ModelLineage:
     """Column lineage of every output column of one query.  Never raises.
+
+    The query is parsed in ``dialect`` (the model's own: a Snowflake model's ``DATEADD(month,
+    1, x)`` names no column ``month``).  Relations and columns in the result are named by the case
+    rules of ``identity_dialect`` (default: ``dialect``): a workspace passes its own, so models
+    written in different dialects name the same relation and column the same way.
 
     ``schema`` is ``{catalog: {schema: {table: {column: type}}}}`` for the tables the query reads
     (types may be empty strings).  Two-part names in the SQL get ``default_catalog`` (or the one
@@ -118,15 +124,60 @@ def analyse_model(
         if query is None:
             kinds = ", ".join(sorted({type(s).__name__.upper() for s in parsed if s})) or "nothing"
             return ModelLineage.opaque(f"not a query (the SQL is {kinds})", **base)
-        return _analyse_query(
-            query, dialect, schema, default_catalog, default_schema, warnings, base
-        )
+        ml = _analyse_query(query, dialect, schema, default_catalog, default_schema, warnings, base)
+        if identity_dialect and identity_dialect != dialect:
+            ml = renamed(ml, identity_dialect)
+        return ml
     except RecursionError:
         return ModelLineage.opaque("the query is nested too deeply to analyse", **base)
     except Exception as e:  # noqa: BLE001 - the contract is: never crash
         return ModelLineage.opaque(
             f"could not analyse: {type(e).__name__}: {_first_line(e)}", **base
         )
+
+
+def renamed(ml: ModelLineage, dialect: str) -> ModelLineage:
+    """``ml`` with every relation and column named by ``dialect``'s case rules.
+
+    >>> from splice.graph.model import Relation
+    >>> ml = analyse_model("SELECT amount FROM raw.orders", dialect="snowflake",
+    ...                    default_catalog="warehouse")
+    >>> [r.text for r in ml.columns["AMOUNT"].sources]
+    ['WAREHOUSE.RAW.ORDERS.AMOUNT:direct']
+    >>> [r.text for r in renamed(ml, "duckdb").columns["amount"].sources]
+    ['warehouse.raw.orders.amount:direct']
+    """
+    rels: dict[Relation, Relation] = {}
+
+    def rel(r: Relation) -> Relation:
+        got = rels.get(r)
+        if got is None:
+            got = rels[r] = Relation(
+                norm_ident(r.catalog, dialect) if r.catalog else None,
+                norm_ident(r.schema, dialect),
+                norm_ident(r.name, dialect),
+            )
+        return got
+
+    def refs(items: list[ColumnRef]) -> list[ColumnRef]:
+        return [
+            x._replace(relation=rel(x.relation), column=norm_ident(x.column, dialect))
+            for x in items
+        ]
+
+    columns: dict[str, ColumnLineage] = {}
+    for name, col in ml.columns.items():
+        new = norm_ident(name, dialect)
+        columns[new] = ColumnLineage(new, refs(col.sources), col.opaque_reason)
+    return ModelLineage(
+        columns=columns,
+        query_indirect=refs(ml.query_indirect),
+        opaque_reason=ml.opaque_reason,
+        warnings=ml.warnings,
+        reads=[rel(r) for r in ml.reads],
+        output=ml.output,
+        dialect=ml.dialect,
+    )
 
 
 def _analyse_query(

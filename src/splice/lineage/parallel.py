@@ -39,6 +39,7 @@ class LineageRequest:
     output: Relation | None = None
     default_catalog: str | None = None
     default_schema: str | None = None
+    identity_dialect: str | None = None
 
     def key(self) -> str:
         """The content hash to cache the result by (see :func:`~splice.lineage.lineage_key`)."""
@@ -49,6 +50,7 @@ class LineageRequest:
             default_catalog=self.default_catalog,
             default_schema=self.default_schema,
             output=self.output,
+            identity_dialect=self.identity_dialect,
         )
 
     def run(self) -> ModelLineage:
@@ -59,6 +61,7 @@ class LineageRequest:
             output=self.output,
             default_catalog=self.default_catalog,
             default_schema=self.default_schema,
+            identity_dialect=self.identity_dialect,
         )
 
 

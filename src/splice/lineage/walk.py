@@ -6,6 +6,11 @@ which relation (``{relation_key: node_id}``, from the joined graph's writes and 
 A relation that no node writes (a raw table nobody declared) ends a walk as an external hop with
 ``node_id=None``.
 
+A model that reads its own table (a dbt incremental reading ``{{ this }}``, a SQLMesh model reading
+``@this_model``) reads its own earlier state: that edge is a hop to the same node with
+``self_ref`` true (the previous state of that column).  Walks go on from it like from any hop and
+terminate: every (node, column) is visited once.
+
 A hop is ``direct`` only when every step from the start is direct; otherwise ``indirect``.  A model
 that is opaque (for example ``SELECT *`` over unknown columns) cannot say which column a hop goes
 to: it shows as one hop with column ``"*"`` (kind indirect), and the walk stops there.
@@ -46,7 +51,8 @@ class Hop:
 
     ``node_id`` writes ``relation`` (None for an external relation no node writes); ``depth`` is
     the number of model boundaries from the start (1 = an immediate parent / child column);
-    ``via`` is the ``(node_id, column)`` one step closer to the start.
+    ``via`` is the ``(node_id, column)`` one step closer to the start.  ``self_ref`` is true for
+    a model's own earlier state: the node read (upstream) or feeds (downstream) its own table.
     """
 
     node_id: str | None
@@ -55,12 +61,13 @@ class Hop:
     kind: Kind
     depth: int
     via: tuple[str | None, str] | None = None
+    self_ref: bool = False
 
     @property
     def label(self) -> str:
         """``node_id.column``, or ``relation.column`` for an external relation."""
         owner = self.node_id or (self.relation.key if self.relation else "?")
-        return f"{owner}.{self.column}"
+        return f"{owner}.{self.column}" + (" (previous state)" if self.self_ref else "")
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -70,6 +77,7 @@ class Hop:
             "kind": self.kind,
             "depth": self.depth,
             "via": list(self.via) if self.via else None,
+            "self_ref": self.self_ref,
         }
 
 
@@ -150,10 +158,8 @@ class LineageIndex:
         if indirect:
             refs += ml.query_indirect
         for ref in refs:
-            writer = self.writers.get(ref.relation.key)
-            if writer == node:  # an incremental model reading its own table
-                continue
-            yield writer, ref.relation, ref.column, ref.kind
+            # an incremental model reading its own table yields itself: a self hop
+            yield self.writers.get(ref.relation.key), ref.relation, ref.column, ref.kind
 
     def _down(
         self, node: str | None, rel: Relation | None, column: str, indirect: bool
@@ -164,13 +170,10 @@ class LineageIndex:
         if rel is None or column == OPAQUE_COLUMN:
             return
         key = (rel.key, column)
-        for reader, out_col, kind in readers.get(key, ()):
-            if reader != node:
-                yield reader, self.outputs.get(reader), out_col, kind
+        for reader, out_col, kind in readers.get(key, ()):  # the node itself: a self hop
+            yield reader, self.outputs.get(reader), out_col, kind
         if indirect:
             for reader in self._query_readers.get(key, ()):
-                if reader == node:
-                    continue
                 for out_col in self.lineages[reader].columns:
                     yield reader, self.outputs.get(reader), out_col, "indirect"
             for reader in self._opaque_readers.get(rel.key, ()):
@@ -228,9 +231,11 @@ def _bfs(
     include_indirect: bool,
 ) -> list[Hop]:
     s_node, s_rel, s_col = start
-    start_key = (s_node, s_rel.key if s_rel else None, s_col)
-    best: dict[tuple[str | None, str | None, str], Hop] = {}
-    visited: set[tuple[tuple[str | None, str | None, str], str]] = {(start_key, "direct")}
+    start_key = (s_node, s_rel.key if s_rel else None, s_col, False)
+    # a hop is (node, relation, column, self_ref): a model's earlier state of a column is
+    # reported apart from the column itself, and walked on once like any other hop
+    best: dict[tuple[str | None, str | None, str, bool], Hop] = {}
+    visited: set[tuple[tuple[str | None, str | None, str, bool], str]] = {(start_key, "direct")}
     frontier: list[tuple[str | None, Relation | None, str, str]] = [
         (s_node, s_rel, s_col, "direct")
     ]
@@ -243,19 +248,26 @@ def _bfs(
                 k = "direct" if kind == "direct" and k2 == "direct" else "indirect"
                 if k == "indirect" and not include_indirect:
                     continue
-                key = (n2, rel2.key if rel2 else None, col2)
+                own = n2 is not None and n2 == node
+                key = (n2, rel2.key if rel2 else None, col2, own)
                 if key == start_key or (key, k) in visited or (key, "direct") in visited:
                     continue
                 visited.add((key, k))
                 prev = best.get(key)
                 if prev is None or (prev.kind == "indirect" and k == "direct"):
-                    best[key] = Hop(n2, rel2, col2, k, level, (node, col))  # type: ignore[arg-type]
-                if n2 is not None:
+                    best[key] = Hop(n2, rel2, col2, k, level, (node, col), own)  # type: ignore[arg-type]
+                if n2 is not None and not (own and (n2, key[1], col2, False) == start_key):
                     nxt.append((n2, rel2, col2, k))
         frontier = nxt
     return sorted(
         best.values(),
-        key=lambda h: (h.depth, h.node_id or "~", h.relation.key if h.relation else "", h.column),
+        key=lambda h: (
+            h.depth,
+            h.node_id or "~",
+            h.relation.key if h.relation else "",
+            h.column,
+            h.self_ref,
+        ),
     )
 
 

@@ -206,6 +206,20 @@ class DbtProvider:
             self.manifest = res.result
         return self.manifest
 
+    @property
+    def adapter_type(self) -> str | None:
+        """The adapter of the profile's target (``duckdb``, ``snowflake``, ...), from the manifest."""
+        meta = getattr(self._parse(), "metadata", None)
+        return getattr(meta, "adapter_type", None) or None
+
+    @property
+    def dialect(self) -> str:
+        """The sqlglot dialect of the SQL dbt compiles: the adapter's (the workspace's
+        ``[warehouse] dialect`` only for an adapter sqlglot does not know)."""
+        from splice.providers.dbt_render import dialect_for_adapter
+
+        return dialect_for_adapter(self.adapter_type, self.ctx.dialect)
+
     # -- graph ----------------------------------------------------------------------------------
     def load(self) -> list[Node]:
         m = self._parse()
@@ -215,10 +229,13 @@ class DbtProvider:
         rel_of: dict[str, Any] = {}
         nodes: list[Node] = []
 
+        dialect = self.dialect
+
         def rel(text: str | None) -> Any:
-            if not text or _reads_files(text, self.ctx.dialect):
+            # written in the project's dialect, named by the workspace's (relations must meet)
+            if not text or _reads_files(text, dialect):
                 return None
-            return parse_relation(text, dialect=self.ctx.dialect)
+            return parse_relation(text, dialect=self.ctx.dialect, read=dialect)
 
         for uid, s in m.sources.items():
             r = rel(s.relation_name)
@@ -277,7 +294,7 @@ class DbtProvider:
                     columns=_seed_columns(n)
                     if kind == "seed"
                     else {c.name: c.data_type or "" for c in n.columns.values()},
-                    dialect=self.ctx.dialect,
+                    dialect=dialect,
                     language=lang,
                     materialization=materialized,
                     path=n.original_file_path,
@@ -288,6 +305,7 @@ class DbtProvider:
                         "package": n.package_name,
                         "checksum": n.checksum.checksum if getattr(n, "checksum", None) else None,
                         **_version_meta(n),
+                        "adapter_type": self.adapter_type,  # its SQL is in this adapter's dialect
                     },
                 )
             )
@@ -339,7 +357,7 @@ class DbtProvider:
                 continue
             if n.language != "sql":
                 out[n.id] = RenderedSQL(
-                    n.id, None, self.ctx.dialect, f"{n.language} model: no SQL to analyse"
+                    n.id, None, self.dialect, f"{n.language} model: no SQL to analyse"
                 )
                 continue
             todo.append(n)
@@ -351,7 +369,14 @@ class DbtProvider:
             args += ["--select", *[_selector_for(m.nodes[u]) for u in by_uid]]
         else:
             args += ["--select", "resource_type:model", "resource_type:snapshot"]
-        res = self.invoke(args, label="compile")
+        from splice.providers.dbt_render import incremental_branch
+
+        try:  # see dbt_render: incrementals as an incremental run sees them
+            with incremental_branch(m):
+                res = self.invoke(args, label="compile")
+        except ProjectError:  # that branch needs the warehouse: compile the first run's SQL
+            with incremental_branch(m, incremental=False):
+                res = self.invoke(args, label="compile")
         results = getattr(res.result, "results", None) or []
         for r in results:
             node = getattr(r, "node", None)
@@ -360,14 +385,12 @@ class DbtProvider:
             sn = by_uid[node.unique_id]
             code = getattr(node, "compiled_code", None)
             if code:
-                out[sn.id] = RenderedSQL(sn.id, code, self.ctx.dialect)
+                out[sn.id] = RenderedSQL(sn.id, code, self.dialect)
             else:
                 msg = getattr(r, "message", None) or "dbt did not compile it"
-                out[sn.id] = RenderedSQL(sn.id, None, self.ctx.dialect, f"not compiled: {msg}")
+                out[sn.id] = RenderedSQL(sn.id, None, self.dialect, f"not compiled: {msg}")
         for n in todo:
-            out.setdefault(
-                n.id, RenderedSQL(n.id, None, self.ctx.dialect, "dbt did not compile it")
-            )
+            out.setdefault(n.id, RenderedSQL(n.id, None, self.dialect, "dbt did not compile it"))
         return out
 
     def close(self) -> None:

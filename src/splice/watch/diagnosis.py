@@ -126,7 +126,10 @@ def _path(
     from splice.lineage_service import column_lineage
 
     res = column_lineage(ws, start, direction="upstream")
-    direct = [h for h in res["upstream"] if h["kind"] == "direct" and h["node"]]
+    # a model's own previous state (self_ref) is no step towards the origin
+    direct = [
+        h for h in res["upstream"] if h["kind"] == "direct" and h["node"] and not h.get("self_ref")
+    ]
     by_via: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for h in direct:
         by_via[h["via"]].append(h)
@@ -163,7 +166,11 @@ def _path(
         if not feed:
             for k in origin_keys:
                 sub = column_lineage(ws, k, direction="upstream", depth=1)
-                feed += [h for h in sub["upstream"] if h["kind"] == "direct" and h["node"]]
+                feed += [
+                    h
+                    for h in sub["upstream"]
+                    if h["kind"] == "direct" and h["node"] and not h.get("self_ref")
+                ]
         for h in feed:
             n = graph.nodes.get(h["node"])
             if n is not None and n.kind in sources_kinds:
