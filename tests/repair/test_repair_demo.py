@@ -225,7 +225,7 @@ def test_at_l3_a_proven_reload_is_approved_and_applied_by_splice_itself(
 
     from splice.demo.vendor import set_incident
     from splice.repair import auditlog, autonomy, store, undo
-    from splice.repair.flow import apply
+    from splice.repair.flow import apply, request_approval
     from splice.repair.model import Proposal, Step
     from splice.workspace import Workspace
 
@@ -251,12 +251,7 @@ def test_at_l3_a_proven_reload_is_approved_and_applied_by_splice_itself(
         entries = undo.capture(ws, p.proposal_id, [
             ("ingestion:fx_rates_ingest", "warehouse.raw.fx_rates", "rate_date", day0, day1)])  # fmt: skip
         undo.verify_restorable(ws, entries)
-
-        def pending(cur: Proposal) -> None:
-            cur.undo, cur.requested_at = entries, now
-
-        return store.transition(ws.state, p.proposal_id, "pending", actor="splice-agent",
-                                update=pending)  # fmt: skip
+        return request_approval(ws, p.proposal_id, entries, actor="splice-agent", now=now)
 
     with Workspace.open(ws_dir) as ws:
         first = reload_proposal(ws)

@@ -139,13 +139,25 @@ def propose(
     targets = [(t.node_id, t.relation, t.time_column, t.start, t.end) for t in draft.touches]
     entries = undo.capture(ws, proposal.proposal_id, targets)
     undo.verify_restorable(ws, entries)
+    return request_approval(ws, proposal.proposal_id, entries, actor=actor, now=now)
+
+
+def request_approval(
+    ws: Any, proposal_id: str, entries: list[Any], *, actor: str, now: float | None = None
+) -> Proposal:
+    """A proposal whose undo was captured and tested asks for approval: it becomes pending, and
+    the audit log records each undo entry (relation, rows, checksum), which every later use of
+    the undo is checked against (:func:`splice.repair.undo.check_as_requested`)."""
+    import time
+
+    at = time.time() if now is None else now
 
     def with_undo(p: Proposal) -> None:
         p.undo = entries
-        p.requested_at = now
+        p.requested_at = at
 
     return store.transition(
-        state, proposal.proposal_id, "pending", actor=actor, now=now, update=with_undo,
+        ws.state, proposal_id, "pending", actor=actor, now=at, update=with_undo,
         comment="undo captured and verified restorable; approval requested",
         payload={"undo": [{"relation": e.relation, "rows": e.rows, "checksum": e.checksum}
                           for e in entries]},
