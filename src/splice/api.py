@@ -344,9 +344,11 @@ def list_proposals(ws: Workspace, *, include_closed: bool = False) -> list[tuple
     from splice.repair import store
     from splice.repair.approvals import asked, refresh_all
     from splice.repair.domains import domain_named
+    from splice.repair.recovery import recover_interrupted_applies
 
+    recover_interrupted_applies(ws)
     refresh_all(ws)
-    closed = {"rejected", "expired", "undone"}
+    closed = {"rejected", "expired", "undone", "interrupted"}
     out = []
     for p in store.list_proposals(ws.state, target=ws.target):
         if p.status in closed and not include_closed:

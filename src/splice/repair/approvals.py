@@ -44,6 +44,13 @@ def _hours(seconds: float) -> str:
     return (f"{h}h" if h else "") + (f"{m}m" if m or not h else "")
 
 
+def _recover(ws: Any) -> None:
+    """A proposal stuck in applying by a dead process is recovered first."""
+    from splice.repair.recovery import recover_interrupted_applies
+
+    recover_interrupted_applies(ws)
+
+
 def _domain(ws: Any, p: Proposal) -> Any:
     from splice.repair.domains import domain_named
 
@@ -151,6 +158,7 @@ def approve(
 ) -> Proposal:
     """``splice approve``: a named owner, not the requester, approves a pending proposal."""
     name = _person(actor, "an approval")
+    _recover(ws)
     p = refresh(ws, store.load(ws.state, proposal_id), now=now)
     dom = _domain(ws, p)
 
@@ -203,6 +211,7 @@ def reject(
     name = _person(actor, "a rejection")
     if not reason.strip():
         raise ApprovalError("a rejection needs a reason.", fix="pass --reason TEXT")
+    _recover(ws)
     p = refresh(ws, store.load(ws.state, proposal_id), now=now)
     dom = _domain(ws, p)
 

@@ -40,7 +40,7 @@ HEAD_KEY = "audit_head"
 #: What the log records (``kind``).
 KINDS = (
     "propose", "request", "approve", "reject", "escalate", "expire", "stop", "resume",
-    "apply", "applied", "failed", "verify", "undo", "receipt", "status",
+    "apply", "applied", "failed", "interrupted", "verify", "undo", "receipt", "status",
 )  # fmt: skip
 
 

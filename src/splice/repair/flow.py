@@ -12,6 +12,7 @@ their baseline and nothing outside the scope moved.  The receipt goes into the a
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -63,9 +64,12 @@ def propose(
     from splice.names import normalise_name
     from splice.repair import undo
     from splice.repair.draft import draft_repair
+    from splice.repair.recovery import recover_interrupted_applies
     from splice.watch.incidents import get_incident
 
     say = progress or (lambda _m: None)
+    for note in recover_interrupted_applies(ws):
+        say(note)
     actor = normalise_name(actor)
     if not actor:
         raise ApprovalError("a proposal needs the name of who asks for it (a visible name).",
@@ -179,11 +183,14 @@ def apply(
     from splice.repair import undo
     from splice.repair.apply_plan import repair_plan
     from splice.repair.approvals import check_may_apply, refresh
+    from splice.repair.recovery import recover_interrupted_applies
     from splice.repair.verify import verify
     from splice.watch.incidents import get_incident
 
     say = progress or (lambda _m: None)
     state = ws.state
+    for note in recover_interrupted_applies(ws):
+        say(note)
     p = refresh(ws, store.load(state, proposal_id), now=now)
     if p.status in ("applied", "applying"):
         raise RepairError(f"proposal {p.proposal_id} is already {p.status}; it runs once.",
@@ -194,7 +201,10 @@ def apply(
     say("Checking the warehouse still holds what the undo recorded")
     undo.check_as_requested(ws, p)
     undo.check_unchanged(ws, p.undo)
-    p = store.transition(state, p.proposal_id, "applying", actor=actor, now=now)
+    from splice.run.journal import this_host
+
+    p = store.transition(state, p.proposal_id, "applying", actor=actor, now=now,
+                         payload={"pid": os.getpid(), "host": this_host()})  # fmt: skip
     plan = repair_plan(ws, p)
     say(f"Running the repair: {', '.join(s.kind for s in p.steps)}")
     report = api.run_plan(ws, plan, progress=run_progress, execution_time=execution_time,
@@ -205,6 +215,9 @@ def apply(
         comment=f"run {report.run_id}: {report.status}",
         payload={"run_id": report.run_id, "status": report.status, "counts": report.counts()},
     )  # fmt: skip
+    from splice.faults import pause
+
+    pause(ws.splice_dir, "verify")
     verification = None
     if not report.ok and p.undo:
         say("The run failed: putting back what the undo recorded")

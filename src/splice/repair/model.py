@@ -8,7 +8,8 @@ the repair rewrites).  It round-trips through JSON (:meth:`Proposal.as_dict` /
 Statuses and the only transitions allowed (:data:`TRANSITIONS`)::
 
     draft ──> pending ──> approved ──> applying ──> applied ──> undone
-      │          │          │             └──────> failed ───> undone
+      │          │          │             ├──────> failed ───> undone
+      │          │          │             └──────> interrupted ──> undone  (its apply died)
       │          ├──────────┼──> rejected   (an approval is revoked by an owner before apply)
       └──────────┴──────────┴──> expired    (an approval not applied in time expires too)
 
@@ -36,7 +37,16 @@ from typing import Any, Literal
 StepKind = Literal["reload", "restate", "rebuild"]
 ChangeClass = Literal["reload_ingestion", "restatement", "model_change"]
 Status = Literal[
-    "draft", "pending", "approved", "rejected", "expired", "applying", "applied", "failed", "undone"
+    "draft",
+    "pending",
+    "approved",
+    "rejected",
+    "expired",
+    "applying",
+    "applied",
+    "failed",
+    "interrupted",
+    "undone",
 ]
 
 CHANGE_CLASSES: tuple[str, ...] = ("reload_ingestion", "restatement", "model_change")
@@ -46,9 +56,11 @@ TRANSITIONS: dict[str, frozenset[str]] = {
     "draft": frozenset({"pending", "rejected", "expired"}),
     "pending": frozenset({"approved", "rejected", "expired"}),
     "approved": frozenset({"applying", "rejected", "expired"}),
-    "applying": frozenset({"applied", "failed"}),
+    "applying": frozenset({"applied", "failed", "interrupted"}),
     "applied": frozenset({"undone"}),
     "failed": frozenset({"undone"}),
+    # its apply died; the undo was restored (or restoring it failed: undo may be tried again)
+    "interrupted": frozenset({"undone"}),
     "rejected": frozenset(),
     "expired": frozenset(),
     "undone": frozenset(),

@@ -9,12 +9,12 @@ after it), with the last lines of its output as the reason.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from typing import Any
 
+from splice.run.children import run_child
 from splice.run.executors import INGESTION_CAPABILITIES, SegmentJob, SegmentOutcome, Sink
 from splice.run.report import NodeResult
 
@@ -51,13 +51,10 @@ class IngestionExecutor:
             with open(self.ws.log_path, "a") as log:
                 log.write(f"\n===== reload {node.id}: {' '.join(argv)}\n")
                 log.flush()
-                try:
-                    proc = subprocess.run(
-                        argv, cwd=self.ws.root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                        text=True, timeout=TIMEOUT_S, check=False,
-                    )  # fmt: skip
-                    out, code = proc.stdout or "", proc.returncode
-                except (OSError, subprocess.TimeoutExpired) as e:
+                try:  # the job is a child of this run: it dies with it (splice.run.children)
+                    out, code = run_child(argv, cwd=self.ws.root, splice_dir=self.ws.splice_dir,
+                                          timeout=TIMEOUT_S)  # fmt: skip
+                except OSError as e:
                     out, code = str(e), -1
                 log.write(out)
             duration = time.perf_counter() - t0

@@ -30,6 +30,7 @@ DECISION_FOR = {
     "applying": "apply",
     "applied": "applied",
     "failed": "failed",
+    "interrupted": "interrupted",
     "undone": "undo",
 }
 _ID = re.compile(r"^PR-(\d+)$", re.IGNORECASE)

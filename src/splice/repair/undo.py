@@ -264,12 +264,15 @@ def undo(ws: Any, proposal_id: str, *, actor: str, now: float | None = None) -> 
     """``splice undo``: restore an applied (or failed) proposal's undo and record it."""
     from splice.repair import store
     from splice.repair.approvals import check_may_undo
+    from splice.repair.recovery import recover_interrupted_applies
 
+    recover_interrupted_applies(ws)
     p = store.load(ws.state, proposal_id)
     actor = check_may_undo(ws, p, actor)
-    if p.status not in ("applied", "failed"):
+    if p.status not in ("applied", "failed", "interrupted"):
         raise RepairError(
-            f"proposal {p.proposal_id} is {p.status}; only an applied or failed repair is undone.",
+            f"proposal {p.proposal_id} is {p.status}; only an applied, failed or interrupted "
+            "repair is undone.",
             fix="splice proposals shows every proposal's status",
         )
     if not p.undo:

@@ -119,6 +119,9 @@ class _Run:
         todo: dict[str, list[str]] = {}
         results: dict[str, SegmentResult] = {}
         for seg in segments:
+            from splice.faults import pause
+
+            pause(self.ws.splice_dir, f"segment:{seg.id}")
             res = SegmentResult(seg.id, seg.project, seg.format, seg.environment, "success")
             results[seg.id] = res
             self.emit(

@@ -144,6 +144,14 @@ def run_session(
         lock.acquire()
         notes = list(lock.notes)
         notes += recover_interrupted(ws, journal, held_targets={ws.target})
+        from splice.run.children import kill_orphans
+
+        for child in kill_orphans(ws.splice_dir):  # a dead run's jobs die before we start
+            notes.append(f"killed process group {child['pgid']} left by a dead run "
+                         f"({' '.join(child.get('argv') or [])})")  # fmt: skip
+        from splice.repair.recovery import recover_interrupted_applies
+
+        notes += recover_interrupted_applies(ws, lock_held=True)
         journal.open_run(
             run_id, target=ws.target, selector=selector, exclude=exclude, command=command
         )

@@ -1,0 +1,96 @@
+"""Child processes of a run (an ingestion reload, a command job) belong to the run.
+
+Each child starts in a process group of its own, asks the kernel to kill it when its parent
+dies (Linux ``PR_SET_PDEATHSIG``), and is recorded under ``.splice/locks/children/`` while it
+runs, so that whoever takes over a dead run's lock kills what is left of it
+(:func:`kill_orphans`) before anything else touches the warehouse.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:  # runs in the child, between fork and exec
+    os.setsid()
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(Exception):
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def run_child(argv: list[str], *, cwd: Path, splice_dir: Path, timeout: float) -> tuple[str, int]:
+    """Run ``argv`` as a child of this run; returns (its output, its exit code)."""
+    registry = splice_dir / "locks" / "children"
+    registry.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen(  # noqa: S603 - the job's own command, as declared in splice.toml
+        argv,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=_die_with_parent,  # noqa: PLW1509 - no threads start between fork and exec
+    )
+    mark = registry / f"{proc.pid}.json"
+    mark.write_text(json.dumps({"pid": proc.pid, "pgid": proc.pid, "parent": os.getpid(),
+                                "argv": argv}))  # fmt: skip
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+        return out or "", proc.returncode
+    except subprocess.TimeoutExpired:
+        _kill_group(proc.pid)
+        out, _ = proc.communicate()
+        return (out or "") + f"\n(killed after {timeout:.0f} s)", -1
+    except BaseException:
+        _kill_group(proc.pid)
+        raise
+    finally:
+        mark.unlink(missing_ok=True)
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def kill_orphans(splice_dir: Path) -> list[dict[str, Any]]:
+    """Kill the process groups of children whose parent is gone; returns what was killed.
+
+    Call it only while holding the run lock (no live run owns them then)."""
+    registry = splice_dir / "locks" / "children"
+    killed: list[dict[str, Any]] = []
+    if not registry.is_dir():
+        return killed
+    for mark in registry.glob("*.json"):
+        try:
+            info = json.loads(mark.read_text())
+        except (OSError, ValueError):
+            mark.unlink(missing_ok=True)
+            continue
+        parent = int(info.get("parent") or 0)
+        if parent and parent != os.getpid() and _alive(parent):
+            continue  # its run is alive: not ours to kill
+        if _alive(int(info.get("pid") or 0)):
+            _kill_group(int(info.get("pgid") or info.get("pid") or 0))
+            killed.append(info)
+        mark.unlink(missing_ok=True)
+    return killed
