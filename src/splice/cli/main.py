@@ -43,6 +43,12 @@ class SpliceGroup(click.Group):
         except Exception as e:  # noqa: BLE001 - the boundary itself
             if _State.debug:
                 traceback.print_exc()
+            from splice.faults_env import environmental_error
+
+            known = environmental_error(e)  # a locked warehouse, a full disk: not a bug
+            if known is not None:
+                _fail(_escape(known.one_line()), known.exit_code)
+                return None
             _fail(
                 _escape(
                     f"unexpected {type(e).__name__}: {e}. This is a bug in Splice; rerun with --debug for the traceback."

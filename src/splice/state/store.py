@@ -19,6 +19,27 @@ from splice.state.migrations import MIGRATIONS
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
+def _open_error(path: Path, e: sqlite3.DatabaseError) -> StateError:
+    """Why the state cannot be opened, told as what it is (a full disk is not a bad file)."""
+    import shutil
+
+    try:
+        free = shutil.disk_usage(path.parent).free
+    except OSError:
+        free = None
+    if free is not None and free < 1024 * 1024:
+        return StateError(
+            f"Splice state {path} cannot be opened: the disk is full ({free} bytes free; {e}).",
+            fix="free space on that disk, then run the same command again",
+            retry=True,
+        )
+    return StateError(
+        f"Splice state {path} cannot be opened: {e}.",
+        fix="check the disk and the file's permissions; if the file is not a Splice state, "
+        "move it aside (a workspace that had state then needs --new-state to start anew)",
+    )
+
+
 class StateStore:
     """A thin wrapper over SQLite. Opened per command; closed at once.
 
@@ -43,10 +64,7 @@ class StateStore:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA foreign_keys=ON")
         except sqlite3.DatabaseError as e:
-            raise StateError(
-                f"Splice state {path} cannot be opened: {e}.",
-                fix="move the file aside if it is not a Splice state; Splice will start a new one",
-            ) from None
+            raise _open_error(path, e) from None
         store = cls(conn, path)
         store._migrate()
         return store
