@@ -85,7 +85,8 @@ class Booking(NamedTuple):
 
 def bookings_per_day(day: date, rng: random.Random) -> int:
     """How many bookings ``day`` gets: weekly pattern x summer trend x a little noise."""
-    summer = 1.15 - 0.3 * (day - Q3_START).days / ((Q3_END - Q3_START).days or 1)
+    into = min(max((day - Q3_START).days / ((Q3_END - Q3_START).days or 1), 0.0), 1.0)
+    summer = 1.15 - 0.3 * into  # the summer trend of Q3; flat before and after it
     return max(1, round(BASE_PER_DAY * WEEKLY[day.weekday()] * summer * rng.gauss(1.0, 0.04)))
 
 

@@ -228,7 +228,19 @@ def _build_projects(workspace: Path, execution_time: datetime) -> dict[str, int]
     return by_project
 
 
-def _check_warehouse(workspace: Path, through: date = Q3_END) -> dict[str, int]:
+def _start_models_at(workspace: Path, start: date) -> None:
+    """The SQLMesh models start at ``start`` (their default is the quarter's first day)."""
+    config = workspace / PRICING_DIR / "config.py"
+    text = config.read_text()
+    old = f'start="{Q3_START.isoformat()}"'
+    if old not in text:
+        raise DemoError(f"{config}: no {old} to move the models' start to {start}.")
+    config.write_text(text.replace(old, f'start="{start.isoformat()}"'))
+
+
+def _check_warehouse(
+    workspace: Path, through: date = Q3_END, start: date = Q3_START
+) -> dict[str, int]:
     import duckdb
 
     con = duckdb.connect(str(warehouse_path(workspace)))
@@ -252,7 +264,7 @@ def _check_warehouse(workspace: Path, through: date = Q3_END) -> dict[str, int]:
         }
     finally:
         con.close()
-    days = (through - Q3_START).days + 1
+    days = (through - start).days + 1
     problems = [
         f"{k} = {counts[k]}, expected {v}"
         for k, v in {
@@ -277,6 +289,7 @@ def build_demo(
     force: bool = False,
     progress: Callable[[str], None] | None = None,
     through: date = Q3_END,
+    start: date = Q3_START,
 ) -> DemoResult:
     """Write the demo workspace into ``directory`` and build Q3 2026 in it.
 
@@ -285,7 +298,9 @@ def build_demo(
     already in ``directory`` (and refuses to touch a directory that is not one).  ``progress``
     receives one line per step; the tools' own output goes to ``.splice/logs/demo.log``.
     ``through`` ends the build early (the incident story builds up to Sunday 2026-09-27, then
-    lets production run on: :mod:`splice.demo.story`).
+    lets production run on: :mod:`splice.demo.story`).  ``start`` begins the history earlier
+    than the quarter (a benchmark builds a year: ``bench/repair.py --since``); the SQLMesh
+    models start there too.
     """
     t0 = time.perf_counter()
     check_incident(incident)
@@ -297,7 +312,7 @@ def build_demo(
         warehouse=warehouse_path(workspace),
         log_path=log_path,
         incident=incident,
-        start=Q3_START,
+        start=start,
         end=through,
     )
     execution_time = datetime.combine(through + timedelta(days=1), datetime.min.time())
@@ -333,19 +348,21 @@ def build_demo(
 
         with step("workspace", f"Writing the workspace to {workspace}"):
             write_workspace(workspace, incident=incident)
+            if start != Q3_START:
+                _start_models_at(workspace, start)
         if incident:
             say(f"Incident {incident!r} is switched on at the vendor (vendor/vendor.json)")
 
-        with step("rates", f"Loading FX rates {Q3_START} .. {through} from the vendor (dlt)"):
+        with step("rates", f"Loading FX rates {start} .. {through} from the vendor (dlt)"):
             from splice.demo.ingest import ingest_fx_rates
 
-            rates = ingest_fx_rates(workspace, Q3_START, through)
+            rates = ingest_fx_rates(workspace, start, through)
             result.counts["rate_days"] = len(rates.days_loaded)
 
-        with step("bookings", f"Loading bookings {Q3_START} .. {through}"):
+        with step("bookings", f"Loading bookings {start} .. {through}"):
             from splice.demo.bookings import load_bookings
 
-            result.counts["bookings"] = load_bookings(workspace, Q3_START, through).rows
+            result.counts["bookings"] = load_bookings(workspace, start, through).rows
 
         with step("build", "Building pricing (SQLMesh) and finance (dbt): splice run (prod)"):
             built = _build_projects(workspace, execution_time)
@@ -353,7 +370,7 @@ def build_demo(
             result.counts["dbt_nodes"] = built.get("finance", 0) + built.get("checks", 0)
 
         with step("check", "Checking the warehouse"):
-            result.counts.update(_check_warehouse(workspace, through))
+            result.counts.update(_check_warehouse(workspace, through, start))
 
         result.elapsed_seconds = round(time.perf_counter() - t0, 3)
         record = {
@@ -361,7 +378,7 @@ def build_demo(
             "built_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "workspace": str(workspace),
             "quarter": "2026-Q3",
-            "start": Q3_START.isoformat(),
+            "start": start.isoformat(),
             "end": through.isoformat(),
             "execution_time": execution_time.isoformat(),
             "incident": incident,

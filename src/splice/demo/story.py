@@ -50,9 +50,14 @@ class StoryResult:
 
 
 def tell_stale_rates(
-    directory: Path, *, force: bool = False, progress: Callable[[str], None] | None = None
+    directory: Path,
+    *,
+    force: bool = False,
+    progress: Callable[[str], None] | None = None,
+    start: date | None = None,
 ) -> StoryResult:
-    """Build the clean quarter, baseline it, let the vendor freeze, run on, and watch."""
+    """Build the clean quarter (from ``start``: a longer history), baseline it, let the
+    vendor freeze, run on, and watch."""
     from splice import api
     from splice.demo.bookings import load_bookings
     from splice.demo.build import build_demo
@@ -62,7 +67,13 @@ def tell_stale_rates(
     from splice.workspace import Workspace
 
     say = progress or (lambda _m: None)
-    built = build_demo(directory, force=force, progress=progress, through=CLEAN_THROUGH)
+    built = build_demo(
+        directory,
+        force=force,
+        progress=progress,
+        through=CLEAN_THROUGH,
+        **({"start": start} if start is not None else {}),
+    )
     ws_dir = built.workspace
     with Workspace.open(ws_dir) as ws:
         say("Baselining every metric and monitor (splice watch --backfill)")
