@@ -228,6 +228,8 @@ def run(
     """
     from splice.run.runner import run as _run
 
+    if fresh:
+        ws.use_cache = False  # from scratch: the graph too is loaded through the tools
     return _run(
         ws,
         selector,
@@ -296,6 +298,8 @@ def plan(
     """The plan for ``ws.target``: per node BUILD or REUSE and why, in segments (a Plan)."""
     from splice.plan.planner import make_plan
 
+    if fresh:
+        ws.use_cache = False  # from scratch: the graph too is loaded through the tools
     return make_plan(ws, selector, exclude=exclude, execution_time=execution_time, fresh=fresh)
 
 

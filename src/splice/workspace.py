@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +33,14 @@ class Workspace:
     Open it with :meth:`open`; close it (or use ``with``) so the tools release the warehouse.
     """
 
-    def __init__(self, root: Path, config: WorkspaceConfig, target: str | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        config: WorkspaceConfig,
+        target: str | None = None,
+        *,
+        use_cache: bool | None = None,
+    ) -> None:
         self.root = root
         self.config = config
         self.target = target or config.workspace.default_target
@@ -52,16 +60,26 @@ class Workspace:
         self._graph: Graph | None = None
         self._state: StateStore | None = None
         self.timings = Timings()
+        # the graph cache (splice.graph_cache): off with --no-cache or SPLICE_NO_CACHE=1
+        self.use_cache = (
+            use_cache
+            if use_cache is not None
+            else os.environ.get("SPLICE_NO_CACHE", "") in ("", "0")
+        )
+        self.graph_key: str | None = None
+        self.graph_cached = False  # True when graph() came from the cache
 
     @classmethod
-    def open(cls, root: Path | str = ".", target: str | None = None) -> Workspace:
+    def open(
+        cls, root: Path | str = ".", target: str | None = None, *, use_cache: bool | None = None
+    ) -> Workspace:
         root = Path(root).resolve()
         if not root.is_dir():
             raise ConfigError(
                 f"workspace {root} does not exist.",
                 fix="pass --workspace DIR of an existing directory",
             )
-        return cls(root, load_config(root), target)
+        return cls(root, load_config(root), target, use_cache=use_cache)
 
     def __enter__(self) -> Workspace:
         return self
@@ -128,8 +146,32 @@ class Workspace:
 
     # -- graph -------------------------------------------------------------------------------
     def graph(self) -> Graph:
+        """The joined graph: from the graph cache when nothing it depends on changed
+        (:mod:`splice.graph_cache`; no tool is loaded), else loaded from every project."""
         if self._graph is not None:
             return self._graph
+        if self.use_cache:
+            from splice import graph_cache
+
+            t0 = time.perf_counter()
+            self.graph_key = graph_cache.graph_key(self)
+            self.timings.add("cache_key", time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            hit = graph_cache.lookup(self, self.graph_key)
+            if hit is not None:
+                self.timings.add("cache_read", time.perf_counter() - t0)
+                self._graph = hit
+                self.graph_cached = True
+                return hit
+        graph = self.load_graph()
+        if self.use_cache and self.graph_key is not None:
+            from splice import graph_cache
+
+            graph_cache.store(self, self.graph_key, graph)
+        return graph
+
+    def load_graph(self) -> Graph:
+        """The joined graph, loaded from every project through its tool (no cache)."""
         nodes: list[Node] = []
         for spec in self.config.projects:
             t0 = time.perf_counter()

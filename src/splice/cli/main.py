@@ -83,21 +83,38 @@ def emit_json(data: Any) -> None:
     "-v", "--verbose", is_flag=True, help="Show the tools' own output (dbt, SQLMesh, dlt)."
 )
 @click.option("--debug", is_flag=True, help="Show full tracebacks.")
+@click.option(
+    "--no-cache",
+    is_flag=True,
+    envvar="SPLICE_NO_CACHE",
+    help="Load the graph and column lineage through dbt and SQLMesh, ignoring the graph cache.",
+)
 @click.version_option(package_name="splice")
 @click.pass_context
-def cli(ctx: click.Context, workspace: str, target: str | None, verbose: bool, debug: bool) -> None:
+def cli(
+    ctx: click.Context,
+    workspace: str,
+    target: str | None,
+    verbose: bool,
+    debug: bool,
+    no_cache: bool,
+) -> None:
     """Splice: one graph, one plan and one production watch across dbt and SQLMesh."""
     from splice.capture import set_verbose
 
     _State.debug = debug
     set_verbose(verbose)
-    ctx.obj = {"workspace": Path(workspace), "target": target}
+    ctx.obj = {"workspace": Path(workspace), "target": target, "no_cache": no_cache}
 
 
 def open_workspace(ctx: click.Context) -> Any:
     from splice.workspace import Workspace
 
-    return Workspace.open(ctx.obj["workspace"], target=ctx.obj["target"])
+    return Workspace.open(
+        ctx.obj["workspace"],
+        target=ctx.obj["target"],
+        use_cache=False if ctx.obj.get("no_cache") else None,
+    )
 
 
 COMMAND_MODULES = (
