@@ -502,9 +502,7 @@ def make_plan(
         node = g.nodes[n]
         if node.tool == "sqlmesh":
             continue
-        manifest = (
-            getattr(ws.provider(node.project), "manifest", None) if node.tool == "dbt" else None
-        )
+        manifest = ws.provider(node.project)._parse() if node.tool == "dbt" else None
         mnode = (
             manifest.nodes.get(str(node.meta.get("unique_id"))) if manifest is not None else None
         )
