@@ -150,14 +150,14 @@ class Workspace:
         (:mod:`splice.graph_cache`; no tool is loaded), else loaded from every project."""
         if self._graph is not None:
             return self._graph
-        if self.use_cache:
+        if self.use_cache and self._keeps_cache():
             from splice import graph_cache
 
             t0 = time.perf_counter()
             self.graph_key = graph_cache.graph_key(self)
             self.timings.add("cache_key", time.perf_counter() - t0)
             t0 = time.perf_counter()
-            hit = graph_cache.lookup(self, self.graph_key)
+            hit = graph_cache.lookup(self, self.graph_key) if self.state_path.exists() else None
             if hit is not None:
                 self.timings.add("cache_read", time.perf_counter() - t0)
                 self._graph = hit
@@ -169,6 +169,12 @@ class Workspace:
 
             graph_cache.store(self, self.graph_key, graph)
         return graph
+
+    def _keeps_cache(self) -> bool:
+        """The cache lives in Splice's state: read it only where a state exists, and start a
+        state for it only in a workspace with a splice.toml (opening a lone dbt or SQLMesh
+        project, or failing to load one, leaves no state behind)."""
+        return self._state is not None or self.state_path.exists() or self.has_config
 
     def load_graph(self) -> Graph:
         """The joined graph, loaded from every project through its tool (no cache)."""
@@ -195,10 +201,13 @@ class Workspace:
 
     # -- state ---------------------------------------------------------------------------------
     @property
+    def state_path(self) -> Path:
+        return (self.root / self.config.workspace.state).resolve()
+
+    @property
     def state(self) -> StateStore:
         if self._state is None:
-            state = self.config.workspace.state
-            self._state = StateStore.open((self.root / state).resolve())
+            self._state = StateStore.open(self.state_path)
         return self._state
 
     def close(self) -> None:

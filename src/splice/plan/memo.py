@@ -36,6 +36,7 @@ from splice.plan.model import NodeDecision, Plan, Reason, Segment
 from splice.sqlrows import checksum_query
 
 KIND = "noop_plan"
+REUSED = "nothing changed since the plan of"  # how the memo's note begins
 STATE_TABLES = ("_intervals", "_environments")
 
 
@@ -147,7 +148,7 @@ def lookup(
     )
     plan.warnings = [
         *plan.warnings,
-        f"nothing changed since the plan of {made:%Y-%m-%d %H:%M:%S} UTC (project files, "
+        f"{REUSED} {made:%Y-%m-%d %H:%M:%S} UTC (project files, "
         f"Splice's evidence and SQLMesh's state are the same{until}): that plan is reused "
         "without loading the tools (--fresh plans from scratch)",
     ]

@@ -576,7 +576,9 @@ def explain(
             + (f", category {tv['change_category']}" if tv.get("change_category") else "")
             + f", {tv.get('missing_interval_count', 0)} missing intervals"
         )
-    lines += [f"  warning: {w}" for w in plan.warnings]
+    from splice.plan.memo import REUSED
+
+    lines += [f"  warning: {w}" for w in plan.warnings if not w.startswith(REUSED)]
     return "\n".join(lines)
 
 
