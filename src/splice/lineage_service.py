@@ -26,7 +26,6 @@ from splice.workspace import Workspace
 RENDER_KIND = "rendered_sql"
 RENDER_VERSION = "2"  # bump when the way Splice asks a tool to render changes
 LINEAGE_KIND = "lineage"
-WHOLE_KIND = "workspace_lineage"  # one slot per target: the last whole-workspace result
 
 
 @dataclass
@@ -205,11 +204,22 @@ def workspace_lineage(ws: Workspace, *, workers: int | None = None) -> Workspace
     graph = ws.graph()
     wh: dict[Relation, dict[str, str]] | None = None
     whole_key = None
-    if ws.graph_key is not None:  # the graph cache is on: try the whole result first
+    if ws.caching:  # the graph cache is on: the whole result, if nothing it rests on changed
+        from splice import lineage_warm
+
         wh = warehouse_columns(ws)
-        whole_key = _whole_key(ws, wh)
-        warm = _warm_lineage(ws, whole_key, t0)
-        if warm is not None:
+        whole_key = lineage_warm.whole_key(ws, RENDER_VERSION, wh)
+        hit = lineage_warm.lookup(ws, whole_key)
+        if hit is not None:
+            warm = WorkspaceLineage(hit)
+            warm.stats = {
+                "models": len(hit),
+                "analysed": 0,
+                "cached": len(hit),
+                "render_seconds": 0.0,
+                "seconds": round(time.perf_counter() - t0, 3),
+                "warm": True,
+            }
             ws._lineage_memo = warm  # type: ignore[attr-defined]
             return warm
     models = [
@@ -231,7 +241,6 @@ def workspace_lineage(ws: Workspace, *, workers: int | None = None) -> Workspace
             schema[rel] = cols
     result = WorkspaceLineage()
     analysed = cached_hits = 0
-    by_key: dict[str, str] = {}  # node id -> its lineage key, for the whole-workspace entry
     for wave in _levels(graph, models):
         items: dict[str, tuple[str, str, dict[str, Any], Relation | None]] = {}
         keys: dict[str, str] = {}
@@ -249,7 +258,6 @@ def workspace_lineage(ws: Workspace, *, workers: int | None = None) -> Workspace
             keys[nid] = lineage_key(
                 sql, dialect, nested, default_catalog=ws.default_catalog, output=node.writes
             )
-            by_key[nid] = keys[nid]
         cached = ws.state.cache_get_many(LINEAGE_KIND, keys.values())
         todo = {}
         for nid, key in keys.items():
@@ -303,53 +311,10 @@ def workspace_lineage(ws: Workspace, *, workers: int | None = None) -> Workspace
     }
     ws._lineage_memo = result  # type: ignore[attr-defined]
     if whole_key is not None:
-        _remember_whole(ws, whole_key, result, by_key)
+        from splice import lineage_warm
+
+        lineage_warm.remember(ws, whole_key, result.models)
     return result
-
-
-# -- the warm path: the whole workspace's lineage, while the graph and the warehouse are unchanged
-def _whole_key(ws: Workspace, wh: dict[Relation, dict[str, str]]) -> str:
-    """What the whole result rests on: the graph key (every input of the graph, Splice's and
-    the tools' versions, the target) and the warehouse's columns."""
-    h = hashlib.sha256(f"{RENDER_VERSION}|{ws.graph_key}|{ws.default_catalog}".encode())
-    for rel in sorted(wh):
-        h.update(f"\0{rel.key}:{sorted(wh[rel].items())}".encode())
-    return h.hexdigest()
-
-
-def _warm_lineage(ws: Workspace, whole_key: str, t0: float) -> WorkspaceLineage | None:
-    """The whole result kept by the last pass with the same key, read back without any
-    provider (None when there is none, or a model's entry is gone from the cache)."""
-    hit = ws.state.cache_get_many(WHOLE_KIND, [ws.target]).get(ws.target)
-    if not isinstance(hit, dict) or hit.get("key") != whole_key:
-        return None
-    entries: dict[str, Any] = hit.get("models") or {}
-    keyed = {nid: e["k"] for nid, e in entries.items() if "k" in e}
-    found = ws.state.cache_get_many(LINEAGE_KIND, set(keyed.values()))
-    if any(k not in found for k in keyed.values()):
-        return None
-    result = WorkspaceLineage()
-    for nid, e in entries.items():
-        data = found[e["k"]] if "k" in e else e["d"]
-        result.models[nid] = ModelLineage.from_dict(data)  # type: ignore[arg-type]
-    result.stats = {
-        "models": len(entries),
-        "analysed": 0,
-        "cached": len(entries),
-        "render_seconds": 0.0,
-        "seconds": round(time.perf_counter() - t0, 3),
-        "warm": True,
-    }
-    return result
-
-
-def _remember_whole(
-    ws: Workspace, whole_key: str, result: WorkspaceLineage, by_key: dict[str, str]
-) -> None:
-    models: dict[str, dict[str, Any]] = {}
-    for nid, ml in result.models.items():
-        models[nid] = {"k": by_key[nid]} if nid in by_key else {"d": ml.to_dict()}
-    ws.state.cache_put_many(WHOLE_KIND, {ws.target: {"key": whole_key, "models": models}})
 
 
 def _reads_for_schema(

@@ -150,31 +150,43 @@ class Workspace:
         (:mod:`splice.graph_cache`; no tool is loaded), else loaded from every project."""
         if self._graph is not None:
             return self._graph
-        if self.use_cache and self._keeps_cache():
+        if self.caching:
             from splice import graph_cache
 
+            key = self.inputs_key()
             t0 = time.perf_counter()
-            self.graph_key = graph_cache.graph_key(self)
-            self.timings.add("cache_key", time.perf_counter() - t0)
-            t0 = time.perf_counter()
-            hit = graph_cache.lookup(self, self.graph_key) if self.state_path.exists() else None
+            hit = graph_cache.lookup(self, key) if self.state_path.exists() else None
             if hit is not None:
                 self.timings.add("cache_read", time.perf_counter() - t0)
                 self._graph = hit
                 self.graph_cached = True
                 return hit
         graph = self.load_graph()
-        if self.use_cache and self.graph_key is not None:
+        if self.caching:
             from splice import graph_cache
 
-            graph_cache.store(self, self.graph_key, graph)
+            graph_cache.store(self, self.inputs_key(), graph)
         return graph
 
-    def _keeps_cache(self) -> bool:
-        """The cache lives in Splice's state: read it only where a state exists, and start a
-        state for it only in a workspace with a splice.toml (opening a lone dbt or SQLMesh
-        project, or failing to load one, leaves no state behind)."""
-        return self._state is not None or self.state_path.exists() or self.has_config
+    @property
+    def caching(self) -> bool:
+        """Whether the graph cache is used. It lives in Splice's state: read only where a
+        state exists, and a state is started for it only in a workspace with a splice.toml
+        (opening a lone dbt or SQLMesh project, or failing to load one, leaves no state)."""
+        return self.use_cache and (
+            self._state is not None or self.state_path.exists() or self.has_config
+        )
+
+    def inputs_key(self) -> str:
+        """The graph key (:func:`splice.graph_cache.graph_key`), taken once per Workspace:
+        a Workspace keeps the graph it loaded first, so it keeps that graph's key too."""
+        if self.graph_key is None:
+            from splice import graph_cache
+
+            t0 = time.perf_counter()
+            self.graph_key = graph_cache.graph_key(self)
+            self.timings.add("cache_key", time.perf_counter() - t0)
+        return self.graph_key
 
     def load_graph(self) -> Graph:
         """The joined graph, loaded from every project through its tool (no cache)."""

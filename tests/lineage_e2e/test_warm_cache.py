@@ -113,3 +113,37 @@ def test_warm_lineage_follows_the_warehouse_and_the_dlt_pipeline(fresh_demo: Pat
     schema.write_text(schema.read_text().replace('"rate_to_usd"', '"rate_in_usd"'))
     with Workspace.open(fresh_demo) as ws:
         assert graph_cache.graph_key(ws) != key
+
+
+def test_the_packed_lineage_carries_every_field() -> None:
+    from splice import lineage_warm
+    from splice.graph.model import Relation
+    from splice.lineage.types import ColumnLineage, ColumnRef, ModelLineage
+
+    a, b = Relation("w", "raw", "a"), Relation(None, "raw", "b")
+    ref = ColumnRef(a, "x", "indirect", ("JOIN", "FILTER"), True)
+    full = ModelLineage(
+        columns={
+            "x": ColumnLineage("x", [ref, ColumnRef(b, "y")], "partly opaque"),
+            "z": ColumnLineage("z"),
+        },
+        query_indirect=[ref],
+        opaque_reason="why",
+        warnings=["w1"],
+        reads=[a, b],
+        output=Relation("w", "marts", "m"),
+        dialect="duckdb",
+    )
+    import dataclasses
+
+    for f in dataclasses.fields(ModelLineage):  # every field differs from its default
+        assert getattr(full, f.name) != getattr(ModelLineage(), f.name), f.name
+    models = {"p:m": full, "p:empty": ModelLineage()}
+    back = lineage_warm.unpack(json.loads(json.dumps(lineage_warm.pack(models))))
+    assert back == models
+    assert type(back["p:m"].columns["x"].sources[0].subtypes) is tuple
+    # an entry packed with other fields is not read
+    stale = lineage_warm.pack(models)
+    assert stale is not None
+    stale["header"]["ColumnRef"] = ["relation", "column"]
+    assert lineage_warm.unpack(stale) is None

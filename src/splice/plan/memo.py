@@ -46,9 +46,7 @@ def key_of(data: Any) -> str:
 
 def code_key(ws: Any, selector: str | None, exclude: str | None) -> str:
     """The SHA-256 of everything the plan's code side reads (see the module docstring)."""
-    from splice.graph_cache import graph_key
-
-    return key_of([graph_key(ws), ws.target, selector, exclude])
+    return key_of([ws.inputs_key(), ws.target, selector, exclude])
 
 
 def evidence_mark(ws: Any) -> list[Any]:
