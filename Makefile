@@ -35,6 +35,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/run_federated.py
 	$(BIN)/python bench/detect.py
 	$(BIN)/python bench/repair.py
+	$(BIN)/python bench/cli_latency.py
 
 clean:
 	rm -rf $(VENV) $(DEMO_DIR)

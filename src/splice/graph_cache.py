@@ -11,7 +11,8 @@ The key is a SHA-256 over (:func:`graph_inputs` lists them):
 - the dbt profiles file each dbt project uses (``profiles_dir``, the project's own
   profiles.yml, ``$DBT_PROFILES_DIR`` or ``~/.dbt/profiles.yml``) and SQLMesh's user config
   (``$SQLMESH_HOME`` or ``~/.sqlmesh``: config.yaml/.yml/.py);
-- the stored state of each dlt pipeline named by ``[[ingestion]]`` (its schema and state files);
+- the stored schemas of each dlt pipeline named by ``[[ingestion]]`` and its state file (less
+  what changes on every load: ``_local`` and the state's version);
 - the values of the environment variables the projects read: every name a scan of those files
   finds in ``env_var('NAME'``, ``os.environ['NAME']``, ``os.environ.get('NAME'``,
   ``getenv('NAME'``; every ``DBT_*`` and ``SQLMESH_*`` variable (the tools read those as
@@ -160,6 +161,22 @@ def _sqlmesh_home() -> Path:
     return Path(os.environ.get("SQLMESH_HOME") or Path.home() / ".sqlmesh")
 
 
+def _dlt_state(path: Path) -> str:
+    """What a dlt pipeline's state.json says that the graph reads (dataset, destination,
+    schemas), without what changes on every load (``_local``, the state's version)."""
+    import json
+
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return "(absent)" if not path.exists() else hashlib.sha256(path.read_bytes()).hexdigest()
+    if not isinstance(data, dict):
+        return repr(data)
+    for volatile in ("_local", "_state_version", "_version_hash"):
+        data.pop(volatile, None)
+    return json.dumps(data, sort_keys=True, default=str)
+
+
 class _Hasher:
     def __init__(self) -> None:
         self.h = hashlib.sha256()
@@ -220,7 +237,7 @@ def graph_inputs(ws: Any) -> tuple[str, dict[str, Any]]:
     for job in ws.config.ingestion:
         if job.runner == "dlt" and job.pipeline_name:
             pdir = ws.root / (job.pipelines_dir or ".dlt/pipelines") / job.pipeline_name
-            hs.file(f"dlt {job.name} state", pdir / "state.json", scan=False)
+            hs.text(f"dlt {job.name} state", _dlt_state(pdir / "state.json"))
             schemas = pdir / "schemas"
             for f in sorted(schemas.glob("*")) if schemas.is_dir() else []:
                 hs.file(f"dlt {job.name} {f.name}", f, scan=False)

@@ -147,3 +147,21 @@ def test_the_packed_lineage_carries_every_field() -> None:
     assert stale is not None
     stale["header"]["ColumnRef"] = ["relation", "column"]
     assert lineage_warm.unpack(stale) is None
+
+
+def test_a_dlt_load_keeps_the_graph_a_new_dataset_does_not(fresh_demo: Path) -> None:
+    state = fresh_demo / ".splice" / "dlt" / "fx_rates_ingest" / "state.json"
+
+    def key() -> str:
+        with Workspace.open(fresh_demo) as ws:
+            return graph_cache.graph_key(ws)
+
+    before = key()
+    data = json.loads(state.read_text())
+    data["_local"]["last_run_context"] = {"run": "another load"}  # what every load rewrites
+    data["_state_version"] = int(data["_state_version"]) + 1
+    state.write_text(json.dumps(data))
+    assert key() == before
+    data["dataset_name"] = "raw_v2"
+    state.write_text(json.dumps(data))
+    assert key() != before
