@@ -3,6 +3,7 @@
     python bench/cli_latency.py                 # the demo and the 2,000-model workspace
     python bench/cli_latency.py --skip-big      # the demo only
     python bench/cli_latency.py --runs 5 --json
+    python bench/cli_latency.py --keep          # keep the generated workspaces
 
 In one run:
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -36,6 +38,7 @@ SRC = HERE.parent / "src"
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(SRC))
 
+TEMP_DIRS: list[Path] = []  # removed at the end (--keep leaves them)
 TARGET_S = 1.0
 TARGET_DBT_FRACTION = 1 / 3
 TARGET_BIG_S = 2.0
@@ -85,6 +88,7 @@ def bench_demo(runs: int, env: dict[str, str], figures: dict[str, Any]) -> list[
     from splice.demo import build_demo
 
     tmp = Path(tempfile.mkdtemp(prefix="splice-latency-"))
+    TEMP_DIRS.append(tmp)
     t0 = time.perf_counter()
     res = build_demo(tmp / "travel")
     ws = res.workspace
@@ -132,6 +136,7 @@ def bench_big(
     from _gen import generate_federated_workspace
 
     root = Path(tempfile.mkdtemp(prefix="splice-latency-big-"))
+    TEMP_DIRS.append(root)
     gen = generate_federated_workspace(root, n_dbt, n_sm, 0)
     last = next(m for m in reversed(gen.models) if m.tool == "dbt")
     ref = f"dbt_proj:{last.name}.{next(iter(last.columns))}"
@@ -177,7 +182,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n-dbt", type=int, default=1500)
     ap.add_argument("--n-sqlmesh", type=int, default=500)
     ap.add_argument("--json", action="store_true", help="print the figures as JSON too")
+    ap.add_argument(
+        "--keep", action="store_true", help="keep the workspaces (their paths are printed)"
+    )
     args = ap.parse_args(argv)
+    try:
+        return _run(args)
+    finally:
+        for d in TEMP_DIRS:
+            if args.keep:
+                print(f"kept {d}")
+            else:
+                shutil.rmtree(d, ignore_errors=True)
+
+
+def _run(args: argparse.Namespace) -> int:
     env = _env()
     figures: dict[str, Any] = {"cores": os.cpu_count(), "runs": args.runs}
     rows = bench_demo(args.runs, env, figures)
