@@ -36,6 +36,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/detect.py
 	$(BIN)/python bench/repair.py
 	$(BIN)/python bench/faults.py
+	$(BIN)/python bench/cli_latency.py
 
 clean:
 	rm -rf $(VENV) $(DEMO_DIR)

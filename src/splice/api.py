@@ -228,6 +228,8 @@ def run(
     """
     from splice.run.runner import run as _run
 
+    if fresh:
+        ws.use_cache = False  # from scratch: the graph too is loaded through the tools
     return _run(
         ws,
         selector,
@@ -297,6 +299,8 @@ def plan(
     from splice.plan.planner import make_plan
 
     ws.check_targets()  # before the planner reads or writes any state
+    if fresh:
+        ws.use_cache = False  # from scratch: the graph too is loaded through the tools
     return make_plan(ws, selector, exclude=exclude, execution_time=execution_time, fresh=fresh)
 
 

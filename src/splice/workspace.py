@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +40,7 @@ class Workspace:
         target: str | None = None,
         *,
         new_state: bool = False,
+        use_cache: bool | None = None,
     ) -> None:
         self.root = root
         self.new_state = new_state
@@ -62,10 +64,23 @@ class Workspace:
         self._graph: Graph | None = None
         self._state: StateStore | None = None
         self.timings = Timings()
+        # the graph cache (splice.graph_cache): off with --no-cache or SPLICE_NO_CACHE=1
+        self.use_cache = (
+            use_cache
+            if use_cache is not None
+            else os.environ.get("SPLICE_NO_CACHE", "") in ("", "0")
+        )
+        self.graph_key: str | None = None
+        self.graph_cached = False  # True when graph() came from the cache
 
     @classmethod
     def open(
-        cls, root: Path | str = ".", target: str | None = None, *, new_state: bool = False
+        cls,
+        root: Path | str = ".",
+        target: str | None = None,
+        *,
+        new_state: bool = False,
+        use_cache: bool | None = None,
     ) -> Workspace:
         """``new_state``: start a new, empty state even though the witness says this workspace
         had one (the history is then gone; see :mod:`splice.state.witness`)."""
@@ -75,7 +90,7 @@ class Workspace:
                 f"workspace {root} does not exist.",
                 fix="pass --workspace DIR of an existing directory",
             )
-        return cls(root, load_config(root), target, new_state=new_state)
+        return cls(root, load_config(root), target, new_state=new_state, use_cache=use_cache)
 
     def __enter__(self) -> Workspace:
         return self
@@ -169,8 +184,50 @@ class Workspace:
 
     # -- graph -------------------------------------------------------------------------------
     def graph(self) -> Graph:
+        """The joined graph: from the graph cache when nothing it depends on changed
+        (:mod:`splice.graph_cache`; no tool is loaded), else loaded from every project."""
         if self._graph is not None:
             return self._graph
+        if self.caching:
+            from splice import graph_cache
+
+            key = self.inputs_key()
+            t0 = time.perf_counter()
+            hit = graph_cache.lookup(self, key) if self.state_path.exists() else None
+            if hit is not None:
+                self.timings.add("cache_read", time.perf_counter() - t0)
+                self._graph = hit
+                self.graph_cached = True
+                return hit
+        graph = self.load_graph()
+        if self.caching:
+            from splice import graph_cache
+
+            graph_cache.store(self, self.inputs_key(), graph)
+        return graph
+
+    @property
+    def caching(self) -> bool:
+        """Whether the graph cache is used. It lives in Splice's state: read only where a
+        state exists, and a state is started for it only in a workspace with a splice.toml
+        (opening a lone dbt or SQLMesh project, or failing to load one, leaves no state)."""
+        return self.use_cache and (
+            self._state is not None or self.state_path.exists() or self.has_config
+        )
+
+    def inputs_key(self) -> str:
+        """The graph key (:func:`splice.graph_cache.graph_key`), taken once per Workspace:
+        a Workspace keeps the graph it loaded first, so it keeps that graph's key too."""
+        if self.graph_key is None:
+            from splice import graph_cache
+
+            t0 = time.perf_counter()
+            self.graph_key = graph_cache.graph_key(self)
+            self.timings.add("cache_key", time.perf_counter() - t0)
+        return self.graph_key
+
+    def load_graph(self) -> Graph:
+        """The joined graph, loaded from every project through its tool (no cache)."""
         nodes: list[Node] = []
         for spec in self.config.projects:
             t0 = time.perf_counter()
@@ -198,12 +255,17 @@ class Workspace:
         return (self.root / self.config.workspace.witness).resolve()
 
     @property
+    def state_path(self) -> Path:
+        return (self.root / self.config.workspace.state).resolve()
+
+    @property
     def state(self) -> StateStore:
         if self._state is None:
             from splice.state.witnessed import open_witnessed
 
-            path = (self.root / self.config.workspace.state).resolve()
-            self._state = open_witnessed(path, self.witness_path, new_state=self.new_state)
+            self._state = open_witnessed(
+                self.state_path, self.witness_path, new_state=self.new_state
+            )
         return self._state
 
     def close(self) -> None:

@@ -105,6 +105,12 @@ def emit_json(data: Any) -> None:
     help="Start a new, empty state although the witness says this workspace had one "
     "(its history, audit log included, is gone).",
 )
+@click.option(
+    "--no-cache",
+    is_flag=True,
+    envvar="SPLICE_NO_CACHE",
+    help="Load the graph and column lineage through dbt and SQLMesh, ignoring the graph cache.",
+)
 @click.version_option(package_name="splice")
 @click.pass_context
 def cli(
@@ -114,20 +120,29 @@ def cli(
     verbose: bool,
     debug: bool,
     new_state: bool,
+    no_cache: bool,
 ) -> None:
     """Splice: one graph, one plan and one production watch across dbt and SQLMesh."""
     from splice.capture import set_verbose
 
     _State.debug = debug
     set_verbose(verbose)
-    ctx.obj = {"workspace": Path(workspace), "target": target, "new_state": new_state}
+    ctx.obj = {
+        "workspace": Path(workspace),
+        "target": target,
+        "new_state": new_state,
+        "no_cache": no_cache,
+    }
 
 
 def open_workspace(ctx: click.Context) -> Any:
     from splice.workspace import Workspace
 
     return Workspace.open(
-        ctx.obj["workspace"], target=ctx.obj["target"], new_state=ctx.obj.get("new_state", False)
+        ctx.obj["workspace"],
+        target=ctx.obj["target"],
+        new_state=ctx.obj.get("new_state", False),
+        use_cache=False if ctx.obj.get("no_cache") else None,
     )
 
 

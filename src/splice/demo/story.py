@@ -67,12 +67,14 @@ def tell_stale_rates(
     from splice.workspace import Workspace
 
     say = progress or (lambda _m: None)
+    from splice.demo.layout import Q3_START
+
     built = build_demo(
         directory,
         force=force,
         progress=progress,
         through=CLEAN_THROUGH,
-        **({"start": start} if start is not None else {}),
+        start=start or Q3_START,
     )
     ws_dir = built.workspace
     with Workspace.open(ws_dir) as ws:

@@ -194,7 +194,7 @@ def fingerprints(ws: Any, node_ids: Iterable[str]) -> dict[str, dict[str, str]]:
     for project, nodes in by_project.items():
         prov = ws.provider(project)
         if nodes[0].tool == "dbt":
-            manifest = getattr(prov, "manifest", None)
+            manifest = prov._parse()  # parsed already, unless the graph came from the cache
             for n in nodes:
                 mnode = manifest.nodes.get(str(n.meta.get("unique_id"))) if manifest else None
                 out[n.id] = (

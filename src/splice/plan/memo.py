@@ -1,11 +1,13 @@
-"""The no-op plan memo: a plan that builds nothing is kept, and given again while nothing it
-rests on can have changed, without loading dbt or SQLMesh.
+"""The plan memo: a plan whose SQLMesh models build nothing is kept, and given again while
+nothing it rests on can have changed, without loading dbt or SQLMesh.
 
-A plan that builds nothing rests on four things; the memo keeps a mark of each and is used
-only while all four are the same and the clock has not reached a new interval:
+Such a plan (it may build dbt models: the demo's first plan builds finance, which Splice has
+never seen built) rests on four things; the memo keeps a mark of each and is used only while
+all four are the same and the clock has not reached a new interval:
 
-1. **the code**: a SHA-256 over splice.toml and every file of every project (build output,
-   logs and caches left out), with Splice's version, the target, selector and exclusion;
+1. **the code**: the graph key (:mod:`splice.graph_cache`: splice.toml, every file of every
+   project, the dbt profiles, the environment variables the projects read, the tools' and
+   Splice's versions, the target), with the selector and exclusion;
 2. **Splice's evidence**: the newest relation version and attempt of the target (a run, an
    ingestion, a failure all move it);
 3. **SQLMesh's state**: an order-independent checksum of its ``_intervals`` and
@@ -14,8 +16,9 @@ only while all four are the same and the clock has not reached a new interval:
 4. **the clock**: the execution time is before the earliest moment a SQLMesh model can have a
    new interval due (the end of its last interval plus one interval unit).
 
-Anything else (a config file outside the projects, an environment variable a dbt model reads)
-is not seen: ``splice plan --fresh`` / ``splice run --fresh`` always plans from scratch.
+A plan in which a SQLMesh model builds is never kept: SQLMesh's own plan of what is due moves
+with the clock.  What the graph key cannot see (see :mod:`splice.graph_cache`) is not seen
+here either: ``splice plan --fresh`` / ``splice run --fresh`` always plans from scratch.
 
 >>> key_of({"a": 1}) == key_of({"a": 1}), key_of({"a": 1}) == key_of({"a": 2})
 (True, False)
@@ -27,15 +30,13 @@ import hashlib
 import json
 import time
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from splice.plan.model import NodeDecision, Plan, Reason, Segment
 from splice.sqlrows import checksum_query
 
 KIND = "noop_plan"
-SKIP_DIRS = frozenset({"target", "logs", ".cache", "__pycache__", ".git", ".splice", ".venv"})
-SKIP_SUFFIXES = (".duckdb", ".wal", ".db", ".pyc", ".log", ".tmp")
+REUSED = "nothing changed since the plan of"  # how the memo's note begins
 STATE_TABLES = ("_intervals", "_environments")
 
 
@@ -43,41 +44,9 @@ def key_of(data: Any) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _files(root: Path) -> list[Path]:
-    out: list[Path] = []
-    stack = [root]
-    while stack:
-        d = stack.pop()
-        try:
-            entries = sorted(d.iterdir())
-        except OSError:
-            continue
-        for p in entries:
-            if p.is_dir() and not p.is_symlink():
-                if p.name not in SKIP_DIRS:
-                    stack.append(p)
-            elif p.is_file() and not p.name.endswith(SKIP_SUFFIXES):
-                out.append(p)
-    return sorted(out)
-
-
 def code_key(ws: Any, selector: str | None, exclude: str | None) -> str:
     """The SHA-256 of everything the plan's code side reads (see the module docstring)."""
-    from splice import __version__
-    from splice.config import CONFIG_FILE
-
-    h = hashlib.sha256()
-    h.update(json.dumps([__version__, ws.target, selector, exclude]).encode())
-    cfg = ws.root / CONFIG_FILE
-    if cfg.exists():
-        h.update(cfg.read_bytes())
-    for spec in sorted(ws.config.projects, key=lambda s: s.name):
-        base = (ws.root / spec.path).resolve()
-        h.update(f"\0project {spec.name}\0".encode())
-        for f in _files(base):
-            h.update(f"\0{f.relative_to(base)}\0".encode())
-            h.update(f.read_bytes())
-    return h.hexdigest()
+    return key_of([ws.inputs_key(), ws.target, selector, exclude])
 
 
 def evidence_mark(ws: Any) -> list[Any]:
@@ -177,11 +146,14 @@ def lookup(
     )
     plan.warnings = [
         *plan.warnings,
-        f"nothing changed since the plan of {made:%Y-%m-%d %H:%M:%S} UTC (project files, "
+        f"{REUSED} {made:%Y-%m-%d %H:%M:%S} UTC (project files, "
         f"Splice's evidence and SQLMesh's state are the same{until}): that plan is reused "
         "without loading the tools (--fresh plans from scratch)",
     ]
     plan.timings = {"memo": round(time.perf_counter() - t0, 4)}
+    if execution_time is not None:
+        plan.execution_time = execution_time.isoformat()
+    plan.memo = {"code": code, "exclude": exclude}  # a run of it remembers what follows
     plan.created_at = time.time()
     return plan
 
@@ -194,9 +166,13 @@ def remember(
     next_due: list[int | None],
     code: str,
 ) -> bool:
-    """Keep ``plan`` when it builds nothing and every SQLMesh model's next due time is known;
+    """Keep ``plan`` when no SQLMesh model builds in it and every SQLMesh model's next due
+    time is known;
     ``code`` is the :func:`code_key` taken before the plan read the projects."""
-    if plan.to_build or any(d is None for d in next_due):
+    if any(d is None for d in next_due):
+        return False
+    formats = {p.name: p.format for p in ws.config.projects}
+    if any(formats.get(plan.decisions[n].project) == "sqlmesh" for n in plan.to_build):
         return False
     now = marks(ws, code)
     if now is None:

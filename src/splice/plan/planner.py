@@ -502,9 +502,7 @@ def make_plan(
         node = g.nodes[n]
         if node.tool == "sqlmesh":
             continue
-        manifest = (
-            getattr(ws.provider(node.project), "manifest", None) if node.tool == "dbt" else None
-        )
+        manifest = ws.provider(node.project)._parse() if node.tool == "dbt" else None
         mnode = (
             manifest.nodes.get(str(node.meta.get("unique_id"))) if manifest is not None else None
         )
@@ -578,7 +576,9 @@ def explain(
             + (f", category {tv['change_category']}" if tv.get("change_category") else "")
             + f", {tv.get('missing_interval_count', 0)} missing intervals"
         )
-    lines += [f"  warning: {w}" for w in plan.warnings]
+    from splice.plan.memo import REUSED
+
+    lines += [f"  warning: {w}" for w in plan.warnings if not w.startswith(REUSED)]
     return "\n".join(lines)
 
 

@@ -25,6 +25,7 @@ class SqlmeshProvider:
         self._context: Any = None
         self._snapshots: dict[Any, Any] = {}  # SnapshotId -> Snapshot read from state
         self._local_ids: dict[str, str] | None = None
+        self._ids: dict[str, str] | None = None  # fqn -> node id, set by load()
 
     @property
     def context(self) -> Any:
@@ -234,7 +235,9 @@ class SqlmeshProvider:
             env, snaps = self.environment_snapshots(self.ctx.environment)
             if env is None:
                 return {}
-        ids = getattr(self, "_ids", None) or {}
+        if self._ids is None:
+            self.load()  # the graph came from the cache: name the models as load() does
+        ids = self._ids or {}
         out: dict[str, list[tuple[int, int]]] = {}
         for s in snaps.values():
             nid = ids.get(s.name)

@@ -1,0 +1,291 @@
+"""The graph cache: the joined graph kept in Splice's state, keyed by everything that
+determines it, so that reading commands on an unchanged workspace load neither dbt nor SQLMesh.
+
+The key is a SHA-256 over (:func:`graph_inputs` lists them):
+
+- the workspace directory (a copied workspace is a different workspace), the Splice target and
+  the environment it gives each project;
+- splice.toml, and the content of every file of every project (build output, logs, caches, the
+  warehouse file and Splice's own ``.splice`` directory left out: the rules of
+  :func:`project_files`);
+- the dbt profiles file each dbt project uses (``profiles_dir``, the project's own
+  profiles.yml, ``$DBT_PROFILES_DIR`` or ``~/.dbt/profiles.yml``) and SQLMesh's user config
+  (``$SQLMESH_HOME`` or ``~/.sqlmesh``: config.yaml/.yml/.py);
+- the stored schemas of each dlt pipeline named by ``[[ingestion]]`` and its state file (less
+  what changes on every load: ``_local`` and the state's version);
+- the values of the environment variables the projects read: every name a scan of those files
+  finds in ``env_var('NAME'``, ``os.environ['NAME']``, ``os.environ.get('NAME'``,
+  ``getenv('NAME'``; every ``DBT_*`` and ``SQLMESH_*`` variable (the tools read those as
+  options); and, when a file reads the environment with a name the scan cannot see
+  (``env_var(name)``, ``dict(os.environ)``), the whole environment;
+- the installed versions of dbt-core, every dbt adapter, SQLMesh, sqlglot, DuckDB and dlt, and
+  Splice's version with the size and modification time of each of its own source files.
+
+Every file is hashed by content (no stat shortcut), so an edit is seen whatever its timestamp.
+What the scan cannot see is not in the key: a Python module outside the projects that a
+SQLMesh config or model imports, a macro package installed outside the project.  After
+changing such a thing, ``splice --no-cache ...`` (or ``SPLICE_NO_CACHE=1``) loads the tools.
+
+The cache keeps one entry per target (kind ``graph`` of the content cache), replaced when the
+key changes; the whole-workspace lineage has its own slot (:mod:`splice.lineage_service`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+KIND = "graph"
+VERSION = "1"  # bump when the cached form or the way a graph is loaded changes
+TOOL_PREFIXES = ("dbt", "sqlmesh", "sqlglot", "duckdb", "dlt")
+ENV_PREFIXES = ("DBT_", "SQLMESH_")
+# set by Splice itself before it starts a tool: never a reason to reload
+OWN_ENV = frozenset(
+    {"DBT_SEND_ANONYMOUS_USAGE_STATS", "DO_NOT_TRACK", "SQLMESH__DISABLE_ANONYMIZED_ANALYTICS"}
+)
+# what changes from one shell to the next and no project reads by a name the scan missed
+VOLATILE_ENV = frozenset(
+    {"_", "PWD", "OLDPWD", "SHLVL", "COLUMNS", "LINES", "PS1", "TERM_SESSION_ID"}
+)
+
+SKIP_DIRS = frozenset({"target", "logs", ".cache", "__pycache__", ".git", ".splice", ".venv"})
+SKIP_SUFFIXES = (".duckdb", ".wal", ".db", ".pyc", ".log", ".tmp")
+
+_NAMED = re.compile(
+    rb"""(?:\benv_var|\bgetenv|\benviron\.get|\benviron\.setdefault|\benviron\.pop)\s*\(\s*['"]([A-Za-z_][A-Za-z0-9_]*)['"]"""
+    rb"""|\benviron\s*\[\s*['"]([A-Za-z_][A-Za-z0-9_]*)['"]\s*\]"""
+)
+_ANY = re.compile(
+    rb"\benv_var\s*\(|\bgetenv\s*\(|\bos\.environ\b|\bfrom\s+os\s+import\b[^\n]*\benviron\b"
+)
+
+
+def env_names(text: bytes) -> tuple[set[str], bool]:
+    """The environment variable names ``text`` reads, and whether it reads one the scan
+    cannot name.
+
+    >>> env_names(b"{{ env_var('DBT_USER') }} {{ env_var(\\"SCHEMA\\", 'x') }}")
+    ({'DBT_USER', 'SCHEMA'}, False)
+    >>> env_names(b"os.environ['A'] + os.environ.get('B') + os.getenv('C')")[0] == {'A', 'B', 'C'}
+    True
+    >>> env_names(b"{{ env_var(var('name')) }}")[1], env_names(b"dict(os.environ)")[1]
+    (True, True)
+    """
+    names: set[str] = set()
+    literal = 0
+    for m in _NAMED.finditer(text):
+        names.add((m.group(1) or m.group(2)).decode())
+        literal += 1
+    return names, len(_ANY.findall(text)) > literal
+
+
+def project_files(root: Path) -> list[Path]:
+    """Every file of a project that can change what the tools load: build output (target,
+    logs), caches, version control, Splice's own directory, databases and logs left out."""
+    out: list[Path] = []
+    stack = [root]
+    while stack:
+        d = stack.pop()
+        try:
+            entries = sorted(d.iterdir())
+        except OSError:
+            continue
+        for p in entries:
+            if p.is_dir() and not p.is_symlink():
+                if p.name not in SKIP_DIRS:
+                    stack.append(p)
+            elif p.is_file() and not p.name.endswith(SKIP_SUFFIXES):
+                out.append(p)
+    return sorted(out)
+
+
+def _dists_on_path() -> list[str]:
+    """Names of the installed distributions (``name-version``) on sys.path, from their
+    dist-info / egg-info directory names (no metadata is read)."""
+    out: list[str] = []
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        out.extend(n for n in names if n.endswith((".dist-info", ".egg-info")))
+    return out
+
+
+def tool_versions() -> dict[str, str]:
+    """Installed name -> version of the tools that load projects (dbt-core and every dbt
+    adapter, SQLMesh, sqlglot, DuckDB, dlt)."""
+    out: dict[str, str] = {}
+    for d in _dists_on_path():
+        stem = d.rsplit(".", 1)[0]
+        name, _, version = stem.partition("-")
+        norm = name.lower().replace("_", "-")
+        if norm.startswith(TOOL_PREFIXES):
+            out.setdefault(norm, version)
+    return dict(sorted(out.items()))
+
+
+def splice_version() -> str:
+    """Splice's version and a digest of its own source files (size and mtime), so that a
+    changed Splice (an upgrade, or an edit in a development install) never reads a graph
+    an older one made."""
+    from splice import __version__
+
+    pkg = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for dirpath, dirnames, filenames in os.walk(pkg):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        for f in sorted(filenames):
+            if f.endswith(".py"):
+                st = os.stat(os.path.join(dirpath, f))
+                h.update(f"{dirpath}/{f}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    return f"{__version__}+{h.hexdigest()[:16]}"
+
+
+def _dbt_profiles_file(ws: Any, spec: Any) -> Path:
+    """The profiles.yml a dbt project is loaded with (as :class:`DbtProvider` picks it)."""
+    if spec.profiles_dir:
+        return (ws.root / spec.profiles_dir).resolve() / "profiles.yml"
+    own = (ws.root / spec.path).resolve() / "profiles.yml"
+    if own.exists():
+        return own
+    return Path(os.environ.get("DBT_PROFILES_DIR") or Path.home() / ".dbt") / "profiles.yml"
+
+
+def _sqlmesh_home() -> Path:
+    return Path(os.environ.get("SQLMESH_HOME") or Path.home() / ".sqlmesh")
+
+
+def _dlt_state(path: Path) -> str:
+    """What a dlt pipeline's state.json says that the graph reads (dataset, destination,
+    schemas), without what changes on every load (``_local``, the state's version)."""
+    import json
+
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return "(absent)" if not path.exists() else hashlib.sha256(path.read_bytes()).hexdigest()
+    if not isinstance(data, dict):
+        return repr(data)
+    for volatile in ("_local", "_state_version", "_version_hash"):
+        data.pop(volatile, None)
+    return json.dumps(data, sort_keys=True, default=str)
+
+
+class _Hasher:
+    def __init__(self) -> None:
+        self.h = hashlib.sha256()
+        self.env: set[str] = set()
+        self.whole_env = False
+        self.files = 0
+
+    def text(self, label: str, value: object) -> None:
+        self.h.update(f"\0{label}={value}\0".encode())
+
+    def file(self, label: str, path: Path, *, scan: bool = True) -> None:
+        try:
+            data = path.read_bytes()
+        except OSError:
+            self.text(label, "(absent)")
+            return
+        self.text(label, len(data))
+        self.h.update(data)
+        self.files += 1
+        if scan:
+            names, dynamic = env_names(data)
+            self.env |= names
+            self.whole_env |= dynamic
+
+
+def graph_inputs(ws: Any) -> tuple[str, dict[str, Any]]:
+    """(the graph key of ``ws``, a summary of what went into it)."""
+    from splice.config import CONFIG_FILE
+
+    t0 = time.perf_counter()
+    hs = _Hasher()
+    versions = tool_versions()
+    own = splice_version()
+    environments = {p.name: ws.environment(p.name) for p in ws.config.projects}
+    hs.text("cache", VERSION)
+    hs.text("root", ws.root)
+    hs.text("target", ws.target)
+    hs.text("environments", sorted(environments.items()))
+    hs.text("splice", own)
+    hs.text("tools", sorted(versions.items()))
+    hs.file("config", ws.root / CONFIG_FILE)
+    profiles: list[str] = []
+    for spec in sorted(ws.config.projects, key=lambda s: s.name):
+        base = (ws.root / spec.path).resolve()
+        hs.text("project", f"{spec.name}:{spec.format}:{base}")
+        for f in project_files(base):
+            hs.file(str(f.relative_to(base)), f)
+        if spec.format == "dbt":
+            prof = _dbt_profiles_file(ws, spec)
+            profiles.append(str(prof))
+            hs.file(f"profiles {prof}", prof)
+    if not ws.has_config and any(s.format == "dbt" for s in ws.config.projects):
+        hs.file("home profiles", Path.home() / ".dbt" / "profiles.yml")
+    if any(s.format == "sqlmesh" for s in ws.config.projects):
+        home = _sqlmesh_home()
+        for name in ("config.yaml", "config.yml", "config.py"):
+            hs.file(f"sqlmesh home {name}", home / name)
+    for job in ws.config.ingestion:
+        if job.runner == "dlt" and job.pipeline_name:
+            pdir = ws.root / (job.pipelines_dir or ".dlt/pipelines") / job.pipeline_name
+            hs.text(f"dlt {job.name} state", _dlt_state(pdir / "state.json"))
+            schemas = pdir / "schemas"
+            for f in sorted(schemas.glob("*")) if schemas.is_dir() else []:
+                hs.file(f"dlt {job.name} {f.name}", f, scan=False)
+    env = os.environ
+    if hs.whole_env:
+        names = {n for n in env if n not in VOLATILE_ENV}
+    else:
+        names = set(hs.env) | {n for n in env if n.startswith(ENV_PREFIXES)}
+    names -= OWN_ENV
+    env_values = {n: env.get(n) for n in sorted(names)}
+    hs.text("env", sorted(env_values.items()))
+    key = hs.h.hexdigest()
+    return key, {
+        "key": key,
+        "files": hs.files,
+        "profiles": profiles,
+        "env": sorted(names) if not hs.whole_env else "(the whole environment)",
+        "tools": versions,
+        "splice": own,
+        "seconds": round(time.perf_counter() - t0, 4),
+    }
+
+
+def graph_key(ws: Any) -> str:
+    return graph_inputs(ws)[0]
+
+
+def lookup(ws: Any, key: str) -> Any:
+    """The cached graph of ``ws.target`` if it was stored under ``key``, else None."""
+    from splice.graph.serial import graph_from_dict
+
+    hit = ws.state.cache_get_many(KIND, [ws.target]).get(ws.target)
+    if not isinstance(hit, dict) or hit.get("key") != key:
+        return None
+    try:
+        return graph_from_dict(hit["graph"])
+    except (KeyError, TypeError, ValueError):  # a damaged entry: load the tools instead
+        return None
+
+
+def store(ws: Any, key: str, graph: Any) -> bool:
+    """Keep ``graph`` under ``key`` (replacing the target's previous entry). False when the
+    graph holds a value plain JSON cannot carry (then nothing is cached)."""
+    from splice.graph.serial import NotSerialisable, graph_to_dict
+
+    try:
+        data = graph_to_dict(graph)
+    except NotSerialisable:
+        return False
+    ws.state.cache_put_many(KIND, {ws.target: {"key": key, "made_at": time.time(), "graph": data}})
+    return True
