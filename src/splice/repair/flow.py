@@ -141,24 +141,35 @@ def propose(
         f"Copying aside the {draft.cost.get('rows_scoped', 0):,} rows the repair will rewrite (undo)"
     )
     targets = [(t.node_id, t.relation, t.time_column, t.start, t.end) for t in draft.touches]
+    t0 = time.perf_counter()
     entries = undo.capture(ws, proposal.proposal_id, targets)
+    t1 = time.perf_counter()
     undo.verify_restorable(ws, entries)
-    return request_approval(ws, proposal.proposal_id, entries, actor=actor, now=now)
+    t2 = time.perf_counter()
+    return request_approval(ws, proposal.proposal_id, entries, actor=actor, now=now,
+                            timings={"undo_capture_s": round(t1 - t0, 3),
+                                     "undo_restore_test_s": round(t2 - t1, 3)})  # fmt: skip
 
 
 def request_approval(
-    ws: Any, proposal_id: str, entries: list[Any], *, actor: str, now: float | None = None
+    ws: Any,
+    proposal_id: str,
+    entries: list[Any],
+    *,
+    actor: str,
+    now: float | None = None,
+    timings: dict[str, float] | None = None,
 ) -> Proposal:
     """A proposal whose undo was captured and tested asks for approval: it becomes pending, and
     the audit log records each undo entry (relation, rows, checksum), which every later use of
     the undo is checked against (:func:`splice.repair.undo.check_as_requested`)."""
-    import time
-
     at = time.time() if now is None else now
 
     def with_undo(p: Proposal) -> None:
         p.undo = entries
         p.requested_at = at
+        if timings:  # what the safety steps cost (the undo capture and its restore test)
+            p.cost = {**p.cost, **timings}
 
     return store.transition(
         ws.state, proposal_id, "pending", actor=actor, now=at, update=with_undo,
