@@ -69,8 +69,9 @@ def env_names(text: bytes) -> tuple[set[str], bool]:
     """The environment variable names ``text`` reads, and whether it reads one the scan
     cannot name.
 
-    >>> env_names(b"{{ env_var('DBT_USER') }} {{ env_var(\\"SCHEMA\\", 'x') }}")
-    ({'DBT_USER', 'SCHEMA'}, False)
+    >>> names, unknown = env_names(b"{{ env_var('DBT_USER') }} {{ env_var(\\"SCHEMA\\", 'x') }}")
+    >>> sorted(names), unknown
+    (['DBT_USER', 'SCHEMA'], False)
     >>> env_names(b"os.environ['A'] + os.environ.get('B') + os.getenv('C')")[0] == {'A', 'B', 'C'}
     True
     >>> env_names(b"{{ env_var(var('name')) }}")[1], env_names(b"dict(os.environ)")[1]

@@ -230,6 +230,7 @@ def workspace_lineage(ws: Workspace, *, workers: int | None = None) -> Workspace
             warm = WorkspaceLineage(hit)
             warm.stats = {
                 "models": len(hit),
+                "rendered": 0,
                 "analysed": 0,
                 "cached": len(hit),
                 "render_seconds": 0.0,

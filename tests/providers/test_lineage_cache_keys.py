@@ -21,7 +21,9 @@ DBT_MODELS = 1  # ledger: balance_history
 
 
 def stats(root: Path) -> dict[str, Any]:
-    with Workspace.open(root) as ws:
+    # the per-model caches under test; the whole-workspace warm path (keyed by the graph
+    # cache's key, with its own version sources) is tested in tests/graph/test_graph_cache.py
+    with Workspace.open(root, use_cache=False) as ws:
         wl = workspace_lineage(ws)
         assert not any(ml.opaque_reason for ml in wl.models.values())
         return wl.stats

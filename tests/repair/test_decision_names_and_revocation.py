@@ -55,7 +55,9 @@ def test_undo_needs_an_owner_of_the_domain_and_no_stop(ws: Workspace) -> None:
     with pytest.raises(ApprovalError, match="lee may not undo .*only an owner of domain pricing"):
         undo(ws, p.proposal_id, actor="lee")
     # an owner passes the rule (and then meets the status rule)
-    with pytest.raises(RepairError, match="only an applied or failed repair is undone"):
+    with pytest.raises(
+        RepairError, match="only an applied, failed or interrupted repair is undone"
+    ):
         undo(ws, p.proposal_id, actor="sam")
     autonomy.stop(ws.state, actor="lee", reason="close freeze", now=T0 + 5)
     with pytest.raises(ApprovalError, match="org-wide stop is active.*nothing is undone"):
