@@ -21,6 +21,10 @@ from splice.run.executors import (
 from splice.run.report import CheckResult, NodeResult
 
 
+#: Node kinds that are SQLMesh models (a SEED model is one, with kind "seed" in the graph).
+BUILT = ("model", "seed")
+
+
 def _externals(ctx: Any) -> list[str]:
     """The fqns of a SQLMesh context's external models."""
     from splice.providers.sqlmesh import _is_external
@@ -148,7 +152,7 @@ class SqlmeshExecutor:
 
         prov = self.ws.provider(self.project)
         env_name = job.segment.environment
-        models = [n for n in job.nodes if n.kind == "model"]
+        models = [n for n in job.nodes if n.kind in BUILT]
         audits = [n for n in job.nodes if n.kind == "audit"]
         by_fqn = {str(n.meta["fqn"]): n for n in models}
         rec = _SqlmeshRecorder()
@@ -318,7 +322,7 @@ class SqlmeshExecutor:
         ]
         if changed:
             return f"SQLMesh's plan has changes ({'; '.join(changed)})"
-        planned = [job.decisions.get(n.id) for n in job.nodes if n.kind == "model"]
+        planned = [job.decisions.get(n.id) for n in job.nodes if n.kind in BUILT]
         if planned and all(d is not None and "change" in d.tool_view for d in planned):
             return None  # the planner asked SQLMesh for its plan just now: no change in it
         in_env = {s.name: str(s.snapshot_id.identifier) for s in env.snapshots}
