@@ -269,8 +269,10 @@ def workspace_lineage(ws: Workspace, *, workers: int | None = None) -> Workspace
             ws.state.cache_put_many(LINEAGE_KIND, store)
         # what this wave produced becomes schema for the next
         for nid in wave:
-            produced = result.models.get(nid)
             node = graph.nodes[nid]
+            if nid in result.models and node.meta.get("tool_columns"):
+                _add_tool_columns(result.models[nid], node)
+            produced = result.models.get(nid)
             if produced is not None and produced.columns and node.writes is not None:
                 known = schema.get(node.writes) or {}
                 schema[node.writes] = {c: known.get(c, "") for c in produced.columns}
@@ -290,6 +292,32 @@ def workspace_lineage(ws: Workspace, *, workers: int | None = None) -> Workspace
     }
     ws._lineage_memo = result  # type: ignore[attr-defined]
     return result
+
+
+def _add_tool_columns(ml: Any, node: Node) -> None:
+    """Add the columns the tool adds to the model's table beyond its query (an SCD type 2
+    model's valid_from / valid_to: ``meta["tool_columns"]``, see the SQLMesh provider) to its
+    lineage, fed by the query columns the tool derives them from (none: no upstream)."""
+    from splice.lineage.types import ColumnLineage
+
+    added = dict(node.meta.get("tool_columns") or {})  # type: ignore[call-overload]
+    for col, info in added.items():
+        name = str(col).lower()
+        if name in ml.columns:
+            continue
+        sources = []
+        for src in info.get("from") or []:
+            own = ml.columns.get(str(src).lower())
+            if own is not None:
+                sources += list(own.sources)
+        ml.columns[name] = ColumnLineage(name, sources)
+
+
+def tool_column_note(node: Node, column: str | None) -> str | None:
+    """Why ``column`` of ``node`` is a column the tool adds (None when it is not one)."""
+    added = dict(node.meta.get("tool_columns") or {})  # type: ignore[call-overload]
+    info = {str(k).lower(): v for k, v in added.items()}.get((column or "").lower())
+    return str(info["why"]) if info else None
 
 
 def _reads_for_schema(
@@ -482,6 +510,8 @@ def column_lineage(
             hops = [Hop(h.node_id, h.relation, h.column, h.kind, h.depth + 1, h.via) for h in hops]
         out["upstream"] = [_hop_record(graph, h, wl.models) for h in _merge_hops(extra + hops)]
         out["upstream_origins"] = _origins(graph, out["upstream"])
+        if not out["upstream"]:
+            out["upstream_empty_reason"] = _empty_upstream_reason(node, column, wl)
     if direction in (None, "downstream") and not parents_as_start:
         hops = []
         for s_node, s_col in starts:
@@ -492,11 +522,38 @@ def column_lineage(
                 hops += idx.downstream(s_node, s_col, depth=depth)
         records = [_hop_record(graph, h, wl.models) for h in _merge_hops(hops)]
         out["downstream"] = records
+        if not records:
+            out["downstream_empty_reason"] = (
+                f"no model in the workspace reads {nid}"
+                if not any(graph.children(nid))
+                else f"no column of the models that read {nid} is computed from "
+                + (repr(column) if column else "its columns")
+            )
         reached = {nid} | {r["node"] for r in records if r["node"]}
         out["dashboards"] = sorted(
             {c for n in reached for c in graph.children(n) if graph.nodes[c].kind == "dashboard"}
         )
     return out
+
+
+def _empty_upstream_reason(node: Node, column: str | None, wl: WorkspaceLineage) -> str:
+    """Why a column (or a node) has no upstream lineage, for people."""
+    note = tool_column_note(node, column)
+    if note:
+        return note
+    ml = wl.models.get(node.id)
+    if ml is not None and ml.opaque_reason:
+        return f"{node.id} is opaque: {ml.opaque_reason}"
+    if ml is not None and column:
+        col = ml.columns.get(column)
+        if col is not None and col.opaque_reason:
+            return f"opaque: {col.opaque_reason}"
+        return f"no column flows into {column!r}: it is a constant or computed without columns"
+    if node.kind in ("source", "external", "ingestion", "seed"):
+        return f"{node.id} is a {node.kind}: nothing upstream of it is in the workspace"
+    if ml is None:
+        return f"{node.id} is a {node.kind} without SQL to analyse"
+    return f"no column flows into {node.id}"
 
 
 def _columns_of(graph: Graph, wl: WorkspaceLineage, nid: str) -> list[str]:

@@ -72,7 +72,8 @@ def render_lineage(result: dict[str, Any]) -> None:
             continue
         c.print(f"[bold]{direction}[/] ({len(hops)} columns)")
         if not hops:
-            c.print("  [dim](none)[/]")
+            why = result.get(f"{direction}_empty_reason")
+            c.print(f"  [dim](none{escape(': ' + why) if why else ''})[/]", soft_wrap=True)
         for h in hops:
             indent = "  " * h["depth"]
             col = escape(f".{h['column']}") if h.get("column") else ""

@@ -166,6 +166,38 @@ def _kind(snapshot: Any) -> str:
     return str(getattr(name, "value", name))
 
 
+#: What ``sqlmesh plan`` prints for a kind that is not filled interval by interval.
+_WHOLE_KINDS = {
+    "VIEW": "recreates the view",
+    "FULL": "refreshes the whole table",
+    "SEED": "loads the seed file",
+    "CUSTOM": "runs its custom materialization",
+}
+
+
+def _missing_reason(kind: str, n: int, miss: list[list[int]]) -> Reason:
+    """Why SQLMesh builds a model with missing intervals, in the words of its kind: a VIEW is
+    recreated and a FULL model refreshed when its cron is due, an incremental fills intervals."""
+    when = describe_intervals(miss)
+    whole = _WHOLE_KINDS.get(kind.upper())
+    text = (
+        f"SQLMesh: {whole} ({kind}; due by its cron for {when})"
+        if whole
+        else f"SQLMesh: {n} interval{'s' if n != 1 else ''} missing ({when})"
+    )
+    return Reason("sqlmesh_missing_intervals", text, data={"missing_intervals": miss, "count": n})
+
+
+def _unchanged_reason(kind: str, env_name: str) -> Reason:
+    if kind.upper() == "EMBEDDED":
+        return Reason(
+            "unchanged",
+            f"SQLMesh: EMBEDDED, no table of its own (inlined into the models that read it); "
+            f"unchanged in {env_name!r}",
+        )
+    return Reason("unchanged", f"SQLMesh: no changes and no missing intervals in {env_name!r}")
+
+
 def _next_due(snapshot: Any, intervals: list[list[int]]) -> int | None:
     if not intervals:
         return None
@@ -459,14 +491,7 @@ def plan_view(
             )
             changes_data = changes_data or category not in DATA_NEUTRAL
         if miss:
-            n = missing_count.get(fqn, 0)
-            reasons.append(
-                Reason(
-                    "sqlmesh_missing_intervals",
-                    f"SQLMesh: {n} interval{'s' if n != 1 else ''} missing ({describe_intervals(miss)})",
-                    data={"missing_intervals": miss, "count": n},
-                )
-            )
+            reasons.append(_missing_reason(tool_view["kind"], missing_count.get(fqn, 0), miss))
             changes_data = True
         if not reasons and view.new_environment:
             reasons.append(
@@ -480,9 +505,7 @@ def plan_view(
         action: Action = "build" if reasons else "reuse"
         tool_view["changes_data"] = action == "build" and changes_data
         if not reasons:
-            reasons.append(
-                Reason("unchanged", f"SQLMesh: no changes and no missing intervals in {env_name!r}")
-            )
+            reasons.append(_unchanged_reason(tool_view["kind"], env_name))
         view.nodes[nid] = NodeView(
             nid, action, reasons, tool_view, sqlmesh_fingerprint(snap), changes_data
         )
@@ -538,18 +561,9 @@ def _unchanged_view(
             "from_state": True,
         }
         if m.missing:
-            n = m.missing_count
-            reasons = [
-                Reason(
-                    "sqlmesh_missing_intervals",
-                    f"SQLMesh: {n} interval{'s' if n != 1 else ''} missing ({describe_intervals(m.missing)})",
-                    data={"missing_intervals": m.missing, "count": n},
-                )
-            ]
+            reasons = [_missing_reason(m.kind, m.missing_count, m.missing)]
         else:
-            reasons = [
-                Reason("unchanged", f"SQLMesh: no changes and no missing intervals in {env_name!r}")
-            ]
+            reasons = [_unchanged_reason(m.kind, env_name)]
         action: Action = "build" if m.missing else "reuse"
         tool_view["changes_data"] = bool(m.missing)
         view.nodes[m.node_id] = NodeView(

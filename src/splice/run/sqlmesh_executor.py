@@ -20,7 +20,6 @@ from splice.run.executors import (
 )
 from splice.run.report import CheckResult, NodeResult
 
-
 #: Node kinds that are SQLMesh models (a SEED model is one, with kind "seed" in the graph).
 BUILT = ("model", "seed")
 
@@ -154,7 +153,16 @@ class SqlmeshExecutor:
         env_name = job.segment.environment
         models = [n for n in job.nodes if n.kind in BUILT]
         audits = [n for n in job.nodes if n.kind == "audit"]
+        standalone = [str(a.meta["fqn"]) for a in audits if a.meta.get("standalone")]
+        # SQLMesh evaluates standalone audits only in a plan or run that selects no models (its
+        # model selection drops them): when the run selected every model of the project (those
+        # not in this segment are reused), ask SQLMesh as `sqlmesh plan` / `sqlmesh run` would,
+        # without a selection
         by_fqn = {str(n.meta["fqn"]): n for n in models}
+        whole = bool(standalone) and all(
+            fqn in by_fqn or nid in job.decisions
+            for fqn, nid in _project_models(job.graph, self.project).items()
+        )
         rec = _SqlmeshRecorder()
         rec.on_start = lambda name: sink.node_started(by_fqn[name].id) if name in by_fqn else None
         rec.on_batch = lambda name, ok, dur: (
@@ -206,7 +214,7 @@ class SqlmeshExecutor:
                             env_name,
                             # external models are no build, but a plan selecting models
                             # without them fingerprints those models without their parents
-                            select_models=[*by_fqn, *_externals(ctx)],
+                            select_models=None if whole else [*by_fqn, *_externals(ctx)],
                             auto_apply=True,
                             no_prompts=True,
                             execution_time=job.execution_time,
@@ -216,7 +224,7 @@ class SqlmeshExecutor:
                     elif models:
                         status = ctx.run(
                             env_name,
-                            select_models=list(by_fqn),
+                            select_models=None if whole else list(by_fqn),
                             no_auto_upstream=True,
                             execution_time=job.execution_time,
                         )
@@ -268,7 +276,10 @@ class SqlmeshExecutor:
                 rows = [b["rows"] for b in ok_batches if b["rows"] is not None]
                 res.rows = sum(rows) if rows else None
             res.intervals = intervals.get(fqn)
-            if fqn in rec.failed:
+            if str(node.materialization or "").upper() == "EMBEDDED" and fqn not in rec.failed:
+                # no table: nothing of its own can fail; its readers report what fails
+                res.message = "embedded: no table of its own; SQLMesh inlines it into its readers"
+            elif fqn in rec.failed:
                 res.status = "failed"
                 res.message = _sqlmesh_error(rec.failed[fqn], rec.failed_node_kind.get(fqn))
             elif fqn in rec.skipped:
@@ -298,7 +309,7 @@ class SqlmeshExecutor:
             else:
                 res.message = "no missing intervals"
             outcome.nodes[node.id] = res
-        self._audits(audits, by_fqn, rec, outcome, job)
+        self._audits(audits, by_fqn, rec, outcome, job, whole)
         return outcome
 
     def _needs_plan(self, ctx: Any, env_name: str, fqns: list[str], job: SegmentJob) -> str | None:
@@ -339,6 +350,7 @@ class SqlmeshExecutor:
         rec: _SqlmeshRecorder,
         outcome: SegmentOutcome,
         job: SegmentJob,
+        whole: bool = False,
     ) -> None:
         id_to_fqn = {n.id: f for f, n in by_fqn.items()}
         failing: dict[str, list[Any]] = {}
@@ -347,6 +359,9 @@ class SqlmeshExecutor:
             if errs:
                 failing[name] = list(errs)
         for a in audits:
+            if a.meta.get("standalone"):
+                outcome.checks[a.id] = _standalone_check(a, rec, outcome, job, whole)
+                continue
             model_id = str(a.meta.get("model"))
             fqn = id_to_fqn.get(model_id)
             res = outcome.nodes.get(model_id)
@@ -373,6 +388,45 @@ class SqlmeshExecutor:
             else:
                 chk.message = f"its model {res.status}"
             outcome.checks[a.id] = chk
+
+
+def _standalone_check(
+    audit: Node, rec: _SqlmeshRecorder, outcome: SegmentOutcome, job: SegmentJob, whole: bool
+) -> CheckResult:
+    """A standalone audit's result: SQLMesh evaluates it as a snapshot of its own (never
+    blocking, so a failure is a warning, as ``sqlmesh run`` prints it)."""
+    name = str(audit.meta["fqn"])
+    chk = CheckResult(audit.id, audit.project, job.segment.id, list(audit.depends_on), "skipped")
+    batches = [b for b in rec.batches.get(name, []) if b["ok"]]
+    if name in rec.failed:
+        chk.status = "fail"
+        chk.message = _short(f"{type(rec.failed[name]).__name__}: {rec.failed[name]}", 2)
+    elif any(b["audits_failed"] for b in batches):
+        chk.status = "warn" if not audit.meta.get("blocking") else "fail"
+        chk.message = "the standalone audit returned rows (non-blocking: SQLMesh warns)"
+    elif batches:
+        chk.status = "pass"
+    elif name in rec.skipped:
+        chk.message = "SQLMesh skipped it: a model it queries failed"
+    elif outcome.error is not None:
+        chk.message = "the segment failed before SQLMesh ran it"
+    elif whole:
+        chk.message = "SQLMesh had nothing due for it"
+    else:
+        chk.message = (
+            "SQLMesh runs standalone audits only when no models are selected "
+            "(select the whole project to run it)"
+        )
+    return chk
+
+
+def _project_models(graph: Any, project: str) -> dict[str, str]:
+    """{fqn: node id} of every SQLMesh model (seeds included) of ``project`` in the graph."""
+    return {
+        str(n.meta["fqn"]): n.id
+        for n in graph.nodes.values()
+        if n.project == project and n.kind in BUILT and n.meta.get("fqn")
+    }
 
 
 def _restatement(job: SegmentJob) -> dict[str, Any] | None:
