@@ -155,12 +155,12 @@ class SqlmeshExecutor:
         audits = [n for n in job.nodes if n.kind == "audit"]
         standalone = [str(a.meta["fqn"]) for a in audits if a.meta.get("standalone")]
         # SQLMesh evaluates standalone audits only in a plan or run that selects no models (its
-        # model selection drops them): when the run selected every model of the project (those
-        # not in this segment are reused), ask SQLMesh as `sqlmesh plan` / `sqlmesh run` would,
+        # model selection drops them): when the run selected every model of the project and
+        # the others are reused (none builds in another segment), ask SQLMesh as `sqlmesh plan` / `sqlmesh run` would,
         # without a selection
         by_fqn = {str(n.meta["fqn"]): n for n in models}
         whole = bool(standalone) and all(
-            fqn in by_fqn or nid in job.decisions
+            fqn in by_fqn or (nid in job.decisions and job.decisions[nid].action != "build")
             for fqn, nid in _project_models(job.graph, self.project).items()
         )
         rec = _SqlmeshRecorder()
