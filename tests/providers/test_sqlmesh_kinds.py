@@ -294,3 +294,24 @@ def test_shop_sqlmesh_builds_through_splice_run_like_sqlmesh_plan(tmp_path: Path
     assert report.nodes["shop_sqlmesh:staging.products"].status == "success"
     assert report.nodes["shop_sqlmesh:staging.orders"].status == "success"
     assert warehouse(root, "shop.duckdb") == warehouse(hand, "shop.duckdb")
+
+
+def test_a_changed_standalone_audit_is_planned_and_applied_like_sqlmesh_plan(
+    tmp_path: Path,
+) -> None:
+    """`sqlmesh plan` lists a changed standalone audit and applies it (a metadata update: it
+    evaluates nothing); Splice's plan must not call the project unchanged."""
+    root = _copy(tmp_path)
+    assert _splice_run(root).ok
+    audit = root / "audits" / "no_negative_revenue.sql"
+    audit.write_text(audit.read_text().replace("revenue < 0", "revenue < 0 OR events < 0"))
+    aid = f"{P}:audit:no_negative_revenue"
+    with Workspace.open(root) as ws:
+        p = plan(ws, execution_time=FIRST)
+    assert p.to_build == [aid]
+    assert "standalone audit changed" in p.decisions[aid].reasons[0].text
+    report = _splice_run(root)
+    assert report.ok
+    assert report.segments[0].method == "sqlmesh plan"
+    with Workspace.open(root) as ws:
+        assert plan(ws, execution_time=FIRST).to_build == []

@@ -246,6 +246,7 @@ class EnvironmentState:
     finalized: bool = False  # its last plan finished
     # snapshots SQLMesh would restamp rather than restore (its plan then has a change)
     unrestorable: set[str] = field(default_factory=set)
+    audits: dict[str, str] = field(default_factory=dict)  # standalone audit -> snapshot id
 
 
 def environment_state(
@@ -277,6 +278,9 @@ def environment_state(
     for s in snaps.values():
         if getattr(s, "unrestorable", False):
             out.unrestorable.add(s.name)
+        if getattr(s, "is_audit", False):
+            out.audits[s.name] = str(s.snapshot_id.identifier)
+            continue
         nid = ids.get(s.name)
         if nid is None or not s.is_model or _is_external(s):
             continue
@@ -299,6 +303,33 @@ def environment_state(
             start=str(s.node.start) if s.node.start is not None else None,
             next_due=_next_due(s, intervals),
         )
+    return out
+
+
+def changed_standalone_audits(
+    ws: Any, project: str, state: EnvironmentState | None
+) -> dict[str, Reason]:
+    """Standalone audit nodes of ``project`` that SQLMesh's plan would apply (new, or their code
+    differs from the environment's), with why. SQLMesh lists them under "Standalone Audits" and
+    runs them once applied; none when the environment was never planned (every model builds)."""
+    if state is None or not state.exists:
+        return {}
+    local = ws.provider(project).local_audit_ids()
+    out: dict[str, Reason] = {}
+    for n in ws.graph().nodes.values():
+        if n.project != project or not n.meta.get("standalone"):
+            continue
+        name = str(n.meta.get("snapshot_name"))
+        held = state.audits.get(name)
+        if name not in local or held == local[name]:
+            continue
+        change = "added" if held is None else "directly modified"
+        text = (
+            f"SQLMesh: a new standalone audit in {state.environment!r}"
+            if held is None
+            else f"SQLMesh: the standalone audit changed (not in {state.environment!r} yet)"
+        )
+        out[n.id] = Reason("sqlmesh_change", text, data={"change": change})
     return out
 
 

@@ -25,6 +25,7 @@ class SqlmeshProvider:
         self._context: Any = None
         self._snapshots: dict[Any, Any] = {}  # SnapshotId -> Snapshot read from state
         self._local_ids: dict[str, str] | None = None
+        self._local_audit_ids: dict[str, str] = {}
 
     @property
     def context(self) -> Any:
@@ -223,7 +224,7 @@ class SqlmeshProvider:
                     meta={
                         "audit": name,
                         "standalone": True,
-                        "fqn": name,  # its snapshot's name in SQLMesh
+                        "snapshot_name": name,  # its snapshot's name in SQLMesh
                         "blocking": bool(getattr(audit, "blocking", False)),
                     },
                 )
@@ -331,7 +332,17 @@ class SqlmeshProvider:
                 for fqn, s in snaps.items()
                 if s.model_or_none is not None and not _is_external(s.model_or_none)
             }
+            self._local_audit_ids = {
+                name: str(s.snapshot_id.identifier)
+                for name, s in snaps.items()
+                if getattr(s, "is_audit", False)
+            }
         return self._local_ids
+
+    def local_audit_ids(self) -> dict[str, str]:
+        """{standalone audit name: snapshot identifier} as loaded (see :meth:`local_snapshot_ids`)."""
+        self.local_snapshot_ids()
+        return dict(self._local_audit_ids)
 
     def release(self) -> None:
         """Close SQLMesh's connections (the warehouse file is free again) but keep the loaded
@@ -348,6 +359,7 @@ class SqlmeshProvider:
                 self._context = None
                 self._snapshots.clear()
                 self._local_ids = None
+                self._local_audit_ids = {}
 
 
 def _tool_columns(model: Any) -> dict[str, dict[str, Any]]:

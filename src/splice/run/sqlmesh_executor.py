@@ -153,7 +153,7 @@ class SqlmeshExecutor:
         env_name = job.segment.environment
         models = [n for n in job.nodes if n.kind in BUILT]
         audits = [n for n in job.nodes if n.kind == "audit"]
-        standalone = [str(a.meta["fqn"]) for a in audits if a.meta.get("standalone")]
+        standalone = [str(a.meta["snapshot_name"]) for a in audits if a.meta.get("standalone")]
         # SQLMesh evaluates standalone audits only in a plan or run that selects no models (its
         # model selection drops them): when the run selected every model of the project and
         # the others are reused (none builds in another segment), ask SQLMesh as `sqlmesh plan` / `sqlmesh run` would,
@@ -207,7 +207,7 @@ class SqlmeshExecutor:
                             no_prompts=True,
                             execution_time=job.execution_time,
                         )
-                    elif models and why_plan:
+                    elif (models or whole) and why_plan:
                         outcome.method = "sqlmesh plan"
                         outcome.notes.append(f"planned with SQLMesh because {why_plan}")
                         applied = ctx.plan(
@@ -395,7 +395,7 @@ def _standalone_check(
 ) -> CheckResult:
     """A standalone audit's result: SQLMesh evaluates it as a snapshot of its own (never
     blocking, so a failure is a warning, as ``sqlmesh run`` prints it)."""
-    name = str(audit.meta["fqn"])
+    name = str(audit.meta["snapshot_name"])
     chk = CheckResult(audit.id, audit.project, job.segment.id, list(audit.depends_on), "skipped")
     batches = [b for b in rec.batches.get(name, []) if b["ok"]]
     if name in rec.failed:
