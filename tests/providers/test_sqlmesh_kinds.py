@@ -98,6 +98,18 @@ def warehouse(root: Path, db: str = DB) -> dict[tuple[str, str], dict[str, Any]]
     return out
 
 
+def _cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("SPLICE_WORKSPACE", "SPLICE_TARGET")}
+    return subprocess.run(
+        [sys.executable, "-m", "splice", *args],
+        cwd=root,
+        env={**env, "SQLMESH__DISABLE_ANONYMIZED_ANALYTICS": "true", "COLUMNS": "300"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
 # -- one copy built by SQLMesh by hand, one by `splice run` --------------------------------------
 @pytest.fixture(scope="module")
 def by_hand(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -171,15 +183,7 @@ def test_splice_plan_afterwards_reuses_everything(by_splice: tuple[Path, Any]) -
 
 def test_ls_lists_the_standalone_audit_and_every_kind(by_splice: tuple[Path, Any]) -> None:
     root, _ = by_splice
-    env = {k: v for k, v in os.environ.items() if k not in ("SPLICE_WORKSPACE", "SPLICE_TARGET")}
-    r = subprocess.run(
-        [sys.executable, "-m", "splice", "ls", "--json"],
-        cwd=root,
-        env={**env, "SQLMESH__DISABLE_ANONYMIZED_ANALYTICS": "true"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    r = _cli(root, "ls", "--json")
     assert r.returncode == 0, r.stderr
     records = {x["id"]: x for x in json.loads(r.stdout)}
     audit = records[f"{P}:audit:no_negative_revenue"]
@@ -223,6 +227,10 @@ def test_scd2_columns_are_known_to_lineage(by_splice: tuple[Path, Any]) -> None:
     # by column: set from the run's time; no upstream column, and lineage says why
     assert by_column["upstream"] == []
     assert "execution time" in by_column["upstream_empty_reason"]
+    # what a person reads: the empty direction with its reason, not a bare "(none)"
+    r = _cli(root, "lineage", f"{P}:staging.prices_history.valid_from", "--upstream")
+    assert r.returncode == 0, r.stderr
+    assert "(none: SQLMesh adds it to this SCD_TYPE_2_BY_COLUMN model" in r.stdout
 
 
 # -- later: new raw data, `sqlmesh run` by hand vs `splice run` ----------------------------------
