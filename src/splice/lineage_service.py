@@ -20,6 +20,7 @@ from typing import Any
 
 from splice.errors import NodeNotFoundError
 from splice.graph.model import Graph, Node, Relation
+from splice.lineage.tool_columns import add_tool_columns, empty_upstream_reason
 from splice.lineage.types import ModelLineage
 from splice.workspace import Workspace
 
@@ -271,7 +272,7 @@ def workspace_lineage(ws: Workspace, *, workers: int | None = None) -> Workspace
         for nid in wave:
             node = graph.nodes[nid]
             if nid in result.models and node.meta.get("tool_columns"):
-                _add_tool_columns(result.models[nid], node)
+                add_tool_columns(result.models[nid], node)
             produced = result.models.get(nid)
             if produced is not None and produced.columns and node.writes is not None:
                 known = schema.get(node.writes) or {}
@@ -292,32 +293,6 @@ def workspace_lineage(ws: Workspace, *, workers: int | None = None) -> Workspace
     }
     ws._lineage_memo = result  # type: ignore[attr-defined]
     return result
-
-
-def _add_tool_columns(ml: Any, node: Node) -> None:
-    """Add the columns the tool adds to the model's table beyond its query (an SCD type 2
-    model's valid_from / valid_to: ``meta["tool_columns"]``, see the SQLMesh provider) to its
-    lineage, fed by the query columns the tool derives them from (none: no upstream)."""
-    from splice.lineage.types import ColumnLineage
-
-    added = dict(node.meta.get("tool_columns") or {})  # type: ignore[call-overload]
-    for col, info in added.items():
-        name = str(col).lower()
-        if name in ml.columns:
-            continue
-        sources = []
-        for src in info.get("from") or []:
-            own = ml.columns.get(str(src).lower())
-            if own is not None:
-                sources += list(own.sources)
-        ml.columns[name] = ColumnLineage(name, sources)
-
-
-def tool_column_note(node: Node, column: str | None) -> str | None:
-    """Why ``column`` of ``node`` is a column the tool adds (None when it is not one)."""
-    added = dict(node.meta.get("tool_columns") or {})  # type: ignore[call-overload]
-    info = {str(k).lower(): v for k, v in added.items()}.get((column or "").lower())
-    return str(info["why"]) if info else None
 
 
 def _reads_for_schema(
@@ -511,7 +486,9 @@ def column_lineage(
         out["upstream"] = [_hop_record(graph, h, wl.models) for h in _merge_hops(extra + hops)]
         out["upstream_origins"] = _origins(graph, out["upstream"])
         if not out["upstream"]:
-            out["upstream_empty_reason"] = _empty_upstream_reason(node, column, wl)
+            out["upstream_empty_reason"] = empty_upstream_reason(
+                node, column, wl.models.get(node.id)
+            )
     if direction in (None, "downstream") and not parents_as_start:
         hops = []
         for s_node, s_col in starts:
@@ -534,26 +511,6 @@ def column_lineage(
             {c for n in reached for c in graph.children(n) if graph.nodes[c].kind == "dashboard"}
         )
     return out
-
-
-def _empty_upstream_reason(node: Node, column: str | None, wl: WorkspaceLineage) -> str:
-    """Why a column (or a node) has no upstream lineage, for people."""
-    note = tool_column_note(node, column)
-    if note:
-        return note
-    ml = wl.models.get(node.id)
-    if ml is not None and ml.opaque_reason:
-        return f"{node.id} is opaque: {ml.opaque_reason}"
-    if ml is not None and column:
-        col = ml.columns.get(column)
-        if col is not None and col.opaque_reason:
-            return f"opaque: {col.opaque_reason}"
-        return f"no column flows into {column!r}: it is a constant or computed without columns"
-    if node.kind in ("source", "external", "ingestion", "seed"):
-        return f"{node.id} is a {node.kind}: nothing upstream of it is in the workspace"
-    if ml is None:
-        return f"{node.id} is a {node.kind} without SQL to analyse"
-    return f"no column flows into {node.id}"
 
 
 def _columns_of(graph: Graph, wl: WorkspaceLineage, nid: str) -> list[str]:

@@ -445,12 +445,8 @@ def make_plan(
     from splice.plan import memo as plan_memo
     from splice.plan.evidence import last_attempts, last_builds, observe_sqlmesh, version_before
     from splice.plan.fingerprint import dbt_fingerprint, fallback_fingerprint
-    from splice.plan.sqlmesh_view import (
-        changed_standalone_audits,
-        environment_state,
-        plan_view,
-        resolve_execution_time,
-    )
+    from splice.plan.sqlmesh_kinds import changed_standalone_audits
+    from splice.plan.sqlmesh_view import environment_state, plan_view, resolve_execution_time
 
     if code is None:
         code = plan_memo.code_key(ws, selector, exclude) if observe else ""

@@ -44,6 +44,7 @@ from splice.errors import ProjectError
 from splice.graph.model import Graph
 from splice.plan.fingerprint import sqlmesh_fingerprint
 from splice.plan.model import Action, Reason
+from splice.plan.sqlmesh_kinds import missing_reason, unchanged_reason
 
 #: SQLMesh's change categories as the plan prints them.
 CATEGORY_NAMES = {
@@ -166,38 +167,6 @@ def _kind(snapshot: Any) -> str:
     return str(getattr(name, "value", name))
 
 
-#: What ``sqlmesh plan`` prints for a kind that is not filled interval by interval.
-_WHOLE_KINDS = {
-    "VIEW": "recreates the view",
-    "FULL": "refreshes the whole table",
-    "SEED": "loads the seed file",
-    "CUSTOM": "runs its custom materialization",
-}
-
-
-def _missing_reason(kind: str, n: int, miss: list[list[int]]) -> Reason:
-    """Why SQLMesh builds a model with missing intervals, in the words of its kind: a VIEW is
-    recreated and a FULL model refreshed when its cron is due, an incremental fills intervals."""
-    when = describe_intervals(miss)
-    whole = _WHOLE_KINDS.get(kind.upper())
-    text = (
-        f"SQLMesh: {whole} ({kind}; due by its cron for {when})"
-        if whole
-        else f"SQLMesh: {n} interval{'s' if n != 1 else ''} missing ({when})"
-    )
-    return Reason("sqlmesh_missing_intervals", text, data={"missing_intervals": miss, "count": n})
-
-
-def _unchanged_reason(kind: str, env_name: str) -> Reason:
-    if kind.upper() == "EMBEDDED":
-        return Reason(
-            "unchanged",
-            f"SQLMesh: EMBEDDED, no table of its own (inlined into the models that read it); "
-            f"unchanged in {env_name!r}",
-        )
-    return Reason("unchanged", f"SQLMesh: no changes and no missing intervals in {env_name!r}")
-
-
 def _next_due(snapshot: Any, intervals: list[list[int]]) -> int | None:
     if not intervals:
         return None
@@ -303,33 +272,6 @@ def environment_state(
             start=str(s.node.start) if s.node.start is not None else None,
             next_due=_next_due(s, intervals),
         )
-    return out
-
-
-def changed_standalone_audits(
-    ws: Any, project: str, state: EnvironmentState | None
-) -> dict[str, Reason]:
-    """Standalone audit nodes of ``project`` that SQLMesh's plan would apply (new, or their code
-    differs from the environment's), with why. SQLMesh lists them under "Standalone Audits" and
-    runs them once applied; none when the environment was never planned (every model builds)."""
-    if state is None or not state.exists:
-        return {}
-    local = ws.provider(project).local_audit_ids()
-    out: dict[str, Reason] = {}
-    for n in ws.graph().nodes.values():
-        if n.project != project or not n.meta.get("standalone"):
-            continue
-        name = str(n.meta.get("snapshot_name"))
-        held = state.audits.get(name)
-        if name not in local or held == local[name]:
-            continue
-        change = "added" if held is None else "directly modified"
-        text = (
-            f"SQLMesh: a new standalone audit in {state.environment!r}"
-            if held is None
-            else f"SQLMesh: the standalone audit changed (not in {state.environment!r} yet)"
-        )
-        out[n.id] = Reason("sqlmesh_change", text, data={"change": change})
     return out
 
 
@@ -522,7 +464,7 @@ def plan_view(
             )
             changes_data = changes_data or category not in DATA_NEUTRAL
         if miss:
-            reasons.append(_missing_reason(tool_view["kind"], missing_count.get(fqn, 0), miss))
+            reasons.append(missing_reason(tool_view["kind"], missing_count.get(fqn, 0), miss))
             changes_data = True
         if not reasons and view.new_environment:
             reasons.append(
@@ -536,7 +478,7 @@ def plan_view(
         action: Action = "build" if reasons else "reuse"
         tool_view["changes_data"] = action == "build" and changes_data
         if not reasons:
-            reasons.append(_unchanged_reason(tool_view["kind"], env_name))
+            reasons.append(unchanged_reason(tool_view["kind"], env_name))
         view.nodes[nid] = NodeView(
             nid, action, reasons, tool_view, sqlmesh_fingerprint(snap), changes_data
         )
@@ -592,9 +534,9 @@ def _unchanged_view(
             "from_state": True,
         }
         if m.missing:
-            reasons = [_missing_reason(m.kind, m.missing_count, m.missing)]
+            reasons = [missing_reason(m.kind, m.missing_count, m.missing)]
         else:
-            reasons = [_unchanged_reason(m.kind, env_name)]
+            reasons = [unchanged_reason(m.kind, env_name)]
         action: Action = "build" if m.missing else "reuse"
         tool_view["changes_data"] = bool(m.missing)
         view.nodes[m.node_id] = NodeView(
