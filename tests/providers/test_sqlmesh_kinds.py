@@ -323,3 +323,20 @@ def test_a_changed_standalone_audit_is_planned_and_applied_like_sqlmesh_plan(
     assert report.segments[0].method == "sqlmesh plan"
     with Workspace.open(root) as ws:
         assert plan(ws, execution_time=FIRST).to_build == []
+
+
+def test_a_failing_standalone_audit_warns_as_sqlmesh_does(tmp_path: Path) -> None:
+    """SQLMesh refuses blocking standalone audits: one that finds rows is a warning, the run
+    succeeds, and the rows it found are counted."""
+    root = _copy(tmp_path)
+    audit = root / "audits" / "no_negative_revenue.sql"
+    audit.write_text(audit.read_text().replace("revenue < 0", "revenue > 0"))
+    report = _splice_run(root)
+    assert report.ok
+    chk = report.checks[f"{P}:audit:no_negative_revenue"]
+    assert (chk.status, chk.blocking) == ("warn", False)
+    with duckdb.connect(str(root / DB), read_only=True) as con:
+        (rows,) = con.execute(
+            "SELECT COUNT(*) FROM marts.daily_revenue WHERE revenue > 0"
+        ).fetchone()
+    assert chk.failures == rows > 0

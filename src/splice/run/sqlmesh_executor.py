@@ -4,6 +4,7 @@ console protocol (see :mod:`splice.run.executors`)."""
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -397,12 +398,20 @@ def _standalone_check(
     blocking, so a failure is a warning, as ``sqlmesh run`` prints it)."""
     name = str(audit.meta["snapshot_name"])
     chk = CheckResult(audit.id, audit.project, job.segment.id, list(audit.depends_on), "skipped")
+    chk.blocking = bool(audit.meta.get("blocking"))
     batches = [b for b in rec.batches.get(name, []) if b["ok"]]
     if name in rec.failed:
         chk.status = "fail"
         chk.message = _short(f"{type(rec.failed[name]).__name__}: {rec.failed[name]}", 2)
     elif any(b["audits_failed"] for b in batches):
-        chk.status = "warn" if not audit.meta.get("blocking") else "fail"
+        chk.status = "warn" if not chk.blocking else "fail"
+        # SQLMesh's warning: "NAME: 'NAME' audit error: N rows failed. ..."
+        counts = [
+            int(m.group(1))
+            for w in rec.warnings
+            if w.startswith(f"{name}:") and (m := re.search(r"(\d+) rows? failed", w))
+        ]
+        chk.failures = sum(counts) if counts else None
         chk.message = "the standalone audit returned rows (non-blocking: SQLMesh warns)"
     elif batches:
         chk.status = "pass"
