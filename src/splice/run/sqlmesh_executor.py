@@ -157,8 +157,8 @@ class SqlmeshExecutor:
         standalone = [str(a.meta["snapshot_name"]) for a in audits if a.meta.get("standalone")]
         # SQLMesh evaluates standalone audits only in a plan or run that selects no models (its
         # model selection drops them): when the run selected every model of the project and
-        # the others are reused (none builds in another segment), ask SQLMesh as `sqlmesh plan` / `sqlmesh run` would,
-        # without a selection
+        # the others are reused (none builds in another segment), ask SQLMesh as `sqlmesh plan`
+        # / `sqlmesh run` would, without a selection
         by_fqn = {str(n.meta["fqn"]): n for n in models}
         whole = bool(standalone) and all(
             fqn in by_fqn or (nid in job.decisions and job.decisions[nid].action != "build")
