@@ -188,6 +188,7 @@ def test_ls_lists_the_standalone_audit_and_every_kind(by_splice: tuple[Path, Any
     records = {x["id"]: x for x in json.loads(r.stdout)}
     audit = records[f"{P}:audit:no_negative_revenue"]
     assert audit["kind"] == "audit"
+    assert records[f"{P}:staging.customers_history"]["materialization"] == "SCD_TYPE_2_BY_TIME"
     with Workspace.open(root) as ws:
         g = ws.graph()
         kinds = {
