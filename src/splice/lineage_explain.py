@@ -81,8 +81,9 @@ def why_empty(
 def add_why_empty(out: dict[str, Any], graph: Graph, lineages: dict[str, ModelLineage]) -> None:
     """Set ``out["why_empty"][direction]`` for each walk of a :func:`column_lineage` result
     that found nothing."""
+    given = out.get("why_empty") or {}
     why = {
-        d: why_empty(graph, lineages, out["node"], out.get("column"), d)
+        d: given.get(d) or why_empty(graph, lineages, out["node"], out.get("column"), d)
         for d in ("upstream", "downstream")
         if out.get(d) == []
     }

@@ -21,6 +21,7 @@ from typing import Any
 
 from splice.errors import NodeNotFoundError
 from splice.graph.model import Graph, Node, Relation
+from splice.lineage.tool_columns import add_tool_columns, tool_column_note
 from splice.lineage.types import ModelLineage
 from splice.workspace import Workspace
 
@@ -317,8 +318,10 @@ def workspace_lineage(ws: Workspace, *, workers: int | None = None) -> Workspace
             ws.state.cache_put_many(LINEAGE_KIND, store)
         # what this wave produced becomes schema for the next
         for nid in wave:
-            produced = result.models.get(nid)
             node = graph.nodes[nid]
+            if nid in result.models and node.meta.get("tool_columns"):
+                add_tool_columns(result.models[nid], node)
+            produced = result.models.get(nid)
             if produced is not None and produced.columns and node.writes is not None:
                 known = schema.get(node.writes) or {}
                 schema[node.writes] = {c: known.get(c, "") for c in produced.columns}
@@ -581,6 +584,10 @@ def column_lineage(
             hops = [dataclasses.replace(h, depth=h.depth + 1) for h in hops]
         out["upstream"] = [_hop_record(graph, h, wl.models) for h in _merge_hops(extra + hops)]
         out["upstream_origins"] = _origins(graph, out["upstream"])
+        if not out["upstream"]:
+            note = tool_column_note(node, column)  # a column the tool adds (SCD type 2)
+            if note:
+                out["why_empty"] = {"upstream": note}
     if direction in (None, "downstream") and not parents_as_start:
         hops = []
         for s_node, s_col in starts:
@@ -597,7 +604,7 @@ def column_lineage(
         )
     from splice.lineage_explain import add_why_empty
 
-    add_why_empty(out, graph, wl.models)
+    add_why_empty(out, graph, wl.models)  # keeps a reason already given (a tool's column)
     return out
 
 

@@ -110,6 +110,8 @@ class PlanInputs:
     sqlmesh_states: dict[str, ModelState] = field(default_factory=dict)  # env state per model
     also_backfilled: dict[str, list[list[int]]] = field(default_factory=dict)
     excluded: set[str] = field(default_factory=set)
+    # SQLMesh standalone audits its plan would apply (changed or new), node id -> why
+    sqlmesh_audits: dict[str, Reason] = field(default_factory=dict)
     # (upstream id, seq) -> the upstream's version just before seq (history look-up)
     seen_before: Callable[[str, int], int] = lambda _u, _s: 0
 
@@ -298,6 +300,12 @@ def decide(inp: PlanInputs) -> tuple[dict[str, NodeDecision], list[str]]:
 
 def _attach_checks(inp: PlanInputs, decisions: dict[str, NodeDecision]) -> None:
     g = inp.graph
+    selected = set(inp.selected)
+    for t, why in inp.sqlmesh_audits.items():  # SQLMesh applies and runs a changed one
+        if t in selected and t not in inp.excluded:
+            decisions[t] = NodeDecision(
+                t, g.nodes[t].project, "build", [why], {}, {"tool": "sqlmesh", **why.data}
+            )
     building = {n for n, d in decisions.items() if d.action == "build"}
     if not building:
         return
@@ -437,6 +445,7 @@ def make_plan(
     from splice.plan import memo as plan_memo
     from splice.plan.evidence import last_attempts, last_builds, observe_sqlmesh, version_before
     from splice.plan.fingerprint import dbt_fingerprint, fallback_fingerprint
+    from splice.plan.sqlmesh_kinds import changed_standalone_audits
     from splice.plan.sqlmesh_view import environment_state, plan_view, resolve_execution_time
 
     if code is None:
@@ -478,7 +487,9 @@ def make_plan(
     states = {p: environment_state(ws, p, execution_time=et) for p in sqlmesh_projects}
     views: dict[str, NodeView] = {}
     also: dict[str, list[list[int]]] = {}
+    audits: dict[str, Reason] = {}
     for p in sqlmesh_projects:
+        audits.update(changed_standalone_audits(ws, p, states.get(p)))
         mine = [n for n in candidates if g.nodes[n].project == p]
         if not mine:
             continue
@@ -524,6 +535,7 @@ def make_plan(
         sqlmesh_states={nid: m for st in states.values() for nid, m in st.models.items()},
         also_backfilled=also,
         excluded=excluded,
+        sqlmesh_audits=audits,
         seen_before=lambda u, seq: version_before(store, ws.target, u, seq),
     )
     plan = plan_from_inputs(inp, selector=selector, execution_time=et)

@@ -44,6 +44,7 @@ from splice.errors import ProjectError
 from splice.graph.model import Graph
 from splice.plan.fingerprint import sqlmesh_fingerprint
 from splice.plan.model import Action, Reason
+from splice.plan.sqlmesh_kinds import missing_reason, unchanged_reason
 
 #: SQLMesh's change categories as the plan prints them.
 CATEGORY_NAMES = {
@@ -204,6 +205,7 @@ class EnvironmentState:
     finalized: bool = False  # its last plan finished
     # snapshots SQLMesh would restamp rather than restore (its plan then has a change)
     unrestorable: set[str] = field(default_factory=set)
+    audits: dict[str, str] = field(default_factory=dict)  # standalone audit -> snapshot id
 
 
 def environment_state(
@@ -235,6 +237,9 @@ def environment_state(
     for s in snaps.values():
         if getattr(s, "unrestorable", False):
             out.unrestorable.add(s.name)
+        if getattr(s, "is_audit", False):
+            out.audits[s.name] = str(s.snapshot_id.identifier)
+            continue
         nid = ids.get(s.name)
         if nid is None or not s.is_model or _is_external(s):
             continue
@@ -449,14 +454,7 @@ def plan_view(
             )
             changes_data = changes_data or category not in DATA_NEUTRAL
         if miss:
-            n = missing_count.get(fqn, 0)
-            reasons.append(
-                Reason(
-                    "sqlmesh_missing_intervals",
-                    f"SQLMesh: {n} interval{'s' if n != 1 else ''} missing ({describe_intervals(miss)})",
-                    data={"missing_intervals": miss, "count": n},
-                )
-            )
+            reasons.append(missing_reason(tool_view["kind"], missing_count.get(fqn, 0), miss))
             changes_data = True
         if not reasons and view.new_environment:
             reasons.append(
@@ -470,9 +468,7 @@ def plan_view(
         action: Action = "build" if reasons else "reuse"
         tool_view["changes_data"] = action == "build" and changes_data
         if not reasons:
-            reasons.append(
-                Reason("unchanged", f"SQLMesh: no changes and no missing intervals in {env_name!r}")
-            )
+            reasons.append(unchanged_reason(tool_view["kind"], env_name))
         view.nodes[nid] = NodeView(
             nid, action, reasons, tool_view, sqlmesh_fingerprint(snap), changes_data
         )
@@ -528,18 +524,9 @@ def _unchanged_view(
             "from_state": True,
         }
         if m.missing:
-            n = m.missing_count
-            reasons = [
-                Reason(
-                    "sqlmesh_missing_intervals",
-                    f"SQLMesh: {n} interval{'s' if n != 1 else ''} missing ({describe_intervals(m.missing)})",
-                    data={"missing_intervals": m.missing, "count": n},
-                )
-            ]
+            reasons = [missing_reason(m.kind, m.missing_count, m.missing)]
         else:
-            reasons = [
-                Reason("unchanged", f"SQLMesh: no changes and no missing intervals in {env_name!r}")
-            ]
+            reasons = [unchanged_reason(m.kind, env_name)]
         action: Action = "build" if m.missing else "reuse"
         tool_view["changes_data"] = bool(m.missing)
         view.nodes[m.node_id] = NodeView(

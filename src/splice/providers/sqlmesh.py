@@ -26,6 +26,7 @@ class SqlmeshProvider:
         self._snapshots: dict[Any, Any] = {}  # SnapshotId -> Snapshot read from state
         self._local_ids: dict[str, str] | None = None
         self._ids: dict[str, str] | None = None  # fqn -> node id, set by load()
+        self._local_audit_ids: dict[str, str] = {}
 
     @property
     def context(self) -> Any:
@@ -156,6 +157,9 @@ class SqlmeshProvider:
                     ),
                 },
             )
+            added = _tool_columns(m)
+            if added:
+                node.meta["tool_columns"] = added
             nodes.append(node)
             seen_audits: dict[str, int] = {}
             for audit_name, _args in m.audits:
@@ -188,8 +192,45 @@ class SqlmeshProvider:
                         },
                     )
                 )
+        nodes += self._standalone_audit_nodes(ids)
         self._ids = ids
         return nodes
+
+    def _standalone_audits(self) -> dict[str, Any]:
+        """SQLMesh's standalone audits (``audits/*.sql`` with ``standalone true``) by name."""
+        return dict(getattr(self.context, "standalone_audits", None) or {})
+
+    def _standalone_audit_nodes(self, ids: dict[str, str]) -> list[Node]:
+        """One ``audit`` node per standalone audit (``project:audit:NAME``), after the models it
+        queries. SQLMesh runs it as its own snapshot in every plan and run that selects it;
+        SQLMesh refuses a blocking one, so its failure is a warning."""
+        p = self.ctx.project_name
+        out: list[Node] = []
+        for name, audit in sorted(self._standalone_audits().items()):
+            path = getattr(audit, "_path", None)
+            out.append(
+                Node(
+                    id=f"{p}:audit:{name}",
+                    project=p,
+                    name=f"audit:{name}",
+                    kind="audit",
+                    tool="sqlmesh",
+                    depends_on=sorted(ids[d] for d in audit.depends_on if d in ids),
+                    language="none",
+                    dialect=getattr(audit, "dialect", None) or self.ctx.dialect,
+                    path=_relative(path, self.ctx.project_path),
+                    owner=getattr(audit, "owner", None),
+                    description=getattr(audit, "description", None),
+                    tags=list(getattr(audit, "tags", None) or []),
+                    meta={
+                        "audit": name,
+                        "standalone": True,
+                        "snapshot_name": name,  # its snapshot's name in SQLMesh
+                        "blocking": bool(getattr(audit, "blocking", False)),
+                    },
+                )
+            )
+        return out
 
     def render(self, nodes: list[Node]) -> dict[str, RenderedSQL]:
         ctx = self.context
@@ -294,7 +335,17 @@ class SqlmeshProvider:
                 for fqn, s in snaps.items()
                 if s.model_or_none is not None and not _is_external(s.model_or_none)
             }
+            self._local_audit_ids = {
+                name: str(s.snapshot_id.identifier)
+                for name, s in snaps.items()
+                if getattr(s, "is_audit", False)
+            }
         return self._local_ids
+
+    def local_audit_ids(self) -> dict[str, str]:
+        """{standalone audit name: snapshot identifier} as loaded (see :meth:`local_snapshot_ids`)."""
+        self.local_snapshot_ids()
+        return dict(self._local_audit_ids)
 
     def release(self) -> None:
         """Close SQLMesh's connections (the warehouse file is free again) but keep the loaded
@@ -311,6 +362,42 @@ class SqlmeshProvider:
                 self._context = None
                 self._snapshots.clear()
                 self._local_ids = None
+                self._local_audit_ids = {}
+
+
+def _tool_columns(model: Any) -> dict[str, dict[str, Any]]:
+    """Columns SQLMesh adds to a model's table beyond its query (``model.managed_columns``: an
+    SCD type 2 model's ``valid_from`` / ``valid_to``, named by the kind's ``valid_from_name`` /
+    ``valid_to_name``), each with the query columns SQLMesh derives it from and why.
+
+    They are real columns of the table (``columns_to_types`` lists them): lineage knows them.
+    """
+    managed = dict(getattr(model, "managed_columns", None) or {})
+    if not managed:
+        return {}
+    kind = model.kind
+    kind_name = str(getattr(kind.name, "value", kind.name))
+    updated = getattr(kind, "updated_at_name", None)
+    updated_name = getattr(updated, "name", None) if updated is not None else None
+    if updated_name:
+        source = [updated_name]
+        why = f"SQLMesh adds it to this {kind_name} model from {updated_name!r}"
+    else:
+        source = []
+        why = (
+            f"SQLMesh adds it to this {kind_name} model and sets it to the run's execution time "
+            "when a tracked column changes: no query column flows into it"
+        )
+    return {str(c): {"from": source, "why": why} for c in managed}
+
+
+def _relative(path: Any, project: Path) -> str | None:
+    if not path:
+        return None
+    try:
+        return str(Path(path).relative_to(project))
+    except ValueError:
+        return str(path)
 
 
 def _is_external(model: Any) -> bool:

@@ -106,7 +106,7 @@ CAPABILITIES: dict[str, ExecutorCapabilities] = {
 
 #: Node kinds an executor hands to its tool; the rest (sources, externals, dashboards) are
 #: graph nodes with nothing to build.
-EXECUTABLE = {"dbt": ("model", "seed", "snapshot", "test"), "sqlmesh": ("model", "audit")}
+EXECUTABLE = {"dbt": ("model", "seed", "snapshot", "test"), "sqlmesh": ("model", "seed", "audit")}
 
 
 class Sink(Protocol):

@@ -4,6 +4,7 @@ console protocol (see :mod:`splice.run.executors`)."""
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -19,6 +20,9 @@ from splice.run.executors import (
     _short,
 )
 from splice.run.report import CheckResult, NodeResult
+
+#: Node kinds that are SQLMesh models (a SEED model is one, with kind "seed" in the graph).
+BUILT = ("model", "seed")
 
 
 def _externals(ctx: Any) -> list[str]:
@@ -148,9 +152,18 @@ class SqlmeshExecutor:
 
         prov = self.ws.provider(self.project)
         env_name = job.segment.environment
-        models = [n for n in job.nodes if n.kind == "model"]
+        models = [n for n in job.nodes if n.kind in BUILT]
         audits = [n for n in job.nodes if n.kind == "audit"]
+        standalone = [str(a.meta["snapshot_name"]) for a in audits if a.meta.get("standalone")]
+        # SQLMesh evaluates standalone audits only in a plan or run that selects no models (its
+        # model selection drops them): when the run selected every model of the project and
+        # the others are reused (none builds in another segment), ask SQLMesh as `sqlmesh plan`
+        # / `sqlmesh run` would, without a selection
         by_fqn = {str(n.meta["fqn"]): n for n in models}
+        whole = bool(standalone) and all(
+            fqn in by_fqn or (nid in job.decisions and job.decisions[nid].action != "build")
+            for fqn, nid in _project_models(job.graph, self.project).items()
+        )
         rec = _SqlmeshRecorder()
         rec.on_start = lambda name: sink.node_started(by_fqn[name].id) if name in by_fqn else None
         rec.on_batch = lambda name, ok, dur: (
@@ -195,14 +208,14 @@ class SqlmeshExecutor:
                             no_prompts=True,
                             execution_time=job.execution_time,
                         )
-                    elif models and why_plan:
+                    elif (models or whole) and why_plan:
                         outcome.method = "sqlmesh plan"
                         outcome.notes.append(f"planned with SQLMesh because {why_plan}")
                         applied = ctx.plan(
                             env_name,
                             # external models are no build, but a plan selecting models
                             # without them fingerprints those models without their parents
-                            select_models=[*by_fqn, *_externals(ctx)],
+                            select_models=None if whole else [*by_fqn, *_externals(ctx)],
                             auto_apply=True,
                             no_prompts=True,
                             execution_time=job.execution_time,
@@ -212,7 +225,7 @@ class SqlmeshExecutor:
                     elif models:
                         status = ctx.run(
                             env_name,
-                            select_models=list(by_fqn),
+                            select_models=None if whole else list(by_fqn),
                             no_auto_upstream=True,
                             execution_time=job.execution_time,
                         )
@@ -264,7 +277,10 @@ class SqlmeshExecutor:
                 rows = [b["rows"] for b in ok_batches if b["rows"] is not None]
                 res.rows = sum(rows) if rows else None
             res.intervals = intervals.get(fqn)
-            if fqn in rec.failed:
+            if str(node.materialization or "").upper() == "EMBEDDED" and fqn not in rec.failed:
+                # no table: nothing of its own can fail; its readers report what fails
+                res.message = "embedded: no table of its own; SQLMesh inlines it into its readers"
+            elif fqn in rec.failed:
                 res.status = "failed"
                 res.message = _sqlmesh_error(rec.failed[fqn], rec.failed_node_kind.get(fqn))
             elif fqn in rec.skipped:
@@ -294,7 +310,7 @@ class SqlmeshExecutor:
             else:
                 res.message = "no missing intervals"
             outcome.nodes[node.id] = res
-        self._audits(audits, by_fqn, rec, outcome, job)
+        self._audits(audits, by_fqn, rec, outcome, job, whole)
         return outcome
 
     def _needs_plan(self, ctx: Any, env_name: str, fqns: list[str], job: SegmentJob) -> str | None:
@@ -318,7 +334,7 @@ class SqlmeshExecutor:
         ]
         if changed:
             return f"SQLMesh's plan has changes ({'; '.join(changed)})"
-        planned = [job.decisions.get(n.id) for n in job.nodes if n.kind == "model"]
+        planned = [job.decisions.get(n.id) for n in job.nodes if n.kind in BUILT]
         if planned and all(d is not None and "change" in d.tool_view for d in planned):
             return None  # the planner asked SQLMesh for its plan just now: no change in it
         in_env = {s.name: str(s.snapshot_id.identifier) for s in env.snapshots}
@@ -335,6 +351,7 @@ class SqlmeshExecutor:
         rec: _SqlmeshRecorder,
         outcome: SegmentOutcome,
         job: SegmentJob,
+        whole: bool = False,
     ) -> None:
         id_to_fqn = {n.id: f for f, n in by_fqn.items()}
         failing: dict[str, list[Any]] = {}
@@ -343,6 +360,9 @@ class SqlmeshExecutor:
             if errs:
                 failing[name] = list(errs)
         for a in audits:
+            if a.meta.get("standalone"):
+                outcome.checks[a.id] = _standalone_check(a, rec, outcome, job, whole)
+                continue
             model_id = str(a.meta.get("model"))
             fqn = id_to_fqn.get(model_id)
             res = outcome.nodes.get(model_id)
@@ -369,6 +389,53 @@ class SqlmeshExecutor:
             else:
                 chk.message = f"its model {res.status}"
             outcome.checks[a.id] = chk
+
+
+def _standalone_check(
+    audit: Node, rec: _SqlmeshRecorder, outcome: SegmentOutcome, job: SegmentJob, whole: bool
+) -> CheckResult:
+    """A standalone audit's result: SQLMesh evaluates it as a snapshot of its own (never
+    blocking, so a failure is a warning, as ``sqlmesh run`` prints it)."""
+    name = str(audit.meta["snapshot_name"])
+    chk = CheckResult(audit.id, audit.project, job.segment.id, list(audit.depends_on), "skipped")
+    chk.blocking = bool(audit.meta.get("blocking"))
+    batches = [b for b in rec.batches.get(name, []) if b["ok"]]
+    if name in rec.failed:
+        chk.status = "fail"
+        chk.message = _short(f"{type(rec.failed[name]).__name__}: {rec.failed[name]}", 2)
+    elif any(b["audits_failed"] for b in batches):
+        chk.status = "warn" if not chk.blocking else "fail"
+        # SQLMesh's warning: "NAME: 'NAME' audit error: N rows failed. ..."
+        counts = [
+            int(m.group(1))
+            for w in rec.warnings
+            if w.startswith(f"{name}:") and (m := re.search(r"(\d+) rows? failed", w))
+        ]
+        chk.failures = sum(counts) if counts else None
+        chk.message = "the standalone audit returned rows (non-blocking: SQLMesh warns)"
+    elif batches:
+        chk.status = "pass"
+    elif name in rec.skipped:
+        chk.message = "SQLMesh skipped it: a model it queries failed"
+    elif outcome.error is not None:
+        chk.message = "the segment failed before SQLMesh ran it"
+    elif whole:
+        chk.message = "SQLMesh had nothing due for it"
+    else:
+        chk.message = (
+            "SQLMesh runs standalone audits only when no models are selected "
+            "(select the whole project to run it)"
+        )
+    return chk
+
+
+def _project_models(graph: Any, project: str) -> dict[str, str]:
+    """{fqn: node id} of every SQLMesh model (seeds included) of ``project`` in the graph."""
+    return {
+        str(n.meta["fqn"]): n.id
+        for n in graph.nodes.values()
+        if n.project == project and n.kind in BUILT and n.meta.get("fqn")
+    }
 
 
 def _restatement(job: SegmentJob) -> dict[str, Any] | None:
