@@ -82,7 +82,7 @@ def doctor(ws: Workspace, *, lineage: bool = True) -> list[Check]:
 def lineage(
     ws: Workspace, ref: str, *, direction: str | None = None, depth: int | None = None
 ) -> dict[str, Any]:
-    from splice.lineage_service import column_lineage
+    from splice.lineage_query import column_lineage
 
     return column_lineage(ws, ref, direction=direction, depth=depth)
 
@@ -90,7 +90,7 @@ def lineage(
 def openlineage_facets(
     ws: Workspace, ref: str, *, direction: str | None = None, depth: int | None = None
 ) -> list[dict[str, Any]]:
-    from splice.lineage_service import openlineage_for
+    from splice.lineage_query import openlineage_for
 
     return openlineage_for(ws, ref, direction=direction, depth=depth)
 
@@ -100,7 +100,7 @@ def lineage_chain(ws: Workspace, ref: str) -> list[str]:
 
     For the demo: the Q3 close figure back to the rates vendor's ingestion job.
     """
-    from splice.lineage_service import column_lineage
+    from splice.lineage_query import column_lineage
 
     res = column_lineage(ws, ref, direction="upstream")
     chain = [ref]

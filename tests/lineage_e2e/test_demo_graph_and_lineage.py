@@ -13,7 +13,8 @@ import pytest
 from splice.api import doctor, graph_view, list_nodes
 from splice.demo import relocate
 from splice.errors import NodeNotFoundError, SelectorError
-from splice.lineage_service import column_lineage, openlineage_for, workspace_lineage
+from splice.lineage_query import column_lineage, openlineage_for
+from splice.lineage_service import workspace_lineage
 from splice.workspace import Workspace
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from splice.api import doctor
-from splice.lineage_service import column_lineage, workspace_lineage
+from splice.lineage_query import column_lineage
+from splice.lineage_service import workspace_lineage
 from splice.workspace import Workspace
 
 

@@ -123,7 +123,7 @@ def _path(
     Returns (path, sources): path steps nearest first; sources are the ingestion / source hops
     feeding the origin's columns.
     """
-    from splice.lineage_service import column_lineage
+    from splice.lineage_query import column_lineage
 
     res = column_lineage(ws, start, direction="upstream")
     # a model's own previous state (self_ref) is no step towards the origin
@@ -187,7 +187,7 @@ def _path(
 
 def _time_column_of(ws: Any, graph: Graph, origin: str, source: str) -> str | None:
     """The source relation's column that the origin's time column comes from."""
-    from splice.lineage_service import column_lineage
+    from splice.lineage_query import column_lineage
 
     tc = graph.nodes[origin].time_column
     if not tc:
