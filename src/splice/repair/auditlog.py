@@ -33,7 +33,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from splice.state.store import StateStore
+from splice.state.store import StateStore, read_audit_head
 
 GENESIS = "0" * 64
 HEAD_KEY = "audit_head"
@@ -76,14 +76,7 @@ class Entry:
 
 
 def _head(conn: sqlite3.Connection) -> tuple[int, str] | None:
-    row = conn.execute("SELECT value FROM repair_policy WHERE key=?", (HEAD_KEY,)).fetchone()
-    if row is None:
-        return None
-    try:
-        h = json.loads(row[0])
-        return int(h["seq"]), str(h["hash"])
-    except (ValueError, KeyError, TypeError):
-        return None
+    return read_audit_head(conn)
 
 
 def append(

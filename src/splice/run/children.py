@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from splice.run.journal import pid_alive
+
 _PR_SET_PDEATHSIG = 1
 
 
@@ -62,16 +64,6 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def kill_orphans(splice_dir: Path) -> list[dict[str, Any]]:
     """Kill the process groups of children whose parent is gone; returns what was killed.
 
@@ -87,9 +79,9 @@ def kill_orphans(splice_dir: Path) -> list[dict[str, Any]]:
             mark.unlink(missing_ok=True)
             continue
         parent = int(info.get("parent") or 0)
-        if parent and parent != os.getpid() and _alive(parent):
+        if parent and parent != os.getpid() and pid_alive(parent):
             continue  # its run is alive: not ours to kill
-        if _alive(int(info.get("pid") or 0)):
+        if pid_alive(int(info.get("pid") or 0)):
             _kill_group(int(info.get("pgid") or info.get("pid") or 0))
             killed.append(info)
         mark.unlink(missing_ok=True)

@@ -19,6 +19,21 @@ from splice.state.migrations import MIGRATIONS
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
+def read_audit_head(conn: sqlite3.Connection) -> tuple[int, str] | None:
+    """The audit log's head (seq, hash) as recorded in a state (``repair_policy.audit_head``)."""
+    try:
+        row = conn.execute("SELECT value FROM repair_policy WHERE key='audit_head'").fetchone()
+    except sqlite3.OperationalError:  # a state from before the audit log
+        return None
+    if row is None:
+        return None
+    try:
+        h = json.loads(row[0])
+        return int(h["seq"]), str(h["hash"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
 def _open_error(path: Path, e: sqlite3.DatabaseError) -> StateError:
     """Why the state cannot be opened, told as what it is (a full disk is not a bad file)."""
     import shutil
@@ -135,19 +150,7 @@ class StateStore:
 
     def audit_head(self) -> tuple[int, str] | None:
         """The audit log's head (seq, hash) as recorded in this state, if any."""
-        try:
-            row = self.conn.execute(
-                "SELECT value FROM repair_policy WHERE key='audit_head'"
-            ).fetchone()
-        except sqlite3.OperationalError:
-            return None
-        if row is None:
-            return None
-        try:
-            h = json.loads(row[0])
-            return int(h["seq"]), str(h["hash"])
-        except (ValueError, KeyError, TypeError):
-            return None
+        return read_audit_head(self.conn)
 
     # -- caches keyed by content hash --------------------------------------------------------
     def cache_get_many(self, kind: str, keys: Iterable[str]) -> dict[str, object]:
