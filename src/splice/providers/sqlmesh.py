@@ -25,6 +25,8 @@ class SqlmeshProvider:
         self._context: Any = None
         self._snapshots: dict[Any, Any] = {}  # SnapshotId -> Snapshot read from state
         self._local_ids: dict[str, str] | None = None
+        # models the Context holds that another SQLMesh project owns (fqn -> its project name)
+        self.foreign_models: dict[str, str] = {}
 
     @property
     def context(self) -> Any:
@@ -90,7 +92,16 @@ class SqlmeshProvider:
         ctx = self.context
         p = self.ctx.project_name
         default_catalog = (ctx.default_catalog or "").lower() or None
-        models = ctx.models
+        # In SQLMesh's multi-repo setup (several projects, each with its own `project:` name,
+        # sharing one state) the Context also holds the other projects' models, read back from
+        # the shared state: they are not this project's nodes. What this project reads of them
+        # stays a read of their relation, joined to their own project by a binding.
+        all_models = ctx.models
+        own_projects = {c.project for c in ctx.configs.values()}
+        models = {f: m for f, m in all_models.items() if (m.project or "") in own_projects}
+        self.foreign_models = {
+            f: (m.project or "") for f, m in all_models.items() if f not in models
+        }
         ids: dict[str, str] = {}
         for fqn, m in models.items():
             ids[fqn] = f"{p}:{_short_name(m, default_catalog)}"
@@ -118,7 +129,12 @@ class SqlmeshProvider:
                 if not _is_external(models[d])
                 else parse_relation(d, dialect=self.ctx.dialect)
                 for d in deps
-            ] + [parse_relation(d, dialect=self.ctx.dialect) for d in ext_reads]
+            ] + [
+                self.view_relation(all_models[d])
+                if d in all_models and not _is_external(all_models[d])
+                else parse_relation(d, dialect=self.ctx.dialect)
+                for d in ext_reads
+            ]
             name = ids[fqn].split(":", 1)[1]
             path = (
                 str(Path(m._path).relative_to(self.ctx.project_path))
