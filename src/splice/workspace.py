@@ -120,6 +120,10 @@ class Workspace:
         self._providers[project] = prov
         return prov
 
+    def loaded_providers(self, fmt: str, *, but: str | None = None) -> list[Any]:
+        """The providers of format ``fmt`` already created (other than project ``but``)."""
+        return [p for name, p in self._providers.items() if p.format == fmt and name != but]
+
     def _tool_environment(self, project: str, fmt: str) -> str:
         env = self.environment(project)
         if fmt == "dbt" and not self.has_config and not self.config.targets:

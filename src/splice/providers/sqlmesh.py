@@ -27,9 +27,70 @@ class SqlmeshProvider:
         self._local_ids: dict[str, str] | None = None
         # models the Context holds that another SQLMesh project owns (fqn -> its project name)
         self.foreign_models: dict[str, str] = {}
+        self._stale = False
+
+    @property
+    def multi_repo(self) -> bool:
+        """True when the project has a `project:` name (SQLMesh's multi-repo setup): its Context
+        then also reads the other projects' models from the shared state when it loads."""
+        return self._context is not None and any(c.project for c in self._context.configs.values())
+
+    def state_changed(self) -> None:
+        """Another SQLMesh project planned into the state this one may share: in the multi-repo
+        setup the loaded Context no longer knows the other projects' models as they are now (a
+        plan would count them as removed), so it loads again before its next use."""
+        if self.multi_repo:
+            self._stale = True
+
+    def warehouse(self) -> Any:
+        """Where this project's warehouse is (a :class:`~splice.providers.locations.WarehouseLocation`),
+        resolved as SQLMesh resolves it when run in the project directory; reads the config only
+        (the loaded Context's, or SQLMesh's config loader), never the warehouse."""
+        from splice.providers.locations import sqlmesh_location
+
+        gateway = self.ctx.options.get("gateway")
+        if self._context is not None:
+            config = self._context.config
+        else:
+            os.environ.setdefault("SQLMESH__DISABLE_ANONYMIZED_ANALYTICS", "true")
+            with captured(
+                self.ctx.log_path,
+                f"sqlmesh config ({self.ctx.project_name})",
+                cwd=self.ctx.project_path,
+            ):
+                try:
+                    from splice.sqlmesh_import import import_sqlmesh
+
+                    import_sqlmesh()
+                    from sqlmesh.core.config import Config
+                    from sqlmesh.core.config.loader import load_configs
+
+                    config = load_configs("config", Config, [self.ctx.project_path])[
+                        self.ctx.project_path.absolute()
+                    ]
+                except Exception as e:  # noqa: BLE001 - turned into a ProjectError below
+                    raise self._error(e, "load its config") from e
+        return sqlmesh_location(
+            self.ctx.project_name, config, self.ctx.project_path, str(gateway) if gateway else None
+        )
+
+    def _reload(self) -> None:
+        self._stale = False
+        with captured(
+            self.ctx.log_path,
+            f"sqlmesh reload ({self.ctx.project_name})",
+            cwd=self.ctx.project_path,
+        ):
+            try:
+                self._context.load()
+            except Exception as e:  # noqa: BLE001 - turned into a ProjectError below
+                raise self._error(e, "load") from e
+        self._local_ids = None
 
     @property
     def context(self) -> Any:
+        if self._context is not None and self._stale:
+            self._reload()
         if self._context is None:
             os.environ.setdefault("SQLMESH__DISABLE_ANONYMIZED_ANALYTICS", "true")
             with captured(

@@ -220,6 +220,8 @@ class SqlmeshExecutor:
                             outcome.notes.append("SQLMesh: no missing intervals")
                     if applied is not None:  # its snapshots: reading them back costs ~1 s
                         prov.remember_snapshots(applied.snapshots.values())
+                        for other in self.ws.loaded_providers("sqlmesh", but=self.project):
+                            other.state_changed()  # multi-repo: they read this one's models
                 except Exception as e:  # noqa: BLE001 - judged per model below
                     raised = e
                 try:
