@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.providers.fixture_projects import copy_fixture, cwd, tables_in
+from fixture_projects import copy_fixture, cwd, tables_in
 
 from splice.api import doctor, lineage, warehouses
 from splice.workspace import Workspace
