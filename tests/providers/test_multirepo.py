@@ -154,3 +154,44 @@ def test_doctor_warns_when_the_shared_state_holds_a_project_no_splice_project_li
     assert len(checks) == 1 and checks[0].severity == "warning"
     assert "'repo_a'" in checks[0].message and '"warehouse"."bronze"."orders"' in checks[0].message
     assert "[[projects]]" in checks[0].fix
+
+
+def _change_an_order(root: Path) -> None:
+    f = root / "repo_a" / "models" / "orders.sql"
+    f.write_text(f.read_text().replace("35.5", "100.0"))
+
+
+def test_a_breaking_change_in_repo_a_reaches_repo_b_as_sqlmesh_does_it_by_hand(
+    by_hand: Path, tmp_path: Path
+) -> None:
+    """SQLMesh's plan of repo_a re-evaluates repo_b's model downstream (they share the state).
+    Through Splice, the plan of repo_a's segment selects it too: left out, SQLMesh pointed
+    repo_b's view at a table it never built and the run failed."""
+    import shutil
+
+    from splice.sqlmesh_import import import_sqlmesh
+
+    hand = tmp_path / "hand"
+    shutil.copytree(by_hand, hand, ignore=shutil.ignore_patterns(".splice", ".cache", "logs"))
+    _change_an_order(hand)
+    with cwd(hand / "repo_a"):
+        ctx = import_sqlmesh().Context(paths=".")
+        try:
+            ctx.plan("prod", auto_apply=True, no_prompts=True)
+        finally:
+            ctx.close()
+
+    root = copy_fixture("multirepo", tmp_path / "splice")
+    assert splice(root, "run").returncode == 0
+    _change_an_order(root)
+    res = splice(root, "run")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "share SQLMesh's state" in res.stdout + res.stderr
+    q = "SELECT * FROM silver.revenue_by_country ORDER BY country"
+    assert rows(root / "warehouse.duckdb", q) == rows(hand / "warehouse.duckdb", q)
+    assert rows(root / "warehouse.duckdb", q) == [("GB", 32.25, 2), ("US", 100.0, 1)]
+    again = splice(root, "plan", "--fresh", "--json")
+    assert again.returncode == 0, again.stderr
+    assert [
+        d for d in json.loads(again.stdout)["decisions"].values() if d["action"] == "build"
+    ] == []

@@ -144,3 +144,17 @@ def _render_env(text: str) -> str:
         return jinja2.Environment().from_string(text).render(env_var=env_var)
     except Exception:  # noqa: BLE001 - left as written; dbt reports it
         return text
+
+
+def shares_sqlmesh_state(a: Any, b: Any) -> bool:
+    """True when nodes ``a`` and ``b`` are models of two SQLMesh projects in SQLMesh's multi-repo
+    setup (each with its own `project:` name): joined by a binding, they share one warehouse
+    and so one SQLMesh state (doctor's SPL401 reports them otherwise), and SQLMesh's plan of
+    one re-evaluates the other's models downstream of a breaking change."""
+    return (
+        a.tool == "sqlmesh"
+        and b.tool == "sqlmesh"
+        and bool(a.meta.get("sqlmesh_project"))
+        and bool(b.meta.get("sqlmesh_project"))
+        and a.meta.get("sqlmesh_project") != b.meta.get("sqlmesh_project")
+    )

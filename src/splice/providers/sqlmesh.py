@@ -74,6 +74,20 @@ class SqlmeshProvider:
             self.ctx.project_name, config, self.ctx.project_path, str(gateway) if gateway else None
         )
 
+    def foreign_downstream(self, fqns: list[str]) -> list[str]:
+        """Models of other SQLMesh projects (multi-repo, read from the shared state) downstream
+        of ``fqns``: SQLMesh's plan of this project re-evaluates them after a breaking change,
+        as it does when run by hand, so a plan selecting ``fqns`` must select them too (left
+        out, SQLMesh points their views at tables it never built)."""
+        if not self.foreign_models:
+            return []
+        dag = self.context.dag
+        out: set[str] = set()
+        for f in fqns:
+            if f in dag:
+                out.update(d for d in dag.downstream(f) if d in self.foreign_models)
+        return sorted(out)
+
     def _reload(self) -> None:
         self._stale = False
         with captured(
@@ -224,6 +238,8 @@ class SqlmeshProvider:
                 description=m.description,
                 meta={
                     "fqn": fqn,
+                    # SQLMesh's `project:` name (multi-repo), None outside that setup
+                    "sqlmesh_project": m.project or None,
                     "cron": getattr(m, "cron", None),
                     "prod_relation": (
                         self.view_relation(m, "prod").key

@@ -202,7 +202,13 @@ class SqlmeshExecutor:
                             env_name,
                             # external models are no build, but a plan selecting models
                             # without them fingerprints those models without their parents
-                            select_models=[*by_fqn, *_externals(ctx)],
+                            # and other repos' models downstream (multi-repo): SQLMesh
+                            # re-evaluates them in this plan, as it does by hand
+                            select_models=[
+                                *by_fqn,
+                                *_externals(ctx),
+                                *prov.foreign_downstream(list(by_fqn)),
+                            ],
                             auto_apply=True,
                             no_prompts=True,
                             execution_time=job.execution_time,
