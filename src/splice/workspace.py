@@ -50,6 +50,7 @@ class Workspace:
         )
         self._providers: dict[str, Any] = {}
         self._graph: Graph | None = None
+        self._lone_warehouse: Path | None = None
         self._state: StateStore | None = None
         self.timings = Timings()
 
@@ -80,7 +81,23 @@ class Workspace:
 
     @property
     def warehouse_path(self) -> Path:
-        return (self.root / self.config.warehouse.path).resolve()
+        """splice.toml's ``[warehouse] path``; for a lone project with no splice.toml, the file
+        its tool writes (as the tool resolves it in the project directory)."""
+        if self.has_config or len(self.config.projects) != 1:
+            return (self.root / self.config.warehouse.path).resolve()
+        if self._lone_warehouse is None:
+            from splice.errors import SpliceError
+
+            try:
+                loc = self.provider(self.config.projects[0].name).warehouse()
+            except SpliceError:  # the tool reports its broken config when it loads
+                loc = None
+            self._lone_warehouse = (
+                Path(loc.path)
+                if loc is not None and loc.kind == "file" and loc.path
+                else (self.root / self.config.warehouse.path).resolve()
+            )
+        return self._lone_warehouse
 
     # -- providers -----------------------------------------------------------------------------
     def environment(self, project: str) -> str:

@@ -200,7 +200,13 @@ def test_a_lone_sqlmesh_project_configured_by_config_py_is_a_workspace(tmp_path:
     assert (root / "shop.duckdb").exists()
     listed = splice(root, "ls", "--json")
     assert [r["id"] for r in json.loads(listed.stdout)] == ["shop:core.a"]
+    # the workspace's warehouse is the project's own file: the plan memo reads SQLMesh's state
+    # there, so a second run with nothing new reuses the plan without loading SQLMesh
+    again = splice(root, "run")
+    assert again.returncode == 0
+    assert "reused without loading the tools" in again.stdout + again.stderr
     with Workspace.open(root) as ws:
+        assert ws.warehouse_path == root / "shop.duckdb"
         loc = warehouses(ws)["shop"]
         assert [c.code for c in doctor(ws, lineage=False)] == []
     assert (loc.kind, loc.path, loc.config_file, loc.key) == (
