@@ -379,10 +379,13 @@ class SqlmeshProvider:
                 snaps = ctx.snapshots
             else:
                 snaps = to_snapshots({**ctx._models, **ctx._standalone_audits})
+            own = {c.project for c in ctx.configs.values()}  # multi-repo: not the others'
             self._local_ids = {
                 fqn: str(s.snapshot_id.identifier)
                 for fqn, s in snaps.items()
-                if s.model_or_none is not None and not _is_external(s.model_or_none)
+                if s.model_or_none is not None
+                and not _is_external(s.model_or_none)
+                and (s.model_or_none.project or "") in own
             }
         return self._local_ids
 
