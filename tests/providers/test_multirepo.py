@@ -200,3 +200,18 @@ def test_a_breaking_change_in_repo_a_reaches_repo_b_as_sqlmesh_does_it_by_hand(
         "repo_a:bronze.orders": True,
         "repo_b:silver.revenue_by_country": True,
     }
+
+
+def test_doctor_reports_repos_whose_relative_paths_resolve_to_two_files(tmp_path: Path) -> None:
+    """Each repo's `database: warehouse.duckdb` resolves against its own directory: two files,
+    two SQLMesh states; repo_b would never see repo_a's model."""
+    root = copy_fixture("multirepo", tmp_path)
+    for repo in ("repo_a", "repo_b"):
+        f = root / repo / "config.yaml"
+        f.write_text(f.read_text().replace("../warehouse.duckdb", "warehouse.duckdb"))
+    res = splice(root, "doctor", "--no-lineage", "--json")
+    assert res.returncode == 1, res.stdout + res.stderr
+    (found,) = [c for c in json.loads(res.stdout)["checks"] if c["code"] == "SPL401"]
+    assert str(root / "repo_a" / "warehouse.duckdb") in found["message"]
+    assert str(root / "repo_b" / "warehouse.duckdb") in found["message"]
+    assert str(root / "repo_b" / "config.yaml") in found["message"]

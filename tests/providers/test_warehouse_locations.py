@@ -98,7 +98,12 @@ def test_doctor_reports_projects_bound_across_two_warehouse_files(tmp_path: Path
     ):
         assert part in text, (part, text)
     assert found[0]["node"] == "downstream:source:core.customers"
-    assert "../upstream/warehouse.duckdb" in found[0]["fix"]
+    # the fix points both at splice.toml's warehouse, relative to each project directory
+    fix = found[0]["fix"]
+    assert str(root / "warehouse.duckdb") in fix
+    assert "gateways.local.connection.database in " + str(root / "upstream" / "config.yaml") in fix
+    assert "downstream.outputs.prod.path in " + str(root / "downstream" / "profiles.yml") in fix
+    assert fix.count("'../warehouse.duckdb'") == 2
     # each differs from splice.toml's [warehouse] path as well
     spl402 = [c for c in json.loads(as_json.stdout)["checks"] if c["code"] == "SPL402"]
     assert {c["message"].split("'")[1] for c in spl402} == {"upstream", "downstream"}

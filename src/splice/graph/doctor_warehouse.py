@@ -85,6 +85,13 @@ def warehouse_checks(
         pairs.setdefault((up.project, down.project), e)
     for (pa, pb), e in sorted(pairs.items()):
         a, b = locations[pa], locations[pb]
+        # the one file: splice.toml's when there is one, else the writer's
+        one = workspace_warehouse if workspace_warehouse is not None else Path(a.path)
+        moves = [
+            f"{loc.key} in {loc.config_file} to {_rel(one, project_paths.get(p))!r}"
+            for p, loc in ((pa, a), (pb, b))
+            if not _same(loc.path, str(one))
+        ]
         checks.append(
             Check(
                 "SPL401",
@@ -93,8 +100,7 @@ def warehouse_checks(
                 f"{e.upstream} -> {e.downstream} expects one warehouse, but {pa!r} writes "
                 f"{a.path} ({_said(a)}) and {pb!r} writes {b.path} ({_said(b)}); each tool "
                 "resolves a relative path against its project directory, where it runs.",
-                f"point both at one file: e.g. set {b.key} in {b.config_file} to "
-                f"{_rel(Path(a.path), project_paths.get(pb))!r}",
+                f"point both at one file ({one}): set " + ", and ".join(moves),
             )
         )
 
