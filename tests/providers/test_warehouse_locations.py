@@ -236,3 +236,60 @@ def test_a_config_py_project_listed_in_splice_toml(tmp_path: Path) -> None:
     with Workspace.open(tmp_path) as ws:
         assert set(ws.graph().nodes) == {"shop:core.a"}
         assert [c.code for c in doctor(ws, lineage=False)] == []
+
+
+# -- the forms the tools accept ------------------------------------------------------------------
+def test_sqlmesh_catalogs_default_connection_and_the_gateway_splice_toml_names(
+    tmp_path: Path,
+) -> None:
+    from splice.providers.locations import sqlmesh_location
+    from splice.sqlmesh_import import import_sqlmesh
+
+    import_sqlmesh()
+    from sqlmesh.core.config import Config, DuckDBConnectionConfig, GatewayConfig
+
+    p = tmp_path / "proj"
+    p.mkdir()
+    cfg = Config(
+        gateways={
+            "local": GatewayConfig(
+                connection=DuckDBConnectionConfig(catalogs={"wh": "../wh.duckdb", "x": "x.duckdb"})
+            ),
+            "other": GatewayConfig(),
+        },
+        default_gateway="local",
+        default_connection=DuckDBConnectionConfig(database="/data/shared.duckdb"),
+    )
+    loc = sqlmesh_location("proj", cfg, p, None)
+    assert (loc.kind, loc.path, loc.key) == (
+        "file",
+        str(tmp_path / "wh.duckdb"),
+        "gateways.local.connection.catalogs.wh",
+    )
+    other = sqlmesh_location("proj", cfg, p, "other")
+    assert (other.kind, other.path, other.key) == (
+        "file",
+        "/data/shared.duckdb",
+        "default_connection.database",
+    )
+
+
+def test_a_dbt_path_from_an_env_var_resolves_as_dbt_renders_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from splice.providers.locations import dbt_location
+
+    p = tmp_path / "proj"
+    p.mkdir()
+    (p / "dbt_project.yml").write_text("name: proj\nprofile: proj\n")
+    (p / "profiles.yml").write_text(
+        "proj:\n  outputs:\n    prod:\n      type: duckdb\n"
+        "      path: \"{{ env_var('WH_PATH', 'fallback.duckdb') }}\"\n"
+    )
+    monkeypatch.setenv("WH_PATH", "../env.duckdb")
+    loc = dbt_location("proj", p, p, "prod")
+    assert loc is not None and (loc.kind, loc.path) == ("file", str(tmp_path / "env.duckdb"))
+    monkeypatch.delenv("WH_PATH")
+    loc = dbt_location("proj", p, p, "prod")
+    assert loc is not None and loc.path == str(p / "fallback.duckdb")
+    assert loc.key == "proj.outputs.prod.path"
