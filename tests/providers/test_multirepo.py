@@ -215,3 +215,27 @@ def test_doctor_reports_repos_whose_relative_paths_resolve_to_two_files(tmp_path
     assert str(root / "repo_a" / "warehouse.duckdb") in found["message"]
     assert str(root / "repo_b" / "warehouse.duckdb") in found["message"]
     assert str(root / "repo_b" / "config.yaml") in found["message"]
+
+
+def test_doctor_reports_sqlmesh_projects_sharing_a_state_without_project_names(
+    tmp_path: Path,
+) -> None:
+    """Without `project:` names, each repo's plan counts the other's models as removed: SQLMesh
+    refuses repo_b's plan ("Removed ... are referenced"), by hand as through Splice."""
+    root = copy_fixture("multirepo", tmp_path)
+    for repo in ("repo_a", "repo_b"):
+        f = root / repo / "config.yaml"
+        f.write_text(f.read_text().replace(f"project: {repo}\n", ""))
+    res = splice(root, "doctor", "--no-lineage", "--json")
+    assert res.returncode == 1, res.stdout + res.stderr
+    (found,) = [c for c in json.loads(res.stdout)["checks"] if c["code"] == "SPL405"]
+    for part in (
+        str(root / "repo_a" / "config.yaml"),
+        str(root / "repo_b" / "config.yaml"),
+        str(root / "warehouse.duckdb"),
+    ):
+        assert part in found["message"]
+    assert "project:" in found["fix"]
+    # with the names (the fixture as it is) the same workspace is clean
+    with Workspace.open(copy_fixture("multirepo", tmp_path / "named")) as ws:
+        assert [c.code for c in doctor(ws, lineage=False)] == []

@@ -7,6 +7,7 @@ SPL401   error     projects joined by bindings write to different warehouse file
 SPL402   warning   a project's warehouse is not splice.toml's [warehouse] path
 SPL403   warning   a project's warehouse is in memory: nothing it builds is kept
 SPL404   warning   a SQLMesh context holds models of a project no Splice project lists
+SPL405   error     SQLMesh projects share one state without distinct `project:` names
 =======  ========  =================================================================
 """
 
@@ -24,6 +25,7 @@ CODES = {
     "SPL402": "warehouse-not-workspace",
     "SPL403": "in-memory-warehouse",
     "SPL404": "unlisted-sqlmesh-project",
+    "SPL405": "shared-state-without-project-names",
 }
 
 
@@ -122,6 +124,39 @@ def warehouse_checks(
                     f"warehouse.path in {workspace_file}",
                 )
             )
+
+    # SQLMesh projects on one state must each have their own `project:` name (multi-repo):
+    # otherwise each one's plan counts the other's models as removed from the environment
+    by_state: dict[str, list[str]] = {}
+    for project in sorted(locations):
+        loc = locations[project]
+        if loc is not None and loc.tool == "sqlmesh" and loc.state:
+            by_state.setdefault(loc.state, []).append(project)
+    for state, projects in sorted(by_state.items()):
+        if len(projects) < 2:
+            continue
+        names = [locations[p].sqlmesh_project for p in projects]
+        if all(names) and len(set(names)) == len(names):
+            continue
+        said = "; ".join(
+            f"{p!r} ({locations[p].config_file}: project = {locations[p].sqlmesh_project!r})"
+            if locations[p].sqlmesh_project
+            else f"{p!r} ({locations[p].config_file}: no project)"
+            for p in projects
+        )
+        checks.append(
+            Check(
+                "SPL405",
+                "error",
+                None,
+                f"SQLMesh projects {', '.join(repr(p) for p in projects)} keep their state in "
+                f"one place ({state.split('#')[0]}, schema {state.split('#')[-1]}) without "
+                f"distinct project names: {said}. Each one's plan counts the other's models "
+                "as removed from the environment.",
+                "give each config its own `project:` name (SQLMesh's multi-repo setup), or give "
+                "each project its own state (state_connection or state_schema in its gateway)",
+            )
+        )
 
     listed = {
         str(n.meta.get("fqn")) for n in graph.nodes.values() if n.tool == "sqlmesh" and n.meta

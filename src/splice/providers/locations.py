@@ -12,7 +12,7 @@ project writes, naming the config file and key, for ``splice doctor``.
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -36,6 +36,9 @@ class WarehouseLocation:
     config_file: str
     key: str
     value: str | None
+    # SQLMesh only: its state ("FILE#SCHEMA" when on a DuckDB file, else None) and `project:`
+    state: str | None = None
+    sqlmesh_project: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -63,7 +66,9 @@ def resolve_duckdb(value: str | None, cwd: Path) -> tuple[Kind, str | None]:
     return "file", os.path.normpath(str(cwd / text))
 
 
-def sqlmesh_location(project: str, config: Any, project_path: Path, gateway: str | None) -> Any:
+def sqlmesh_location(
+    project: str, config: Any, project_path: Path, gateway: str | None
+) -> WarehouseLocation:
     """The warehouse of a SQLMesh project from its loaded ``Config`` (SQLMesh's own loader, so
     config.yaml, config.py and env vars are read as SQLMesh reads them)."""
     from splice.providers.sqlmesh import _config_file
@@ -75,7 +80,27 @@ def sqlmesh_location(project: str, config: Any, project_path: Path, gateway: str
         prefix = f"gateways.{name}" if name else "gateways"
     else:
         prefix = "gateways"
-    conn = config.get_gateway(gateway).connection
+    gw = config.get_gateway(gateway)
+    loc = _sqlmesh_connection(project, config, gw, project_path, prefix, cfg_file)
+    state_kind, state_path = loc.kind, loc.path
+    if gw.state_connection is not None:
+        sc = gw.state_connection
+        if str(getattr(sc, "type_", "")) == "duckdb":
+            state_kind, state_path = resolve_duckdb(getattr(sc, "database", None), project_path)
+        else:
+            state_kind, state_path = "other", None
+    state = (
+        f"{state_path}#{(gw.state_schema or 'sqlmesh').lower()}"
+        if state_kind == "file" and state_path
+        else None
+    )
+    return replace(loc, state=state, sqlmesh_project=config.project or None)
+
+
+def _sqlmesh_connection(
+    project: str, config: Any, gw: Any, project_path: Path, prefix: str, cfg_file: str
+) -> WarehouseLocation:
+    conn = gw.connection
     if conn is None:
         conn, prefix = config.default_connection, "default_connection"
     else:
