@@ -135,8 +135,8 @@ def warehouse_checks(
     for state, projects in sorted(by_state.items()):
         if len(projects) < 2:
             continue
-        names = [locations[p].sqlmesh_project for p in projects]
-        if all(names) and len(set(names)) == len(names):
+        project_names = [locations[p].sqlmesh_project for p in projects]
+        if all(project_names) and len(set(project_names)) == len(project_names):
             continue
         said = "; ".join(
             f"{p!r} ({locations[p].config_file}: project = {locations[p].sqlmesh_project!r})"
