@@ -100,6 +100,7 @@ class SqlmeshProvider:
             except Exception as e:  # noqa: BLE001 - turned into a ProjectError below
                 raise self._error(e, "load") from e
         self._local_ids = None
+        self.foreign_models = _foreign(self._context)
 
     @property
     def context(self) -> Any:
@@ -174,9 +175,7 @@ class SqlmeshProvider:
         all_models = ctx.models
         own_projects = {c.project for c in ctx.configs.values()}
         models = {f: m for f, m in all_models.items() if (m.project or "") in own_projects}
-        self.foreign_models = {
-            f: (m.project or "") for f, m in all_models.items() if f not in models
-        }
+        self.foreign_models = _foreign(ctx)
         ids: dict[str, str] = {}
         for fqn, m in models.items():
             ids[fqn] = f"{p}:{_short_name(m, default_catalog)}"
@@ -404,6 +403,12 @@ class SqlmeshProvider:
                 self._context = None
                 self._snapshots.clear()
                 self._local_ids = None
+
+
+def _foreign(ctx: Any) -> dict[str, str]:
+    """{fqn: owning project} of the models a Context holds for other SQLMesh projects."""
+    own = {c.project for c in ctx.configs.values()}
+    return {f: (m.project or "") for f, m in ctx.models.items() if (m.project or "") not in own}
 
 
 def _is_external(model: Any) -> bool:
