@@ -71,12 +71,37 @@ def doctor(ws: Workspace, *, lineage: bool = True) -> list[Check]:
         if rel:
             prod[str(rel)] = n.id
     checks = graph_checks(g, prod_relations=prod)
+    checks += _warehouse_checks(ws, g)
     if lineage:
         from splice.lineage_service import workspace_lineage
 
         checks += lineage_checks(workspace_lineage(ws).models)
     order = {"error": 0, "warning": 1, "info": 2}
     return sorted(checks, key=lambda c: (order[c.severity], c.code, c.node or ""))
+
+
+def warehouses(ws: Workspace) -> dict[str, Any]:
+    """Each project's warehouse as its tool resolves it (project -> WarehouseLocation, or None
+    when its config can't be read); reads the tools' configs, never the warehouse."""
+    return {p.name: ws.provider(p.name).warehouse() for p in ws.config.projects}
+
+
+def _warehouse_checks(ws: Workspace, g: Any) -> list[Check]:
+    from splice.config import CONFIG_FILE
+    from splice.graph.doctor_warehouse import warehouse_checks
+
+    return warehouse_checks(
+        g,
+        warehouses(ws),
+        {p.name: (ws.root / p.path).resolve() for p in ws.config.projects},
+        workspace_warehouse=ws.warehouse_path if ws.has_config else None,
+        workspace_file=str(ws.root / CONFIG_FILE),
+        foreign_models={
+            p.name: dict(getattr(ws.provider(p.name), "foreign_models", {}) or {})
+            for p in ws.config.projects
+            if p.format == "sqlmesh"
+        },
+    )
 
 
 def lineage(

@@ -62,6 +62,7 @@ class Workspace:
         )
         self._providers: dict[str, Any] = {}
         self._graph: Graph | None = None
+        self._lone_warehouse: Path | None = None
         self._state: StateStore | None = None
         self.timings = Timings()
         # the graph cache (splice.graph_cache): off with --no-cache or SPLICE_NO_CACHE=1
@@ -109,7 +110,23 @@ class Workspace:
 
     @property
     def warehouse_path(self) -> Path:
-        return (self.root / self.config.warehouse.path).resolve()
+        """splice.toml's ``[warehouse] path``; for a lone project with no splice.toml, the file
+        its tool writes (as the tool resolves it in the project directory)."""
+        if self.has_config or len(self.config.projects) != 1:
+            return (self.root / self.config.warehouse.path).resolve()
+        if self._lone_warehouse is None:
+            from splice.errors import SpliceError
+
+            try:
+                loc = self.provider(self.config.projects[0].name).warehouse()
+            except SpliceError:  # the tool reports its broken config when it loads
+                loc = None
+            self._lone_warehouse = (
+                Path(loc.path)
+                if loc is not None and loc.kind == "file" and loc.path
+                else (self.root / self.config.warehouse.path).resolve()
+            )
+        return self._lone_warehouse
 
     # -- providers -----------------------------------------------------------------------------
     def environment(self, project: str) -> str:
@@ -181,6 +198,10 @@ class Workspace:
         for spec in self.config.projects:
             if spec.format == "dbt":
                 check_target(self._load_context(spec))
+
+    def loaded_providers(self, fmt: str, *, but: str | None = None) -> list[Any]:
+        """The providers of format ``fmt`` already created (other than project ``but``)."""
+        return [p for name, p in self._providers.items() if p.format == fmt and name != but]
 
     # -- graph -------------------------------------------------------------------------------
     def graph(self) -> Graph:

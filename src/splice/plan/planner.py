@@ -51,6 +51,7 @@ from splice.plan.fingerprint import changed_components, is_buildable
 from splice.plan.model import Action, NodeDecision, Plan, Reason, ReasonCode
 from splice.plan.segments import make_segments
 from splice.plan.sqlmesh_view import ModelState, NodeView, describe_intervals
+from splice.providers.locations import shares_sqlmesh_state
 
 CODE_CAUSES = frozenset({"code_changed", "upstream_code_changed", "sqlmesh_change"})
 PASS_THROUGH = frozenset({"source", "external"})
@@ -160,6 +161,13 @@ def decide(inp: PlanInputs) -> tuple[dict[str, NodeDecision], list[str]]:
             for u in inputs:
                 ud = decisions.get(u)
                 if ud is not None and ud.action == "build" and g.nodes[u].project != node.project:
+                    if shares_sqlmesh_state(node, g.nodes[u]):
+                        warnings.append(
+                            f"{nid} reads {u}, which builds in this plan; their SQLMesh projects "
+                            f"share SQLMesh's state, so SQLMesh's plan of {g.nodes[u].project} "
+                            f"re-evaluates {nid} if the change is breaking, as it does by hand"
+                        )
+                        continue
                     warnings.append(
                         f"{nid} reads {u}, which builds in this plan; SQLMesh keeps no versions of "
                         f"its external inputs, so it re-evaluates nothing for it (restate {nid} to reprocess)"

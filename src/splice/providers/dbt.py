@@ -137,6 +137,16 @@ class DbtProvider:
             return self.ctx.log_path.parent / "dbt" / self.ctx.project_name
         return self.work / "logs"
 
+    def warehouse(self) -> Any:
+        """Where this project's warehouse is (a :class:`~splice.providers.locations.WarehouseLocation`,
+        or None when the profile can't be read), resolved as dbt-duckdb resolves it when run in
+        the project directory; reads profiles.yml only."""
+        from splice.providers.locations import dbt_location
+
+        return dbt_location(
+            self.ctx.project_name, self.ctx.project_path, self.profiles_dir, self.ctx.environment
+        )
+
     # -- invoking dbt -------------------------------------------------------------------------
     def _args(self, command: str) -> list[str]:
         return [

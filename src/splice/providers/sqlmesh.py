@@ -27,9 +27,87 @@ class SqlmeshProvider:
         self._local_ids: dict[str, str] | None = None
         self._ids: dict[str, str] | None = None  # fqn -> node id, set by load()
         self._local_audit_ids: dict[str, str] = {}
+        # models the Context holds that another SQLMesh project owns (fqn -> its project name)
+        self.foreign_models: dict[str, str] = {}
+        self._stale = False
+
+    @property
+    def multi_repo(self) -> bool:
+        """True when the project has a `project:` name (SQLMesh's multi-repo setup): its Context
+        then also reads the other projects' models from the shared state when it loads."""
+        return self._context is not None and any(c.project for c in self._context.configs.values())
+
+    def state_changed(self) -> None:
+        """Another SQLMesh project planned into the state this one may share: in the multi-repo
+        setup the loaded Context no longer knows the other projects' models as they are now (a
+        plan would count them as removed), so it loads again before its next use."""
+        if self.multi_repo:
+            self._stale = True
+
+    def warehouse(self) -> Any:
+        """Where this project's warehouse is (a :class:`~splice.providers.locations.WarehouseLocation`),
+        resolved as SQLMesh resolves it when run in the project directory; reads the config only
+        (the loaded Context's, or SQLMesh's config loader), never the warehouse."""
+        from splice.providers.locations import sqlmesh_location
+
+        gateway = self.ctx.options.get("gateway")
+        if self._context is not None:
+            config = self._context.config
+        else:
+            os.environ.setdefault("SQLMESH__DISABLE_ANONYMIZED_ANALYTICS", "true")
+            with captured(
+                self.ctx.log_path,
+                f"sqlmesh config ({self.ctx.project_name})",
+                cwd=self.ctx.project_path,
+            ):
+                try:
+                    from splice.sqlmesh_import import import_sqlmesh
+
+                    import_sqlmesh()
+                    from sqlmesh.core.config import Config
+                    from sqlmesh.core.config.loader import load_configs
+
+                    config = load_configs("config", Config, [self.ctx.project_path])[
+                        self.ctx.project_path.absolute()
+                    ]
+                except Exception as e:  # noqa: BLE001 - turned into a ProjectError below
+                    raise self._error(e, "load its config") from e
+        return sqlmesh_location(
+            self.ctx.project_name, config, self.ctx.project_path, str(gateway) if gateway else None
+        )
+
+    def foreign_downstream(self, fqns: list[str]) -> list[str]:
+        """Models of other SQLMesh projects (multi-repo, read from the shared state) downstream
+        of ``fqns``: SQLMesh's plan of this project re-evaluates them after a breaking change,
+        as it does when run by hand, so a plan selecting ``fqns`` must select them too (left
+        out, SQLMesh points their views at tables it never built)."""
+        if not self.foreign_models:
+            return []
+        dag = self.context.dag
+        out: set[str] = set()
+        for f in fqns:
+            if f in dag:
+                out.update(d for d in dag.downstream(f) if d in self.foreign_models)
+        return sorted(out)
+
+    def _reload(self) -> None:
+        self._stale = False
+        with captured(
+            self.ctx.log_path,
+            f"sqlmesh reload ({self.ctx.project_name})",
+            cwd=self.ctx.project_path,
+        ):
+            try:
+                self._context.load()
+            except Exception as e:  # noqa: BLE001 - turned into a ProjectError below
+                raise self._error(e, "load") from e
+        self._local_ids = None
+        self.foreign_models = _foreign(self._context)
 
     @property
     def context(self) -> Any:
+        if self._context is not None and self._stale:
+            self._reload()
         if self._context is None:
             os.environ.setdefault("SQLMESH__DISABLE_ANONYMIZED_ANALYTICS", "true")
             with captured(
@@ -92,7 +170,14 @@ class SqlmeshProvider:
         ctx = self.context
         p = self.ctx.project_name
         default_catalog = (ctx.default_catalog or "").lower() or None
-        models = ctx.models
+        # In SQLMesh's multi-repo setup (several projects, each with its own `project:` name,
+        # sharing one state) the Context also holds the other projects' models, read back from
+        # the shared state: they are not this project's nodes. What this project reads of them
+        # stays a read of their relation, joined to their own project by a binding.
+        all_models = ctx.models
+        own_projects = {c.project for c in ctx.configs.values()}
+        models = {f: m for f, m in all_models.items() if (m.project or "") in own_projects}
+        self.foreign_models = _foreign(ctx)
         ids: dict[str, str] = {}
         for fqn, m in models.items():
             ids[fqn] = f"{p}:{_short_name(m, default_catalog)}"
@@ -120,7 +205,12 @@ class SqlmeshProvider:
                 if not _is_external(models[d])
                 else parse_relation(d, dialect=self.ctx.dialect)
                 for d in deps
-            ] + [parse_relation(d, dialect=self.ctx.dialect) for d in ext_reads]
+            ] + [
+                self.view_relation(all_models[d])
+                if d in all_models and not _is_external(all_models[d])
+                else parse_relation(d, dialect=self.ctx.dialect)
+                for d in ext_reads
+            ]
             name = ids[fqn].split(":", 1)[1]
             path = (
                 str(Path(m._path).relative_to(self.ctx.project_path))
@@ -149,6 +239,8 @@ class SqlmeshProvider:
                 description=m.description,
                 meta={
                     "fqn": fqn,
+                    # SQLMesh's `project:` name (multi-repo), None outside that setup
+                    "sqlmesh_project": m.project or None,
                     "cron": getattr(m, "cron", None),
                     "prod_relation": (
                         self.view_relation(m, "prod").key
@@ -330,10 +422,13 @@ class SqlmeshProvider:
                 snaps = ctx.snapshots
             else:
                 snaps = to_snapshots({**ctx._models, **ctx._standalone_audits})
+            own = {c.project for c in ctx.configs.values()}  # multi-repo: not the others'
             self._local_ids = {
                 fqn: str(s.snapshot_id.identifier)
                 for fqn, s in snaps.items()
-                if s.model_or_none is not None and not _is_external(s.model_or_none)
+                if s.model_or_none is not None
+                and not _is_external(s.model_or_none)
+                and (s.model_or_none.project or "") in own
             }
             self._local_audit_ids = {
                 name: str(s.snapshot_id.identifier)
@@ -398,6 +493,12 @@ def _relative(path: Any, project: Path) -> str | None:
         return str(Path(path).relative_to(project))
     except ValueError:
         return str(path)
+
+
+def _foreign(ctx: Any) -> dict[str, str]:
+    """{fqn: owning project} of the models a Context holds for other SQLMesh projects."""
+    own = {c.project for c in ctx.configs.values()}
+    return {f: (m.project or "") for f, m in ctx.models.items() if (m.project or "") not in own}
 
 
 def _is_external(model: Any) -> bool:

@@ -215,7 +215,15 @@ class SqlmeshExecutor:
                             env_name,
                             # external models are no build, but a plan selecting models
                             # without them fingerprints those models without their parents
-                            select_models=None if whole else [*by_fqn, *_externals(ctx)],
+                            # and other repos' models downstream (multi-repo): SQLMesh
+                            # re-evaluates them in this plan, as it does by hand
+                            select_models=None
+                            if whole
+                            else [
+                                *by_fqn,
+                                *_externals(ctx),
+                                *prov.foreign_downstream(list(by_fqn)),
+                            ],
                             auto_apply=True,
                             no_prompts=True,
                             execution_time=job.execution_time,
@@ -233,6 +241,8 @@ class SqlmeshExecutor:
                             outcome.notes.append("SQLMesh: no missing intervals")
                     if applied is not None:  # its snapshots: reading them back costs ~1 s
                         prov.remember_snapshots(applied.snapshots.values())
+                        for other in self.ws.loaded_providers("sqlmesh", but=self.project):
+                            other.state_changed()  # multi-repo: they read this one's models
                 except Exception as e:  # noqa: BLE001 - judged per model below
                     raised = e
                 try:

@@ -1,0 +1,185 @@
+"""Where each project's warehouse is, resolved as its tool resolves it when run by hand.
+
+SQLMesh and dbt-duckdb both resolve a relative DuckDB path against the working directory, and
+Splice runs each tool in its project directory (splice.capture): so ``database: db.duckdb`` in a
+SQLMesh gateway and ``path: db.duckdb`` in a dbt-duckdb profile mean a file in that project's
+directory. Two projects meant to share one warehouse but configured with relative paths can
+silently use two files; an in-memory warehouse (``:memory:``, or no path at all) keeps nothing
+between runs. This module reads the tools' configs (never the warehouse) and says where each
+project writes, naming the config file and key, for ``splice doctor``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any, Literal
+
+Kind = Literal["file", "memory", "other"]
+
+
+@dataclass(frozen=True)
+class WarehouseLocation:
+    """One project's warehouse as its tool resolves it.
+
+    ``kind``: "file" (a DuckDB file, ``path`` absolute), "memory" (an in-memory DuckDB: nothing
+    survives the process) or "other" (a server or a connection Splice cannot place on disk;
+    ``path`` is then the connection type). ``config_file`` and ``key`` name where it is set;
+    ``value`` is the text written there (None when the key is absent).
+    """
+
+    project: str
+    tool: str
+    kind: Kind
+    path: str | None
+    config_file: str
+    key: str
+    value: str | None
+    # SQLMesh only: its state ("FILE#SCHEMA" when on a DuckDB file, else None) and `project:`
+    state: str | None = None
+    sqlmesh_project: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def where(self) -> str:
+        return f"{self.config_file}: {self.key}"
+
+
+def resolve_duckdb(value: str | None, cwd: Path) -> tuple[Kind, str | None]:
+    """A DuckDB path as DuckDB opens it from ``cwd``.
+
+    >>> resolve_duckdb(None, Path("/w/p")), resolve_duckdb(":memory:", Path("/w/p"))
+    (('memory', None), ('memory', None))
+    >>> resolve_duckdb("../db.duckdb", Path("/w/p"))
+    ('file', '/w/db.duckdb')
+    >>> resolve_duckdb("md:shop", Path("/w/p"))
+    ('other', 'md:shop')
+    """
+    if value is None or not str(value).strip() or str(value).strip().startswith(":memory:"):
+        return "memory", None
+    text = os.path.expanduser(str(value).strip())
+    if text.startswith(("md:", "motherduck:")) or "://" in text:
+        return "other", text
+    return "file", os.path.normpath(str(cwd / text))
+
+
+def sqlmesh_location(
+    project: str, config: Any, project_path: Path, gateway: str | None
+) -> WarehouseLocation:
+    """The warehouse of a SQLMesh project from its loaded ``Config`` (SQLMesh's own loader, so
+    config.yaml, config.py and env vars are read as SQLMesh reads them)."""
+    from splice.providers.sqlmesh import _config_file
+
+    cfg_file = str(_config_file(project_path) or project_path / "config.yaml")
+    gateways = config.gateways
+    if isinstance(gateways, dict):
+        name = (gateway or config.default_gateway or next(iter(gateways), "")).lower()
+        prefix = f"gateways.{name}" if name else "gateways"
+    else:
+        prefix = "gateways"
+    gw = config.get_gateway(gateway)
+    loc = _sqlmesh_connection(project, config, gw, project_path, prefix, cfg_file)
+    state_kind, state_path = loc.kind, loc.path
+    if gw.state_connection is not None:
+        sc = gw.state_connection
+        if str(getattr(sc, "type_", "")) == "duckdb":
+            state_kind, state_path = resolve_duckdb(getattr(sc, "database", None), project_path)
+        else:
+            state_kind, state_path = "other", None
+    state = (
+        f"{state_path}#{(gw.state_schema or 'sqlmesh').lower()}"
+        if state_kind == "file" and state_path
+        else None
+    )
+    return replace(loc, state=state, sqlmesh_project=config.project or None)
+
+
+def _sqlmesh_connection(
+    project: str, config: Any, gw: Any, project_path: Path, prefix: str, cfg_file: str
+) -> WarehouseLocation:
+    conn = gw.connection
+    if conn is None:
+        conn, prefix = config.default_connection, "default_connection"
+    else:
+        prefix += ".connection"
+    if conn is None:
+        return WarehouseLocation(project, "sqlmesh", "memory", None, cfg_file, prefix, None)
+    ctype = str(getattr(conn, "type_", "") or "")
+    if ctype != "duckdb":
+        return WarehouseLocation(project, "sqlmesh", "other", ctype, cfg_file, prefix, None)
+    database = getattr(conn, "database", None)
+    catalogs = getattr(conn, "catalogs", None) or {}
+    if not database and catalogs:
+        # the first catalog is the default one (SQLMesh's DuckDB get_catalog)
+        alias, spec = next(iter(catalogs.items()))
+        value = spec if isinstance(spec, str) else getattr(spec, "path", None)
+        kind, path = resolve_duckdb(value, project_path)
+        return WarehouseLocation(
+            project, "sqlmesh", kind, path, cfg_file, f"{prefix}.catalogs.{alias}", value
+        )
+    kind, path = resolve_duckdb(database, project_path)
+    return WarehouseLocation(
+        project, "sqlmesh", kind, path, cfg_file, f"{prefix}.database", database
+    )
+
+
+def dbt_location(
+    project: str, project_path: Path, profiles_dir: Path, target: str
+) -> WarehouseLocation | None:
+    """The warehouse of a dbt project from its profile (None when the profile can't be read:
+    dbt itself reports that when the project loads)."""
+    import yaml
+
+    prof_file = profiles_dir / "profiles.yml"
+    try:
+        proj = yaml.safe_load((project_path / "dbt_project.yml").read_text()) or {}
+        profiles = yaml.safe_load(prof_file.read_text()) or {}
+        name = str(proj.get("profile") or "")
+        outputs = (profiles.get(name) or {}).get("outputs") or {}
+        out = outputs.get(target)
+    except Exception:  # noqa: BLE001 - dbt names the broken file itself
+        return None
+    if not isinstance(out, dict):
+        return None
+    key = f"{name}.outputs.{target}"
+    if out.get("type") != "duckdb":
+        return WarehouseLocation(
+            project, "dbt", "other", str(out.get("type")), str(prof_file), key, None
+        )
+    raw = out.get("path")
+    value = _render_env(str(raw)) if raw is not None else None
+    kind, path = resolve_duckdb(value, project_path)
+    return WarehouseLocation(project, "dbt", kind, path, str(prof_file), f"{key}.path", raw)
+
+
+def _render_env(text: str) -> str:
+    """``{{ env_var('X', 'default') }}`` in a profile value, as dbt renders it."""
+    if "{{" not in text:
+        return text
+    import jinja2
+
+    def env_var(name: str, default: str | None = None) -> str:
+        v = os.environ.get(name, default)
+        return "" if v is None else v
+
+    try:
+        return jinja2.Environment().from_string(text).render(env_var=env_var)
+    except Exception:  # noqa: BLE001 - left as written; dbt reports it
+        return text
+
+
+def shares_sqlmesh_state(a: Any, b: Any) -> bool:
+    """True when nodes ``a`` and ``b`` are models of two SQLMesh projects in SQLMesh's multi-repo
+    setup (each with its own `project:` name): joined by a binding, they share one warehouse
+    and so one SQLMesh state (doctor's SPL401 reports them otherwise), and SQLMesh's plan of
+    one re-evaluates the other's models downstream of a breaking change."""
+    return (
+        a.tool == "sqlmesh"
+        and b.tool == "sqlmesh"
+        and bool(a.meta.get("sqlmesh_project"))
+        and bool(b.meta.get("sqlmesh_project"))
+        and a.meta.get("sqlmesh_project") != b.meta.get("sqlmesh_project")
+    )
