@@ -15,7 +15,14 @@ from pathlib import Path
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "projects"
 _ARTEFACTS = shutil.ignore_patterns(
-    "target", "logs", "dbt_packages", "package-lock.yml", ".splice", ".cache", "*.duckdb*"
+    "target",
+    "logs",
+    "dbt_packages",
+    "package-lock.yml",
+    ".splice",
+    "splice-witness.json",
+    ".cache",
+    "*.duckdb*",
 )
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 RED_ERROR = "\x1b[1;31mError:\x1b[0m "  # Rich's "[bold red]Error:[/]"

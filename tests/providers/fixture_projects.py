@@ -18,7 +18,14 @@ from splice.workspace import Workspace
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "projects"
 # what running the tools inside a fixture would leave behind: never copied
 _ARTEFACTS = shutil.ignore_patterns(
-    "target", "logs", "dbt_packages", "package-lock.yml", ".splice", ".cache", "*.duckdb*"
+    "target",
+    "logs",
+    "dbt_packages",
+    "package-lock.yml",
+    ".splice",
+    "splice-witness.json",
+    ".cache",
+    "*.duckdb*",
 )
 
 

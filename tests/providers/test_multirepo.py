@@ -143,7 +143,11 @@ def test_doctor_warns_when_the_shared_state_holds_a_project_no_splice_project_li
     import shutil
 
     root = tmp_path / "ws"
-    shutil.copytree(by_hand, root, ignore=shutil.ignore_patterns(".splice", ".cache", "logs"))
+    shutil.copytree(
+        by_hand,
+        root,
+        ignore=shutil.ignore_patterns(".splice", "splice-witness.json", ".cache", "logs"),
+    )
     (root / "splice.toml").write_text(
         '[warehouse]\npath = "warehouse.duckdb"\n\n'
         '[[projects]]\nname = "repo_b"\nformat = "sqlmesh"\npath = "repo_b"\n'
@@ -172,7 +176,11 @@ def test_a_breaking_change_in_repo_a_reaches_repo_b_as_sqlmesh_does_it_by_hand(
     from splice.sqlmesh_import import import_sqlmesh
 
     hand = tmp_path / "hand"
-    shutil.copytree(by_hand, hand, ignore=shutil.ignore_patterns(".splice", ".cache", "logs"))
+    shutil.copytree(
+        by_hand,
+        hand,
+        ignore=shutil.ignore_patterns(".splice", "splice-witness.json", ".cache", "logs"),
+    )
     _change_an_order(hand)
     with cwd(hand / "repo_a"):
         ctx = import_sqlmesh().Context(paths=".")

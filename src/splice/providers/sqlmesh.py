@@ -76,6 +76,14 @@ class SqlmeshProvider:
             self.ctx.project_name, config, self.ctx.project_path, str(gateway) if gateway else None
         )
 
+    def owned_elsewhere(self) -> dict[str, str]:
+        """The models this project's Context holds that another SQLMesh project owns (read from
+        the shared state; fqn -> that project), loading the Context if the graph came from
+        Splice's cache."""
+        if not self.foreign_models:
+            self.foreign_models = _foreign(self.context)
+        return dict(self.foreign_models)
+
     def foreign_downstream(self, fqns: list[str]) -> list[str]:
         """Models of other SQLMesh projects (multi-repo, read from the shared state) downstream
         of ``fqns``: SQLMesh's plan of this project re-evaluates them after a breaking change,
