@@ -9,6 +9,8 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -94,3 +96,15 @@ class Loaded:
 
     def codes(self, code: str) -> list:  # type: ignore[type-arg]
         return [c for c in self.checks if c.code == code]
+
+
+def splice_cli(root: Path, *args: str, columns: int = 400) -> subprocess.CompletedProcess[str]:
+    """`python -m splice ARGS` in ``root`` (plain text, wide enough for one-line findings)."""
+    return subprocess.run(
+        [sys.executable, "-m", "splice", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_COLOR": "1", "COLUMNS": str(columns)},
+        timeout=300,
+    )

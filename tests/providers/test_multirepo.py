@@ -9,13 +9,11 @@ docs describe) and once through `splice run`; the two warehouses must hold the s
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from fixture_projects import copy_fixture, cwd, tables_in
+from fixture_projects import copy_fixture, cwd, splice_cli, tables_in
 
 from splice.api import doctor, lineage, warehouses
 from splice.workspace import Workspace
@@ -25,14 +23,7 @@ REPO_B = {"repo_b:silver.revenue_by_country"}
 
 
 def splice(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "splice", *args],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "NO_COLOR": "1", "COLUMNS": "250"},
-        timeout=300,
-    )
+    return splice_cli(root, *args, columns=250)
 
 
 def rows(db: Path, sql: str) -> list[tuple[object, ...]]:

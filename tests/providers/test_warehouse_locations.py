@@ -5,27 +5,18 @@ configured by config.py."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from fixture_projects import copy_fixture, cwd
+from fixture_projects import copy_fixture, cwd, splice_cli
 
 from splice.api import doctor, warehouses
 from splice.workspace import Workspace
 
 
 def splice(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "splice", *args],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "NO_COLOR": "1", "COLUMNS": "400"},
-        timeout=300,
-    )
+    return splice_cli(root, *args, columns=400)
 
 
 # -- two projects meant to share a warehouse, with relative paths --------------------------------
