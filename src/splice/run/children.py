@@ -9,7 +9,6 @@ runs, so that whoever takes over a dead run's lock kills what is left of it
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import signal
@@ -23,11 +22,26 @@ from splice.run.journal import pid_alive
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:  # runs in the child, between fork and exec
-    os.setsid()
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(Exception):
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+#: Runs first in the child: asks the kernel for SIGKILL when the parent dies (Linux
+#: ``PR_SET_PDEATHSIG``, kept across exec), then becomes the job. A trampoline rather than a
+#: ``preexec_fn``, which is not safe in a process that runs threads (dbt and SQLMesh do).
+_TRAMPOLINE = (
+    "import ctypes, os, sys\n"
+    "try:\n"
+    "    ctypes.CDLL('libc.so.6', use_errno=True).prctl(1, 9)\n"
+    "except Exception:\n"
+    "    pass\n"
+    "if os.getppid() == int(sys.argv[1]):\n"
+    "    os.execvp(sys.argv[2], sys.argv[2:])\n"
+    "sys.exit('the run that started this job is gone')\n"
+)
+
+
+def _argv(argv: list[str]) -> list[str]:
+    """``argv`` behind the trampoline on Linux; as it is elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return argv
+    return [sys.executable, "-c", _TRAMPOLINE, str(os.getpid()), *argv]
 
 
 def run_child(argv: list[str], *, cwd: Path, splice_dir: Path, timeout: float) -> tuple[str, int]:
@@ -35,12 +49,12 @@ def run_child(argv: list[str], *, cwd: Path, splice_dir: Path, timeout: float) -
     registry = splice_dir / "locks" / "children"
     registry.mkdir(parents=True, exist_ok=True)
     proc = subprocess.Popen(  # noqa: S603 - the job's own command, as declared in splice.toml
-        argv,
+        _argv(argv),
         cwd=cwd,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        preexec_fn=_die_with_parent,  # noqa: PLW1509 - no threads start between fork and exec
+        start_new_session=True,  # its own process group: killed as one on takeover
     )
     mark = registry / f"{proc.pid}.json"
     mark.write_text(json.dumps({"pid": proc.pid, "pgid": proc.pid, "parent": os.getpid(),
