@@ -279,6 +279,24 @@ def test_at_l3_a_proven_reload_is_approved_and_applied_by_splice_itself(
         assert auditlog.verify(ws.state).intact
 
 
+def _repaired(story: StoryResult, dest: Path) -> tuple[Path, str, Any, Any]:
+    """A copy where the vendor fixed its feed and the repair was proposed, approved by maria
+    and applied: (workspace, incident id, proposal, the apply's result)."""
+    from splice.demo.vendor import set_incident
+    from splice.repair import approvals
+    from splice.repair.flow import apply, propose
+    from splice.workspace import Workspace
+
+    ws_dir = _copy(story, dest)
+    set_incident(ws_dir, None)
+    inc = story.incidents[0].incident_id
+    with Workspace.open(ws_dir) as ws:
+        p = propose(ws, inc, actor="splice-agent")
+        approvals.approve(ws, p.proposal_id, actor="maria")
+        done = apply(ws, p.proposal_id, actor="maria")
+    return ws_dir, inc, p, done
+
+
 def test_an_undo_forged_with_its_checksum_is_refused(
     incident_ws: StoryResult, tmp_path: Path
 ) -> None:
@@ -286,18 +304,12 @@ def test_an_undo_forged_with_its_checksum_is_refused(
     recorded the undo when approval was requested, so the restore refuses."""
     import sqlite3
 
-    from splice.demo.vendor import set_incident
-    from splice.repair import approvals, store, undo
-    from splice.repair.flow import apply, propose
+    from splice.repair import store, undo
     from splice.workspace import Workspace
 
-    ws_dir = _copy(incident_ws, tmp_path / "travel")
-    set_incident(ws_dir, None)  # the vendor fixed its feed
-    inc = incident_ws.incidents[0].incident_id
+    ws_dir, _inc, p, done = _repaired(incident_ws, tmp_path / "travel")
+    assert done.run.ok
     with Workspace.open(ws_dir) as ws:
-        p = propose(ws, inc, actor="splice-agent")
-        approvals.approve(ws, p.proposal_id, actor="maria")
-        assert apply(ws, p.proposal_id, actor="maria").run.ok
         p = store.load(ws.state, p.proposal_id)
     entry = p.undo[0]  # raw.fx_rates for the two days
     saved = ws_dir / entry.saved_to
@@ -338,21 +350,15 @@ def test_an_undo_forged_with_its_checksum_is_refused(
 def test_undo_then_repair_again_verifies_like_the_first_repair(
     incident_ws: StoryResult, tmp_path: Path
 ) -> None:
-    from splice.demo.vendor import set_incident
     from splice.repair import approvals
     from splice.repair.flow import apply, propose
     from splice.repair.undo import undo
     from splice.workspace import Workspace
 
-    ws_dir = _copy(incident_ws, tmp_path / "travel")
-    set_incident(ws_dir, None)  # the vendor fixed its feed
-    inc = incident_ws.incidents[0].incident_id
+    ws_dir, inc, first, done = _repaired(incident_ws, tmp_path / "travel")
+    assert done.run.ok and done.verification.passed
+    repaired = _gmv(ws_dir)
     with Workspace.open(ws_dir) as ws:
-        first = propose(ws, inc, actor="splice-agent")
-        approvals.approve(ws, first.proposal_id, actor="maria")
-        done = apply(ws, first.proposal_id, actor="maria")
-        assert done.run.ok and done.verification.passed
-        repaired = _gmv(ws_dir)
         undo(ws, first.proposal_id, actor="maria")
     assert _gmv(ws_dir) != repaired  # the stale days are back
     with Workspace.open(ws_dir) as ws:

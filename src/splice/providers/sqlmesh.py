@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -54,24 +56,16 @@ class SqlmeshProvider:
         if self._context is not None:
             config = self._context.config
         else:
-            os.environ.setdefault("SQLMESH__DISABLE_ANONYMIZED_ANALYTICS", "true")
-            with captured(
-                self.ctx.log_path,
-                f"sqlmesh config ({self.ctx.project_name})",
-                cwd=self.ctx.project_path,
-            ):
-                try:
-                    from splice.sqlmesh_import import import_sqlmesh
+            with self._calling("config", "load its config"):
+                from splice.sqlmesh_import import import_sqlmesh
 
-                    import_sqlmesh()
-                    from sqlmesh.core.config import Config
-                    from sqlmesh.core.config.loader import load_configs
+                import_sqlmesh()
+                from sqlmesh.core.config import Config
+                from sqlmesh.core.config.loader import load_configs
 
-                    config = load_configs("config", Config, [self.ctx.project_path])[
-                        self.ctx.project_path.absolute()
-                    ]
-                except Exception as e:  # noqa: BLE001 - turned into a ProjectError below
-                    raise self._error(e, "load its config") from e
+                config = load_configs("config", Config, [self.ctx.project_path])[
+                    self.ctx.project_path.absolute()
+                ]
         return sqlmesh_location(
             self.ctx.project_name, config, self.ctx.project_path, str(gateway) if gateway else None
         )
@@ -100,15 +94,8 @@ class SqlmeshProvider:
 
     def _reload(self) -> None:
         self._stale = False
-        with captured(
-            self.ctx.log_path,
-            f"sqlmesh reload ({self.ctx.project_name})",
-            cwd=self.ctx.project_path,
-        ):
-            try:
-                self._context.load()
-            except Exception as e:  # noqa: BLE001 - turned into a ProjectError below
-                raise self._error(e, "load") from e
+        with self._calling("reload", "load"):
+            self._context.load()
         self._local_ids = None
         self.foreign_models = _foreign(self._context)
 
@@ -117,25 +104,32 @@ class SqlmeshProvider:
         if self._context is not None and self._stale:
             self._reload()
         if self._context is None:
-            os.environ.setdefault("SQLMESH__DISABLE_ANONYMIZED_ANALYTICS", "true")
-            with captured(
-                self.ctx.log_path,
-                f"sqlmesh load ({self.ctx.project_name})",
-                cwd=self.ctx.project_path,
-            ):
-                try:
-                    from splice.sqlmesh_import import import_sqlmesh
+            with self._calling("load", "load"):
+                from splice.sqlmesh_import import import_sqlmesh
 
-                    Context = import_sqlmesh().Context
-
-                    kwargs: dict[str, Any] = {"paths": str(self.ctx.project_path)}
-                    gw = self.ctx.options.get("gateway")
-                    if gw:
-                        kwargs["gateway"] = gw
-                    self._context = Context(**kwargs)
-                except Exception as e:  # noqa: BLE001 - turned into a ProjectError below
-                    raise self._error(e, "load") from e
+                Context = import_sqlmesh().Context
+                kwargs: dict[str, Any] = {"paths": str(self.ctx.project_path)}
+                gw = self.ctx.options.get("gateway")
+                if gw:
+                    kwargs["gateway"] = gw
+                self._context = Context(**kwargs)
         return self._context
+
+    @contextlib.contextmanager
+    def _calling(self, label: str, what: str) -> Iterator[None]:
+        """SQLMesh called in the project's directory (its relative paths mean what they mean by
+        hand), its output captured, anything it raises turned into a ProjectError (``what``
+        failed)."""
+        os.environ.setdefault("SQLMESH__DISABLE_ANONYMIZED_ANALYTICS", "true")
+        with captured(
+            self.ctx.log_path,
+            f"sqlmesh {label} ({self.ctx.project_name})",
+            cwd=self.ctx.project_path,
+        ):
+            try:
+                yield
+            except Exception as e:  # noqa: BLE001 - turned into a ProjectError
+                raise self._error(e, what) from e
 
     def _error(self, e: BaseException, what: str) -> Exception:
         lock = locked_error(e, f"SQLMesh project {self.ctx.project_name!r}")

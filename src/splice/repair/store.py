@@ -109,16 +109,23 @@ def list_proposals(
 ) -> list[Proposal]:
     """Proposals, newest first."""
     q = "SELECT payload, status FROM repair_proposals"
+    where: list[str] = []
     args: list[Any] = []
     if target is not None:
-        q += " WHERE target = ?"
+        where.append("target = ?")
         args.append(target)
+    if statuses is not None:  # filtered in SQL: every command probes for stuck applies
+        if not statuses:
+            return []
+        where.append(f"status IN ({','.join('?' * len(statuses))})")
+        args.extend(sorted(statuses))
+    if where:
+        q += " WHERE " + " AND ".join(where)
     out = []
     for payload, status in state.conn.execute(q + " ORDER BY created_at DESC, rowid DESC", args):
         p = Proposal.from_dict(json.loads(payload))
         p.status = status
-        if statuses is None or status in statuses:
-            out.append(p)
+        out.append(p)
     return out
 
 

@@ -12,6 +12,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from splice.faults import pause
 from splice.plan.model import Plan, Segment
 from splice.run.commit import commit_attempt, commit_build, commit_failure
 from splice.run.executors import (
@@ -119,9 +120,7 @@ class _Run:
         todo: dict[str, list[str]] = {}
         results: dict[str, SegmentResult] = {}
         for seg in segments:
-            from splice.faults import pause
-
-            pause(self.ws.splice_dir, f"segment:{seg.id}")
+            pause(self.ws.splice_dir, f"segment:{seg.id}")  # a test's kill point (splice.faults)
             res = SegmentResult(seg.id, seg.project, seg.format, seg.environment, "success")
             results[seg.id] = res
             self.emit(
