@@ -10,6 +10,8 @@ The tree::
     ├── NodeNotFoundError          a node or column named on the command line does not exist
     ├── InputError                 a value given on the command line is malformed or out of range
     ├── StateError                 Splice's own state is newer than this Splice, or corrupt
+    ├── AccessError                the principal may not do this (a missing scope, an agent
+    │                              deciding, a revoked key, [policy] sends it to the server)
     └── RepairError                a repair cannot be proposed, captured, applied or undone as asked
         └── ApprovalError          the approval rules refuse a decision (not an owner, self-approval,
                                    not pending, expired, an org-wide stop)
@@ -70,6 +72,10 @@ class NodeNotFoundError(SpliceError):
 
 class InputError(SpliceError):
     """A value given on the command line (or to the API) is malformed or out of range."""
+
+
+class AccessError(SpliceError):
+    """The authenticated principal may not do what it asked (scope, kind, policy, revoked key)."""
 
 
 class StateError(SpliceError):
