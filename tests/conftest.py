@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,3 +37,21 @@ def fresh_demo(demo_workspace: Path, tmp_path: Path) -> Path:
 def stale_demo_build(tmp_path_factory: pytest.TempPathFactory) -> DemoResult:
     """The demo built with the vendor serving Friday's rates on 2026-09-28 and 29 (read-only)."""
     return build_demo(tmp_path_factory.mktemp("stale") / "travel", incident="stale-rates")
+
+
+@pytest.fixture(scope="session")
+def incident_story(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The demo story up to the diagnosis (INC-1 open, the vendor still frozen); read-only:
+    copy it with ``story_copy``."""
+    from splice.demo.story import tell_stale_rates
+
+    return tell_stale_rates(tmp_path_factory.mktemp("story") / "travel")
+
+
+@pytest.fixture
+def story_copy(incident_story: Any, tmp_path: Path) -> Path:
+    """A private copy of ``incident_story``'s workspace, safe to modify."""
+    dest = tmp_path / "travel"
+    shutil.copytree(incident_story.build.workspace, dest, symlinks=True)
+    relocate(dest)
+    return dest

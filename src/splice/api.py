@@ -9,6 +9,23 @@ from splice.graph.listing import node_record
 from splice.workspace import Workspace
 
 
+def hub(root: Any, target: str | None = None) -> Any:
+    """A :class:`splice.hub.Hub` for a long-lived server: a fresh workspace per request,
+    the graph shared while its files are unchanged."""
+    from splice.hub import Hub
+
+    return Hub(root, target)
+
+
+def serve_settings(hub: Any, *, host: str | None = None, port: int | None = None) -> Any:
+    """The workspace's ``[serve]`` settings with command-line overrides applied."""
+    from splice.config import load_config
+
+    cfg = load_config(hub.root).serve
+    changes = {k: v for k, v in (("host", host), ("port", port)) if v is not None}
+    return cfg.model_copy(update=changes) if changes else cfg
+
+
 def list_nodes(
     ws: Workspace, selector: str | None = None, *, exclude: str | None = None
 ) -> list[dict[str, Any]]:

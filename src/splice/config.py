@@ -25,6 +25,7 @@ from pydantic import (
     field_validator,
 )
 
+from splice.config_serve import ServeSection
 from splice.errors import ConfigError
 
 CONFIG_FILE = "splice.toml"
@@ -260,6 +261,7 @@ class WorkspaceConfig(_Strict):
     watch: WatchSection = Field(default_factory=WatchSection)
     domains: list[DomainSection] = Field(default_factory=list)
     policy: PolicySection = Field(default_factory=PolicySection)
+    serve: ServeSection = Field(default_factory=ServeSection)
 
     @field_validator("projects", "metrics", "domains")
     @classmethod

@@ -1,0 +1,88 @@
+"""One workspace served to many requests (``splice mcp`` and ``splice serve``).
+
+A long-lived server must not hold anything a request opened: every call gets its own
+:class:`~splice.workspace.Workspace` (its own state connection, its own warehouse connections,
+all closed when the call ends, so DuckDB's single-writer lock is never held between
+requests). What is expensive and safe to share is kept here: the joined graph, reused while
+the files it was loaded from are unchanged (the graph cache's key,
+:func:`splice.graph_cache.graph_key`, checked at most every ``recheck`` seconds) and
+reloaded as soon as one changes.
+
+>>> hub = Hub(".", recheck=0.5)
+>>> hub.stats()["graph_loads"]
+0
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from splice.workspace import Workspace
+
+
+class Hub:
+    """Opens a fresh Workspace per request and lends it the shared graph while it is current."""
+
+    def __init__(self, root: Path | str, target: str | None = None, *, recheck: float = 1.0):
+        self.root = Path(root).resolve()
+        self.target = target
+        self.recheck = recheck
+        self._lock = threading.Lock()
+        self._graph: Any = None
+        self._key: str | None = None
+        self._checked_at = 0.0
+        self._loads = 0
+        self._requests = 0
+
+    @contextmanager
+    def workspace(self) -> Iterator[Workspace]:
+        """A Workspace for one request, closed (state and warehouse released) when it ends."""
+        ws = Workspace.open(self.root, self.target)
+        try:
+            self._lend(ws)
+            yield ws
+            self._keep(ws)
+        finally:
+            ws.close()
+
+    def _lend(self, ws: Workspace) -> None:
+        with self._lock:
+            self._requests += 1
+            graph, key = self._graph, self._key
+            fresh = time.monotonic() - self._checked_at < self.recheck
+        if graph is None:
+            return
+        if fresh:
+            ws._graph, ws.graph_key = graph, key
+            return
+        current = ws.inputs_key()  # hashes the projects' files: milliseconds, no tool loaded
+        if current == key:
+            ws._graph = graph
+            with self._lock:
+                self._checked_at = time.monotonic()
+
+    def _keep(self, ws: Workspace) -> None:
+        graph = ws._graph
+        if graph is None or ws.graph_key is None:
+            return
+        with self._lock:
+            if graph is not self._graph:
+                self._graph, self._key = graph, ws.graph_key
+                self._loads += 1
+            self._checked_at = time.monotonic()
+
+    def stats(self) -> dict[str, Any]:
+        """Requests served and graphs loaded since start (for the health endpoint)."""
+        with self._lock:
+            return {
+                "workspace": str(self.root),
+                "target": self.target,
+                "requests": self._requests,
+                "graph_loads": self._loads,
+                "graph_key": self._key,
+            }

@@ -1,0 +1,1 @@
+"""Splice over MCP (the official ``mcp`` SDK): see :mod:`splice.mcp.server`."""

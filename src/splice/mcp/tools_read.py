@@ -1,0 +1,144 @@
+"""The reading tool groups: ``catalog``, ``incidents``, ``quality``, ``connectors``.
+
+Each tool is thin: one :mod:`splice.api` call through :func:`splice.mcp.calls.call`.
+The docstrings are what an agent reads to choose a tool; keep them about the question a tool
+answers.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from mcp.server.mcpserver import Context
+
+from splice import api
+from splice.mcp.calls import call
+
+Ctx = Context[Any, Any]
+
+
+# -- catalog --------------------------------------------------------------------------------
+def search_nodes(ctx: Ctx, query: str, kind: str | None = None, limit: int = 20) -> Any:
+    """Find models, sources, seeds, ingestion tables and dashboards by name, description or
+    column (for example "gmv" or "fx rates"), best match first."""
+    return call(ctx, lambda ws: api.search_nodes(ws, query, kind=kind, limit=limit), key="nodes")
+
+
+def get_node(ctx: Ctx, node_id: str) -> Any:
+    """One node: its tool and project, relation, columns with types, parents and children,
+    owners, and its last build."""
+    return call(ctx, lambda ws: api.node_details(ws, node_id))
+
+
+def get_graph(ctx: Ctx, selector: str | None = None) -> Any:
+    """The joined graph across dbt, SQLMesh, ingestion and dashboards (optionally a selection
+    such as "+marts.gmv_daily" or "tag:finance") as nodes and edges."""
+    return call(ctx, lambda ws: api.graph_view(ws, selector, "json"))
+
+
+def get_column_lineage(
+    ctx: Ctx,
+    column: str,
+    direction: Literal["up", "down", "both"] = "both",
+    depth: int | None = None,
+) -> Any:
+    """Column lineage across tools for "node.column" (for example
+    "marts.gmv_daily.gmv_usd"): where it comes from (up) and what reads it, down to the
+    dashboards (down)."""
+    return call(ctx, lambda ws: api.lineage(ws, column, direction=direction, depth=depth))
+
+
+def run_doctor(ctx: Ctx) -> Any:
+    """Where the join of projects is weak: unbound sources, ambiguous relations, lineage gaps."""
+    return call(ctx, lambda ws: api.doctor(ws), key="checks")
+
+
+# -- incidents ------------------------------------------------------------------------------
+def list_incidents(ctx: Ctx, status: Literal["open", "resolved", "all"] = "open") -> Any:
+    """The target's incidents, newest first: id, title, origin node, intervals, anomalies."""
+    return call(
+        ctx,
+        lambda ws: [
+            i.as_dict(with_diagnosis=False)
+            for i in api.list_incidents(ws, status=None if status == "all" else status)
+        ],
+        key="incidents",
+    )
+
+
+def get_incident(ctx: Ctx, incident_id: str) -> Any:
+    """One incident with its diagnosis: the origin node and the cause across systems (for
+    example a vendor's frozen rates), the evidence, the blast radius down to dashboards, and
+    the repair scope."""
+    return call(ctx, lambda ws: api.incident(ws, incident_id))
+
+
+def run_watch(ctx: Ctx) -> Any:
+    """Measure every metric and monitor for the intervals not yet judged, and open or update
+    incidents (writes Splice's history; changes nothing in the warehouse)."""
+    return call(ctx, lambda ws: api.watch(ws))
+
+
+# -- quality --------------------------------------------------------------------------------
+def list_metrics(ctx: Ctx) -> Any:
+    """Every metric and default monitor watched, with how far it is measured and its open
+    anomalies."""
+    return call(ctx, lambda ws: api.metrics(ws), key="metrics")
+
+
+def get_metric_history(
+    ctx: Ctx, name: str, series: str | None = None, last: int | None = None
+) -> Any:
+    """A metric's values per series with the baseline the detectors compare against, and the
+    anomalies found on it."""
+    return call(ctx, lambda ws: api.metric_history(ws, name, series=series, last=last))
+
+
+def list_anomalies(
+    ctx: Ctx, status: str | None = None, metric: str | None = None, since: str | None = None
+) -> Any:
+    """Anomalies the detectors found (optionally of one status or metric, or since a date)."""
+    return call(
+        ctx,
+        lambda ws: api.anomalies(ws, status=status, metric=metric, since=since),
+        key="anomalies",
+    )
+
+
+def list_default_monitors(ctx: Ctx) -> Any:
+    """The monitors Splice derives from the graph for every node with a time column (volume,
+    nulls, duplicates, per-dimension values, lags), and why each applies."""
+    return call(ctx, lambda ws: api.default_monitors(ws), key="monitors")
+
+
+# -- connectors -----------------------------------------------------------------------------
+def list_ingestion_jobs(ctx: Ctx) -> Any:
+    """The ingestion jobs before the models (dlt pipelines and the like), their tables and
+    their recent loads."""
+    return call(ctx, lambda ws: api.ingestion_jobs(ws), key="jobs")
+
+
+def list_dashboards(ctx: Ctx) -> Any:
+    """The dashboards after the models, the columns they read and what is upstream of them."""
+    return call(ctx, lambda ws: api.dashboards(ws), key="dashboards")
+
+
+def list_runs(ctx: Ctx, limit: int = 20) -> Any:
+    """The runs in the journal, newest first (status, what built, how long)."""
+    return call(ctx, lambda ws: api.list_runs(ws, limit=limit), key="runs")
+
+
+def get_run_journal(ctx: Ctx, run_id: str) -> Any:
+    """One run (an id or a unique prefix) and its events in order."""
+    return call(ctx, lambda ws: api.run_journal(ws, run_id))
+
+
+GROUPS: dict[str, list[Any]] = {
+    "catalog": [search_nodes, get_node, get_graph, get_column_lineage, run_doctor],
+    "incidents": [list_incidents, get_incident, run_watch],
+    "quality": [list_metrics, get_metric_history, list_anomalies, list_default_monitors],
+    "connectors": [list_ingestion_jobs, list_dashboards, list_runs, get_run_journal],
+}
+
+#: Tools that write Splice's own state (never the warehouse's data).
+WRITES_STATE = {"run_watch"}

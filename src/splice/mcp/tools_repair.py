@@ -1,0 +1,118 @@
+"""The repair tool groups: ``repairs`` (propose and read) and ``decisions`` (a person's).
+
+An agent proposes; a person decides. ``propose_repair`` records the caller as the requester.
+The ``decisions`` tools exist only on ``splice serve`` (where callers are authenticated) and
+the library refuses them to any agent principal, to a principal without the scope, to the
+requester and to anyone who is not a named owner of the proposal's domain.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp.server.mcpserver import Context
+
+from splice import api
+from splice.mcp.calls import call
+
+Ctx = Context[Any, Any]
+
+
+# -- repairs --------------------------------------------------------------------------------
+def propose_repair(ctx: Ctx, incident_id: str) -> Any:
+    """Draft the narrowest repair of an incident (what to rebuild or reload, and why), capture
+    and test its undo, and ask the domain's owners to approve it. Nothing is applied."""
+    return call(ctx, lambda ws, who: api.propose(ws, incident_id, principal=who), principal=True)
+
+
+def list_proposals(ctx: Ctx, include_closed: bool = False) -> Any:
+    """Repair proposals, newest first, with their status and the owners asked so far."""
+    return call(
+        ctx,
+        lambda ws: [
+            {**p.as_dict(), "asked": asked}
+            for p, asked in api.list_proposals(ws, include_closed=include_closed)
+        ],
+        key="proposals",
+    )
+
+
+def get_proposal(ctx: Ctx, proposal_id: str) -> Any:
+    """One proposal: its scope, the plan it would run, its undo, its decisions so far."""
+    return call(ctx, lambda ws: api.proposal(ws, proposal_id))
+
+
+def get_receipt(ctx: Ctx, proposal_id: str) -> Any:
+    """The receipt of a repair: cause, scope, who approved and how they were authenticated,
+    the runs, the metrics before and after, and the undo."""
+    return call(ctx, lambda ws: api.receipt(ws, proposal_id))
+
+
+def verify_audit_log(ctx: Ctx) -> Any:
+    """Whether the audit log's hash chain is intact and matches the witness kept outside the
+    state (its head, its length, the first break if any)."""
+    return call(ctx, lambda ws: api.verify_audit_log(ws))
+
+
+# -- decisions (people only, on splice serve) ----------------------------------------------
+def approve_proposal(ctx: Ctx, proposal_id: str, comment: str | None = None) -> Any:
+    """Approve a pending proposal as a named owner of its domain (a person; never its
+    requester)."""
+    return call(
+        ctx,
+        lambda ws, who: api.approve(ws, proposal_id, principal=who, comment=comment),
+        principal=True,
+    )
+
+
+def reject_proposal(ctx: Ctx, proposal_id: str, reason: str) -> Any:
+    """Reject a proposal (an owner) or withdraw it (its requester)."""
+    return call(
+        ctx,
+        lambda ws, who: api.reject(ws, proposal_id, principal=who, reason=reason),
+        principal=True,
+    )
+
+
+def apply_proposal(ctx: Ctx, proposal_id: str) -> Any:
+    """Run an approved proposal as one journaled run, verify it and write its receipt."""
+    return call(ctx, lambda ws, who: api.apply(ws, proposal_id, principal=who), principal=True)
+
+
+def undo_proposal(ctx: Ctx, proposal_id: str) -> Any:
+    """Put back exactly what an applied repair rewrote (an owner)."""
+    return call(ctx, lambda ws, who: api.undo(ws, proposal_id, principal=who), principal=True)
+
+
+def stop_repairs(ctx: Ctx, reason: str) -> Any:
+    """Halt every approval and apply org-wide until an owner resumes."""
+    return call(ctx, lambda ws, who: api.stop(ws, principal=who, reason=reason), principal=True)
+
+
+def resume_repairs(ctx: Ctx) -> Any:
+    """Lift the org-wide stop (a domain owner)."""
+    return call(ctx, lambda ws, who: api.resume(ws, principal=who), principal=True)
+
+
+GROUPS: dict[str, list[Any]] = {
+    "repairs": [propose_repair, list_proposals, get_proposal, get_receipt, verify_audit_log],
+    "decisions": [
+        approve_proposal,
+        reject_proposal,
+        apply_proposal,
+        undo_proposal,
+        stop_repairs,
+        resume_repairs,
+    ],
+}
+
+#: Tools that change the warehouse or what runs against it (destructive, for clients' hints).
+DESTRUCTIVE = {"apply_proposal", "undo_proposal"}
+#: Tools that write Splice's own state.
+WRITES_STATE = {
+    "propose_repair",
+    "approve_proposal",
+    "reject_proposal",
+    "stop_repairs",
+    "resume_repairs",
+}

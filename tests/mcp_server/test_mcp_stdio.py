@@ -1,0 +1,84 @@
+"""``splice mcp`` over stdio with a real MCP client session (``mcp.ClientSession``) against the
+demo with its stale-rates incident: the agent's question answered end to end."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+from tests.mcp_server.mcp_support import ToolFailed, call, stdio_session
+
+
+def test_an_agent_asks_why_gmv_is_high_and_proposes_the_repair(story_copy: Path) -> None:
+    from splice.demo.vendor import set_incident
+
+    set_incident(story_copy, None)  # the vendor has fixed its feed since
+
+    async def main() -> dict:
+        async with stdio_session(story_copy, client="claude-code") as s:
+            tools = {t.name: t for t in (await s.list_tools()).tools}
+            # every reading and proposing group, and nothing that decides
+            for name in ("search_nodes", "get_incident", "get_column_lineage", "list_metrics",
+                         "list_ingestion_jobs", "propose_repair", "get_receipt"):  # fmt: skip
+                assert name in tools, name
+            assert not {
+                "approve_proposal",
+                "apply_proposal",
+                "undo_proposal",
+                "stop_repairs",
+            } & set(tools)
+            assert tools["get_incident"].annotations.read_only_hint is True
+            assert tools["propose_repair"].annotations.read_only_hint is False
+
+            incidents = await call(s, "list_incidents")
+            assert incidents["count"] == 1
+            inc = incidents["incidents"][0]
+            assert "fx.daily_rates" in inc["title"]
+
+            diag = await call(s, "get_incident", incident_id=inc["id"])
+            assert diag["origin"] == "pricing:fx.daily_rates"
+            radius = diag["diagnosis"]["blast_radius"]
+            assert any("dashboard" in str(d) for d in radius.get("dashboards", radius)), radius
+
+            lineage = await call(
+                s, "get_column_lineage", column="fx.daily_rates.rate_to_usd", direction="down"
+            )
+            assert "dashboard:" in str(lineage), "the rates reach the dashboards"
+
+            with pytest.raises(ToolFailed) as bad:
+                await call(s, "get_incident", incident_id="INC-404")
+            assert "INC-1" in str(bad.value) and "Fix:" in str(bad.value)
+
+            proposal = await call(s, "propose_repair", incident_id=inc["id"])
+            return proposal
+
+    proposal = anyio.run(main)
+    assert proposal["status"] == "pending"
+    requester = proposal["requester"]
+    assert (requester["name"], requester["kind"], requester["auth"]) == (
+        "claude-code",
+        "agent",
+        "stdio",
+    )
+
+
+def test_group_flag_serves_one_group_and_refuses_an_unknown_one(story_copy: Path) -> None:
+    async def main() -> set[str]:
+        async with stdio_session(story_copy, "catalog") as s:
+            return {t.name for t in (await s.list_tools()).tools}
+
+    names = anyio.run(main)
+    assert names == {"search_nodes", "get_node", "get_graph", "get_column_lineage", "run_doctor"}
+
+    import subprocess
+    import sys
+
+    from tests.mcp_server.mcp_support import child_env
+
+    bad = subprocess.run(
+        [sys.executable, "-m", "splice", "-w", str(story_copy), "mcp", "--group", "decisions"],
+        capture_output=True, text=True, env=child_env(), timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert bad.returncode == 2
+    assert "unknown tool group 'decisions'" in bad.stderr and not bad.stdout

@@ -1,0 +1,176 @@
+"""Real servers for the ``splice serve`` tests, all on 127.0.0.1: Splice itself (``splice
+serve`` as a child process), an identity provider's JWKS endpoint with keys made in the test,
+and MCP client sessions over streamable HTTP."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import jwt
+from cryptography.hazmat.primitives.asymmetric import rsa
+from jwt.algorithms import RSAAlgorithm
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import Implementation
+from tests.mcp_server.mcp_support import child_env
+
+ISSUER = "https://idp.test.example"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class IdentityProvider:
+    """Signing keys made here, published as a JWKS by a stdlib HTTP server on 127.0.0.1."""
+
+    def __init__(self) -> None:
+        self.keys: dict[str, Any] = {}
+        self.published: list[str] = []
+        self.fetches = 0
+        self.add_key("k1")
+        provider = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                provider.fetches += 1
+                body = json.dumps(provider.jwks()).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/jwks.json"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def add_key(self, kid: str, *, publish: bool = True) -> None:
+        self.keys[kid] = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        if publish:
+            self.published.append(kid)
+
+    def jwks(self) -> dict[str, Any]:
+        out = []
+        for kid in self.published:
+            jwk = json.loads(RSAAlgorithm.to_jwk(self.keys[kid].public_key()))
+            out.append({**jwk, "kid": kid, "use": "sig", "alg": "RS256"})
+        return {"keys": out}
+
+    def token(
+        self,
+        audience: str,
+        *,
+        kid: str = "k1",
+        email: str = "maria@example.com",
+        scope: str = "splice:approve",
+        issuer: str = ISSUER,
+        expires_in: int = 600,
+        **claims: Any,
+    ) -> str:
+        now = int(time.time())
+        body = {
+            "iss": issuer, "aud": audience, "sub": email.split("@")[0], "email": email,
+            "scope": scope, "iat": now, "exp": now + expires_in, **claims,
+        }  # fmt: skip
+        return jwt.encode(body, self.keys[kid], algorithm="RS256", headers={"kid": kid})
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def serve_config(port: int, idp: IdentityProvider | None) -> str:
+    lines = ["", "[serve]", f"port = {port}", "housekeeping_seconds = 1"]
+    if idp is not None:
+        lines += [
+            "[serve.auth.oauth]",
+            f'issuer = "{ISSUER}"',
+            f'jwks_url = "{idp.url}"',
+            "refetch_interval = 0.5",
+            'name_claim = "sub"',
+            'agent_clients = ["ci-bot"]',
+        ]
+    return "\n".join(lines) + "\n"
+
+
+@contextmanager
+def running_server(workspace: Path, port: int, *, timeout: float = 60.0) -> Iterator[str]:
+    """``splice serve`` on 127.0.0.1:port for the block; yields its base URL."""
+    log = open(workspace / "serve.log", "w")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "splice", "--workspace", str(workspace), "serve"],
+        env=child_env(), stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError((workspace / "serve.log").read_text())
+            try:
+                with urllib.request.urlopen(f"{base}/healthz", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError((workspace / "serve.log").read_text())
+            time.sleep(0.2)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+@asynccontextmanager
+async def http_session(
+    base: str, token: str | None, client: str = "test"
+) -> AsyncIterator[ClientSession]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=60) as http,
+        streamable_http_client(f"{base}/mcp", http_client=http) as (read, write),
+        ClientSession(
+            read, write, client_info=Implementation(name=client, version="1.0")
+        ) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+def raw_post(base: str, token: str | None) -> tuple[int, dict[str, str]]:
+    """One unauthenticated-or-not MCP initialize POST; the HTTP status and headers."""
+    body = {
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "raw", "version": "1"}},
+    }  # fmt: skip
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    with httpx2.Client(timeout=30) as c:
+        r = c.post(f"{base}/mcp", json=body, headers=headers)
+        return r.status_code, dict(r.headers)
