@@ -132,8 +132,28 @@ def rendered_sql(
 
 
 # -- schemas ---------------------------------------------------------------------------------------
+WAREHOUSE_KIND = "warehouse_columns"
+
+
+def _warehouse_stamp(path: Any) -> str:
+    """What changes when the warehouse's tables change: the file's and its WAL's size and
+    modification time (DuckDB writes the WAL first and checkpoints into the file later)."""
+    parts = []
+    for p in (path, path.with_name(path.name + ".wal")):
+        try:
+            st = p.stat()
+            parts.append(f"{st.st_mtime_ns}:{st.st_size}")
+        except FileNotFoundError:
+            parts.append("-")
+    return "|".join(parts)
+
+
 def warehouse_columns(ws: Workspace) -> dict[Relation, dict[str, str]]:
-    """Columns of every table and view in the warehouse (empty if it does not exist yet)."""
+    """Columns of every table and view in the warehouse (empty if it does not exist yet).
+
+    The last read is kept in Splice's state with the warehouse file's stamp: while the file is
+    unchanged the warehouse is not opened at all, and while another process holds its lock (a
+    run writing it) the last columns read are used instead of failing."""
     path = ws.warehouse_path
     if not path.exists() or ws.config.warehouse.type != "duckdb":
         return {}
@@ -142,25 +162,43 @@ def warehouse_columns(ws: Workspace) -> dict[Relation, dict[str, str]]:
 
     from splice.graph.relations import relation_from_parts
 
-    query = (
-        exp.select("table_catalog", "table_schema", "table_name", "column_name", "data_type")
-        .from_(exp.table_("columns", db="information_schema"))
-        .order_by("table_catalog", "table_schema", "table_name", "ordinal_position")
-        .sql(dialect="duckdb")
-    )
-    try:
-        con = duckdb.connect(str(path))
-    except duckdb.Error as e:
-        from splice.providers.dbt import locked_error
+    stamp = _warehouse_stamp(path)
+    snap: Any = None
+    if ws.caching:
+        snap = ws.state.cache_get_many(WAREHOUSE_KIND, [str(path)]).get(str(path))
+        if not isinstance(snap, dict) or not isinstance(snap.get("rows"), list):
+            snap = None
+    if snap is not None and snap.get("stamp") == stamp:
+        rows = [tuple(r) for r in snap["rows"]]
+    else:
+        query = (
+            exp.select("table_catalog", "table_schema", "table_name", "column_name", "data_type")
+            .from_(exp.table_("columns", db="information_schema"))
+            .order_by("table_catalog", "table_schema", "table_name", "ordinal_position")
+            .sql(dialect="duckdb")
+        )
+        try:
+            con = duckdb.connect(str(path))
+        except duckdb.Error as e:
+            from splice.providers.dbt import locked_error
 
-        err = locked_error(e, f"warehouse {path}")
-        if err:
-            raise err from None
-        return {}
-    try:
-        rows = con.execute(query).fetchall()
-    finally:
-        con.close()
+            err = locked_error(e, f"warehouse {path}")
+            if err and snap is not None:  # a writer holds it: the columns it had last time
+                rows = [tuple(r) for r in snap["rows"]]
+            elif err:
+                raise err from None
+            else:
+                return {}
+        else:
+            try:
+                rows = con.execute(query).fetchall()
+            finally:
+                con.close()
+            if ws.caching:
+                ws.state.cache_put_many(
+                    WAREHOUSE_KIND,
+                    {str(path): {"stamp": stamp, "rows": [list(map(str, r)) for r in rows]}},
+                )
     out: dict[Relation, dict[str, str]] = {}
     for cat, sch, tbl, col, typ in rows:
         rel = relation_from_parts(cat, sch, tbl, dialect=ws.dialect)

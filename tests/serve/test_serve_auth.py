@@ -1,0 +1,245 @@
+"""``splice serve`` refuses every caller it cannot authenticate (401) or who lacks the scope
+(403), writes nothing for them, and lets a person who owns the domain approve what an agent
+proposed. Real server, real identity provider keys, real MCP clients, all on 127.0.0.1."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import jwt
+import pytest
+from cryptography.hazmat.primitives import serialization
+from tests.mcp_server.mcp_support import ToolFailed, call, child_env
+from tests.serve.serve_support import (
+    ISSUER,
+    IdentityProvider,
+    free_port,
+    http_session,
+    raw_post,
+    running_server,
+    serve_config,
+)
+
+from splice.demo import relocate
+
+
+def splice(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "splice", "-w", str(ws), *args],
+        capture_output=True, text=True, env=child_env(), timeout=300,
+    )  # fmt: skip
+
+
+def make_key(ws: Path, name: str, kind: str, scopes: str) -> str:
+    r = splice(
+        ws, "keys", "create", "--principal", name, "--kind", kind, "--scopes", scopes, "--json"
+    )
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)["key"]
+
+
+class Served:
+    def __init__(self, ws: Path, base: str, idp: IdentityProvider, keys: dict[str, str]):
+        self.ws, self.base, self.idp, self.keys = ws, base, idp, keys
+        self.audience = f"{base}/mcp"
+
+    def token(self, **kw: Any) -> str:
+        return self.idp.token(self.audience, **kw)
+
+    def written(self) -> tuple[int, int]:
+        """(audit-log entries, proposals): what a refused caller must not change."""
+        import sqlite3
+
+        con = sqlite3.connect(self.ws / ".splice" / "state.db")
+        try:
+            return (
+                con.execute("SELECT count(*) FROM repair_audit_log").fetchone()[0],
+                con.execute("SELECT count(*) FROM repair_proposals").fetchone()[0],
+            )
+        finally:
+            con.close()
+
+
+@pytest.fixture(scope="module")
+def served(incident_story: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    from splice.demo.vendor import set_incident
+
+    ws = tmp_path_factory.mktemp("serve") / "travel"
+    shutil.copytree(incident_story.build.workspace, ws, symlinks=True)
+    relocate(ws)
+    set_incident(ws, None)  # the vendor has fixed its feed: the repair can reload good rates
+    idp = IdentityProvider()
+    port = free_port()
+    with (ws / "splice.toml").open("a") as f:
+        f.write(serve_config(port, idp))
+    keys = {
+        "agent": make_key(ws, "ci-agent", "agent", "read,propose"),
+        "agent-approve": make_key(ws, "rogue-agent", "agent", "read,propose,approve"),
+        "sam": make_key(ws, "sam", "person", "read,propose,approve"),
+        "lee": make_key(ws, "lee", "person", "read,propose,approve"),
+        "reader": make_key(ws, "rita", "person", "read"),
+        "no-read": make_key(ws, "nora", "person", "propose"),
+        "revoked": make_key(ws, "old-bot", "agent", "read"),
+    }
+    key_id = keys["revoked"].split("_")[1]
+    r = splice(ws, "keys", "revoke", key_id)
+    assert r.returncode == 0, r.stderr
+    with running_server(ws, port) as base:
+        yield Served(ws, base, idp, keys)
+    idp.close()
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _hs256_with_public_key(s: Served) -> str:
+    """The classic confusion attack: HS256 'signed' with the provider's public key."""
+    pem = (
+        s.idp.keys["k1"]
+        .public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
+    header = _b64(json.dumps({"alg": "HS256", "typ": "JWT", "kid": "k1"}).encode())
+    claims = jwt.decode(s.token(), options={"verify_signature": False})
+    body = _b64(json.dumps(claims).encode())
+    sig = hmac.new(pem, f"{header}.{body}".encode(), hashlib.sha256).digest()
+    return f"{header}.{body}.{_b64(sig)}"
+
+
+def _alg_none(s: Served) -> str:
+    claims = jwt.decode(s.token(), options={"verify_signature": False})
+    header = _b64(json.dumps({"alg": "none", "typ": "JWT", "kid": "k1"}).encode())
+    return f"{header}.{_b64(json.dumps(claims).encode())}."
+
+
+def test_callers_it_cannot_authenticate_get_401_and_nothing_is_written(served: Served) -> None:
+    s = served
+    s.idp.add_key("rogue", publish=False)
+    before = s.written()
+    bad = {
+        "no token": None,
+        "garbage": "not-a-token",
+        "bad signature": s.idp.token(s.audience, kid="rogue", alg_kid="k1").replace(".", ".", 1),
+        "wrong audience": s.idp.token("https://elsewhere.example/mcp"),
+        "wrong issuer": s.token(issuer="https://evil.example"),
+        "expired": s.token(expires_in=-3600),
+        "alg none": _alg_none(s),
+        "HS256 with the public key": _hs256_with_public_key(s),
+        "unknown kid": s.idp.token(s.audience, kid="rogue"),
+        "revoked API key": s.keys["revoked"],
+        "made-up API key": "spk_deadbeef_" + "x" * 40,
+    }
+    # a rogue key's signature presented under a published kid
+    rogue = s.idp.token(s.audience, kid="rogue")
+    h, b, sig = rogue.split(".")
+    k1_header = _b64(json.dumps({"alg": "RS256", "typ": "JWT", "kid": "k1"}).encode())
+    bad["bad signature"] = f"{k1_header}.{b}.{sig}"
+    for what, token in bad.items():
+        status, headers = raw_post(s.base, token)
+        assert status == 401, (what, status)
+        assert "resource_metadata=" in headers.get("www-authenticate", ""), what
+    assert s.written() == before
+
+
+def test_a_key_without_the_read_scope_gets_403(served: Served) -> None:
+    before = served.written()
+    status, headers = raw_post(served.base, served.keys["no-read"])
+    assert status == 403
+    assert "insufficient_scope" in headers.get("www-authenticate", "")
+    status, _ = raw_post(served.base, served.token(scope="openid profile"))
+    assert status == 403
+    assert served.written() == before
+
+
+def test_protected_resource_metadata_is_served(served: Served) -> None:
+    r = httpx2.get(f"{served.base}/.well-known/oauth-protected-resource/mcp", timeout=10)
+    assert r.status_code == 200
+    meta = r.json()
+    assert meta["resource"] == served.audience
+    assert ISSUER in [a.rstrip("/") for a in meta["authorization_servers"]]
+    health = httpx2.get(f"{served.base}/healthz", timeout=10).json()
+    assert health["status"] == "ok" and set(health["auth"]) == {"api-key", "oauth"}
+
+
+def test_rotated_keys_are_fetched_once_and_unknown_kids_refused(served: Served) -> None:
+    s = served
+    assert raw_post(s.base, s.token())[0] == 200
+    fetched = s.idp.fetches
+    s.idp.add_key("k2")  # the provider rotates: a new key is published
+    assert raw_post(s.base, s.token(kid="k2"))[0] == 200
+    assert s.idp.fetches == fetched + 1
+    assert raw_post(s.base, s.token(kid="k2"))[0] == 200
+    assert s.idp.fetches == fetched + 1  # cached from now on
+
+
+def test_the_requester_cannot_approve_its_own_proposal(served: Served) -> None:
+    s = served
+
+    async def main() -> str:
+        async with http_session(s.base, s.keys["sam"]) as sam:
+            incs = (await call(sam, "list_incidents"))["incidents"]
+            p = await call(sam, "propose_repair", incident_id=incs[0]["id"])
+            before = s.written()
+            with pytest.raises(ToolFailed) as e:
+                await call(sam, "approve_proposal", proposal_id=p["proposal_id"])
+            assert s.written() == before
+            # the requester may withdraw it (a decision recorded under sam's key)
+            withdrawn = await call(
+                sam, "reject_proposal", proposal_id=p["proposal_id"], reason="duplicate"
+            )
+            assert withdrawn["status"] == "rejected"
+            return str(e.value)
+
+    assert "request" in anyio.run(main)
+
+
+def test_agent_proposes_owner_approves_over_mcp_and_it_applies(served: Served) -> None:
+    s = served
+
+    async def refused(token: str, tool: str, **args: Any) -> str:
+        before = s.written()
+        async with http_session(s.base, token) as sess:
+            with pytest.raises(ToolFailed) as e:
+                await call(sess, tool, **args)
+        assert s.written() == before, f"{tool} refused but something was written"
+        return str(e.value)
+
+    async def main() -> tuple[dict, dict, dict]:
+        async with http_session(s.base, s.keys["agent"], client="ci") as agent:
+            inc = (await call(agent, "list_incidents"))["incidents"][0]
+            proposal = await call(agent, "propose_repair", incident_id=inc["id"])
+        pid = proposal["proposal_id"]
+        # who may not approve, and why
+        msg = await refused(s.keys["reader"], "propose_repair", incident_id=inc["id"])
+        assert "propose" in msg and "scope" in msg
+        msg = await refused(s.keys["agent"], "approve_proposal", proposal_id=pid)
+        assert "agent" in msg
+        msg = await refused(s.keys["agent-approve"], "approve_proposal", proposal_id=pid)
+        assert "agent" in msg
+        msg = await refused(s.keys["lee"], "approve_proposal", proposal_id=pid)
+        assert "owner" in msg
+        # the owner approves with her identity provider's token, and applies
+        async with http_session(s.base, s.token(sub="maria")) as maria:
+            approved = await call(maria, "approve_proposal", proposal_id=pid, comment="ok")
+            applied = await call(maria, "apply_proposal", proposal_id=pid)
+            receipt = await call(maria, "get_receipt", proposal_id=pid)
+            audit = await call(maria, "verify_audit_log")
+        assert audit["ok"] is True
+        return approved, applied, receipt
+
+    approved, applied, receipt = anyio.run(main)
+    assert approved["status"] == "approved"
+    text = json.dumps(receipt)
+    assert '"oauth"' in text and "maria" in text and '"api-key"' in text and "ci-agent" in text

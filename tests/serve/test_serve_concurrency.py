@@ -1,0 +1,57 @@
+"""The server keeps answering while ``splice run`` writes the warehouse, and never holds
+DuckDB's single-writer lock between requests (the run succeeds)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+from tests.mcp_server.mcp_support import call, child_env
+from tests.serve.serve_support import (
+    IdentityProvider,
+    free_port,
+    http_session,
+    running_server,
+    serve_config,
+)
+
+
+def test_reads_keep_answering_during_a_run(story_copy: Path) -> None:
+    idp = IdentityProvider()
+    port = free_port()
+    with (story_copy / "splice.toml").open("a") as f:
+        f.write(serve_config(port, idp))
+    with running_server(story_copy, port) as base:
+        token = idp.token(f"{base}/mcp", sub="rita", scope="splice:read")
+
+        async def main() -> tuple[int, int, list[float]]:
+            async with http_session(base, token) as s:
+                await call(s, "list_incidents")  # warm
+                run = subprocess.Popen(
+                    [sys.executable, "-m", "splice", "-w", str(story_copy), "run", "--full"],
+                    env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                )  # fmt: skip
+                answered, latencies = 0, []
+                while run.poll() is None:
+                    t0 = time.perf_counter()
+                    incs = await call(s, "list_incidents")
+                    lin = await call(
+                        s, "get_column_lineage", column="marts.agg_gmv_daily.gmv_usd",
+                        direction="up",
+                    )  # fmt: skip
+                    runs = await call(s, "list_runs", limit=3)
+                    latencies.append(time.perf_counter() - t0)
+                    assert incs["count"] == 1 and lin and runs["count"] >= 1
+                    answered += 1
+                    await anyio.sleep(0.05)
+                out = run.communicate()[0]
+                assert run.returncode == 0, out
+                return answered, run.returncode, latencies
+
+        answered, code, latencies = anyio.run(main)
+    idp.close()
+    assert code == 0
+    assert answered >= 3, "the server answered during the run"
