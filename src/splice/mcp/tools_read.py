@@ -45,7 +45,8 @@ def get_column_lineage(
     """Column lineage across tools for "node.column" (for example
     "marts.gmv_daily.gmv_usd"): where it comes from (up) and what reads it, down to the
     dashboards (down)."""
-    return call(ctx, lambda ws: api.lineage(ws, column, direction=direction, depth=depth))
+    way = {"up": "upstream", "down": "downstream"}.get(direction)
+    return call(ctx, lambda ws: api.lineage(ws, column, direction=way, depth=depth))
 
 
 def run_doctor(ctx: Ctx) -> Any:

@@ -1,0 +1,221 @@
+"""Benchmark: reads over ``/mcp`` on ``splice serve`` against the same reads through the CLI.
+
+    python bench/serve.py                    # the demo story (INC-1 open), 50 clients x 20 calls
+    python bench/serve.py --clients 20 --calls 10 --json
+
+In one run, on the demo with its stale-rates incident (built into a temporary directory):
+
+1. ``splice serve`` on 127.0.0.1 (a child process), an API key made with ``splice keys create``;
+2. warm, one client: ``list_incidents``, ``get_incident`` and ``get_column_lineage``, each
+   ``--repeat`` times: p50 and p95 per tool;
+3. load: ``--clients`` concurrent MCP sessions, each making ``--calls`` calls (the three tools in
+   turn): errors, p50, p95, max, calls per second;
+4. the same three reads through the CLI (``splice incidents --json``, ``splice incident show
+   INC-1 --json``, ``splice lineage ... --json``), process start included: p50, p95.
+
+Targets: 0 errors under load, p95 under 200 ms for reads under load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+SRC = HERE.parent / "src"
+sys.path.insert(0, str(SRC))
+
+TARGET_P95_MS = 200.0
+COLUMN = "marts.agg_gmv_daily.gmv_usd"
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SRC), env.get("PYTHONPATH")) if p)
+    env.setdefault("DO_NOT_TRACK", "1")
+    return env
+
+
+def _splice(ws: Path, *args: str) -> str:
+    r = subprocess.run(
+        [sys.executable, "-m", "splice", "-w", str(ws), *args],
+        capture_output=True, text=True, env=_env(), check=False,
+    )  # fmt: skip
+    if r.returncode != 0:
+        raise SystemExit(f"splice {' '.join(args)} failed:\n{r.stderr}")
+    return r.stdout
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))] * 1000
+
+
+def _summary(xs: list[float]) -> dict[str, float]:
+    return {"p50_ms": round(_pct(xs, 0.5), 1), "p95_ms": round(_pct(xs, 0.95), 1),
+            "max_ms": round(max(xs) * 1000, 1), "n": len(xs)}  # fmt: skip
+
+
+CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("list_incidents", {}),
+    ("get_incident", {"incident_id": "INC-1"}),
+    ("get_column_lineage", {"column": COLUMN, "direction": "up"}),
+]
+
+
+async def _session_calls(
+    base: str, key: str, plan: list[tuple[str, dict[str, Any]]]
+) -> tuple[list[tuple[str, float]], int]:
+    import httpx2
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    out: list[tuple[str, float]] = []
+    errors = 0
+    headers = {"Authorization": f"Bearer {key}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=120) as http,
+        streamable_http_client(f"{base}/mcp", http_client=http) as (r, w),
+        ClientSession(r, w) as s,
+    ):
+        await s.initialize()
+        for name, args in plan:
+            t0 = time.perf_counter()
+            try:
+                res = await s.call_tool(name, args)
+                if res.is_error:
+                    errors += 1
+            except Exception:  # noqa: BLE001 - counted, reported
+                errors += 1
+            out.append((name, time.perf_counter() - t0))
+    return out, errors
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--clients", type=int, default=50)
+    ap.add_argument("--calls", type=int, default=20)
+    ap.add_argument("--repeat", type=int, default=30, help="warm calls per tool, one client")
+    ap.add_argument("--cli-runs", type=int, default=5)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+
+    import anyio
+
+    from splice.demo.story import tell_stale_rates
+
+    tmp = Path(tempfile.mkdtemp(prefix="splice-bench-serve-"))
+    try:
+        print("building the demo story (INC-1 open)...", file=sys.stderr)
+        ws = tell_stale_rates(tmp / "travel").build.workspace
+        port = _port()
+        with (ws / "splice.toml").open("a") as f:
+            f.write(f"\n[serve]\nport = {port}\n")
+        key = json.loads(_splice(ws, "keys", "create", "--principal", "bench", "--kind", "agent",
+                                 "--scopes", "read", "--json"))["key"]  # fmt: skip
+        log = open(ws / "serve.log", "w")  # noqa: SIM115
+        proc = subprocess.Popen([sys.executable, "-m", "splice", "-w", str(ws), "serve"],
+                                env=_env(), stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        base = f"http://127.0.0.1:{port}"
+        t0 = time.perf_counter()
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/healthz", timeout=2):
+                    break
+            except OSError:
+                if proc.poll() is not None or time.perf_counter() - t0 > 120:
+                    raise SystemExit((ws / "serve.log").read_text()) from None
+                time.sleep(0.2)
+        startup = time.perf_counter() - t0
+        try:
+            # warm, one client
+            plan = [c for c in CALLS for _ in range(args.repeat)]
+            timed, errors = anyio.run(_session_calls, base, key, plan)
+            warm = {name: _summary([t for n, t in timed if n == name]) for name, _ in CALLS}
+            warm_errors = errors
+
+            # load
+            per_client = [CALLS[i % len(CALLS)] for i in range(args.calls)]
+
+            async def load() -> tuple[list[float], int, float]:
+                results: list[tuple[list[tuple[str, float]], int]] = []
+
+                async def one() -> None:
+                    results.append(await _session_calls(base, key, per_client))
+
+                t = time.perf_counter()
+                async with anyio.create_task_group() as tg:
+                    for _ in range(args.clients):
+                        tg.start_soon(one)
+                wall = time.perf_counter() - t
+                lat = [x for r, _ in results for _, x in r]
+                return lat, sum(e for _, e in results), wall
+
+            lat, load_errors, wall = anyio.run(load)
+            loaded = {**_summary(lat), "errors": load_errors,
+                      "calls_per_s": round(len(lat) / wall, 1), "wall_s": round(wall, 2)}  # fmt: skip
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+            log.close()
+
+        # the CLI, process start included
+        cli_cmds = {
+            "list_incidents": ["incidents", "--json"],
+            "get_incident": ["incident", "show", "INC-1", "--json"],
+            "get_column_lineage": ["lineage", COLUMN, "--upstream", "--json"],
+        }
+        cli: dict[str, Any] = {}
+        for name, cmd in cli_cmds.items():
+            _splice(ws, *cmd)  # warm the caches
+            xs = []
+            for _ in range(args.cli_runs):
+                t = time.perf_counter()
+                _splice(ws, *cmd)
+                xs.append(time.perf_counter() - t)
+            cli[name] = _summary(xs)
+
+        report = {"startup_s": round(startup, 2), "warm": warm, "warm_errors": warm_errors,
+                  "load": {"clients": args.clients, "calls_each": args.calls, **loaded},
+                  "cli": cli, "target_p95_ms": TARGET_P95_MS,
+                  "met": loaded["errors"] == 0 and loaded["p95_ms"] < TARGET_P95_MS}  # fmt: skip
+        if args.json:
+            print(json.dumps(report, indent=2))
+            return
+        print(f"splice serve on the demo story: started in {report['startup_s']} s")
+        print(f"{'read':<22}{'MCP warm p50':>14}{'p95':>9}{'CLI p50':>11}{'p95':>9}   (ms)")
+        for name, _ in CALLS:
+            w, c = warm[name], cli[name]
+            print(f"{name:<22}{w['p50_ms']:>14}{w['p95_ms']:>9}{c['p50_ms']:>11}{c['p95_ms']:>9}")
+        ld = report["load"]
+        print(
+            f"load: {ld['clients']} clients x {ld['calls_each']} calls: {ld['errors']} errors, "
+            f"p50 {ld['p50_ms']} ms, p95 {ld['p95_ms']} ms, max {ld['max_ms']} ms, "
+            f"{ld['calls_per_s']} calls/s"
+        )
+        print(f"target: 0 errors and p95 < {TARGET_P95_MS:.0f} ms under load: "
+              f"{'met' if report['met'] else 'NOT met'}")  # fmt: skip
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
