@@ -17,13 +17,30 @@ def hub(root: Any, target: str | None = None) -> Any:
     return Hub(root, target)
 
 
-def serve_settings(hub: Any, *, host: str | None = None, port: int | None = None) -> Any:
-    """The workspace's ``[serve]`` settings with command-line overrides applied."""
+def serve_settings(
+    hub: Any, *, host: str | None = None, port: int | None = None, workers: int | None = None
+) -> Any:
+    """The workspace's ``[serve]`` settings with command-line overrides applied (validated as
+    the file's would be)."""
+    from pydantic import ValidationError
+
     from splice.config import load_config
+    from splice.config_serve import ServeSection
+    from splice.errors import InputError
 
     cfg = load_config(hub.root).serve
-    changes = {k: v for k, v in (("host", host), ("port", port)) if v is not None}
-    return cfg.model_copy(update=changes) if changes else cfg
+    changes = {
+        k: v for k, v in (("host", host), ("port", port), ("workers", workers)) if v is not None
+    }
+    if not changes:
+        return cfg
+    try:
+        return ServeSection.model_validate({**cfg.model_dump(), **changes})
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise InputError(
+            f"--{err['loc'][0]}: {err['msg']}.", fix="see splice serve --help"
+        ) from None
 
 
 def list_nodes(

@@ -373,21 +373,17 @@ def _read_config_text(path: Path) -> str:
         raise ConfigError(
             f"{path} cannot be read: {e.strerror or e}.", fix="check the file's permissions"
         ) from None
-    if _is_toml(text) and not tomllib.loads(text):
+    try:
+        empty = not tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        empty = False  # parse_config names the syntax error
+    if empty:
         raise ConfigError(
             f"{path} is empty.",
             fix="declare [workspace] and at least one [[projects]] (see docs/configuration.md), "
             f"or delete {CONFIG_FILE} to use the lone dbt or SQLMesh project in this directory",
         )
     return text
-
-
-def _is_toml(text: str) -> bool:
-    try:
-        tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
-        return False  # parse_config names the syntax error
-    return True
 
 
 def load_config(root: Path) -> WorkspaceConfig:

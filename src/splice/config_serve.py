@@ -88,6 +88,8 @@ class AuthSection(_Strict):
 class ServeSection(_Strict):
     host: str = "127.0.0.1"
     port: int = Field(default=8765, ge=0, le=65535)
+    #: Server processes sharing the port (each loads the graph once; requests stand alone).
+    workers: int = Field(default=1, ge=1, le=64)
     #: The URL clients reach this server at (behind a proxy, its public URL); default
     #: ``http://HOST:PORT``.
     url: str | None = None

@@ -38,17 +38,38 @@ class Hub:
         self._checked_at = 0.0
         self._loads = 0
         self._requests = 0
+        self._config_stamp: Any = None
+        self._config_cached: Any = None
 
     @contextmanager
     def workspace(self) -> Iterator[Workspace]:
         """A Workspace for one request, closed (state and warehouse released) when it ends."""
-        ws = Workspace.open(self.root, self.target)
+        ws = Workspace(self.root, self._config(), self.target)
         try:
             self._lend(ws)
             yield ws
             self._keep(ws)
         finally:
             ws.close()
+
+    def _config(self) -> Any:
+        """splice.toml parsed once and again only when the file changes (its size and mtime)."""
+        from splice.config import CONFIG_FILE, load_config
+
+        if not self.root.is_dir():
+            return load_config(self.root)  # the ConfigError saying so
+        try:
+            st = (self.root / CONFIG_FILE).stat()
+            stamp: Any = (st.st_mtime_ns, st.st_size)
+        except FileNotFoundError:
+            stamp = None  # a lone dbt or SQLMesh project: detected each time
+        with self._lock:
+            if stamp is not None and stamp == self._config_stamp:
+                return self._config_cached
+        cfg = load_config(self.root)
+        with self._lock:
+            self._config_stamp, self._config_cached = stamp, cfg
+        return cfg
 
     def _lend(self, ws: Workspace) -> None:
         with self._lock:

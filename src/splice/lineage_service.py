@@ -14,6 +14,7 @@ The engine (:mod:`splice.lineage`) analyses one query; this module feeds it:
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -133,6 +134,12 @@ def rendered_sql(
 
 # -- schemas ---------------------------------------------------------------------------------------
 WAREHOUSE_KIND = "warehouse_columns"
+#: The columns read last, per (warehouse file, its stamp, dialect), in this process.
+_WAREHOUSE_MEMO: dict[tuple[str, str, str], dict[Relation, dict[str, str]]] = {}
+_WAREHOUSE_LOCK = threading.Lock()
+#: Whole-workspace lineage per (graph key, warehouse stamp, render version, target), in this
+#: process: a long-lived server analyses or unpacks it once per change.
+_LINEAGE_MEMO: dict[Any, Any] = {}
 
 
 def _warehouse_stamp(path: Any) -> str:
@@ -163,6 +170,10 @@ def warehouse_columns(ws: Workspace) -> dict[Relation, dict[str, str]]:
     from splice.graph.relations import relation_from_parts
 
     stamp = _warehouse_stamp(path)
+    memo_key = (str(path), stamp, ws.dialect)  # as _warehouse_memo_key
+    with _WAREHOUSE_LOCK:
+        if memo_key in _WAREHOUSE_MEMO:
+            return _WAREHOUSE_MEMO[memo_key]
     snap: Any = None
     if ws.caching:
         snap = ws.state.cache_get_many(WAREHOUSE_KIND, [str(path)]).get(str(path))
@@ -203,6 +214,10 @@ def warehouse_columns(ws: Workspace) -> dict[Relation, dict[str, str]]:
     for cat, sch, tbl, col, typ in rows:
         rel = relation_from_parts(cat, sch, tbl, dialect=ws.dialect)
         out.setdefault(rel, {})[col.lower()] = str(typ)
+    with _WAREHOUSE_LOCK:  # a long-lived process (splice serve) reads it once per change
+        if len(_WAREHOUSE_MEMO) >= 8:
+            _WAREHOUSE_MEMO.pop(next(iter(_WAREHOUSE_MEMO)))
+        _WAREHOUSE_MEMO[memo_key] = out
     return out
 
 
@@ -246,6 +261,18 @@ def _model_ancestors(graph: Graph, nid: str, wanted: set[str]) -> set[str]:
     return found
 
 
+def _warehouse_memo_key(ws: Workspace) -> tuple[str, str, str]:
+    path = ws.warehouse_path
+    return (str(path), _warehouse_stamp(path) if path.exists() else "-", ws.dialect)
+
+
+def _remember_lineage(key: Any, result: WorkspaceLineage) -> None:
+    with _WAREHOUSE_LOCK:
+        if len(_LINEAGE_MEMO) >= 4:
+            _LINEAGE_MEMO.pop(next(iter(_LINEAGE_MEMO)))
+        _LINEAGE_MEMO[key] = result
+
+
 def workspace_lineage(ws: Workspace, *, workers: int | None = None) -> WorkspaceLineage:
     """Column lineage of every SQL model in the workspace (cached by content hash)."""
     from splice.lineage import analyse_many, lineage_key
@@ -257,10 +284,17 @@ def workspace_lineage(ws: Workspace, *, workers: int | None = None) -> Workspace
     graph = ws.graph()
     wh: dict[Relation, dict[str, str]] | None = None
     whole_key = None
+    fast_key: Any = None
     if ws.caching:  # the graph cache is on: the whole result, if nothing it rests on changed
         from splice import lineage_warm
 
         wh = warehouse_columns(ws)
+        fast_key = (ws.inputs_key(), _warehouse_memo_key(ws), RENDER_VERSION, ws.target)
+        with _WAREHOUSE_LOCK:
+            kept = _LINEAGE_MEMO.get(fast_key)
+        if kept is not None:  # this process analysed the same inputs already (splice serve)
+            ws._lineage_memo = kept  # type: ignore[attr-defined]
+            return kept
         whole_key = lineage_warm.whole_key(ws, RENDER_VERSION, wh)
         hit = lineage_warm.lookup(ws, whole_key)
         if hit is not None:
@@ -275,6 +309,7 @@ def workspace_lineage(ws: Workspace, *, workers: int | None = None) -> Workspace
                 "warm": True,
             }
             ws._lineage_memo = warm  # type: ignore[attr-defined]
+            _remember_lineage(fast_key, warm)
             return warm
     models = [
         n.id
@@ -379,6 +414,7 @@ def workspace_lineage(ws: Workspace, *, workers: int | None = None) -> Workspace
         from splice import lineage_warm
 
         lineage_warm.remember(ws, whole_key, result.models)
+        _remember_lineage(fast_key, result)
     return result
 
 

@@ -33,8 +33,11 @@ def mcp_cmd(ctx: click.Context, groups: tuple[str, ...]) -> None:
     "--host", default=None, help="Address to listen on. Default: [serve] host (127.0.0.1)."
 )
 @click.option("--port", type=int, default=None, help="Port. Default: [serve] port (8765).")
+@click.option(
+    "--workers", type=int, default=None, help="Server processes. Default: [serve] workers (1)."
+)
 @click.pass_context
-def serve_cmd(ctx: click.Context, host: str | None, port: int | None) -> None:
+def serve_cmd(ctx: click.Context, host: str | None, port: int | None, workers: int | None) -> None:
     """Serve the workspace to a team: MCP at /mcp (streamable HTTP) for authenticated people
     and agents (API keys, OAuth), a health endpoint at /healthz, approval escalation and
     notifications on time. Stop it with Ctrl-C."""
@@ -43,7 +46,7 @@ def serve_cmd(ctx: click.Context, host: str | None, port: int | None) -> None:
     from splice.serve.app import run
 
     hub = api.hub(ctx.obj["workspace"], ctx.obj["target"])
-    cfg = api.serve_settings(hub, host=host, port=port)
+    cfg = api.serve_settings(hub, host=host, port=port, workers=workers)
     c = console()
     c.print(
         f"Serving [bold]{hub.root}[/] at {cfg.base_url}: MCP at {cfg.resource_url} "

@@ -3,7 +3,8 @@ endpoint, and a scheduler for what must happen on time.
 
 - ``GET /healthz``: ``{"status": "ok", ...}`` without authentication (for a load balancer);
   it says nothing about the workspace's content.
-- ``/mcp``: every tool group, ``decisions`` included, for authenticated callers only
+- ``/mcp``: stateless streamable HTTP answering plain JSON (every request stands alone, so
+  ``[serve] workers`` processes can share the port), every tool group, ``decisions`` included, for authenticated callers only
   (:mod:`splice.serve.auth`); the protected-resource metadata (RFC 9728) is at
   ``/.well-known/oauth-protected-resource/mcp`` and every 401 points at it.
 - Housekeeping every ``[serve] housekeeping_seconds``: approval requests escalate and expire
@@ -85,7 +86,9 @@ def build_app(hub: Any, serve: ServeSection, *, groups: Any = None) -> Any:
         token_verifier=SpliceTokenVerifier(hub, serve),
         auth=_auth_settings(serve),
     )
-    mcp_app = server.streamable_http_app(streamable_http_path="/mcp", host=serve.host)
+    mcp_app = server.streamable_http_app(
+        streamable_http_path="/mcp", host=serve.host, json_response=True, stateless_http=True
+    )
     started = time.time()
 
     async def health(request: Any) -> Any:
@@ -123,8 +126,28 @@ def build_app(hub: Any, serve: ServeSection, *, groups: Any = None) -> Any:
 
 def run(hub: Any, serve: ServeSection, *, log_path: Any = None) -> None:
     """Serve until interrupted (uvicorn on ``serve.host:serve.port``)."""
+    import os
+
     import uvicorn
 
+    workers = serve.workers
+    if workers > 1:
+        os.environ.update(
+            SPLICE_SERVE_WORKSPACE=str(hub.root),
+            SPLICE_SERVE_TARGET=hub.target or "",
+            SPLICE_SERVE_PORT=str(serve.port),
+            SPLICE_SERVE_HOST=serve.host,
+        )
+        uvicorn.run(
+            "splice.serve.app:factory",
+            factory=True,
+            workers=workers,
+            host=serve.host,
+            port=serve.port,
+            log_level="warning",
+            access_log=False,
+        )
+        return
     app = build_app(hub, serve)
     uvicorn.run(
         app,
@@ -134,3 +157,22 @@ def run(hub: Any, serve: ServeSection, *, log_path: Any = None) -> None:
         access_log=False,
         lifespan="on",
     )
+
+
+def factory() -> Any:
+    """The app for uvicorn's worker processes (``[serve] workers`` > 1): the workspace and
+    target come from the parent through SPLICE_SERVE_WORKSPACE / SPLICE_SERVE_TARGET."""
+    import os
+
+    from splice import api
+
+    hub = api.hub(
+        os.environ["SPLICE_SERVE_WORKSPACE"], os.environ.get("SPLICE_SERVE_TARGET") or None
+    )
+    settings = api.serve_settings(hub)
+    port = os.environ.get("SPLICE_SERVE_PORT")
+    if port:
+        settings = settings.model_copy(
+            update={"port": int(port), "host": os.environ["SPLICE_SERVE_HOST"]}
+        )
+    return build_app(hub, settings)

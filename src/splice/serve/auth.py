@@ -13,7 +13,9 @@ valid token is answered 401 (with the protected-resource metadata's address), on
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import threading
 import time
 from typing import Any
 
@@ -28,6 +30,10 @@ from splice.serve.jwks import JWKSCache, verify_jwt
 log = logging.getLogger("splice.serve.auth")
 
 API_KEY_PREFIX = "spk_"
+#: Seconds a verified API key is trusted before its hash and revocation are checked again.
+API_KEY_RECHECK = 5.0
+#: Seconds a verified OAuth token is trusted before its signature is checked again.
+TOKEN_RECHECK = 60.0
 
 
 def oauth_principal(claims: dict[str, Any], cfg: OAuthSection) -> Principal:
@@ -67,17 +73,25 @@ class SpliceTokenVerifier:
         self.hub = hub
         self.serve = serve
         oauth = serve.auth.oauth
+        self._verified: dict[bytes, tuple[AccessToken, float]] = {}
+        self._lock = threading.Lock()
         self.jwks = (
             JWKSCache(oauth.jwks_url, refetch_interval=oauth.refetch_interval) if oauth else None
         )
 
     async def verify_token(self, token: str) -> AccessToken | None:
+        digest = hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
+        now = time.monotonic()
+        with self._lock:
+            hit = self._verified.get(digest)
+        if hit is not None and hit[1] > now:
+            return hit[0]
         try:
             principal, expires = await anyio.to_thread.run_sync(self._verify, token)
         except SpliceError as e:
             log.info("refused a bearer token: %s", e.message)
             return None
-        return AccessToken(
+        access = AccessToken(
             token=token,
             client_id=principal.credential or principal.name,
             scopes=sorted(principal.scopes),
@@ -86,6 +100,18 @@ class SpliceTokenVerifier:
             subject=principal.name,
             claims={"splice_principal": principal.as_dict()},
         )
+        # remembered briefly, so a busy client does not pay the key's hash or the token's
+        # signature on every request; never past the token's expiry; a revoked API key is
+        # refused again within API_KEY_RECHECK seconds
+        ttl = API_KEY_RECHECK if token.startswith(API_KEY_PREFIX) else TOKEN_RECHECK
+        until = now + ttl
+        if expires is not None:
+            until = min(until, now + max(0.0, expires - time.time()))
+        with self._lock:
+            if len(self._verified) >= 10_000:
+                self._verified.clear()
+            self._verified[digest] = (access, until)
+        return access
 
     def _verify(self, token: str) -> tuple[Principal, int | None]:
         auth = self.serve.auth
