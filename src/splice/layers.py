@@ -31,7 +31,7 @@ the interfaces and the api. Any module may read the package root's ``__version__
 
 >>> layer_of("splice.repair.flow"), layer_of("splice.errors"), layer_of("splice.cli.main")
 ('repair', 'infrastructure', 'interfaces')
->>> rank("splice.run.runner") > rank("splice.plan.planner")
+>>> rank("splice.run.runner") < rank("splice.plan.planner")  # 0 is the top
 True
 """
 
