@@ -1,10 +1,16 @@
-"""The public operations, shared by the CLI and the MCP tools. Each takes an open Workspace."""
+"""The public operations, shared by the CLI, the MCP tools and the server. Each takes an open
+Workspace (:func:`open_workspace`).
+
+Every way in calls this module and nothing below it, and nothing below imports it back
+(:mod:`splice.layers`, checked by tests/test_layers.py). What an interface needs from a
+lower layer (a renderer, an exit status) is re-exported here as a thin wrapper.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from splice.graph.doctor import Check, graph_checks, lineage_checks
+from splice.graph.doctor import Check
 from splice.graph.listing import node_record
 from splice.workspace import Workspace
 
@@ -97,70 +103,18 @@ def text_graph(ws: Workspace, ids: list[str] | None) -> str:
 
 
 def doctor(ws: Workspace, *, lineage: bool = True) -> list[Check]:
-    """Every doctor check for the workspace's current target."""
-    g = ws.graph()
-    prod: dict[str, str] = {}
-    for n in g.nodes.values():
-        rel = n.meta.get("prod_relation")
-        if rel:
-            prod[str(rel)] = n.id
-    checks = graph_checks(g, prod_relations=prod)
-    checks += _warehouse_checks(ws, g)
-    if lineage:
-        from splice.lineage_service import workspace_lineage
+    """Every doctor check for the workspace's current target (:mod:`splice.doctor_service`)."""
+    from splice.doctor_service import doctor as _doctor
 
-        checks += lineage_checks(workspace_lineage(ws).models)
-    order = {"error": 0, "warning": 1, "info": 2}
-    return sorted(checks, key=lambda c: (order[c.severity], c.code, c.node or ""))
+    return _doctor(ws, lineage=lineage)
 
 
 def warehouses(ws: Workspace) -> dict[str, Any]:
     """Each project's warehouse as its tool resolves it (project -> WarehouseLocation, or None
-    when its config can't be read); reads the tools' configs, never the warehouse.
+    when its config can't be read); reads the tools' configs, never the warehouse."""
+    from splice.doctor_service import warehouses as _warehouses
 
-    The locations follow from the same files and environment variables as the graph, so with
-    the graph cache on they are kept under the graph's key (no tool is imported for them)."""
-    from splice.providers.locations import WarehouseLocation
-
-    key = ws.inputs_key() if ws.caching else None
-    if key is not None:
-        hit = ws.state.cache_get_many(WAREHOUSES_KIND, [key]).get(key)
-        if isinstance(hit, dict):
-            return {p: (WarehouseLocation(**d) if d else None) for p, d in hit.items()}
-    found = {p.name: ws.provider(p.name).warehouse() for p in ws.config.projects}
-    if key is not None:
-        ws.state.cache_put_many(
-            WAREHOUSES_KIND, {key: {p: (w.to_dict() if w else None) for p, w in found.items()}}
-        )
-    return found
-
-
-WAREHOUSES_KIND = "warehouse_locations"
-
-
-def _foreign_models(ws: Workspace, g: Any) -> dict[str, dict[str, str]]:
-    """Models another SQLMesh project owns that each multi-repo project's Context holds (read
-    from the shared state: loads SQLMesh, only for projects that have a `project:` name)."""
-    multi = {n.project for n in g.nodes.values() if n.meta.get("sqlmesh_project")}
-    return {
-        p.name: ws.provider(p.name).owned_elsewhere()
-        for p in ws.config.projects
-        if p.format == "sqlmesh" and p.name in multi
-    }
-
-
-def _warehouse_checks(ws: Workspace, g: Any) -> list[Check]:
-    from splice.config import CONFIG_FILE
-    from splice.graph.doctor_warehouse import warehouse_checks
-
-    return warehouse_checks(
-        g,
-        warehouses(ws),
-        {p.name: (ws.root / p.path).resolve() for p in ws.config.projects},
-        workspace_warehouse=ws.warehouse_path if ws.has_config else None,
-        workspace_file=str(ws.root / CONFIG_FILE),
-        foreign_models=_foreign_models(ws, g),
-    )
+    return _warehouses(ws)
 
 
 def lineage(
@@ -305,11 +259,15 @@ def run(
     progress: Any = None,
     full: bool = False,
     fresh: bool = False,
+    command: str | None = None,
 ) -> Any:
     """Plan and run the selection across projects; returns a :class:`splice.run.report.RunReport`.
 
     ``full`` builds every selected node whatever the evidence says (as ``dbt build`` would).
+    ``command`` is what the journal records as the run's command line. Repair applies killed
+    mid-run are recovered first (:func:`splice.repair.recovery.recover_in_session`).
     """
+    from splice.repair.recovery import recover_in_session
     from splice.run.runner import run as _run
 
     if fresh:
@@ -322,6 +280,8 @@ def run(
         progress=progress,
         full=full,
         fresh=fresh,
+        command=command,
+        recover=recover_in_session,
     )
 
 
@@ -334,9 +294,11 @@ def run_plan(
     command: str | None = None,
 ) -> Any:
     """Run a :class:`splice.plan.model.Plan` made earlier (by the planner or by hand)."""
+    from splice.repair.recovery import recover_in_session
     from splice.run.runner import run_plan as _run_plan
 
-    return _run_plan(ws, plan, progress=progress, execution_time=execution_time, command=command)
+    return _run_plan(ws, plan, progress=progress, execution_time=execution_time, command=command,
+                     recover=recover_in_session)  # fmt: skip
 
 
 def list_runs(ws: Workspace, *, limit: int = 20) -> list[dict[str, Any]]:
@@ -488,3 +450,84 @@ def verify_audit_log(ws: Workspace) -> Any:
     from splice.state import witness
 
     return verify(ws.state, witness.read(ws.witness_path))
+
+
+# -- for the interfaces: thin wrappers over lower layers, so that the CLI, the MCP tools and
+# -- the server import splice.api only (see splice.layers) -------------------------------------
+def open_workspace(
+    root: Any = ".",
+    target: str | None = None,
+    *,
+    new_state: bool = False,
+    use_cache: bool | None = None,
+) -> Workspace:
+    """Open the workspace at ``root`` (:meth:`splice.workspace.Workspace.open`); use it as a
+    context manager so that its state and tools are closed."""
+    return Workspace.open(root, target, new_state=new_state, use_cache=use_cache)
+
+
+def doctor_exit_status(checks: list[Check]) -> int:
+    """1 when a doctor check is an error, else 0 (``splice doctor``'s exit status)."""
+    from splice.graph.doctor import exit_status
+
+    return exit_status(checks)
+
+
+def plan_summary(plan: Any) -> dict[str, int]:
+    """Counts of a plan's decisions: {"build", "reuse", "segments"}."""
+    from splice.plan.planner import summary
+
+    return summary(plan)
+
+
+def watch(
+    ws: Workspace, *, backfill: bool = False, only: list[str] | None = None, progress: Any = None
+) -> Any:
+    """Measure every new interval of every metric and monitor, store it and judge it
+    (:func:`splice.watch.service.watch`; ``only``: these metrics; ``backfill``: all again)."""
+    from splice.watch.service import watch as _watch
+
+    return _watch(ws, backfill=backfill, only=only, progress=progress)
+
+
+def incident_lines(inc: Any) -> list[str]:
+    """The diagnosis of one incident (:func:`incident`), as plain lines of text."""
+    from splice.watch.report import incident_lines as _lines
+
+    return _lines(inc)
+
+
+def proposal_lines(p: Any) -> list[str]:
+    """A proposal as plain lines: what runs, in order; the manual alternative; undo; cost."""
+    from splice.repair.render import proposal_lines as _lines
+
+    return _lines(p)
+
+
+def receipt_markdown(r: dict[str, Any]) -> str:
+    """A receipt (:func:`receipt`) as Markdown, for people."""
+    from splice.repair.receipt import receipt_markdown as _markdown
+
+    return _markdown(r)
+
+
+def stop(ws: Workspace, *, actor: str, reason: str) -> tuple[Any, bool]:
+    """Halt every approval and apply org-wide; returns (the stop, whether one was already
+    active: then nothing changed). See :func:`splice.repair.autonomy.stop`."""
+    from splice.repair.autonomy import stop as _stop
+
+    return _stop(ws.state, actor=actor, reason=reason)
+
+
+def resume(ws: Workspace, *, actor: str) -> Any:
+    """Lift the org-wide stop (a domain owner); returns the stop that ended."""
+    from splice.repair.autonomy import resume as _resume
+
+    return _resume(ws.state, ws.config, actor=actor)
+
+
+def audit_entries(ws: Workspace, proposal_id: str | None = None) -> list[Any]:
+    """Every entry of the audit log (of ``proposal_id`` only, when given), oldest first."""
+    from splice.repair.auditlog import entries
+
+    return entries(ws.state, proposal_id)

@@ -36,10 +36,30 @@ def _chain(exc: BaseException) -> list[BaseException]:
     return seen
 
 
+def locked_error(exc: BaseException, where: str) -> WarehouseError | None:
+    """A WarehouseError naming the file and the holder, when ``exc`` is DuckDB's lock conflict.
+
+    >>> e = locked_error(IOError('IO Error: Could not set lock on file "/w/warehouse.duckdb": '
+    ...     'Conflicting lock is held in /usr/bin/python3 (PID 42). See also https://duckdb.org'), "x")
+    >>> e.message
+    'x: the warehouse file /w/warehouse.duckdb is locked by another process (PID 42).'
+    """
+    text = str(exc)
+    if "Could not set lock" in text or "Conflicting lock" in text:
+        file = re.search(r'on file "([^"]+)"', text)
+        pid = re.search(r"\(PID (\d+)\)", text)
+        holder = f" (PID {pid.group(1)})" if pid else ""
+        return WarehouseError(
+            f"{where}: the warehouse file {file.group(1) + ' ' if file else ''}is locked by another process{holder}.",
+            fix="wait for the other process (dbt, sqlmesh, a notebook) to finish or close it; "
+            "DuckDB allows one writer process at a time",
+            retry=True,
+        )
+    return None
+
+
 def environmental_error(exc: BaseException) -> SpliceError | None:
     """A SpliceError for a fault of the environment anywhere in ``exc``'s chain, else None."""
-    from splice.providers.dbt import locked_error
-
     for e in _chain(exc):
         if isinstance(e, SpliceError):
             return e

@@ -33,7 +33,7 @@ def connect(ws: Any, what: str, *, read_only: bool = False) -> Iterator[Any]:
         )
     import duckdb
 
-    from splice.providers.dbt import locked_error
+    from splice.faults_env import locked_error
 
     try:
         try:

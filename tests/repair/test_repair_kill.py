@@ -140,6 +140,26 @@ def test_a_killed_apply_leaves_the_undo_or_the_finished_repair(
         assert again.returncode == 0, again.stderr[-2000:]
 
 
+def test_splice_run_first_recovers_a_killed_apply(story: StoryResult, tmp_path: Path) -> None:
+    # the recovery is the repair layer's; splice run (through splice.api) does it first, under
+    # its run lock, and says so in the report
+    ws = _copy(story, tmp_path / "travel")
+    pid, relations = _proposed(story, ws)
+    before = _snapshot(ws, relations)
+    proc = _splice(ws, "apply", pid, "--as", "maria", SPLICE_FAULT_PAUSE="segment:s2",
+                   SPLICE_FAULT_PAUSE_SECONDS="300")  # fmt: skip
+    _wait_for(ws / ".splice" / "faults" / "segment-s2.reached", proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=60)
+    assert _snapshot(ws, relations) != before, "the reload had not changed the warehouse yet"
+    run = subprocess.run([sys.executable, "-m", "splice", "run", "--json"], cwd=ws,
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    notes = json.loads(run.stdout)["notes"]
+    assert any(f"{pid} is marked interrupted" in n for n in notes), notes
+    assert _status(ws, pid) == "interrupted"
+
+
 SLOW_RELOAD = """
 import os, sys, time
 from pathlib import Path

@@ -93,8 +93,7 @@ def lineage_cmd(
 @click.pass_context
 def doctor_cmd(ctx: click.Context, as_json: bool, no_lineage: bool) -> None:
     """Check where the join of projects is weak. Exit status 1 when a check is an error."""
-    from splice.api import doctor
-    from splice.graph.doctor import exit_status
+    from splice.api import doctor, doctor_exit_status
 
     with open_workspace(ctx) as ws, working("Running checks..."):
         checks = doctor(ws, lineage=not no_lineage)
@@ -107,7 +106,7 @@ def doctor_cmd(ctx: click.Context, as_json: bool, no_lineage: bool) -> None:
         )
     else:
         render_checks(checks)
-    ctx.exit(exit_status(checks))
+    ctx.exit(doctor_exit_status(checks))
 
 
 @cli.command("demo")

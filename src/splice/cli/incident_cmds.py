@@ -53,9 +53,8 @@ def incident_show_cmd(ctx: click.Context, incident_id: str, as_json: bool) -> No
     """Where INCIDENT_ID starts, its cause, evidence, blast radius and scope."""
     from rich.markup import escape
 
-    from splice.api import incident
+    from splice.api import incident, incident_lines
     from splice.cli.render import console
-    from splice.watch.report import incident_lines
 
     with open_workspace(ctx) as ws:
         inc = incident(ws, incident_id)

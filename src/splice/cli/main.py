@@ -136,9 +136,9 @@ def cli(
 
 
 def open_workspace(ctx: click.Context) -> Any:
-    from splice.workspace import Workspace
+    from splice.api import open_workspace as open_ws
 
-    return Workspace.open(
+    return open_ws(
         ctx.obj["workspace"],
         target=ctx.obj["target"],
         new_state=ctx.obj.get("new_state", False),

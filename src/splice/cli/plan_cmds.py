@@ -55,11 +55,11 @@ def plan_cmd(
 def render_plan(plan: Any) -> None:
     from rich.markup import escape
 
+    from splice.api import plan_summary
     from splice.cli.render import console
-    from splice.plan.planner import summary
 
     c = console()
-    counts = summary(plan)
+    counts = plan_summary(plan)
     envs = ", ".join(f"{p}: {e}" for p, e in plan.environments.items())
     clock = f"; SQLMesh clock {plan.execution_time}" if plan.execution_time else ""
     c.print(

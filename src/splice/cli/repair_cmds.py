@@ -94,10 +94,10 @@ def reject_cmd(
 @click.pass_context
 def stop_cmd(ctx: click.Context, actor: str, reason: str) -> None:
     """Halt every approval and apply org-wide, autonomous or not, until splice resume."""
-    from splice.repair.autonomy import stop
+    from splice.api import stop
 
     with open_workspace(ctx) as ws:
-        s, already = stop(ws.state, actor=actor, reason=reason)
+        s, already = stop(ws, actor=actor, reason=reason)
     if already:
         click.echo(f"An org-wide stop is already active ({s.who}: {s.reason!r}); nothing changed.")
     else:
@@ -111,10 +111,10 @@ def stop_cmd(ctx: click.Context, actor: str, reason: str) -> None:
 @click.pass_context
 def resume_cmd(ctx: click.Context, actor: str) -> None:
     """Lift the org-wide stop (a domain owner)."""
-    from splice.repair.autonomy import resume
+    from splice.api import resume
 
     with open_workspace(ctx) as ws:
-        s = resume(ws.state, ws.config, actor=actor)
+        s = resume(ws, actor=actor)
     click.echo(f"Resumed by {actor.strip()}; the stop by {s.who} ({s.reason!r}) is lifted.")
 
 
@@ -175,12 +175,12 @@ def audit_show_cmd(ctx: click.Context, proposal_id: str | None, as_json: bool) -
 
     from rich.markup import escape
 
+    from splice.api import audit_entries
     from splice.cli.render import console
     from splice.names import printable
-    from splice.repair.auditlog import entries
 
     with open_workspace(ctx) as ws:
-        found = entries(ws.state, proposal_id.upper() if proposal_id else None)
+        found = audit_entries(ws, proposal_id.upper() if proposal_id else None)
     if as_json:
         emit_json([e.as_dict() for e in found])
         return

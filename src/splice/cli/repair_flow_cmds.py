@@ -24,8 +24,7 @@ def _print_lines(lines: list[str]) -> None:
 @click.pass_context
 def propose_cmd(ctx: click.Context, incident_id: str, actor: str, as_json: bool) -> None:
     """Propose the narrowest repair of INCIDENT_ID, capture its undo, and request approval."""
-    from splice.api import propose
-    from splice.repair.render import proposal_lines
+    from splice.api import proposal_lines, propose
 
     def say(msg: str) -> None:
         click.echo(msg, err=True)
@@ -48,8 +47,7 @@ def propose_cmd(ctx: click.Context, incident_id: str, actor: str, as_json: bool)
 @click.pass_context
 def apply_cmd(ctx: click.Context, proposal_id: str, actor: str, as_json: bool) -> None:
     """Run an approved proposal as one journaled run, verify it, and write its receipt."""
-    from splice.api import apply
-    from splice.repair.receipt import receipt_markdown
+    from splice.api import apply, receipt_markdown
 
     def say(msg: str) -> None:
         click.echo(msg, err=True)
@@ -71,8 +69,7 @@ def apply_cmd(ctx: click.Context, proposal_id: str, actor: str, as_json: bool) -
 @click.pass_context
 def receipt_cmd(ctx: click.Context, proposal_id: str, as_json: bool, as_markdown: bool) -> None:
     """The receipt of PROPOSAL_ID: cause, scope, approver, runs, verification, undo."""
-    from splice.api import receipt
-    from splice.repair.receipt import receipt_markdown
+    from splice.api import receipt, receipt_markdown
 
     with open_workspace(ctx) as ws:
         r = receipt(ws, proposal_id)

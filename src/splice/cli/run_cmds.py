@@ -259,7 +259,7 @@ def run_cmd(
     as_json: bool,
 ) -> None:
     """Run the plan: segments in order, each through its tool; exit 1 if a node failed."""
-    from splice.run.runner import run
+    from splice.api import run
 
     display = RunDisplay()
     command = (

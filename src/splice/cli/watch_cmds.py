@@ -38,7 +38,7 @@ def watch_cmd(
     Safe after every `sqlmesh run` / `splice run` and from cron: what was measured is not
     measured again. Anomalies are reported and stored; the exit status is 0 all the same.
     """
-    from splice.watch.service import watch
+    from splice.api import watch
 
     with open_workspace(ctx) as ws:
         result = watch(ws, backfill=backfill, only=list(metrics) or None, progress=_stderr)

@@ -208,9 +208,8 @@ def _build_projects(workspace: Path, execution_time: datetime) -> dict[str, int]
     first ``splice plan`` afterwards finds Splice's evidence of every build (the tools' own
     output goes to ``.splice/logs/tools.log``)."""
     from splice import api
-    from splice.workspace import Workspace
 
-    with Workspace.open(workspace) as ws:
+    with api.open_workspace(workspace) as ws:
         report = api.run(ws, execution_time=execution_time)
     if not report.ok:
         failed = [f"{n} ({r.message})" for n, r in report.nodes.items() if r.status == "failed"]

@@ -63,8 +63,6 @@ def tell_stale_rates(
     from splice.demo.build import build_demo
     from splice.demo.ingest import ingest_fx_rates
     from splice.demo.vendor import set_incident
-    from splice.watch.service import watch
-    from splice.workspace import Workspace
 
     say = progress or (lambda _m: None)
     from splice.demo.layout import Q3_START
@@ -77,9 +75,9 @@ def tell_stale_rates(
         start=start or Q3_START,
     )
     ws_dir = built.workspace
-    with Workspace.open(ws_dir) as ws:
+    with api.open_workspace(ws_dir) as ws:
         say("Baselining every metric and monitor (splice watch --backfill)")
-        base = watch(ws, backfill=True)
+        base = api.watch(ws, backfill=True)
     say(
         f"Monday {FREEZE_FROM}: the rates vendor freezes (it re-serves Friday's rates); "
         "production runs on"
@@ -88,7 +86,7 @@ def tell_stale_rates(
     rates = ingest_fx_rates(ws_dir, FREEZE_FROM, Q3_END)
     load_bookings(ws_dir, FREEZE_FROM, Q3_END)
     _record_clock(ws_dir, rates)
-    with Workspace.open(ws_dir) as ws:
+    with api.open_workspace(ws_dir) as ws:
         say("splice run: SQLMesh's missing intervals, then the dbt models downstream")
         report = api.run(ws, execution_time=EXECUTION_TIME)
         if not report.ok:
@@ -102,7 +100,7 @@ def tell_stale_rates(
             f" audits and tests, {counts.get('success', 0)} nodes built"
         )
         say("splice watch: measuring the new days")
-        found = watch(ws)
+        found = api.watch(ws)
     return StoryResult(
         build=built,
         baseline_points=base.points,
@@ -156,18 +154,16 @@ def tell_repair(
     workspace: Path, incident_id: str, *, progress: Callable[[str], None] | None = None
 ) -> RepairStory:
     """The vendor is fixed; propose, approve (a demo owner), apply, verify, receipt."""
+    from splice import api
     from splice.demo.vendor import set_incident
-    from splice.repair import approvals
-    from splice.repair.flow import apply, propose
-    from splice.workspace import Workspace
 
     say = progress or (lambda _m: None)
     set_incident(workspace, None)
     say("The vendor fixes its feed; the agent proposes the repair")
-    with Workspace.open(workspace) as ws:
-        p = propose(ws, incident_id, actor=DEMO_AGENT, progress=say)
+    with api.open_workspace(workspace) as ws:
+        p = api.propose(ws, incident_id, actor=DEMO_AGENT, progress=say)
         say(f"{DEMO_OWNER} (owner of domain {p.domain}) approves {p.proposal_id}")
-        approvals.approve(ws, p.proposal_id, actor=DEMO_OWNER, comment="vendor confirmed the fix")
+        api.approve(ws, p.proposal_id, actor=DEMO_OWNER, comment="vendor confirmed the fix")
         say(f"Applying {p.proposal_id}: reload, restatement, dbt rebuild")
-        applied = apply(ws, p.proposal_id, actor=DEMO_OWNER, progress=say)
+        applied = api.apply(ws, p.proposal_id, actor=DEMO_OWNER, progress=say)
     return RepairStory(p, applied)

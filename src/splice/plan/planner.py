@@ -382,7 +382,7 @@ def plan_from_inputs(
 # -- gathering the inputs from a workspace ------------------------------------------------------
 def check_environments(ws: Any, graph: Graph, candidates: set[str]) -> None:
     """Refuse a plan in which a node would read another project's prod relation (SPL201/202)."""
-    from splice.api import doctor
+    from splice.doctor_service import doctor
 
     for check in doctor(ws, lineage=False):
         if check.code not in ("SPL201", "SPL202") or check.node is None:

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from splice.capture import captured
-from splice.errors import ProjectError, WarehouseError
+from splice.errors import ProjectError
+from splice.faults_env import locked_error  # the tools' modules import it from here too
 from splice.graph.model import Node
 from splice.graph.relations import parse_relation
 from splice.providers.base import Capabilities, LoadContext, RenderedSQL
@@ -34,30 +35,6 @@ def release_warehouse() -> None:
     except ImportError:  # pragma: no cover - dbt-duckdb is a pinned dependency
         return
     DuckDBConnectionManager.close_all_connections()
-
-
-def locked_error(exc: BaseException, where: str) -> WarehouseError | None:
-    """A WarehouseError naming the file and the holder, when ``exc`` is DuckDB's lock conflict.
-
-    >>> e = locked_error(IOError('IO Error: Could not set lock on file "/w/warehouse.duckdb": '
-    ...     'Conflicting lock is held in /usr/bin/python3 (PID 42). See also https://duckdb.org'), "x")
-    >>> e.message
-    'x: the warehouse file /w/warehouse.duckdb is locked by another process (PID 42).'
-    """
-    import re
-
-    text = str(exc)
-    if "Could not set lock" in text or "Conflicting lock" in text:
-        file = re.search(r'on file "([^"]+)"', text)
-        pid = re.search(r"\(PID (\d+)\)", text)
-        holder = f" (PID {pid.group(1)})" if pid else ""
-        return WarehouseError(
-            f"{where}: the warehouse file {file.group(1) + ' ' if file else ''}is locked by another process{holder}.",
-            fix="wait for the other process (dbt, sqlmesh, a notebook) to finish or close it; "
-            "DuckDB allows one writer process at a time",
-            retry=True,
-        )
-    return None
 
 
 def profiles_dir(ctx: LoadContext) -> Path:

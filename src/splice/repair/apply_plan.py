@@ -4,7 +4,7 @@ One segment per step, each depending on the one before (a failed reload skips th
 restatement and the rebuild; a failed restatement skips the rebuild):
 
 - ``reload``  -> format ``ingestion``: the job's command for the scope's days
-  (:class:`splice.repair.reload.IngestionExecutor`);
+  (:class:`splice.run.ingestion.IngestionExecutor`);
 - ``restate`` -> format ``sqlmesh`` with ``tool_view["restate"]`` on the restated model:
   SQLMesh's own plan with ``restate_models``, ``start`` and ``end`` (the cascade is SQLMesh's),
   with the models' audits;

@@ -190,11 +190,10 @@ def apply(
     now: float | None = None,
 ) -> Applied:
     """Run an approved proposal as one journaled run, then verify it and write the receipt."""
-    from splice import api
     from splice.repair import undo
     from splice.repair.apply_plan import repair_plan
     from splice.repair.approvals import check_may_apply, refresh
-    from splice.repair.recovery import recover_interrupted_applies
+    from splice.repair.recovery import recover_in_session, recover_interrupted_applies
     from splice.repair.verify import verify
     from splice.watch.incidents import get_incident
 
@@ -218,8 +217,10 @@ def apply(
                          payload={"pid": os.getpid(), "host": this_host()})  # fmt: skip
     plan = repair_plan(ws, p)
     say(f"Running the repair: {', '.join(s.kind for s in p.steps)}")
-    report = api.run_plan(ws, plan, progress=run_progress, execution_time=execution_time,
-                          command=f"splice apply {p.proposal_id}")  # fmt: skip
+    from splice.run.runner import run_plan
+
+    report = run_plan(ws, plan, progress=run_progress, execution_time=execution_time,
+                      command=f"splice apply {p.proposal_id}", recover=recover_in_session)  # fmt: skip
     done = "applied" if report.ok else "failed"
     p = store.transition(
         state, p.proposal_id, done, actor=actor,

@@ -76,6 +76,13 @@ def recover_interrupted_applies(ws: Any, *, lock_held: bool = False) -> list[str
             lock.release()
 
 
+def recover_in_session(ws: Any) -> list[str]:
+    """:func:`recover_interrupted_applies` from inside a run session, which holds the run lock:
+    what :mod:`splice.api` and :func:`splice.repair.flow.apply` pass the runner as its
+    ``recover`` (:data:`splice.run.runner.Recover`), so ``splice run`` recovers them first."""
+    return recover_interrupted_applies(ws, lock_held=True)
+
+
 def _recover(ws: Any, p: Proposal) -> str:
     from splice.repair import undo
     from splice.repair.approvals import SYSTEM_ACTOR

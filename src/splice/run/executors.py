@@ -101,7 +101,7 @@ INGESTION_CAPABILITIES = ExecutorCapabilities(
 CAPABILITIES: dict[str, ExecutorCapabilities] = {
     "dbt": DBT_CAPABILITIES,
     "sqlmesh": SQLMESH_CAPABILITIES,
-    "ingestion": INGESTION_CAPABILITIES,  # a repair's reload (splice.repair.reload)
+    "ingestion": INGESTION_CAPABILITIES,  # a repair's reload (splice.run.ingestion)
 }
 
 #: Node kinds an executor hands to its tool; the rest (sources, externals, dashboards) are
@@ -154,7 +154,7 @@ def executor_for(ws: Any, project: str, fmt: str) -> Executor:
 
         return SqlmeshExecutor(ws, project)
     if fmt == "ingestion":  # a repair's reload step (splice.repair.apply_plan)
-        from splice.repair.reload import IngestionExecutor
+        from splice.run.ingestion import IngestionExecutor
 
         return IngestionExecutor(ws, project)
     raise ValueError(f"no executor for format {fmt!r}")

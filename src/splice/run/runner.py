@@ -20,7 +20,7 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -38,6 +38,13 @@ from splice.run.journal import Journal, new_run_id, pid_alive, this_host
 from splice.run.locks import WAREHOUSE_LOCK, RunLock, target_lock
 from splice.run.report import RunReport
 from splice.run.scheduler import schedule, warehouse_capabilities
+
+#: What a run session also recovers while it holds the run lock, after the runs whose holder
+#: died are marked: a function of the workspace returning one note per thing recovered. The
+#: layers above pass theirs (:mod:`splice.api` and the repair flow pass the recovery of repair
+#: applies that were killed, :func:`splice.repair.recovery.recover_in_session`); the run layer
+#: knows nothing of repairs.
+Recover = Callable[[Any], list[str]]
 
 
 def resolve_execution_time(
@@ -124,9 +131,11 @@ def run_session(
     command: str | None = None,
     selector: str | None = None,
     exclude: str | None = None,
+    recover: Recover | None = None,
 ) -> Iterator[RunSession]:
     """Take the run lock of ``ws``'s target (and of a single-writer warehouse) before anything
-    opens the warehouse, recover runs whose holder died, and release it all at the end.
+    opens the warehouse, recover runs whose holder died (and what ``recover`` recovers), and
+    release it all at the end.
 
     Raises :class:`~splice.run.locks.RunLockedError` naming the holder when another run has it.
     """
@@ -149,9 +158,8 @@ def run_session(
         for child in kill_orphans(ws.splice_dir):  # a dead run's jobs die before we start
             notes.append(f"killed process group {child['pgid']} left by a dead run "
                          f"({' '.join(child.get('argv') or [])})")  # fmt: skip
-        from splice.repair.recovery import recover_interrupted_applies
-
-        notes += recover_interrupted_applies(ws, lock_held=True)
+        if recover is not None:
+            notes += recover(ws)
         journal.open_run(
             run_id, target=ws.target, selector=selector, exclude=exclude, command=command
         )
@@ -184,14 +192,18 @@ def run_plan(
     exclude: str | None = None,
     planner: str = "splice.plan.planner",
     session: RunSession | None = None,
+    recover: Recover | None = None,
 ) -> RunReport:
     """Run ``plan`` in ``ws`` and return what happened (see the module docstring).
 
     Pass the ``session`` the plan was made in (:func:`run_session`); without one the lock is
-    taken here (the plan was then made without it: fine for a plan made by hand).
+    taken here (the plan was then made without it: fine for a plan made by hand), and
+    ``recover`` is passed to :func:`run_session`.
     """
     if session is None:
-        with run_session(ws, command=command, selector=plan.selector, exclude=exclude) as s:
+        with run_session(
+            ws, command=command, selector=plan.selector, exclude=exclude, recover=recover
+        ) as s:
             return run_plan(
                 ws,
                 plan,
@@ -310,10 +322,14 @@ def run(
     command: str | None = None,
     full: bool = False,
     fresh: bool = False,
+    recover: Recover | None = None,
 ) -> RunReport:
     """Take the run lock, plan (:func:`splice.plan.planner.make_plan`; with ``full``, every
-    selected node builds; with ``fresh``, no remembered no-op plan is reused) and run."""
-    with run_session(ws, command=command, selector=selector, exclude=exclude) as session:
+    selected node builds; with ``fresh``, no remembered no-op plan is reused) and run;
+    ``recover`` is passed to :func:`run_session`."""
+    with run_session(
+        ws, command=command, selector=selector, exclude=exclude, recover=recover
+    ) as session:
         if full:
             from splice.run.segments import fallback_plan
 

@@ -1,4 +1,5 @@
-"""Reloading an ingestion job for named days: the executor of a repair's ``reload`` segment.
+"""Reloading an ingestion job for named days: the executor of a repair's ``reload`` segment
+(:mod:`splice.repair.apply_plan` plans it; the runner runs it like any other segment).
 
 The job runs through the runner that owns it, as ``[[ingestion]].command`` declares it (a dlt
 pipeline script or any shell command), in the workspace directory, with ``{start}`` and
@@ -15,7 +16,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from splice.run.children import run_child
-from splice.run.executors import INGESTION_CAPABILITIES, SegmentJob, SegmentOutcome, Sink
+from splice.run.executors import (
+    INGESTION_CAPABILITIES,
+    SegmentJob,
+    SegmentOutcome,
+    Sink,
+    release_all,
+)
 from splice.run.report import NodeResult
 
 TIMEOUT_S = 3600
@@ -38,8 +45,6 @@ class IngestionExecutor:
     capabilities = INGESTION_CAPABILITIES
 
     def execute(self, job: SegmentJob, sink: Sink) -> SegmentOutcome:
-        from splice.run.executors import release_all
-
         outcome = SegmentOutcome(method="ingestion reload")
         release_all(self.ws)  # the job is another process: DuckDB lets one process write
         for node in job.nodes:

@@ -1,0 +1,78 @@
+"""The workspace's checks (``splice doctor``): the joined graph's, the warehouses' (read from
+each tool's config) and, optionally, the column lineage's. The planner refuses a plan on two
+of them (SPL201/202), so they live below the api, which re-exports :func:`doctor`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from splice.graph.doctor import Check, graph_checks, lineage_checks
+from splice.workspace import Workspace
+
+
+def doctor(ws: Workspace, *, lineage: bool = True) -> list[Check]:
+    """Every doctor check for the workspace's current target."""
+    g = ws.graph()
+    prod: dict[str, str] = {}
+    for n in g.nodes.values():
+        rel = n.meta.get("prod_relation")
+        if rel:
+            prod[str(rel)] = n.id
+    checks = graph_checks(g, prod_relations=prod)
+    checks += _warehouse_checks(ws, g)
+    if lineage:
+        from splice.lineage_service import workspace_lineage
+
+        checks += lineage_checks(workspace_lineage(ws).models)
+    order = {"error": 0, "warning": 1, "info": 2}
+    return sorted(checks, key=lambda c: (order[c.severity], c.code, c.node or ""))
+
+
+def warehouses(ws: Workspace) -> dict[str, Any]:
+    """Each project's warehouse as its tool resolves it (project -> WarehouseLocation, or None
+    when its config can't be read); reads the tools' configs, never the warehouse.
+
+    The locations follow from the same files and environment variables as the graph, so with
+    the graph cache on they are kept under the graph's key (no tool is imported for them)."""
+    from splice.providers.locations import WarehouseLocation
+
+    key = ws.inputs_key() if ws.caching else None
+    if key is not None:
+        hit = ws.state.cache_get_many(WAREHOUSES_KIND, [key]).get(key)
+        if isinstance(hit, dict):
+            return {p: (WarehouseLocation(**d) if d else None) for p, d in hit.items()}
+    found = {p.name: ws.provider(p.name).warehouse() for p in ws.config.projects}
+    if key is not None:
+        ws.state.cache_put_many(
+            WAREHOUSES_KIND, {key: {p: (w.to_dict() if w else None) for p, w in found.items()}}
+        )
+    return found
+
+
+WAREHOUSES_KIND = "warehouse_locations"
+
+
+def _foreign_models(ws: Workspace, g: Any) -> dict[str, dict[str, str]]:
+    """Models another SQLMesh project owns that each multi-repo project's Context holds (read
+    from the shared state: loads SQLMesh, only for projects that have a `project:` name)."""
+    multi = {n.project for n in g.nodes.values() if n.meta.get("sqlmesh_project")}
+    return {
+        p.name: ws.provider(p.name).owned_elsewhere()
+        for p in ws.config.projects
+        if p.format == "sqlmesh" and p.name in multi
+    }
+
+
+def _warehouse_checks(ws: Workspace, g: Any) -> list[Check]:
+    from splice.config import CONFIG_FILE
+    from splice.graph.doctor_warehouse import warehouse_checks
+
+    return warehouse_checks(
+        g,
+        warehouses(ws),
+        {p.name: (ws.root / p.path).resolve() for p in ws.config.projects},
+        workspace_warehouse=ws.warehouse_path if ws.has_config else None,
+        workspace_file=str(ws.root / CONFIG_FILE),
+        foreign_models=_foreign_models(ws, g),
+    )
