@@ -82,7 +82,7 @@ def problem(importer: str, imported: str) -> str | None:
         return None
     if mine in FACADE_ONLY:
         own = package_of(importer) == package_of(imported)
-        facade_below = theirs in FACADE_ONLY and rank(imported) > rank(importer)
+        facade_below = theirs in FACADE_ONLY and rank(imported) >= rank(importer)
         if imported == API or theirs == "infrastructure" or own or facade_below:
             return None
         return f"layer {mine!r} may import only {API}, infrastructure and its own package"

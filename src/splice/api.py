@@ -23,6 +23,18 @@ def hub(root: Any, target: str | None = None) -> Any:
     return Hub(root, target)
 
 
+def authenticator(hub: Any, settings: Any) -> Any:
+    """A :class:`splice.access.Authenticator` for ``splice serve``: bearer token -> principal
+    (API keys checked against the workspace's state, OAuth tokens through the JWKS)."""
+    from splice.access import Authenticator
+
+    def check_key(raw: str) -> Any:
+        with hub.workspace() as ws:
+            return authenticate_key(ws, raw)
+
+    return Authenticator(settings, check_key)
+
+
 def serve_settings(
     hub: Any, *, host: str | None = None, port: int | None = None, workers: int | None = None
 ) -> Any:

@@ -9,7 +9,8 @@ module-level and inside functions).
     interfaces      splice.cli, splice.mcp, splice.serve   } facade-only: splice.api, the
     demo            the demo workspace and its stories     } infrastructure, their own package
       |                                                      (and demo, for `splice demo`)
-    api             splice.api: every way in calls this and nothing below it
+    api             splice.api: every way in calls this and nothing below it; the hub and the
+                    authenticator a long-lived server answers through
       |
     repair          proposals, approvals, apply, undo, receipts, recovery of killed applies
     watch           metrics, anomalies, incidents, diagnosis
@@ -44,7 +45,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("entry", ("splice.__main__", ROOT)),
     ("interfaces", ("splice.cli", "splice.mcp", "splice.serve")),
     ("demo", ("splice.demo",)),
-    ("api", ("splice.api",)),
+    ("api", ("splice.api", "splice.hub", "splice.access")),
     ("repair", ("splice.repair",)),
     ("watch", ("splice.watch",)),
     ("run", ("splice.run",)),
@@ -61,7 +62,16 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("providers", ("splice.providers", "splice.workspace")),
-    ("graph", ("splice.graph", "splice.graph_cache", "splice.config", "splice.sqlrows")),
+    (
+        "graph",
+        (
+            "splice.graph",
+            "splice.graph_cache",
+            "splice.config",
+            "splice.config_serve",
+            "splice.sqlrows",
+        ),
+    ),
     ("state", ("splice.state",)),
 )
 
@@ -80,7 +90,7 @@ INFRASTRUCTURE: tuple[str, ...] = (
 )
 
 #: Layers whose modules may import only splice.api, the infrastructure, their own package and
-#: the modules of a lower facade-only layer.
+#: the modules of a facade-only layer at or below theirs (the CLI starts the MCP and HTTP servers).
 FACADE_ONLY: tuple[str, ...] = ("interfaces", "demo")
 
 #: What any module may import from the package root.

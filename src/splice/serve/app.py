@@ -27,13 +27,12 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from splice.config_serve import ServeSection
 from splice.errors import ConfigError
 
 log = logging.getLogger("splice.serve")
 
 
-def _auth_settings(serve: ServeSection) -> Any:
+def _auth_settings(serve: Any) -> Any:
     from mcp.server.auth.settings import AuthSettings
 
     oauth = serve.auth.oauth
@@ -64,7 +63,7 @@ def housekeeping_pass(hub: Any) -> None:
         log.exception("housekeeping failed; it runs again at the next interval")
 
 
-def build_app(hub: Any, serve: ServeSection, *, groups: Any = None) -> Any:
+def build_app(hub: Any, serve: Any, *, groups: Any = None) -> Any:
     """The ASGI application (``groups``: the tool groups; default all, decisions included)."""
     from starlette.applications import Starlette
     from starlette.responses import JSONResponse
@@ -124,7 +123,7 @@ def build_app(hub: Any, serve: ServeSection, *, groups: Any = None) -> Any:
     )
 
 
-def run(hub: Any, serve: ServeSection, *, log_path: Any = None) -> None:
+def run(hub: Any, serve: Any, *, log_path: Any = None) -> None:
     """Serve until interrupted (uvicorn on ``serve.host:serve.port``)."""
     import os
 

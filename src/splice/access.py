@@ -1,0 +1,214 @@
+"""Who is calling a long-lived server: bearer tokens turned into principals.
+
+Two kinds of token are accepted (``[serve.auth]``):
+
+- an API key made by ``splice keys create`` (``spk_...``), checked against the salted hash in
+  Splice's state;
+- an OAuth 2.1 access token from the team's identity provider, verified through its JWKS and
+  mapped to a principal and scopes by ``[serve.auth.oauth]``.
+
+A verified token is remembered briefly (:class:`Authenticator`), so a busy client does not pay
+the key's hash or the token's signature on every request: never past the token's expiry, and
+a revoked API key is refused again within :data:`API_KEY_RECHECK` seconds.
+
+JWKS tokens:
+
+A token is accepted only when its signature checks against a key the provider publishes
+(asymmetric algorithms only: ``alg: none`` and HS256 signed with the public key are
+refused before any key is used), it was issued by the configured issuer for this server's
+audience, and it has not expired. Keys rotate: a token whose ``kid`` is not in the cached set
+makes the set be fetched again, at most once per ``refetch_interval`` seconds, so a flood of
+made-up ``kid`` s costs the provider one request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+import urllib.request
+from typing import Any
+
+from splice.errors import AccessError
+from splice.principals import KINDS, Principal
+
+API_KEY_PREFIX = "spk_"
+#: Seconds a verified API key is trusted before its hash and revocation are checked again.
+API_KEY_RECHECK = 5.0
+#: Seconds a verified OAuth token is trusted before its signature is checked again.
+TOKEN_RECHECK = 60.0
+
+
+class JWKSCache:
+    """The provider's signing keys by ``kid``, fetched when first needed and on rotation."""
+
+    def __init__(self, url: str, *, refetch_interval: float = 30.0, timeout: float = 5.0):
+        self.url = url
+        self.refetch_interval = refetch_interval
+        self.timeout = timeout
+        self._keys: dict[str, Any] = {}
+        self._fetched_at: float | None = None
+        self._lock = threading.Lock()
+        self.fetches = 0
+
+    def _fetch(self) -> None:
+        import jwt
+
+        with urllib.request.urlopen(self.url, timeout=self.timeout) as resp:  # noqa: S310
+            data = json.loads(resp.read().decode("utf-8"))
+        keys: dict[str, Any] = {}
+        for jwk in data.get("keys", []):
+            if jwk.get("use", "sig") != "sig" or "kid" not in jwk:
+                continue
+            try:
+                keys[jwk["kid"]] = jwt.PyJWK(jwk)
+            except jwt.PyJWKError:
+                continue  # a key of a type this server cannot use: skip it, keep the others
+        self._keys = keys
+        self._fetched_at = time.monotonic()
+        self.fetches += 1
+
+    def key(self, kid: str) -> Any:
+        """The signing key ``kid`` (blocking: call from a worker thread)."""
+        with self._lock:
+            if kid in self._keys:
+                return self._keys[kid]
+            stale = (
+                self._fetched_at is None
+                or time.monotonic() - self._fetched_at >= self.refetch_interval
+            )
+            if stale:
+                try:
+                    self._fetch()
+                except (OSError, ValueError) as e:
+                    raise AccessError(
+                        f"the identity provider's keys could not be fetched from {self.url}: {e}",
+                        retry=True,
+                    ) from e
+            if kid not in self._keys:
+                raise AccessError(f"token signed with an unknown key id {kid!r}.")
+            return self._keys[kid]
+
+
+def verify_jwt(
+    token: str,
+    cache: JWKSCache,
+    *,
+    issuer: str,
+    audience: str,
+    algorithms: list[str],
+    leeway: int = 30,
+) -> dict[str, Any]:
+    """The token's claims when it is valid for this server, else AccessError saying why."""
+    import jwt
+
+    try:
+        header = jwt.get_unverified_header(token)
+    except jwt.PyJWTError as e:
+        raise AccessError(f"malformed bearer token ({e}).") from e
+    alg = str(header.get("alg", ""))
+    if alg not in algorithms:
+        raise AccessError(f"token algorithm {alg!r} is not accepted (accepted: {algorithms}).")
+    kid = header.get("kid")
+    if not isinstance(kid, str) or not kid:
+        raise AccessError("token has no key id (kid).")
+    key = cache.key(kid)
+    try:
+        return jwt.decode(
+            token,
+            key=key.key,
+            algorithms=algorithms,
+            audience=audience,
+            issuer=issuer,
+            leeway=leeway,
+            options={"require": ["exp", "iss", "aud"]},
+        )
+    except jwt.PyJWTError as e:
+        raise AccessError(f"bearer token refused: {e}.") from e
+
+
+def oauth_principal(claims: dict[str, Any], cfg: Any) -> Principal:
+    """The principal a verified token's claims name, with the Splice scopes its scopes grant.
+
+    >>> from splice.config_serve import OAuthSection
+    >>> cfg = OAuthSection(issuer="https://idp", jwks_url="https://idp/jwks")
+    >>> p = oauth_principal({"email": "maria@x.io", "scope": "openid splice:approve",
+    ...                      "iss": "https://idp", "sub": "u1"}, cfg)
+    >>> p.name, p.kind, sorted(p.scopes)
+    ('maria@x.io', 'person', ['approve', 'propose', 'read'])
+    """
+    name = claims.get(cfg.name_claim)
+    if not isinstance(name, str) or not name.strip():
+        raise AccessError(f"token has no {cfg.name_claim!r} claim to name its principal.")
+    client = claims.get("azp") or claims.get("client_id")
+    kind = cfg.default_kind
+    if cfg.kind_claim and claims.get(cfg.kind_claim) in KINDS:
+        kind = str(claims[cfg.kind_claim])
+    if client in cfg.agent_clients:
+        kind = "agent"
+    raw = claims.get(cfg.scopes_claim, [])
+    held = raw.split() if isinstance(raw, str) else [str(s) for s in raw or []]
+    scopes = sorted({s for h in held for s in cfg.scopes.get(h, [])})
+    return Principal.of(
+        name,
+        kind=kind,
+        auth="oauth",
+        scopes=scopes,
+        credential=f"{claims.get('iss')}#{claims.get('sub')}",
+    )
+
+
+class Authenticator:
+    """Turns a bearer token into the principal it stands for, or an AccessError saying why not.
+
+    ``keys`` authenticates an API key (``keys(raw) -> Principal``, raising AccessError);
+    ``serve`` is the ``[serve]`` section."""
+
+    def __init__(self, serve: Any, keys: Any) -> None:
+        self.serve = serve
+        self.keys = keys
+        oauth = serve.auth.oauth
+        self.jwks = (
+            JWKSCache(oauth.jwks_url, refetch_interval=oauth.refetch_interval) if oauth else None
+        )
+        self._verified: dict[bytes, tuple[Principal, int | None, float]] = {}
+        self._lock = threading.Lock()
+
+    def authenticate(self, token: str) -> tuple[Principal, int | None]:
+        """(principal, expiry as a Unix time or None); blocking: call it from a worker thread."""
+        digest = hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
+        now = time.monotonic()
+        with self._lock:
+            hit = self._verified.get(digest)
+        if hit is not None and hit[2] > now:
+            return hit[0], hit[1]
+        principal, expires = self._verify(token)
+        until = now + (API_KEY_RECHECK if token.startswith(API_KEY_PREFIX) else TOKEN_RECHECK)
+        if expires is not None:
+            until = min(until, now + max(0.0, expires - time.time()))
+        with self._lock:
+            if len(self._verified) >= 10_000:
+                self._verified.clear()
+            self._verified[digest] = (principal, expires, until)
+        return principal, expires
+
+    def _verify(self, token: str) -> tuple[Principal, int | None]:
+        auth = self.serve.auth
+        if token.startswith(API_KEY_PREFIX):
+            if not auth.api_keys:
+                raise AccessError("API keys are off ([serve.auth] api_keys = false).")
+            return self.keys(token), None
+        if auth.oauth is None or self.jwks is None:
+            raise AccessError("not an API key, and [serve.auth.oauth] is not configured.")
+        cfg = auth.oauth
+        claims = verify_jwt(
+            token,
+            self.jwks,
+            issuer=cfg.issuer,
+            audience=cfg.audience or self.serve.resource_url,
+            algorithms=cfg.algorithms,
+            leeway=cfg.leeway_seconds,
+        )
+        exp = claims.get("exp")
+        return oauth_principal(claims, cfg), int(exp) if isinstance(exp, (int, float)) else None
