@@ -420,6 +420,22 @@ def list_proposals(ws: Workspace, *, include_closed: bool = False) -> list[tuple
     return out
 
 
+def proposal(ws: Workspace, proposal_id: str) -> dict[str, Any]:
+    """One proposal as data (expiry and escalation applied first): its steps, scope, undo and
+    status, the owners asked so far, and every decision on it in order."""
+    from splice.repair import store
+    from splice.repair.approvals import asked, refresh
+    from splice.repair.domains import domain_named
+
+    p = refresh(ws, store.load(ws.state, proposal_id))
+    who = asked(ws, p) if domain_named(ws.config, p.domain) is not None else []
+    return {
+        **p.as_dict(),
+        "asked": who,
+        "decisions": [d.as_dict() for d in store.decisions(ws.state, p.proposal_id)],
+    }
+
+
 def approve(ws: Workspace, proposal_id: str, *, actor: str, comment: str | None = None) -> Any:
     """A named owner approves a pending proposal (see :mod:`splice.repair.approvals`)."""
     from splice.repair.approvals import approve as _approve
