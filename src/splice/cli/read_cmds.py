@@ -64,7 +64,9 @@ def metrics_group(ctx: click.Context, as_json: bool, monitors: bool) -> None:
         emit_json(found)
         return
     if not found:
-        _print("Nothing is watched: declare [[metrics]] in splice.toml, or give a model a time column.")
+        _print(
+            "Nothing is watched: declare [[metrics]] in splice.toml, or give a model a time column."
+        )
         return
     t = _table("metric", "kind", "node", "series", "through", "last", "open anomalies")
     for m in found:
@@ -157,7 +159,9 @@ def monitors_cmd(ctx: click.Context, as_json: bool) -> None:
         emit_json(found)
         return
     if not found:
-        _print("No default monitors ([watch] default_monitors is off, or no node has a time column).")
+        _print(
+            "No default monitors ([watch] default_monitors is off, or no node has a time column)."
+        )
         return
     t = _table("node", "monitor", "kind", "why")
     for m in found:
@@ -238,7 +242,8 @@ def show_cmd(ctx: click.Context, node: str, as_json: bool) -> None:
     dom = d["domain"]
     lines = [
         f"[bold]{escape(d['id'])}[/] {d['kind']} ({d['tool']}"
-        + (f", {escape(str(d['materialization']))}" if d.get("materialization") else "") + ")",
+        + (f", {escape(str(d['materialization']))}" if d.get("materialization") else "")
+        + ")",
     ]
     if d["description"]:
         lines.append(f"  {escape(d['description'])}")

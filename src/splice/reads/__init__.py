@@ -11,7 +11,7 @@ before the call returns.
 from __future__ import annotations
 
 import sqlite3
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 
@@ -31,4 +31,4 @@ def iso_time(ts: float | None) -> str | None:
     """
     if ts is None:
         return None
-    return datetime.fromtimestamp(float(ts), tz=timezone.utc).isoformat()
+    return datetime.fromtimestamp(float(ts), tz=UTC).isoformat()

@@ -24,7 +24,7 @@ def tables_query(relations: list[Relation]) -> exp.Select:
     """Which of ``relations`` exist: (catalog, schema, name) rows from information_schema.
 
     >>> print(tables_query([Relation("wh", "raw", "fx")]).sql("duckdb"))
-    SELECT "table_catalog", "table_schema", "table_name" FROM "information_schema"."tables" WHERE ("table_catalog" = 'wh' AND "table_schema" = 'raw' AND "table_name" = 'fx')
+    SELECT "table_catalog", "table_schema", "table_name" FROM "information_schema"."tables" WHERE "table_catalog" = 'wh' AND "table_schema" = 'raw' AND "table_name" = 'fx'
     """
     conds: exp.Expr | None = None
     for r in relations:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from datetime import UTC
 from typing import Any
 
 from splice.errors import InputError, NodeNotFoundError
@@ -182,9 +183,9 @@ def _ms_iso(ms: int) -> str:
     >>> _ms_iso(1782864000000)
     '2026-07-01T00:00:00+00:00'
     """
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat()
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat()
 
 
 def _warehouse_types(ws: Any, n: Node) -> dict[str, str]:

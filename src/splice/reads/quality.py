@@ -341,9 +341,12 @@ def metric_history(
         raise InputError(f"last must be 1 or more, not {last}.", fix="pass --last N with N >= 1")
     conn = state_conn(ws)
     known = (
-        [r[0] for r in conn.execute(
-            "SELECT DISTINCT metric FROM watch_series WHERE target = ?", (ws.target,)
-        )]  # fmt: skip
+        [
+            r[0]
+            for r in conn.execute(
+                "SELECT DISTINCT metric FROM watch_series WHERE target = ?", (ws.target,)
+            )
+        ]  # fmt: skip
         if conn is not None
         else []
     )
