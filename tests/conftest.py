@@ -36,3 +36,13 @@ def fresh_demo(demo_workspace: Path, tmp_path: Path) -> Path:
 def stale_demo_build(tmp_path_factory: pytest.TempPathFactory) -> DemoResult:
     """The demo built with the vendor serving Friday's rates on 2026-09-28 and 29 (read-only)."""
     return build_demo(tmp_path_factory.mktemp("stale") / "travel", incident="stale-rates")
+
+
+@pytest.fixture(scope="session")
+def stale_story(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """The demo's stale-rates story told once (clean quarter baselined, the vendor frozen on
+    2026-09-28 and 29, production run on, watched: incident INC-1 open). Read it, never modify
+    it."""
+    from splice.demo.story import tell_stale_rates
+
+    return tell_stale_rates(tmp_path_factory.mktemp("stale_story") / "travel")

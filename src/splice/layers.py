@@ -44,7 +44,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("entry", ("splice.__main__", ROOT)),
     ("interfaces", ("splice.cli", "splice.mcp", "splice.serve")),
     ("demo", ("splice.demo",)),
-    ("api", ("splice.api",)),
+    ("api", ("splice.api", "splice.reads")),
     ("repair", ("splice.repair",)),
     ("watch", ("splice.watch",)),
     ("run", ("splice.run",)),
