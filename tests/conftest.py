@@ -40,18 +40,19 @@ def stale_demo_build(tmp_path_factory: pytest.TempPathFactory) -> DemoResult:
 
 
 @pytest.fixture(scope="session")
-def incident_story(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """The demo story up to the diagnosis (INC-1 open, the vendor still frozen); read-only:
-    copy it with ``story_copy``."""
+def stale_story(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """The demo's stale-rates story told once (clean quarter baselined, the vendor frozen on
+    2026-09-28 and 29, production run on, watched: incident INC-1 open). Read it, never modify
+    it."""
     from splice.demo.story import tell_stale_rates
 
-    return tell_stale_rates(tmp_path_factory.mktemp("story") / "travel")
+    return tell_stale_rates(tmp_path_factory.mktemp("stale_story") / "travel")
 
 
 @pytest.fixture
-def story_copy(incident_story: Any, tmp_path: Path) -> Path:
-    """A private copy of ``incident_story``'s workspace, safe to modify."""
+def story_copy(stale_story: Any, tmp_path: Path) -> Path:
+    """A private copy of ``stale_story``'s workspace (INC-1 open), safe to modify."""
     dest = tmp_path / "travel"
-    shutil.copytree(incident_story.build.workspace, dest, symlinks=True)
+    shutil.copytree(stale_story.build.workspace, dest, symlinks=True)
     relocate(dest)
     return dest

@@ -559,3 +559,82 @@ def audit_entries(ws: Workspace, proposal_id: str | None = None) -> list[Any]:
     from splice.repair.auditlog import entries
 
     return entries(ws.state, proposal_id)
+
+
+# == reads for people and agents (splice.reads): the quality and connectors tool groups =========
+# Kept together at the end of this module, each a thin wrapper over splice.reads; every result
+# is plain JSON-ready data (dates as ISO text).
+def metrics(ws: Workspace, *, monitors: bool = True) -> list[dict[str, Any]]:
+    """Every metric and default monitor ``splice watch`` measures for the target, with its
+    series count, how far it is measured, its newest values and its open anomalies."""
+    from splice.reads.quality import metrics as _metrics
+
+    return _metrics(ws, monitors=monitors)
+
+
+def metric_history(
+    ws: Workspace, name: str, *, series: str | None = None, last: int | None = None
+) -> dict[str, Any]:
+    """One metric's points per series, each with its rolling median/MAD baseline and band,
+    and the anomalies on it (see :func:`splice.reads.quality.metric_history`)."""
+    from splice.reads.quality import metric_history as _history
+
+    return _history(ws, name, series=series, last=last)
+
+
+def anomalies(
+    ws: Workspace,
+    *,
+    status: str | None = None,
+    metric: str | None = None,
+    since: Any = None,
+) -> list[dict[str, Any]]:
+    """The stored anomalies of the target, newest interval first (``status`` is the incident's:
+    open, resolved, merged; None: all)."""
+    from splice.reads.quality import anomalies as _anomalies
+
+    return _anomalies(ws, status=status, metric=metric, since=since)
+
+
+def default_monitors(ws: Workspace) -> list[dict[str, Any]]:
+    """The monitors derived from the graph: node, monitor, kind, column and why."""
+    from splice.reads.quality import default_monitors as _monitors
+
+    return _monitors(ws)
+
+
+def ingestion_jobs(ws: Workspace) -> list[dict[str, Any]]:
+    """Each ``[[ingestion]]`` job with its tables and its recent dlt loads (read-only)."""
+    from splice.reads.connectors import ingestion_jobs as _jobs
+
+    return _jobs(ws)
+
+
+def dashboards(ws: Workspace) -> list[dict[str, Any]]:
+    """Each dashboard (declared or a dbt exposure): what it reads and everything upstream."""
+    from splice.reads.connectors import dashboards as _dashboards
+
+    return _dashboards(ws)
+
+
+def search_nodes(
+    ws: Workspace, query: str, *, kind: str | None = None, limit: int = 20
+) -> list[dict[str, Any]]:
+    """Nodes matching ``query`` by name, columns, metrics and descriptions, best first."""
+    from splice.reads.nodes import search_nodes as _search
+
+    return _search(ws, query, kind=kind, limit=limit)
+
+
+def node_details(ws: Workspace, node_id: str) -> dict[str, Any]:
+    """One node: record, typed and described columns, neighbours, domain, last build."""
+    from splice.reads.nodes import node_details as _details
+
+    return _details(ws, node_id)
+
+
+def format_number(v: Any) -> str:
+    """A number as Splice shows it in reasons and tables (short, exact enough)."""
+    from splice.watch.panel import fmt
+
+    return fmt(v)

@@ -45,7 +45,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("entry", ("splice.__main__", ROOT)),
     ("interfaces", ("splice.cli", "splice.mcp", "splice.serve")),
     ("demo", ("splice.demo",)),
-    ("api", ("splice.api", "splice.hub", "splice.access")),
+    ("api", ("splice.api", "splice.hub", "splice.access", "splice.reads")),
     ("repair", ("splice.repair",)),
     ("watch", ("splice.watch",)),
     ("run", ("splice.run",)),

@@ -72,11 +72,11 @@ class Served:
 
 
 @pytest.fixture(scope="module")
-def served(incident_story: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def served(stale_story: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     from splice.demo.vendor import set_incident
 
     ws = tmp_path_factory.mktemp("serve") / "travel"
-    shutil.copytree(incident_story.build.workspace, ws, symlinks=True)
+    shutil.copytree(stale_story.build.workspace, ws, symlinks=True)
     relocate(ws)
     set_incident(ws, None)  # the vendor has fixed its feed: the repair can reload good rates
     idp = IdentityProvider()

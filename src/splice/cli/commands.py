@@ -19,10 +19,40 @@ from splice.cli.render import console, render_checks, render_lineage, render_nod
     help="Node selector (dbt syntax: name, +name, name+, tag:x, kind:x, project:*).",
 )
 @click.option("--exclude", default=None, help="Nodes to leave out (same syntax).")
+@click.option(
+    "--search",
+    "search",
+    default=None,
+    metavar="WORDS",
+    help="Find nodes by name, columns, metrics and descriptions, best match first.",
+)
+@click.option("--kind", default=None, help="With --search: only nodes of this kind.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
-def ls_cmd(ctx: click.Context, select: str | None, exclude: str | None, as_json: bool) -> None:
-    """List the nodes of every project in one graph."""
+def ls_cmd(
+    ctx: click.Context,
+    select: str | None,
+    exclude: str | None,
+    search: str | None,
+    kind: str | None,
+    as_json: bool,
+) -> None:
+    """List the nodes of every project in one graph (or search them with --search)."""
+    if search is not None:
+        if select or exclude:
+            raise click.UsageError("--search cannot be combined with --select or --exclude.")
+        from splice.api import search_nodes
+        from splice.cli.render import render_search
+
+        with open_workspace(ctx) as ws, working("Loading the graph..."):
+            found = search_nodes(ws, search, kind=kind)
+        if as_json:
+            emit_json(found)
+        else:
+            render_search(found, search)
+        return
+    if kind is not None:
+        raise click.UsageError("--kind goes with --search (for a selection: -s kind:KIND).")
     from splice.api import list_nodes
 
     with open_workspace(ctx) as ws, working("Loading the graph..."):

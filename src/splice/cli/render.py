@@ -42,6 +42,20 @@ def render_nodes(records: list[dict[str, Any]]) -> None:
     console().print(f"[dim]{len(records)} nodes[/]")
 
 
+def render_search(found: list[dict[str, Any]], query: str) -> None:
+    if not found:
+        console().print(f"No node matches {escape(query)!r}.")
+        return
+    t = Table(box=None, header_style="bold", pad_edge=False)
+    t.add_column("id", no_wrap=True)
+    for col in ("kind", "score", "matched"):
+        t.add_column(col, overflow="fold")
+    for r in found:
+        t.add_row(escape(r["id"]), r["kind"], f"{r['score']:g}", escape("; ".join(r["matched"])))
+    console().print(t)
+    console().print("[dim]splice show ID tells everything about one.[/]")
+
+
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 

@@ -248,6 +248,7 @@ class DbtProvider:
                         "external_location": s.relation_name
                         if r is None and s.relation_name
                         else None,
+                        **_column_descriptions(s),
                     },
                 )
             )
@@ -293,6 +294,7 @@ class DbtProvider:
                         "checksum": n.checksum.checksum if getattr(n, "checksum", None) else None,
                         **_version_meta(n),
                         "adapter_type": self.adapter_type,  # its SQL is in this adapter's dialect
+                        **_column_descriptions(n),
                     },
                 )
             )
@@ -513,6 +515,12 @@ def _reads_files(relation_name: str, dialect: str) -> bool:
     except sqlglot.errors.ParseError:
         return False  # parse_relation reports it
     return table is None or not isinstance(table.this, exp.Identifier)
+
+
+def _column_descriptions(n: Any) -> dict[str, dict[str, str]]:
+    """``{"column_descriptions": {column: text}}`` of the columns dbt's YAML describes."""
+    described = {c.name: c.description for c in (n.columns or {}).values() if c.description}
+    return {"column_descriptions": described} if described else {}
 
 
 def _seed_columns(n: Any) -> dict[str, str]:

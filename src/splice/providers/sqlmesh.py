@@ -254,6 +254,11 @@ class SqlmeshProvider:
             added = _tool_columns(m)
             if added:
                 node.meta["tool_columns"] = added
+            described = {
+                c: d for c, d in (getattr(m, "column_descriptions", None) or {}).items() if d
+            }
+            if described:
+                node.meta["column_descriptions"] = described
             nodes.append(node)
             seen_audits: dict[str, int] = {}
             for audit_name, _args in m.audits:

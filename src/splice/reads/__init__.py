@@ -1,0 +1,34 @@
+"""Read-only views for people and agents: what watch measures and found (:mod:`.quality`), the
+ingestion jobs and dashboards at both ends of the graph (:mod:`.connectors`), and finding and
+describing nodes (:mod:`.nodes`).
+
+Every function takes an open Workspace and returns plain JSON-ready data (dates as ISO text);
+:mod:`splice.api` re-exports them for the CLI and the MCP tools. None of them writes: Splice's
+state is read only when it exists, and the warehouse through a read-only connection closed
+before the call returns.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime
+from typing import Any
+
+
+def state_conn(ws: Any) -> sqlite3.Connection | None:
+    """The state's connection, or None when the workspace has no state yet (a read never
+    creates one)."""
+    if ws._state is None and not ws.state_path.exists():
+        return None
+    return ws.state.conn
+
+
+def iso_time(ts: float | None) -> str | None:
+    """A Unix time as ISO 8601 text in UTC.
+
+    >>> iso_time(0.0), iso_time(None)
+    ('1970-01-01T00:00:00+00:00', None)
+    """
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(float(ts), tz=UTC).isoformat()
