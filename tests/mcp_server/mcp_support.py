@@ -50,9 +50,9 @@ class ToolFailed(Exception):
     """A tool call answered with an MCP tool error; ``str()`` is the message."""
 
 
-async def call(session: ClientSession, name: str, **arguments: Any) -> Any:
+async def call(session: ClientSession, tool: str, /, **arguments: Any) -> Any:
     """Call a tool; return its JSON result, or raise ToolFailed with its error text."""
-    res = await session.call_tool(name, arguments)
+    res = await session.call_tool(tool, arguments)
     text = "".join(getattr(c, "text", "") for c in res.content)
     if res.is_error:
         raise ToolFailed(text)

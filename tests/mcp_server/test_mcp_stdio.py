@@ -44,7 +44,7 @@ def test_an_agent_asks_why_gmv_is_high_and_proposes_the_repair(story_copy: Path)
             lineage = await call(
                 s, "get_column_lineage", column="fx.daily_rates.rate_to_usd", direction="down"
             )
-            assert "dashboard:" in str(lineage), "the rates reach the dashboards"
+            assert "finance:exposure:gmv_usd_dashboard" in lineage["dashboards"]
 
             with pytest.raises(ToolFailed) as bad:
                 await call(s, "get_incident", incident_id="INC-404")
