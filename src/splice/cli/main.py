@@ -55,6 +55,30 @@ class SpliceGroup(click.Group):
                 ),
                 1,
             )
+        finally:
+            notify_after(ctx)
+
+
+#: Commands after which the [[notify]] channels are told what happened (once the result or the
+#: error is printed: a dead receiver delays the exit by its timeout, never the decision).
+NOTIFY_AFTER = frozenset(
+    {"propose", "approve", "reject", "apply", "undo", "stop", "resume", "watch", "proposals"}
+)
+
+
+def notify_after(ctx: click.Context) -> None:
+    if ctx.invoked_subcommand not in NOTIFY_AFTER or not isinstance(ctx.obj, dict):
+        return
+    try:
+        from splice.api import notify_pending
+        from splice.workspace import Workspace
+
+        with Workspace.open(ctx.obj["workspace"], target=ctx.obj.get("target")) as ws:
+            if ws.state_path.exists():  # never the one to make a state
+                notify_pending(ws)
+    except Exception:  # noqa: BLE001, S110 - telling others never fails the command
+        if _State.debug:
+            traceback.print_exc()
 
 
 def _escape(text: str) -> str:
@@ -154,6 +178,7 @@ COMMAND_MODULES = (
     "incident_cmds",
     "repair_flow_cmds",
     "repair_cmds",
+    "notify_cmds",
 )
 
 
