@@ -39,6 +39,7 @@ class SpliceGroup(click.Group):
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
         except KeyboardInterrupt:
+            ctx.meta["interrupted"] = True  # the person wants out: no notifying on the way
             _fail("interrupted.", 130)
         except Exception as e:  # noqa: BLE001 - the boundary itself
             if _State.debug:
@@ -69,6 +70,8 @@ NOTIFY_AFTER = frozenset(
 def notify_after(ctx: click.Context) -> None:
     if ctx.invoked_subcommand not in NOTIFY_AFTER or not isinstance(ctx.obj, dict):
         return
+    if ctx.meta.get("interrupted"):
+        return
     try:
         from splice.api import notify_pending
         from splice.workspace import Workspace
@@ -76,6 +79,8 @@ def notify_after(ctx: click.Context) -> None:
         with Workspace.open(ctx.obj["workspace"], target=ctx.obj.get("target")) as ws:
             if ws.state_path.exists():  # never the one to make a state
                 notify_pending(ws)
+    except KeyboardInterrupt:  # what was not sent stays queued for the next command
+        return
     except Exception:  # noqa: BLE001, S110 - telling others never fails the command
         if _State.debug:
             traceback.print_exc()

@@ -63,7 +63,7 @@ def slack_body(e: Event) -> dict[str, Any]:
     fields = [{"type": "mrkdwn", "text": f"*{k}*\n{_mrkdwn(v)}"} for k, v in _facts(e)]
     detail = [f"{k}: {v}" for k, v in e.details.items() if k != "title" and v not in (None, "")]
     blocks: list[dict[str, Any]] = [
-        {"type": "section", "text": {"type": "mrkdwn", "text": f"*{_mrkdwn(e.summary)}*"}},
+        {"type": "section", "text": {"type": "mrkdwn", "text": f"*{_mrkdwn(e.summary)[:2900]}*"}},
         {"type": "section", "fields": fields},
     ]
     if detail:
@@ -72,7 +72,7 @@ def slack_body(e: Event) -> dict[str, Any]:
     blocks.append({"type": "context", "elements": [
         {"type": "mrkdwn", "text": f"Next: `{_mrkdwn(e.next_command)}` · {e.workspace} · {e.when}"}
     ]})  # fmt: skip
-    return {"text": f"{e.summary}. Next: `{e.next_command}`", "blocks": blocks}
+    return {"text": f"{e.summary[:2900]}. Next: `{e.next_command}`", "blocks": blocks}
 
 
 def email_text(e: Event) -> str:
