@@ -25,6 +25,7 @@ from pydantic import (
     field_validator,
 )
 
+from splice.config_notify import NotifySection
 from splice.errors import ConfigError
 
 CONFIG_FILE = "splice.toml"
@@ -260,11 +261,13 @@ class WorkspaceConfig(_Strict):
     watch: WatchSection = Field(default_factory=WatchSection)
     domains: list[DomainSection] = Field(default_factory=list)
     policy: PolicySection = Field(default_factory=PolicySection)
+    notify: list[NotifySection] = Field(default_factory=list)
 
-    @field_validator("projects", "metrics", "domains")
+    @field_validator("projects", "metrics", "domains", "notify")
     @classmethod
     def _unique_names(cls, v: list[Any], info: Any) -> list[Any]:
-        what = {"projects": "project", "metrics": "metric", "domains": "domain"}[info.field_name]
+        what = {"projects": "project", "metrics": "metric", "domains": "domain",
+                "notify": "notify channel"}[info.field_name]  # fmt: skip
         seen: set[str] = set()
         for item in v:
             if item.name in seen:

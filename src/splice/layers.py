@@ -44,7 +44,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("entry", ("splice.__main__", ROOT)),
     ("interfaces", ("splice.cli", "splice.mcp", "splice.serve")),
     ("demo", ("splice.demo",)),
-    ("api", ("splice.api", "splice.reads")),
+    ("api", ("splice.api", "splice.reads", "splice.notify")),
     ("repair", ("splice.repair",)),
     ("watch", ("splice.watch",)),
     ("run", ("splice.run",)),
@@ -61,7 +61,16 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("providers", ("splice.providers", "splice.workspace")),
-    ("graph", ("splice.graph", "splice.graph_cache", "splice.config", "splice.sqlrows")),
+    (
+        "graph",
+        (
+            "splice.graph",
+            "splice.graph_cache",
+            "splice.config",
+            "splice.config_notify",
+            "splice.sqlrows",
+        ),
+    ),
     ("state", ("splice.state",)),
 )
 
