@@ -638,3 +638,46 @@ def format_number(v: Any) -> str:
     from splice.watch.panel import fmt
 
     return fmt(v)
+
+
+# -- notifications (splice.notify) ----------------------------------------------------------------
+def notify_pending(ws: Workspace, *, now: float | None = None) -> Any:
+    """Tell the ``[[notify]]`` channels what happened since the last call: queue the new events
+    (audit-log decisions, incidents opened) and send what is due, retrying failed sends with
+    backoff. Never raises because a channel failed
+    (:class:`splice.notify.outbox.DeliveryReport`)."""
+    from splice.notify.outbox import deliver
+
+    return deliver(ws, now=now)
+
+
+def housekeeping(ws: Workspace, *, now: float | None = None) -> Any:
+    """What must happen on time without anyone asking (``splice serve`` calls it every few
+    seconds): unanswered requests escalate and expire as of ``now``, then the channels are told
+    (returns the :class:`splice.notify.outbox.DeliveryReport`)."""
+    from splice.errors import SpliceError
+    from splice.repair.approvals import refresh_all
+
+    problem = None
+    try:
+        refresh_all(ws, now=now)
+    except SpliceError as e:  # a decision raced this one: the next call applies it
+        problem = f"expiry and escalation: {e.message}"
+    report = notify_pending(ws)
+    if problem:
+        report.errors.insert(0, problem)
+    return report
+
+
+def notify_status(ws: Workspace) -> dict[str, Any]:
+    """The notification outbox: channels, counts per status, deliveries not yet delivered."""
+    from splice.notify.outbox import status
+
+    return status(ws)
+
+
+def notify_test(ws: Workspace, *, channel: str | None = None) -> list[dict[str, Any]]:
+    """Send a test message to every ``[[notify]]`` channel (or the one named), now."""
+    from splice.notify.outbox import send_test
+
+    return send_test(ws, channel)

@@ -25,6 +25,7 @@ from pydantic import (
     field_validator,
 )
 
+from splice.config_notify import NotifySection
 from splice.config_serve import ServeSection
 from splice.errors import ConfigError
 
@@ -262,11 +263,13 @@ class WorkspaceConfig(_Strict):
     domains: list[DomainSection] = Field(default_factory=list)
     policy: PolicySection = Field(default_factory=PolicySection)
     serve: ServeSection = Field(default_factory=ServeSection)
+    notify: list[NotifySection] = Field(default_factory=list)
 
-    @field_validator("projects", "metrics", "domains")
+    @field_validator("projects", "metrics", "domains", "notify")
     @classmethod
     def _unique_names(cls, v: list[Any], info: Any) -> list[Any]:
-        what = {"projects": "project", "metrics": "metric", "domains": "domain"}[info.field_name]
+        what = {"projects": "project", "metrics": "metric", "domains": "domain",
+                "notify": "notify channel"}[info.field_name]  # fmt: skip
         seen: set[str] = set()
         for item in v:
             if item.name in seen:

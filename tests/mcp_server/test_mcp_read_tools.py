@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
-
 from tests.mcp_server.mcp_support import call, stdio_session
 
 

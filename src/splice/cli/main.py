@@ -39,6 +39,7 @@ class SpliceGroup(click.Group):
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
         except KeyboardInterrupt:
+            ctx.meta["interrupted"] = True  # the person wants out: no notifying on the way
             _fail("interrupted.", 130)
         except Exception as e:  # noqa: BLE001 - the boundary itself
             if _State.debug:
@@ -55,6 +56,33 @@ class SpliceGroup(click.Group):
                 ),
                 1,
             )
+        finally:
+            notify_after(ctx)
+
+
+#: Commands after which the [[notify]] channels are told what happened (once the result or the
+#: error is printed: a dead receiver delays the exit by its timeout, never the decision).
+NOTIFY_AFTER = frozenset(
+    {"propose", "approve", "reject", "apply", "undo", "stop", "resume", "watch", "proposals"}
+)
+
+
+def notify_after(ctx: click.Context) -> None:
+    if ctx.invoked_subcommand not in NOTIFY_AFTER or not isinstance(ctx.obj, dict):
+        return
+    if ctx.meta.get("interrupted"):
+        return
+    try:
+        from splice.api import notify_pending, open_workspace
+
+        with open_workspace(ctx.obj["workspace"], target=ctx.obj.get("target")) as ws:
+            if ws.state_path.exists():  # never the one to make a state
+                notify_pending(ws)
+    except KeyboardInterrupt:  # what was not sent stays queued for the next command
+        return
+    except Exception:  # noqa: BLE001, S110 - telling others never fails the command
+        if _State.debug:
+            traceback.print_exc()
 
 
 def _escape(text: str) -> str:
@@ -156,6 +184,7 @@ COMMAND_MODULES = (
     "repair_cmds",
     "read_cmds",
     "serve_cmds",
+    "notify_cmds",
 )
 
 

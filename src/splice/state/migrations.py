@@ -261,4 +261,34 @@ MIGRATIONS: list[tuple[int, str]] = [
         )
         """,
     ),
+    (
+        # Notifications (splice.notify): the cursor of what was already turned into events (the
+        # last audit-log seq and incidents rowid; a state upgraded to this version starts at
+        # its present, so its history is not sent), and one delivery per (event, channel).
+        7,
+        """
+        CREATE TABLE IF NOT EXISTS notify_cursor (name TEXT PRIMARY KEY, position INTEGER NOT NULL);
+        INSERT OR IGNORE INTO notify_cursor (name, position)
+            SELECT 'audit', COALESCE(MAX(seq), 0) FROM repair_audit_log;
+        INSERT OR IGNORE INTO notify_cursor (name, position)
+            SELECT 'incidents', COALESCE(MAX(rowid), 0) FROM incidents;
+        CREATE TABLE IF NOT EXISTS notify_deliveries (
+            delivery_id INTEGER PRIMARY KEY AUTOINCREMENT,
+            event_key TEXT NOT NULL,
+            event TEXT NOT NULL,
+            channel TEXT NOT NULL,
+            message TEXT NOT NULL,
+            status TEXT NOT NULL DEFAULT 'pending',
+            attempts INTEGER NOT NULL DEFAULT 0,
+            last_error TEXT,
+            created_at REAL NOT NULL,
+            next_attempt_at REAL NOT NULL,
+            claimed_until REAL,
+            delivered_at REAL,
+            UNIQUE (event_key, channel)
+        );
+        CREATE INDEX IF NOT EXISTS notify_deliveries_due
+            ON notify_deliveries (status, next_attempt_at)
+        """,
+    ),
 ]
