@@ -154,6 +154,7 @@ COMMAND_MODULES = (
     "incident_cmds",
     "repair_flow_cmds",
     "repair_cmds",
+    "keys_cmds",
 )
 
 
