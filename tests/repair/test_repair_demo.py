@@ -91,6 +91,17 @@ def test_the_demo_incident_is_repaired_verified_and_receipted(
         assert get_incident(ws.state.conn, inc).status == "resolved"
         r = res.receipt
         assert r["approved_by"][0]["by"] == "maria" and r["requested_by"] == "splice-agent"
+        # and how each was known: the demo's agent proposes, its owner decides (names given)
+        assert (r["approved_by"][0]["kind"], r["approved_by"][0]["auth"]) == ("person", "cli-as")
+        assert (r["requester"]["kind"], r["requester"]["auth"]) == ("agent", "cli-as")
+        from splice.repair.receipt import receipt_markdown
+
+        md = receipt_markdown(r)
+        assert "- Approved by: maria (person, cli-as) at" in md
+        assert "- Requested by: splice-agent (agent, cli-as)" in md
+        applied = [d for d in r["decisions"] if d["decision"] == "applied"]
+        assert applied[0]["principal"] == {"name": "maria", "kind": "person", "auth": "cli-as",
+                                           "credential": None}  # fmt: skip
         gmv = [f for f in r["verification"]["figures"] if f["metric"] == "gmv_usd"]
         assert [f["interval"] for f in gmv] == ["2026-09-28", "2026-09-29"]
         assert all(f["before"] != f["after"] for f in gmv)

@@ -88,9 +88,20 @@ def save(
     return proposal
 
 
+_COLUMNS = "payload, status, created_by, requester_kind, requester_auth, requester_credential"
+
+
+def _proposal(row: tuple[Any, ...]) -> Proposal:
+    p = Proposal.from_dict(json.loads(row[0]))
+    p.status = row[1]
+    if p.requester is None and row[4]:  # asked for before principals: what the migration knew
+        p.requester = {"name": row[2], "kind": row[3], "auth": row[4], "credential": row[5]}
+    return p
+
+
 def _load(conn: sqlite3.Connection, proposal_id: str) -> Proposal:
     row = conn.execute(
-        "SELECT payload, status FROM repair_proposals WHERE proposal_id = ? COLLATE NOCASE",
+        f"SELECT {_COLUMNS} FROM repair_proposals WHERE proposal_id = ? COLLATE NOCASE",
         (proposal_id.strip(),),
     ).fetchone()
     if row is None:
@@ -101,9 +112,7 @@ def _load(conn: sqlite3.Connection, proposal_id: str) -> Proposal:
             + (f" (known: {', '.join(known)})." if known else "; there are no proposals yet."),
             fix="splice proposals lists them",
         )
-    p = Proposal.from_dict(json.loads(row[0]))
-    p.status = row[1]
-    return p
+    return _proposal(row)
 
 
 def load(state: StateStore, proposal_id: str) -> Proposal:
@@ -115,7 +124,7 @@ def list_proposals(
     state: StateStore, *, target: str | None = None, statuses: set[str] | None = None
 ) -> list[Proposal]:
     """Proposals, newest first."""
-    q = "SELECT payload, status FROM repair_proposals"
+    q = f"SELECT {_COLUMNS} FROM repair_proposals"
     where: list[str] = []
     args: list[Any] = []
     if target is not None:
@@ -128,12 +137,8 @@ def list_proposals(
         args.extend(sorted(statuses))
     if where:
         q += " WHERE " + " AND ".join(where)
-    out = []
-    for payload, status in state.conn.execute(q + " ORDER BY created_at DESC, rowid DESC", args):
-        p = Proposal.from_dict(json.loads(payload))
-        p.status = status
-        out.append(p)
-    return out
+    rows = state.conn.execute(q + " ORDER BY created_at DESC, rowid DESC", args)
+    return [_proposal(r) for r in rows]
 
 
 def decisions(state: StateStore, proposal_id: str) -> list[Decision]:
