@@ -45,7 +45,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("interfaces", ("splice.cli", "splice.mcp", "splice.serve")),
     ("demo", ("splice.demo",)),
     ("api", ("splice.api", "splice.reads", "splice.notify")),
-    ("repair", ("splice.repair",)),
+    ("repair", ("splice.repair", "splice.keys")),
     ("watch", ("splice.watch",)),
     ("run", ("splice.run",)),
     ("plan", ("splice.plan",)),

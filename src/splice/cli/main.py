@@ -184,6 +184,7 @@ COMMAND_MODULES = (
     "repair_cmds",
     "read_cmds",
     "notify_cmds",
+    "keys_cmds",
 )
 
 
