@@ -12,6 +12,7 @@ from typing import Any
 
 from splice.graph.doctor import Check
 from splice.graph.listing import node_record
+from splice.principals import Principal
 from splice.workspace import Workspace
 
 
@@ -393,11 +394,22 @@ def incident(ws: Workspace, incident_id: str) -> Any:
 
 
 # -- repair (splice.repair) -----------------------------------------------------------------------
-def propose(ws: Workspace, incident_id: str, *, actor: str, progress: Any = None) -> Any:
-    """Draft the narrowest repair of an incident, capture and test its undo, request approval."""
+# Every decision takes the authenticated Principal behind it (splice.principals); the rules of
+# who may decide are enforced below this layer (splice.repair.access, splice.repair.approvals).
+def cli_principal(ws: Workspace, as_name: str | None = None) -> Principal:
+    """Who the command line decides as: the operating-system user, or ``--as NAME`` where
+    splice.toml's ``[policy] allow_as`` is true (refused otherwise, saying what is recorded)."""
+    from splice.repair.access import cli_principal as _cli_principal
+
+    return _cli_principal(ws.config.policy, as_name)
+
+
+def propose(ws: Workspace, incident_id: str, *, principal: Principal, progress: Any = None) -> Any:
+    """Draft the narrowest repair of an incident, capture and test its undo, request approval
+    (``principal``: a person or an agent with the ``propose`` scope; it is the requester)."""
     from splice.repair.flow import propose as _propose
 
-    return _propose(ws, incident_id, actor=actor, progress=progress)
+    return _propose(ws, incident_id, principal=principal, progress=progress)
 
 
 def list_proposals(ws: Workspace, *, include_closed: bool = False) -> list[tuple[Any, list[str]]]:
@@ -436,25 +448,27 @@ def proposal(ws: Workspace, proposal_id: str) -> dict[str, Any]:
     }
 
 
-def approve(ws: Workspace, proposal_id: str, *, actor: str, comment: str | None = None) -> Any:
+def approve(
+    ws: Workspace, proposal_id: str, *, principal: Principal, comment: str | None = None
+) -> Any:
     """A named owner approves a pending proposal (see :mod:`splice.repair.approvals`)."""
     from splice.repair.approvals import approve as _approve
 
-    return _approve(ws, proposal_id, actor=actor, comment=comment)
+    return _approve(ws, proposal_id, principal=principal, comment=comment)
 
 
-def reject(ws: Workspace, proposal_id: str, *, actor: str, reason: str) -> Any:
+def reject(ws: Workspace, proposal_id: str, *, principal: Principal, reason: str) -> Any:
     """An owner rejects, or the proposer withdraws, an open proposal."""
     from splice.repair.approvals import reject as _reject
 
-    return _reject(ws, proposal_id, actor=actor, reason=reason)
+    return _reject(ws, proposal_id, principal=principal, reason=reason)
 
 
-def apply(ws: Workspace, proposal_id: str, *, actor: str, progress: Any = None) -> Any:
+def apply(ws: Workspace, proposal_id: str, *, principal: Principal, progress: Any = None) -> Any:
     """Run an approved proposal as one journaled run, verify it, write the receipt."""
     from splice.repair.flow import apply as _apply
 
-    return _apply(ws, proposal_id, actor=actor, progress=progress)
+    return _apply(ws, proposal_id, principal=principal, progress=progress)
 
 
 def receipt(ws: Workspace, proposal_id: str) -> dict[str, Any]:
@@ -464,11 +478,66 @@ def receipt(ws: Workspace, proposal_id: str) -> dict[str, Any]:
     return _receipt(ws, proposal_id)
 
 
-def undo(ws: Workspace, proposal_id: str, *, actor: str) -> Any:
+def undo(ws: Workspace, proposal_id: str, *, principal: Principal) -> Any:
     """Restore exactly what an applied proposal rewrote, and record it."""
     from splice.repair.undo import undo as _undo
 
-    return _undo(ws, proposal_id, actor=actor)
+    return _undo(ws, proposal_id, principal=principal)
+
+
+def stop(ws: Workspace, *, principal: Principal, reason: str) -> tuple[Any, bool]:
+    """Start the org-wide stop: (the stop, whether one was already active)."""
+    from splice.repair.autonomy import stop as _stop
+
+    return _stop(ws.state, ws.config, principal=principal, reason=reason)
+
+
+def resume(ws: Workspace, *, principal: Principal) -> Any:
+    """Lift the org-wide stop (a domain owner); returns the stop that ended."""
+    from splice.repair.autonomy import resume as _resume
+
+    return _resume(ws.state, ws.config, principal=principal)
+
+
+# -- API keys (splice.keys) -----------------------------------------------------------------------
+def create_key(
+    ws: Workspace,
+    *,
+    name: str,
+    kind: str,
+    scopes: str | list[str] | tuple[str, ...],
+    principal: Principal | None = None,
+) -> tuple[Any, str]:
+    """Make an API key for ``name`` (a person or an agent, with ``scopes``): (its record, the
+    key, to be shown once; only a salted hash is stored).  ``principal``: who makes it
+    (default: the operating-system user), recorded in the audit log."""
+    from splice.keys import create
+    from splice.principals import os_user_principal
+
+    return create(ws.state, name=name, kind=kind, scopes=scopes,
+                  principal=principal or os_user_principal())  # fmt: skip
+
+
+def list_keys(ws: Workspace) -> list[Any]:
+    """Every API key (never a secret), oldest first, revoked ones too."""
+    from splice.keys import list_keys as _list
+
+    return _list(ws.state)
+
+
+def revoke_key(ws: Workspace, key_id: str, *, principal: Principal) -> Any:
+    """Revoke an API key at once; recorded in the audit log."""
+    from splice.keys import revoke
+
+    return revoke(ws.state, key_id, principal=principal)
+
+
+def authenticate_key(ws: Workspace, raw_key: str) -> Principal:
+    """The principal an API key stands for (auth ``api-key``, credential the key's id);
+    AccessError for a malformed, unknown, wrong or revoked key."""
+    from splice.keys import authenticate
+
+    return authenticate(ws.state, raw_key)
 
 
 def verify_audit_log(ws: Workspace) -> Any:
@@ -537,21 +606,6 @@ def receipt_markdown(r: dict[str, Any]) -> str:
     from splice.repair.receipt import receipt_markdown as _markdown
 
     return _markdown(r)
-
-
-def stop(ws: Workspace, *, actor: str, reason: str) -> tuple[Any, bool]:
-    """Halt every approval and apply org-wide; returns (the stop, whether one was already
-    active: then nothing changed). See :func:`splice.repair.autonomy.stop`."""
-    from splice.repair.autonomy import stop as _stop
-
-    return _stop(ws.state, actor=actor, reason=reason)
-
-
-def resume(ws: Workspace, *, actor: str) -> Any:
-    """Lift the org-wide stop (a domain owner); returns the stop that ended."""
-    from splice.repair.autonomy import resume as _resume
-
-    return _resume(ws.state, ws.config, actor=actor)
 
 
 def audit_entries(ws: Workspace, proposal_id: str | None = None) -> list[Any]:

@@ -215,6 +215,12 @@ class PolicySection(_Strict):
     approval_expiry: str = "4h"  # a pending request not approved by then expires
     escalate_after: str | None = None  # default: approval_expiry / number of the domain's owners
     proven_record: int = Field(default=3, ge=1, le=1000)  # clean applications in a row for L3/L4
+    #: honour the CLI's ``--as NAME`` (recorded as auth ``cli-as``): a single-user set-up only;
+    #: otherwise the CLI records the operating-system user who runs it.
+    allow_as: bool = False
+    #: ``server``: approve, reject, apply, undo, stop and resume only through ``splice serve``
+    #: (an authenticated principal), never from the CLI.
+    decisions: Literal["anywhere", "server"] = "anywhere"
 
     @field_validator("approval_expiry")
     @classmethod

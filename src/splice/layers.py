@@ -46,7 +46,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("interfaces", ("splice.cli", "splice.mcp", "splice.serve")),
     ("demo", ("splice.demo",)),
     ("api", ("splice.api", "splice.hub", "splice.access", "splice.reads", "splice.notify")),
-    ("repair", ("splice.repair",)),
+    ("repair", ("splice.repair", "splice.keys")),
     ("watch", ("splice.watch",)),
     ("run", ("splice.run",)),
     ("plan", ("splice.plan",)),

@@ -107,6 +107,15 @@ class Principal:
     def label(self) -> str:
         return f"{self.name} ({self.kind}, {self.auth})"
 
+    def record(self) -> dict[str, Any]:
+        """What a decision records of its principal: name, kind, how authenticated, credential.
+
+        >>> Principal.of("lee", kind="person", auth="api-key", credential="k1").record()
+        {'name': 'lee', 'kind': 'person', 'auth': 'api-key', 'credential': 'k1'}
+        """
+        return {"name": self.name, "kind": self.kind, "auth": self.auth,
+                "credential": self.credential}  # fmt: skip
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
@@ -119,6 +128,22 @@ class Principal:
 
 #: Splice's own bookkeeping (escalation, expiry, recovery).
 SYSTEM = Principal("splice", "agent", "system", frozenset(SCOPES))
+
+
+def describe(record: dict[str, Any] | None) -> str:
+    """A recorded principal in words (decisions from before principals knew no kind).
+
+    >>> describe({"name": "maria", "kind": "person", "auth": "api-key", "credential": "k1"})
+    'maria (person, api-key k1)'
+    >>> describe({"name": "sam", "kind": None, "auth": "cli-as", "credential": None})
+    'sam (cli-as)'
+    """
+    if not record:
+        return "-"
+    how = ", ".join(str(x) for x in (record.get("kind"), record.get("auth")) if x)
+    cred = record.get("credential")
+    how = f"{how} {cred}" if cred else how
+    return f"{record.get('name')} ({how})" if how else str(record.get("name"))
 
 
 def os_user() -> str:

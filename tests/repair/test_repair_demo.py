@@ -11,9 +11,11 @@ from typing import Any
 
 import duckdb
 import pytest
+from principals_support import as_principal
 
 from splice.demo import relocate
 from splice.demo.story import StoryResult, tell_repair, tell_stale_rates
+from splice.principals import SYSTEM
 
 
 @pytest.fixture(scope="module")
@@ -89,6 +91,17 @@ def test_the_demo_incident_is_repaired_verified_and_receipted(
         assert get_incident(ws.state.conn, inc).status == "resolved"
         r = res.receipt
         assert r["approved_by"][0]["by"] == "maria" and r["requested_by"] == "splice-agent"
+        # and how each was known: the demo's agent proposes, its owner decides (names given)
+        assert (r["approved_by"][0]["kind"], r["approved_by"][0]["auth"]) == ("person", "cli-as")
+        assert (r["requester"]["kind"], r["requester"]["auth"]) == ("agent", "cli-as")
+        from splice.repair.receipt import receipt_markdown
+
+        md = receipt_markdown(r)
+        assert "- Approved by: maria (person, cli-as) at" in md
+        assert "- Requested by: splice-agent (agent, cli-as)" in md
+        applied = [d for d in r["decisions"] if d["decision"] == "applied"]
+        assert applied[0]["principal"] == {"name": "maria", "kind": "person", "auth": "cli-as",
+                                           "credential": None}  # fmt: skip
         gmv = [f for f in r["verification"]["figures"] if f["metric"] == "gmv_usd"]
         assert [f["interval"] for f in gmv] == ["2026-09-28", "2026-09-29"]
         assert all(f["before"] != f["after"] for f in gmv)
@@ -105,7 +118,7 @@ def test_the_demo_incident_is_repaired_verified_and_receipted(
         from splice.repair.flow import apply
 
         with pytest.raises(RepairError, match="already applied; it runs once"):
-            apply(ws, p.proposal_id, actor="maria")
+            apply(ws, p.proposal_id, principal=as_principal("maria"))
 
         # what the repair rebuilt is recorded with its code: the next plan builds nothing
         from splice.plan.planner import make_plan
@@ -148,11 +161,11 @@ def test_undo_restores_byte_identical_data_after_a_repair_that_made_things_worse
     settings_path(ws_dir).write_text(json.dumps({"incident": "worse", "freeze": {
         "from": "2026-09-28", "to": "2026-09-29", "serve_as_of": "2026-09-18"}}))  # fmt: skip
     with Workspace.open(ws_dir) as ws:
-        p = propose(ws, inc, actor="splice-agent")
+        p = propose(ws, inc, principal=as_principal("splice-agent"))
         relations = [u.relation for u in p.undo]
         before = _snapshot(ws_dir, relations)
-        approvals.approve(ws, p.proposal_id, actor="sam")
-        res = apply(ws, p.proposal_id, actor="sam")
+        approvals.approve(ws, p.proposal_id, principal=as_principal("sam"))
+        res = apply(ws, p.proposal_id, principal=as_principal("sam"))
     assert res.run.ok
     assert not res.verification.passed  # still frozen: verification says so ...
     assert _snapshot(ws_dir, relations) != before  # ... and the data did change
@@ -250,30 +263,33 @@ def test_at_l3_a_proven_reload_is_approved_and_applied_by_splice_itself(
                   {"runner": "dlt", "writes": ["raw.fx_rates"], "cwd": str(ws.root)})],
             [" ".join(argv)], {}, None, "splice-agent", now, now + 3600,
         )  # fmt: skip
-        store.save(ws.state, p)
+        store.save(ws.state, p, principal=as_principal("splice-agent"))
         entries = undo.capture(ws, p.proposal_id, [
             ("ingestion:fx_rates_ingest", "warehouse.raw.fx_rates", "rate_date", day0, day1)])  # fmt: skip
         undo.verify_restorable(ws, entries)
-        return request_approval(ws, p.proposal_id, entries, actor="splice-agent", now=now)
+        return request_approval(
+            ws, p.proposal_id, entries, principal=as_principal("splice-agent"), now=now
+        )
 
     with Workspace.open(ws_dir) as ws:
         first = reload_proposal(ws)
         # no record yet: Splice may not approve it itself; an owner does, and it runs clean
         with pytest.raises(Exception, match="0 clean reload_ingestion application"):
-            apply(ws, first.proposal_id, actor="splice-agent")
+            apply(ws, first.proposal_id, principal=SYSTEM)
         from splice.repair import approvals
 
-        approvals.approve(ws, first.proposal_id, actor="maria")
-        assert apply(ws, first.proposal_id, actor="maria").run.ok
+        approvals.approve(ws, first.proposal_id, principal=as_principal("maria"))
+        assert apply(ws, first.proposal_id, principal=as_principal("maria")).run.ok
         assert autonomy.clean_record(ws.state, "pricing", "reload_ingestion") == 1
 
         second = reload_proposal(ws)
-        done = apply(ws, second.proposal_id, actor="splice-agent")
+        done = apply(ws, second.proposal_id, principal=SYSTEM)
         assert done.run.ok and done.proposal.status == "applied"
         approved = [
             e for e in auditlog.entries(ws.state, second.proposal_id) if e.kind == "approve"
         ]
-        assert [e.actor for e in approved] == ["splice-autonomy"]
+        assert [e.actor for e in approved] == ["splice"]
+        assert approved[0].as_dict()["payload"]["principal"]["auth"] == "system"
         assert "approved autonomously" in approved[0].as_dict()["payload"]["comment"]
         assert autonomy.clean_record(ws.state, "pricing", "reload_ingestion") == 2
         assert auditlog.verify(ws.state).intact
@@ -291,9 +307,9 @@ def _repaired(story: StoryResult, dest: Path) -> tuple[Path, str, Any, Any]:
     set_incident(ws_dir, None)
     inc = story.incidents[0].incident_id
     with Workspace.open(ws_dir) as ws:
-        p = propose(ws, inc, actor="splice-agent")
-        approvals.approve(ws, p.proposal_id, actor="maria")
-        done = apply(ws, p.proposal_id, actor="maria")
+        p = propose(ws, inc, principal=as_principal("splice-agent"))
+        approvals.approve(ws, p.proposal_id, principal=as_principal("maria"))
+        done = apply(ws, p.proposal_id, principal=as_principal("maria"))
     return ws_dir, inc, p, done
 
 
@@ -359,12 +375,12 @@ def test_undo_then_repair_again_verifies_like_the_first_repair(
     assert done.run.ok and done.verification.passed
     repaired = _gmv(ws_dir)
     with Workspace.open(ws_dir) as ws:
-        undo(ws, first.proposal_id, actor="maria")
+        undo(ws, first.proposal_id, principal=as_principal("maria"))
     assert _gmv(ws_dir) != repaired  # the stale days are back
     with Workspace.open(ws_dir) as ws:
-        second = propose(ws, inc, actor="splice-agent")
-        approvals.approve(ws, second.proposal_id, actor="sam")
-        again = apply(ws, second.proposal_id, actor="sam")
+        second = propose(ws, inc, principal=as_principal("splice-agent"))
+        approvals.approve(ws, second.proposal_id, principal=as_principal("sam"))
+        again = apply(ws, second.proposal_id, principal=as_principal("sam"))
     assert again.run.ok
     assert again.verification.passed, again.verification.summary
     assert _gmv(ws_dir) == repaired

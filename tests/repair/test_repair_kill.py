@@ -16,6 +16,7 @@ from typing import Any
 
 import duckdb
 import pytest
+from principals_support import as_principal
 
 from splice.demo import relocate
 from splice.demo.story import StoryResult, tell_repair, tell_stale_rates
@@ -64,8 +65,8 @@ def _proposed(story: StoryResult, ws: Path) -> tuple[str, list[str]]:
     from splice.workspace import Workspace
 
     with Workspace.open(ws) as w:
-        p = propose(w, story.incidents[0].incident_id, actor="splice-agent")
-        approvals.approve(w, p.proposal_id, actor="maria")
+        p = propose(w, story.incidents[0].incident_id, principal=as_principal("splice-agent"))
+        approvals.approve(w, p.proposal_id, principal=as_principal("maria"))
     return p.proposal_id, [u.relation for u in p.undo]
 
 

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from principals_support import as_principal
 
 from splice.repair import auditlog, store
 from splice.workspace import Workspace
@@ -34,8 +35,10 @@ def logged(fresh_demo: Path) -> Path:
 
     with Workspace.open(fresh_demo) as ws:
         p = _pending(ws)
-        approvals.approve(ws, p.proposal_id, actor="maria", now=T0 + 1)
-        approvals.reject(ws, p.proposal_id, actor="sam", reason="revoked", now=T0 + 2)
+        approvals.approve(ws, p.proposal_id, principal=as_principal("maria"), now=T0 + 1)
+        approvals.reject(
+            ws, p.proposal_id, principal=as_principal("sam"), reason="revoked", now=T0 + 2
+        )
     return fresh_demo
 
 

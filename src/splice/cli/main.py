@@ -185,6 +185,7 @@ COMMAND_MODULES = (
     "read_cmds",
     "serve_cmds",
     "notify_cmds",
+    "keys_cmds",
 )
 
 

@@ -8,6 +8,9 @@ import click
 
 from splice.cli.main import cli, emit_json, open_workspace
 
+#: ``--as NAME``: honoured only where splice.toml's [policy] allow_as is true.
+AS_HELP = "Decide under this name (only where [policy] allow_as = true; default: your login)."
+
 
 def _say(msg: str) -> None:
     click.echo(msg, err=True)
@@ -18,9 +21,12 @@ def _line(p: Any, asked: list[str]) -> str:
 
     colour = {"pending": "yellow", "approved": "cyan", "applied": "green", "failed": "red",
               "undone": "magenta"}.get(p.status, "dim")  # fmt: skip
+    from splice.principals import describe
+
     waiting = f"; asked: {', '.join(asked)}" if p.status == "pending" and asked else ""
+    by = describe(p.requester) if p.requester else p.created_by
     return (f"[bold]{p.proposal_id}[/] [{colour}]{p.status}[/] {escape(p.title)}  "
-            f"[dim]{p.incident_id}, domain {p.domain}, by {escape(p.created_by)}{waiting}[/]")  # fmt: skip
+            f"[dim]{p.incident_id}, domain {p.domain}, by {escape(by)}{waiting}[/]")  # fmt: skip
 
 
 @cli.command("proposals")
@@ -39,97 +45,102 @@ def proposals_cmd(ctx: click.Context, show_all: bool, as_json: bool) -> None:
         return
     c = console()
     if not found:
-        c.print("[green]No proposals.[/] (splice propose INCIDENT_ID --as NAME drafts one)")
+        c.print("[green]No proposals.[/] (splice propose INCIDENT_ID drafts one)")
         return
     for p, asked in found:
         c.print(_line(p, asked), soft_wrap=True)
-    c.print("[dim]splice approve ID --as NAME approves one; splice receipt ID shows a done one.[/]")
+    c.print("[dim]splice approve ID approves one; splice receipt ID shows a done one.[/]")
 
 
 @cli.command("approve")
 @click.argument("proposal_id")
-@click.option("--as", "actor", required=True, metavar="NAME", help="The owner who approves.")
+@click.option("--as", "actor", default=None, metavar="NAME", help=AS_HELP)
 @click.option("--comment", default=None, help="Why (goes into the audit log).")
 @click.option("--json", "as_json", is_flag=True, help="Print the proposal as JSON.")
 @click.pass_context
 def approve_cmd(
-    ctx: click.Context, proposal_id: str, actor: str, comment: str | None, as_json: bool
+    ctx: click.Context, proposal_id: str, actor: str | None, comment: str | None, as_json: bool
 ) -> None:
     """Approve PROPOSAL_ID as a named owner of its domain (never the one who asked for it)."""
-    from splice.api import approve
+    from splice.api import approve, cli_principal
 
     with open_workspace(ctx) as ws:
-        p = approve(ws, proposal_id, actor=actor, comment=comment)
+        who = cli_principal(ws, actor)
+        p = approve(ws, proposal_id, principal=who, comment=comment)
     if as_json:
         emit_json(p.as_dict())
         return
+    again = f" --as {who.name}" if actor is not None else ""
     click.echo(
-        f"{p.proposal_id} approved by {actor.strip()}. Run it: splice apply {p.proposal_id} --as {actor.strip()}"
+        f"{p.proposal_id} approved by {who.label()}. Run it: splice apply {p.proposal_id}{again}"
     )
 
 
 @cli.command("reject")
 @click.argument("proposal_id")
-@click.option("--as", "actor", required=True, metavar="NAME", help="An owner, or the proposer.")
+@click.option("--as", "actor", default=None, metavar="NAME", help=AS_HELP)
 @click.option("--reason", required=True, help="Why (goes into the audit log).")
 @click.option("--json", "as_json", is_flag=True, help="Print the proposal as JSON.")
 @click.pass_context
 def reject_cmd(
-    ctx: click.Context, proposal_id: str, actor: str, reason: str, as_json: bool
+    ctx: click.Context, proposal_id: str, actor: str | None, reason: str, as_json: bool
 ) -> None:
     """Reject PROPOSAL_ID (an owner), or withdraw it (its proposer)."""
-    from splice.api import reject
+    from splice.api import cli_principal, reject
 
     with open_workspace(ctx) as ws:
-        p = reject(ws, proposal_id, actor=actor, reason=reason)
+        who = cli_principal(ws, actor)
+        p = reject(ws, proposal_id, principal=who, reason=reason)
     if as_json:
         emit_json(p.as_dict())
         return
-    click.echo(f"{p.proposal_id} rejected by {actor.strip()}.")
+    click.echo(f"{p.proposal_id} rejected by {who.label()}.")
 
 
 @cli.command("stop")
-@click.option("--as", "actor", required=True, metavar="NAME", help="Who pulls the brake.")
+@click.option("--as", "actor", default=None, metavar="NAME", help=AS_HELP)
 @click.option("--reason", required=True, help="Why (goes into the audit log).")
 @click.pass_context
-def stop_cmd(ctx: click.Context, actor: str, reason: str) -> None:
+def stop_cmd(ctx: click.Context, actor: str | None, reason: str) -> None:
     """Halt every approval and apply org-wide, autonomous or not, until splice resume."""
-    from splice.api import stop
+    from splice.api import cli_principal, stop
 
     with open_workspace(ctx) as ws:
-        s, already = stop(ws, actor=actor, reason=reason)
+        s, already = stop(ws, principal=cli_principal(ws, actor), reason=reason)
     if already:
         click.echo(f"An org-wide stop is already active ({s.who}: {s.reason!r}); nothing changed.")
     else:
         click.echo(
-            f"Stopped org-wide by {s.who}: {s.reason}. A domain owner lifts it: splice resume --as NAME"
+            f"Stopped org-wide by {s.who}: {s.reason}. A domain owner lifts it: splice resume"
         )
 
 
 @cli.command("resume")
-@click.option("--as", "actor", required=True, metavar="NAME", help="A domain owner.")
+@click.option("--as", "actor", default=None, metavar="NAME", help=AS_HELP)
 @click.pass_context
-def resume_cmd(ctx: click.Context, actor: str) -> None:
+def resume_cmd(ctx: click.Context, actor: str | None) -> None:
     """Lift the org-wide stop (a domain owner)."""
-    from splice.api import resume
+    from splice.api import cli_principal, resume
 
     with open_workspace(ctx) as ws:
-        s = resume(ws, actor=actor)
-    click.echo(f"Resumed by {actor.strip()}; the stop by {s.who} ({s.reason!r}) is lifted.")
+        who = cli_principal(ws, actor)
+        s = resume(ws, principal=who)
+    click.echo(f"Resumed by {who.label()}; the stop by {s.who} ({s.reason!r}) is lifted.")
 
 
 @cli.command("undo")
 @click.argument("proposal_id")
-@click.option("--as", "actor", required=True, metavar="NAME", help="Who asks for the undo.")
+@click.option("--as", "actor", default=None, metavar="NAME", help=AS_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the proposal as JSON.")
 @click.pass_context
-def undo_cmd(ctx: click.Context, proposal_id: str, actor: str, as_json: bool) -> None:
+def undo_cmd(ctx: click.Context, proposal_id: str, actor: str | None, as_json: bool) -> None:
     """Put back exactly what PROPOSAL_ID's repair rewrote (checksums checked); reopen its incident."""
-    from splice.api import undo
+    from splice.api import cli_principal, undo
 
     with open_workspace(ctx) as ws:
+        who = cli_principal(ws, actor)
         _say(f"Restoring the undo of {proposal_id} in one warehouse transaction")
-        p = undo(ws, proposal_id, actor=actor)
+        p = undo(ws, proposal_id, principal=who)
     if as_json:
         emit_json(p.as_dict())
         return
@@ -178,6 +189,7 @@ def audit_show_cmd(ctx: click.Context, proposal_id: str | None, as_json: bool) -
     from splice.api import audit_entries
     from splice.cli.render import console
     from splice.names import printable
+    from splice.principals import describe
 
     with open_workspace(ctx) as ws:
         found = audit_entries(ws, proposal_id.upper() if proposal_id else None)
@@ -192,7 +204,9 @@ def audit_show_cmd(ctx: click.Context, proposal_id: str | None, as_json: bool) -
         at = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(e.at))
         payload = e.as_dict()["payload"]
         comment = payload.get("comment") if isinstance(payload, dict) else None
-        c.print(f"{e.seq:>4} {at} [bold]{e.kind}[/] {escape(printable(e.actor))}"
+        who = payload.get("principal") if isinstance(payload, dict) else None
+        who = describe(who) if isinstance(who, dict) else e.actor  # older entries: a name only
+        c.print(f"{e.seq:>4} {at} [bold]{e.kind}[/] {escape(printable(who))}"
                 + (f" {e.proposal_id}" if e.proposal_id else "")
                 + (f" [dim]{escape(printable(str(comment)))}[/]" if comment else "")
                 + f" [dim]{e.hash[:12]}[/]", soft_wrap=True)  # fmt: skip

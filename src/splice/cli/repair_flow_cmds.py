@@ -6,6 +6,8 @@ import click
 
 from splice.cli.main import cli, emit_json, open_workspace
 
+AS_HELP = "Decide under this name (only where [policy] allow_as = true; default: your login)."
+
 
 def _print_lines(lines: list[str]) -> None:
     from rich.markup import escape
@@ -19,41 +21,39 @@ def _print_lines(lines: list[str]) -> None:
 
 @cli.command("propose")
 @click.argument("incident_id")
-@click.option("--as", "actor", required=True, metavar="NAME", help="Who asks for the repair.")
+@click.option("--as", "actor", default=None, metavar="NAME", help=AS_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the proposal as JSON.")
 @click.pass_context
-def propose_cmd(ctx: click.Context, incident_id: str, actor: str, as_json: bool) -> None:
+def propose_cmd(ctx: click.Context, incident_id: str, actor: str | None, as_json: bool) -> None:
     """Propose the narrowest repair of INCIDENT_ID, capture its undo, and request approval."""
-    from splice.api import proposal_lines, propose
+    from splice.api import cli_principal, proposal_lines, propose
 
     def say(msg: str) -> None:
         click.echo(msg, err=True)
 
     with open_workspace(ctx) as ws:
-        p = propose(ws, incident_id, actor=actor, progress=say)
+        p = propose(ws, incident_id, principal=cli_principal(ws, actor), progress=say)
     if as_json:
         emit_json(p.as_dict())
         return
     _print_lines(proposal_lines(p))
-    click.echo(
-        f"\nAn owner of domain {p.domain} approves it: splice approve {p.proposal_id} --as NAME"
-    )
+    click.echo(f"\nAn owner of domain {p.domain} approves it: splice approve {p.proposal_id}")
 
 
 @cli.command("apply")
 @click.argument("proposal_id")
-@click.option("--as", "actor", required=True, metavar="NAME", help="Who runs it.")
+@click.option("--as", "actor", default=None, metavar="NAME", help=AS_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the run, verification and receipt.")
 @click.pass_context
-def apply_cmd(ctx: click.Context, proposal_id: str, actor: str, as_json: bool) -> None:
+def apply_cmd(ctx: click.Context, proposal_id: str, actor: str | None, as_json: bool) -> None:
     """Run an approved proposal as one journaled run, verify it, and write its receipt."""
-    from splice.api import apply, receipt_markdown
+    from splice.api import apply, cli_principal, receipt_markdown
 
     def say(msg: str) -> None:
         click.echo(msg, err=True)
 
     with open_workspace(ctx) as ws:
-        res = apply(ws, proposal_id, actor=actor, progress=say)
+        res = apply(ws, proposal_id, principal=cli_principal(ws, actor), progress=say)
     if as_json:
         emit_json(res.as_dict())
     else:

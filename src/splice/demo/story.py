@@ -156,14 +156,18 @@ def tell_repair(
     """The vendor is fixed; propose, approve (a demo owner), apply, verify, receipt."""
     from splice import api
     from splice.demo.vendor import set_incident
+    from splice.principals import Principal
 
     say = progress or (lambda _m: None)
     set_incident(workspace, None)
+    # the demo plays both parts on one machine: names given as --as would (auth cli-as)
+    agent = Principal.of(DEMO_AGENT, kind="agent", auth="cli-as", scopes="read,propose")
+    owner = Principal.of(DEMO_OWNER, kind="person", auth="cli-as")
     say("The vendor fixes its feed; the agent proposes the repair")
     with api.open_workspace(workspace) as ws:
-        p = api.propose(ws, incident_id, actor=DEMO_AGENT, progress=say)
+        p = api.propose(ws, incident_id, principal=agent, progress=say)
         say(f"{DEMO_OWNER} (owner of domain {p.domain}) approves {p.proposal_id}")
-        api.approve(ws, p.proposal_id, actor=DEMO_OWNER, comment="vendor confirmed the fix")
+        api.approve(ws, p.proposal_id, principal=owner, comment="vendor confirmed the fix")
         say(f"Applying {p.proposal_id}: reload, restatement, dbt rebuild")
-        applied = api.apply(ws, p.proposal_id, actor=DEMO_OWNER, progress=say)
+        applied = api.apply(ws, p.proposal_id, principal=owner, progress=say)
     return RepairStory(p, applied)

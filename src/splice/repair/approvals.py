@@ -13,6 +13,11 @@
   Splice or by anyone, until a domain owner runs ``splice resume``.
 - The proposer may withdraw (reject) their own proposal; otherwise only an owner rejects.
 
+Every decision takes the authenticated :class:`~splice.principals.Principal` behind it; the
+rules of :mod:`splice.repair.access` come first (a person decides, with the scope the decision
+needs, where ``[policy]`` lets it).  Splice's own bookkeeping is recorded under
+:data:`splice.principals.SYSTEM`.
+
 Every decision is one state transaction with its decision row and its audit-log entry
 (:mod:`splice.repair.store`).
 """
@@ -24,14 +29,12 @@ from typing import Any
 
 from splice.config import parse_duration
 from splice.errors import ApprovalError
-from splice.names import name_key, normalise_name
+from splice.names import name_key
+from splice.principals import SYSTEM, Principal
 from splice.repair import store
-from splice.repair.autonomy import AUTONOMY_ACTOR, active_stop
+from splice.repair.access import require
+from splice.repair.autonomy import active_stop
 from splice.repair.model import EXPIRING, OPEN, Proposal
-
-#: The actor Splice records its own bookkeeping under (escalation, expiry).
-SYSTEM_ACTOR = "splice"
-RESERVED = frozenset({AUTONOMY_ACTOR, SYSTEM_ACTOR})
 
 
 def _hours(seconds: float) -> str:
@@ -64,23 +67,6 @@ def _domain(ws: Any, p: Proposal) -> Any:
     return dom
 
 
-def _person(actor: str, what: str) -> str:
-    name = normalise_name(actor)
-    if not name:
-        raise ApprovalError(
-            f"{what} needs the name of who decides"
-            + (" (the name given has only invisible or blank characters)." if actor else "."),
-            fix="pass --as NAME",
-        )
-    if name_key(name) in RESERVED:
-        raise ApprovalError(
-            f"{name!r} is the name Splice records its own decisions under; a person decides "
-            "under their own name.",
-            fix="pass --as YOUR_NAME",
-        )
-    return name
-
-
 def asked(ws: Any, p: Proposal) -> list[str]:
     """The owners asked so far: the first, plus one per escalation."""
     owners = list(_domain(ws, p).owners)
@@ -104,7 +90,7 @@ def refresh(ws: Any, p: Proposal, *, now: float | None = None) -> Proposal:
             comment = (f"unanswered for {waited}; expired at the {policy.approval_expiry} limit "
                        "(never granted by waiting)")  # fmt: skip
         return store.transition(
-            ws.state, p.proposal_id, "expired", actor=SYSTEM_ACTOR, now=now, comment=comment
+            ws.state, p.proposal_id, "expired", principal=SYSTEM, now=now, comment=comment
         )
     if p.status != "pending" or p.requested_at is None:
         return p
@@ -122,7 +108,7 @@ def refresh(ws: Any, p: Proposal, *, now: float | None = None) -> Proposal:
             for i in range(have, due):
                 at = p.requested_at + i * step
                 store.note(
-                    conn, p, "escalate", actor=SYSTEM_ACTOR, at=at,
+                    conn, p, "escalate", principal=SYSTEM, at=at,
                     comment=f"unanswered for {_hours(at - p.requested_at)}: {owners[i]} is "
                     f"asked as well (after {', '.join(owners[:i])})",
                     payload={"owner": owners[i], "asked": owners[: i + 1]},
@@ -142,7 +128,7 @@ def _refuse_during_stop(ws: Any, what: str) -> None:
         raise ApprovalError(
             f"an org-wide stop is active since {time.strftime('%Y-%m-%d %H:%M', time.localtime(s.since))} "
             f"({s.who}: {s.reason!r}); nothing is {what} until it is lifted.",
-            fix="a domain owner runs splice resume --as NAME",
+            fix="a domain owner runs splice resume",
         )
 
 
@@ -154,10 +140,15 @@ def _requesters(ws: Any, p: Proposal) -> set[str]:
 
 
 def approve(
-    ws: Any, proposal_id: str, *, actor: str, comment: str | None = None, now: float | None = None
+    ws: Any,
+    proposal_id: str,
+    *,
+    principal: Principal,
+    comment: str | None = None,
+    now: float | None = None,
 ) -> Proposal:
     """``splice approve``: a named owner, not the requester, approves a pending proposal."""
-    name = _person(actor, "an approval")
+    name = require(principal, "approve", ws.config.policy).name
     _recover(ws)
     p = refresh(ws, store.load(ws.state, proposal_id), now=now)
     dom = _domain(ws, p)
@@ -174,18 +165,18 @@ def approve(
             raise ApprovalError(
                 f"{name} is not an owner of domain {dom.name}; its owners are "
                 f"{', '.join(dom.owners)}.",
-                fix=f"one of them runs splice approve {cur.proposal_id} --as NAME "
+                fix=f"one of them runs splice approve {cur.proposal_id} "
                 "(or add the owner to [[domains]] in splice.toml)",
             )
         if cur.status == "expired":
             raise ApprovalError(
                 f"proposal {cur.proposal_id} expired unanswered; it can no longer be approved.",
-                fix=f"propose again: splice propose {cur.incident_id} --as NAME",
+                fix=f"propose again: splice propose {cur.incident_id}",
             )
         if cur.status == "draft":
             raise ApprovalError(
                 f"proposal {cur.proposal_id} has no tested undo yet, so it cannot be approved.",
-                fix=f"propose again: splice propose {cur.incident_id} --as NAME",
+                fix=f"propose again: splice propose {cur.incident_id}",
             )
         if cur.status != "pending":
             raise ApprovalError(
@@ -199,16 +190,16 @@ def approve(
     def valid_for(cur: Proposal) -> None:  # an approval is good for the expiry window
         cur.expires_at = at + expiry
 
-    return store.transition(ws.state, p.proposal_id, "approved", actor=name, now=at,
+    return store.transition(ws.state, p.proposal_id, "approved", principal=principal, now=at,
                             comment=comment, check=check, update=valid_for)  # fmt: skip
 
 
 def reject(
-    ws: Any, proposal_id: str, *, actor: str, reason: str, now: float | None = None
+    ws: Any, proposal_id: str, *, principal: Principal, reason: str, now: float | None = None
 ) -> Proposal:
     """``splice reject``: an owner rejects, or the proposer withdraws, an open proposal; an
     owner revokes an approval that was not applied yet."""
-    name = _person(actor, "a rejection")
+    name = require(principal, "reject", ws.config.policy).name
     if not reason.strip():
         raise ApprovalError("a rejection needs a reason.", fix="pass --reason TEXT")
     _recover(ws)
@@ -222,41 +213,44 @@ def reject(
                 raise ApprovalError(
                     f"{name} may not revoke the approval of {cur.proposal_id}: only an owner of "
                     f"{dom.name} ({', '.join(dom.owners)}) may.",
-                    fix=f"one of them runs splice reject {cur.proposal_id} --as NAME --reason ...",
+                    fix=f"one of them runs splice reject {cur.proposal_id} --reason ...",
                 )
             return
         if name_key(name) not in owners | {name_key(cur.created_by)}:
             raise ApprovalError(
                 f"{name} may not reject {cur.proposal_id}: only an owner of {dom.name} "
                 f"({', '.join(dom.owners)}) or its proposer ({cur.created_by}) may.",
-                fix=f"one of them runs splice reject {cur.proposal_id} --as NAME --reason ...",
+                fix=f"one of them runs splice reject {cur.proposal_id} --reason ...",
             )
         if cur.status not in OPEN:
             raise ApprovalError(
                 f"proposal {cur.proposal_id} is {cur.status}; only a draft, pending or approved "
                 "(not yet applied) proposal is rejected.",
-                fix=f"splice undo {cur.proposal_id} --as NAME reverts an applied repair",
+                fix=f"splice undo {cur.proposal_id} reverts an applied repair",
             )
 
-    return store.transition(ws.state, p.proposal_id, "rejected", actor=name, now=now,
+    return store.transition(ws.state, p.proposal_id, "rejected", principal=principal, now=now,
                             comment=reason.strip(), check=check)  # fmt: skip
 
 
-def check_may_undo(ws: Any, p: Proposal, actor: str) -> str:
-    """An undo rewrites production rows: only a named owner of the proposal's domain, and
-    never during an org-wide stop. Returns the normalised name."""
-    name = _person(actor, "an undo")
+def check_may_undo(ws: Any, p: Proposal, principal: Principal) -> Principal:
+    """An undo rewrites production rows: only a person, a named owner of the proposal's
+    domain, and never during an org-wide stop. Returns the principal."""
+    name = require(principal, "undo", ws.config.policy).name
     _refuse_during_stop(ws, "undone")
     dom = _domain(ws, p)
     if name_key(name) not in {name_key(o) for o in dom.owners}:
         raise ApprovalError(
             f"{name} may not undo {p.proposal_id}: an undo rewrites production rows, so only an "
             f"owner of domain {dom.name} ({', '.join(dom.owners)}) may.",
-            fix=f"one of them runs splice undo {p.proposal_id} --as NAME",
+            fix=f"one of them runs splice undo {p.proposal_id}",
         )
-    return name
+    return principal
 
 
-def check_may_apply(ws: Any) -> None:
-    """Nothing is applied during an org-wide stop."""
+def check_may_apply(ws: Any, principal: Principal) -> Principal:
+    """A person with the approve scope applies (or Splice, what it may approve itself); nothing
+    is applied during an org-wide stop."""
+    require(principal, "apply", ws.config.policy)
     _refuse_during_stop(ws, "applied")
+    return principal

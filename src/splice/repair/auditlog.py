@@ -33,6 +33,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from splice.principals import Principal
 from splice.state.store import StateStore, read_audit_head
 
 GENESIS = "0" * 64
@@ -41,6 +42,7 @@ HEAD_KEY = "audit_head"
 KINDS = (
     "propose", "request", "approve", "reject", "escalate", "expire", "stop", "resume",
     "apply", "applied", "failed", "interrupted", "verify", "undo", "receipt", "status",
+    "key-create", "key-revoke",
 )  # fmt: skip
 
 
@@ -83,13 +85,17 @@ def append(
     conn: sqlite3.Connection,
     *,
     kind: str,
-    actor: str,
+    principal: Principal,
     proposal_id: str | None,
     payload: dict[str, Any],
     at: float | None = None,
 ) -> Entry:
     """Append one entry; ``conn`` must be inside a transaction (``StateStore.transaction()``),
-    so the entry is written with the change it records or not at all."""
+    so the entry is written with the change it records or not at all.  The entry's ``actor``
+    is the principal's name; its payload carries the principal (name, kind, how it was
+    authenticated, credential) under ``principal``, so the chain covers it."""
+    actor = principal.name
+    payload = {**payload, "principal": principal.record()}
     head = _head(conn)
     if head is None:
         last = conn.execute(
@@ -119,14 +125,15 @@ def record(
     state: StateStore,
     *,
     kind: str,
-    actor: str,
+    principal: Principal,
     proposal_id: str | None,
     payload: dict[str, Any],
     at: float | None = None,
 ) -> Entry:
     """Append one entry in its own transaction (a receipt, for example)."""
     with state.transaction() as conn:
-        return append(conn, kind=kind, actor=actor, proposal_id=proposal_id, payload=payload, at=at)
+        return append(conn, kind=kind, principal=principal, proposal_id=proposal_id,
+                      payload=payload, at=at)  # fmt: skip
 
 
 def entries(state: StateStore, proposal_id: str | None = None) -> list[Entry]:

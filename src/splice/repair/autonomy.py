@@ -33,6 +33,7 @@ import time
 
 from splice.config import DomainSection, PolicySection, WorkspaceConfig
 from splice.errors import ApprovalError, RepairError
+from splice.principals import Principal
 from splice.repair import auditlog
 from splice.repair.model import Stop
 from splice.state.store import StateStore
@@ -47,8 +48,6 @@ LEVELS: dict[str, str] = {
 #: Change classes Splice may ever approve by itself (at L3/L4, with a proven record).
 AUTO_CLASSES: frozenset[str] = frozenset({"reload_ingestion"})
 STOP_KEY = "stop"
-#: The actor autonomous decisions are recorded under.
-AUTONOMY_ACTOR = "splice-autonomy"
 
 
 def autonomy_decision(
@@ -112,16 +111,20 @@ def active_stop(state: StateStore) -> Stop | None:
 
 
 def stop(
-    state: StateStore, *, actor: str, reason: str, now: float | None = None
+    state: StateStore,
+    config: WorkspaceConfig,
+    *,
+    principal: Principal,
+    reason: str,
+    now: float | None = None,
 ) -> tuple[Stop, bool]:
-    """Start the org-wide stop. Anyone named may pull the brake; returns (the stop, whether it
-    was already active; then nothing changes)."""
-    from splice.names import normalise_name
+    """Start the org-wide stop. Any person with the ``propose`` scope may pull the brake;
+    returns (the stop, whether it was already active; then nothing changes)."""
+    from splice.repair.access import require
 
-    actor, reason = normalise_name(actor), reason.strip()
-    if not actor or not reason:
-        raise ApprovalError("splice stop needs a name and a reason.",
-                            fix="splice stop --as NAME --reason TEXT")  # fmt: skip
+    actor, reason = require(principal, "stop", config.policy).name, reason.strip()
+    if not reason:
+        raise ApprovalError("splice stop needs a reason.", fix="splice stop --reason TEXT")
     now = time.time() if now is None else now
     with state.transaction() as conn:
         current = active_stop(state)
@@ -130,28 +133,27 @@ def stop(
         s = Stop(actor, reason, now)
         conn.execute("INSERT INTO repair_policy(key, value) VALUES (?, ?)",
                      (STOP_KEY, auditlog.canonical(s.as_dict())))  # fmt: skip
-        auditlog.append(conn, kind="stop", actor=actor, proposal_id=None, at=now,
+        auditlog.append(conn, kind="stop", principal=principal, proposal_id=None, at=now,
                         payload={"reason": reason})  # fmt: skip
     return s, False
 
 
 def resume(
-    state: StateStore, config: WorkspaceConfig, *, actor: str, now: float | None = None
+    state: StateStore, config: WorkspaceConfig, *, principal: Principal, now: float | None = None
 ) -> Stop:
     """End the org-wide stop; only a named owner of some domain may (any person when no
     ``[[domains]]`` are declared).  Returns the stop that ended."""
-    from splice.names import name_key, normalise_name
+    from splice.names import name_key
+    from splice.repair.access import require
 
-    actor = normalise_name(actor)
+    actor = require(principal, "resume", config.policy).name
     owners = {name_key(o): o for d in config.domains for o in d.owners}
     if config.domains and name_key(actor) not in owners:
         raise ApprovalError(
             f"{actor or '(no name)'} may not lift the org-wide stop: only an owner of a domain "
             f"may (owners: {', '.join(sorted(owners.values()))}).",
-            fix="ask one of them to run splice resume --as NAME",
+            fix="ask one of them to run splice resume",
         )
-    if name_key(actor) == AUTONOMY_ACTOR:
-        raise ApprovalError("Splice cannot lift its own stop.", fix="a person runs splice resume")
     now = time.time() if now is None else now
     with state.transaction() as conn:
         current = active_stop(state)
@@ -159,7 +161,7 @@ def resume(
             raise RepairError("no org-wide stop is active; nothing to resume.",
                               fix="splice proposals shows the state of every proposal")  # fmt: skip
         conn.execute("DELETE FROM repair_policy WHERE key=?", (STOP_KEY,))
-        auditlog.append(conn, kind="resume", actor=actor, proposal_id=None, at=now,
+        auditlog.append(conn, kind="resume", principal=principal, proposal_id=None, at=now,
                         payload={"stopped_by": current.who, "reason": current.reason,
                                  "since": current.since, "seconds": round(now - current.since, 3)})  # fmt: skip
     return current

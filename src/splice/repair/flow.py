@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from splice.errors import ApprovalError, RepairError
+from splice.principals import SYSTEM, Principal
 from splice.repair import auditlog, store
 from splice.repair.model import Proposal, Step
 
@@ -54,33 +55,31 @@ def propose(
     ws: Any,
     incident_id: str,
     *,
-    actor: str,
+    principal: Principal,
     execution_time: datetime | None = None,
     now: float | None = None,
     progress: Progress | None = None,
 ) -> Proposal:
-    """Draft, store, capture the undo, verify it restores, and request approval."""
+    """Draft, store, capture the undo, verify it restores, and request approval.  The
+    ``principal`` (a person or an agent with the ``propose`` scope) is its requester."""
     from splice.config import parse_duration
-    from splice.names import normalise_name
     from splice.repair import undo
+    from splice.repair.access import require
     from splice.repair.draft import draft_repair
     from splice.repair.recovery import recover_interrupted_applies
     from splice.watch.incidents import get_incident
 
+    require(principal, "propose", ws.config.policy)
     say = progress or (lambda _m: None)
     for note in recover_interrupted_applies(ws):
         say(note)
-    actor = normalise_name(actor)
-    if not actor:
-        raise ApprovalError("a proposal needs the name of who asks for it (a visible name).",
-                            fix="pass --as NAME")  # fmt: skip
     state = ws.state
     inc = get_incident(state.conn, incident_id)
     for p in store.list_proposals(state, target=ws.target, statuses=set(ACTIVE)):
         if p.incident_id == inc.incident_id:
             raise RepairError(
                 f"incident {inc.incident_id} already has proposal {p.proposal_id} ({p.status}).",
-                fix=f"splice proposals shows it; splice reject {p.proposal_id} --as NAME "
+                fix=f"splice proposals shows it; splice reject {p.proposal_id} "
                 "--reason ... to propose again",
             )
     say(f"Drafting the narrowest repair of {inc.incident_id}")
@@ -132,11 +131,11 @@ def propose(
             ),
         },  # fmt: skip
         audit_diff=draft.audit.diff if draft.audit else None,
-        created_by=actor,
+        created_by=principal.name,
         created_at=now,
         expires_at=now + expiry,
     )
-    store.save(state, proposal, now=now)
+    store.save(state, proposal, principal=principal, now=now)
     say(
         f"Copying aside the {draft.cost.get('rows_scoped', 0):,} rows the repair will rewrite (undo)"
     )
@@ -146,7 +145,7 @@ def propose(
     t1 = time.perf_counter()
     undo.verify_restorable(ws, entries)
     t2 = time.perf_counter()
-    return request_approval(ws, proposal.proposal_id, entries, actor=actor, now=now,
+    return request_approval(ws, proposal.proposal_id, entries, principal=principal, now=now,
                             timings={"undo_capture_s": round(t1 - t0, 3),
                                      "undo_restore_test_s": round(t2 - t1, 3)})  # fmt: skip
 
@@ -156,7 +155,7 @@ def request_approval(
     proposal_id: str,
     entries: list[Any],
     *,
-    actor: str,
+    principal: Principal,
     now: float | None = None,
     timings: dict[str, float] | None = None,
 ) -> Proposal:
@@ -172,7 +171,7 @@ def request_approval(
             p.cost = {**p.cost, **timings}
 
     return store.transition(
-        ws.state, proposal_id, "pending", actor=actor, now=at, update=with_undo,
+        ws.state, proposal_id, "pending", principal=principal, now=at, update=with_undo,
         comment="undo captured and verified restorable; approval requested",
         payload={"undo": [{"relation": e.relation, "rows": e.rows, "checksum": e.checksum}
                           for e in entries]},
@@ -183,20 +182,25 @@ def apply(
     ws: Any,
     proposal_id: str,
     *,
-    actor: str,
+    principal: Principal,
     execution_time: datetime | str | None = None,
     progress: Progress | None = None,
     run_progress: Any = None,
     now: float | None = None,
 ) -> Applied:
-    """Run an approved proposal as one journaled run, then verify it and write the receipt."""
+    """Run an approved proposal as one journaled run, then verify it and write the receipt.
+
+    A person with the ``approve`` scope applies; Splice itself (:data:`~splice.principals.SYSTEM`)
+    applies only a pending proposal that the autonomy rules let it approve itself."""
     from splice.repair import undo
+    from splice.repair.access import require
     from splice.repair.apply_plan import repair_plan
     from splice.repair.approvals import check_may_apply, refresh
     from splice.repair.recovery import recover_in_session, recover_interrupted_applies
     from splice.repair.verify import verify
     from splice.watch.incidents import get_incident
 
+    require(principal, "apply", ws.config.policy)  # who: before anything is read or recovered
     say = progress or (lambda _m: None)
     state = ws.state
     for note in recover_interrupted_applies(ws):
@@ -205,15 +209,21 @@ def apply(
     if p.status in ("applied", "applying"):
         raise RepairError(f"proposal {p.proposal_id} is already {p.status}; it runs once.",
                           fix=f"splice receipt {p.proposal_id} shows what it did")  # fmt: skip
+    if principal.auth == "system" and p.status != "pending":
+        raise ApprovalError(
+            f"proposal {p.proposal_id} is {p.status}; Splice applies by itself only a pending "
+            "proposal it may approve itself.",
+            fix=f"an owner of {p.domain} runs splice apply {p.proposal_id}",
+        )
     if p.status != "approved":
         p = _approve_autonomously(ws, p, now=now)
-    check_may_apply(ws)
+    check_may_apply(ws, principal)
     say("Checking the warehouse still holds what the undo recorded")
     undo.check_as_requested(ws, p)
     undo.check_unchanged(ws, p.undo)
     from splice.run.journal import this_host
 
-    p = store.transition(state, p.proposal_id, "applying", actor=actor, now=now,
+    p = store.transition(state, p.proposal_id, "applying", principal=principal, now=now,
                          payload={"pid": os.getpid(), "host": this_host()})  # fmt: skip
     plan = repair_plan(ws, p)
     say(f"Running the repair: {', '.join(s.kind for s in p.steps)}")
@@ -223,7 +233,7 @@ def apply(
                       command=f"splice apply {p.proposal_id}", recover=recover_in_session)  # fmt: skip
     done = "applied" if report.ok else "failed"
     p = store.transition(
-        state, p.proposal_id, done, actor=actor,
+        state, p.proposal_id, done, principal=principal,
         comment=f"run {report.run_id}: {report.status}",
         payload={"run_id": report.run_id, "status": report.status, "counts": report.counts()},
     )  # fmt: skip
@@ -239,21 +249,20 @@ def apply(
         say("Verifying: the incident's metrics measured afresh")
         verification = verify(ws, get_incident(state.conn, p.incident_id),
                               proposal_id=p.proposal_id)  # fmt: skip
-        auditlog.record(state, kind="verify", actor=actor, proposal_id=p.proposal_id,
+        auditlog.record(state, kind="verify", principal=principal, proposal_id=p.proposal_id,
                         payload=verification.as_dict())  # fmt: skip
     result = Applied(p, report, verification)
-    result.receipt = write_receipt(ws, p.proposal_id, actor=actor)
+    result.receipt = write_receipt(ws, p.proposal_id, principal=principal)
     return result
 
 
 def _restore_after_failure(ws: Any, p: Proposal, run_id: str) -> None:
     """A failed repair never leaves half its work behind: the undo is restored at once."""
     from splice.repair import undo
-    from splice.repair.approvals import SYSTEM_ACTOR
 
     after = undo.restore(ws, p.undo)
     store.transition(
-        ws.state, p.proposal_id, "undone", actor=SYSTEM_ACTOR,
+        ws.state, p.proposal_id, "undone", principal=SYSTEM,
         comment=f"run {run_id} failed; the warehouse was restored from the undo (checksums equal)",
         payload={"run_id": run_id, "restored": [{"relation": e.relation, "checksum": c}
                                                 for e, c in zip(p.undo, after, strict=True)]},
@@ -262,19 +271,14 @@ def _restore_after_failure(ws: Any, p: Proposal, run_id: str) -> None:
 
 def _approve_autonomously(ws: Any, p: Proposal, *, now: float | None) -> Proposal:
     """At L3/L4, a proven change class may be approved by Splice itself; otherwise refuse."""
-    from splice.repair.autonomy import (
-        AUTONOMY_ACTOR,
-        active_stop,
-        autonomy_decision,
-        clean_record,
-    )
+    from splice.repair.autonomy import active_stop, autonomy_decision, clean_record
     from splice.repair.domains import domain_named
 
     dom = domain_named(ws.config, p.domain)
     if p.status != "pending" or dom is None:
         raise ApprovalError(
             f"proposal {p.proposal_id} is {p.status}; only an approved proposal is applied.",
-            fix=f"a named owner runs splice approve {p.proposal_id} --as NAME",
+            fix=f"a named owner runs splice approve {p.proposal_id}",
         )
     ok, why = autonomy_decision(
         dom, p.change_class, clean_record(ws.state, p.domain, p.change_class),
@@ -285,9 +289,9 @@ def _approve_autonomously(ws: Any, p: Proposal, *, now: float | None) -> Proposa
         raise ApprovalError(
             f"proposal {p.proposal_id} is not approved, and Splice may not approve it itself: "
             f"{why}.",
-            fix=f"an owner of {dom.name} ({owners}) runs splice approve {p.proposal_id} --as NAME",
+            fix=f"an owner of {dom.name} ({owners}) runs splice approve {p.proposal_id}",
         )
-    return store.transition(ws.state, p.proposal_id, "approved", actor=AUTONOMY_ACTOR, now=now,
+    return store.transition(ws.state, p.proposal_id, "approved", principal=SYSTEM, now=now,
                             comment=f"approved autonomously: {why}")  # fmt: skip
 
 
@@ -319,8 +323,9 @@ def receipt(ws: Any, proposal_id: str) -> dict[str, Any]:
                          verification, audit_head=state.audit_head())  # fmt: skip
 
 
-def write_receipt(ws: Any, proposal_id: str, *, actor: str) -> dict[str, Any]:
+def write_receipt(ws: Any, proposal_id: str, *, principal: Principal) -> dict[str, Any]:
     """Build the receipt and append it to the audit log (hash-chained)."""
     r = receipt(ws, proposal_id)
-    auditlog.record(ws.state, kind="receipt", actor=actor, proposal_id=r["proposal"], payload=r)
+    auditlog.record(ws.state, kind="receipt", principal=principal, proposal_id=r["proposal"],
+                    payload=r)  # fmt: skip
     return r

@@ -182,6 +182,8 @@ class Proposal:
     status: str = "draft"
     undo: list[UndoEntry] = field(default_factory=list)
     requested_at: float | None = None
+    #: who asked for it (:meth:`splice.principals.Principal.record`); None before principals
+    requester: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {}
@@ -218,6 +220,7 @@ class Proposal:
             status=d.get("status") or "draft",
             undo=[UndoEntry.from_dict(u) for u in d.get("undo") or []],
             requested_at=(float(d["requested_at"]) if d.get("requested_at") is not None else None),
+            requester=dict(d["requester"]) if d.get("requester") else None,
         )
 
 
@@ -230,9 +233,17 @@ class Decision:
     actor: str
     comment: str | None
     at: float
+    principal_kind: str | None = None  # person | agent (None: recorded before principals)
+    principal_auth: str | None = None  # os-user | cli-as | api-key | oauth | stdio | system
+    principal_credential: str | None = None  # an API key's id, a token's subject
+
+    @property
+    def principal(self) -> dict[str, Any]:
+        return {"name": self.actor, "kind": self.principal_kind, "auth": self.principal_auth,
+                "credential": self.principal_credential}  # fmt: skip
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "principal": self.principal}
 
 
 @dataclass(frozen=True)

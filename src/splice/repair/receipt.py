@@ -1,7 +1,8 @@
 """The receipt of a repair: what a finance reader can read, as data and as Markdown.
 
-Cause, scope, who approved it and when, the runs, the verification figures before and after,
-and the undo.  Built from plain dicts (the proposal's ``as_dict()``, the decisions, the run
+Cause, scope, who asked for it and who approved it, when, and how each was authenticated (the
+principal of every decision: person or agent, os-user, cli-as, api-key, oauth...), the runs,
+the verification figures before and after, and the undo.  Built from plain dicts (the proposal's ``as_dict()``, the decisions, the run
 summaries, the verification), so the same receipt is printed, returned over MCP and written
 to the audit log.
 """
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Any
+
+from splice.principals import describe
 
 
 def _when(ts: float | None) -> str:
@@ -44,8 +47,16 @@ def build_receipt(
         "change_class": proposal.get("change_class"),
         "domain": proposal.get("domain"),
         "requested_by": proposal.get("created_by"),
+        "requester": proposal.get("requester"),
         "approved_by": [
-            {"by": a.get("actor"), "at": a.get("at"), "comment": a.get("comment")}
+            {
+                "by": a.get("actor"),
+                "kind": a.get("principal_kind"),
+                "auth": a.get("principal_auth"),
+                "credential": a.get("principal_credential"),
+                "at": a.get("at"),
+                "comment": a.get("comment"),
+            }
             for a in approvals
         ],  # fmt: skip
         "decisions": decisions,
@@ -84,11 +95,15 @@ def receipt_markdown(r: dict[str, Any]) -> str:
     lines.append(f"- Cause: {r.get('cause') or '-'}")
     scope = r.get("scope") or {}
     lines.append(f"- Scope: {scope.get('start')} .. {scope.get('end')}")
-    lines.append(f"- Requested by: {r.get('requested_by') or '-'}")
+    requester = r.get("requester") or {"name": r.get("requested_by") or "-"}
+    lines.append(f"- Requested by: {describe(requester)}")
     if r.get("approved_by"):
         for a in r["approved_by"]:
             note = f" ({a['comment']})" if a.get("comment") else ""
-            lines.append(f"- Approved by: {a['by']} at {_when(a.get('at'))}{note}")
+            by = describe(
+                {"name": a["by"], **{k: a.get(k) for k in ("kind", "auth", "credential")}}
+            )
+            lines.append(f"- Approved by: {by} at {_when(a.get('at'))}{note}")
     else:
         lines.append("- Approved by: nobody")
     cost = r.get("cost") or {}
@@ -125,6 +140,15 @@ def receipt_markdown(r: dict[str, Any]) -> str:
                 lines.append("")
                 lines.append(f"{len(figs) - len(shown)} other measurement(s) in the scope did "
                              "not change (all of them: --json).")  # fmt: skip
+    decided = r.get("decisions") or []
+    if decided:
+        lines += ["", "## Decisions", "",
+                  "Each decision, who made it, and how they were authenticated:", ""]  # fmt: skip
+        for d in decided:
+            rec = d.get("principal") or {"name": d.get("actor"), "kind": d.get("principal_kind"),
+                                         "auth": d.get("principal_auth"),
+                                         "credential": d.get("principal_credential")}  # fmt: skip
+            lines.append(f"- {_when(d.get('at'))} {d.get('decision')} by {describe(rec)}")
     lines += ["", "## Undo", ""]
     undo = r.get("undo") or []
     if not undo:
@@ -134,7 +158,7 @@ def receipt_markdown(r: dict[str, Any]) -> str:
         lines.append(f"- {u.get('relation')}{rng}: {u.get('rows')} rows, checksum "
                      f"{str(u.get('checksum'))[:16]}, saved to {u.get('saved_to')}")  # fmt: skip
     lines.append("")
-    lines.append(f"`splice undo {r['proposal']} --as NAME` restores every relation above exactly.")
+    lines.append(f"`splice undo {r['proposal']}` (an owner) restores every relation above exactly.")
     head = r.get("audit_head")
     if head:
         lines += ["", f"Audit log head when this receipt was written: entry {head['seq']}, "

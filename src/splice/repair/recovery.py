@@ -84,8 +84,8 @@ def recover_in_session(ws: Any) -> list[str]:
 
 
 def _recover(ws: Any, p: Proposal) -> str:
+    from splice.principals import SYSTEM
     from splice.repair import undo
-    from splice.repair.approvals import SYSTEM_ACTOR
     from splice.run.children import kill_orphans
     from splice.watch.incidents import reopen_incident
 
@@ -98,14 +98,14 @@ def _recover(ws: Any, p: Proposal) -> str:
     except Exception as e:  # noqa: BLE001 - recorded on the proposal; a person acts on it
         message = getattr(e, "message", None) or f"{type(e).__name__}: {e}"
         store.transition(
-            ws.state, p.proposal_id, "interrupted", actor=SYSTEM_ACTOR,
+            ws.state, p.proposal_id, "interrupted", principal=SYSTEM,
             comment=f"{dead}; restoring its undo FAILED: {message}",
             payload={"restored": False, "error": message, "killed_children": killed},
         )  # fmt: skip
         return (f"{dead}; its undo could not be restored ({message}): the warehouse may hold "
-                f"part of the repair; splice undo {p.proposal_id} --as NAME retries")  # fmt: skip
+                f"part of the repair; splice undo {p.proposal_id} retries")  # fmt: skip
     store.transition(
-        ws.state, p.proposal_id, "interrupted", actor=SYSTEM_ACTOR,
+        ws.state, p.proposal_id, "interrupted", principal=SYSTEM,
         comment=f"{dead}; the warehouse was restored from its undo (checksums equal)",
         payload={"restored": [{"relation": e.relation, "checksum": c}
                               for e, c in zip(p.undo, after, strict=True)],

@@ -7,9 +7,12 @@ from typing import Any
 
 def proposal_lines(p: Any) -> list[str]:
     """Plain lines: what runs, in order; what a person could run instead; undo; cost; audit."""
+    from splice.principals import describe
+
     lines = [f"{p.proposal_id} [{p.status}] {p.title}"]
+    by = describe(p.requester) if p.requester else p.created_by
     lines.append(f"  incident {p.incident_id}; domain {p.domain}; change class {p.change_class}; "
-                 f"requested by {p.created_by}")  # fmt: skip
+                 f"requested by {by}")  # fmt: skip
     lines.append(f"Cause: {p.cause}")
     lines.append(f"Scope: {p.scope_start}..{p.scope_end}")
     lines.append("Steps (one journaled run; a failed step skips the ones after it):")

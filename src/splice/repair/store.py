@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from splice.errors import RepairError
+from splice.principals import Principal
 from splice.repair import auditlog
 from splice.repair.model import TRANSITIONS, Decision, Proposal, can_move
 from splice.state.store import StateStore
@@ -47,13 +48,19 @@ def new_proposal_id(state: StateStore) -> str:
 
 
 def _row_values(p: Proposal, now: float) -> tuple[Any, ...]:
+    who = p.requester or {}
     return (p.incident_id, p.target, p.domain, p.status, auditlog.canonical(p.as_dict()),
-            p.created_by, p.created_at, p.expires_at, now)  # fmt: skip
+            p.created_by, p.created_at, p.expires_at, now, who.get("kind"), who.get("auth"),
+            who.get("credential"))  # fmt: skip
 
 
-def save(state: StateStore, proposal: Proposal, *, now: float | None = None) -> Proposal:
-    """Store a new proposal (as a draft, normally) and log that it was proposed."""
+def save(
+    state: StateStore, proposal: Proposal, *, principal: Principal, now: float | None = None
+) -> Proposal:
+    """Store a new proposal (as a draft, normally) requested by ``principal`` (its requester
+    and ``created_by``), and log that it was proposed."""
     now = time.time() if now is None else now
+    proposal.created_by, proposal.requester = principal.name, principal.record()
     with state.transaction() as conn:
         exists = conn.execute(
             "SELECT 1 FROM repair_proposals WHERE proposal_id = ? COLLATE NOCASE",
@@ -66,12 +73,12 @@ def save(state: StateStore, proposal: Proposal, *, now: float | None = None) -> 
             )
         conn.execute(
             "INSERT INTO repair_proposals(incident_id, target, domain, status, payload, "
-            "created_by, created_at, expires_at, updated_at, proposal_id) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?)",
+            "created_by, created_at, expires_at, updated_at, requester_kind, requester_auth, "
+            "requester_credential, proposal_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (*_row_values(proposal, now), proposal.proposal_id),
         )
         auditlog.append(
-            conn, kind="propose", actor=proposal.created_by, proposal_id=proposal.proposal_id,
+            conn, kind="propose", principal=principal, proposal_id=proposal.proposal_id,
             at=now, payload={"incident_id": proposal.incident_id, "domain": proposal.domain,
                              "change_class": proposal.change_class, "title": proposal.title,
                              "status": proposal.status,
@@ -81,9 +88,20 @@ def save(state: StateStore, proposal: Proposal, *, now: float | None = None) -> 
     return proposal
 
 
+_COLUMNS = "payload, status, created_by, requester_kind, requester_auth, requester_credential"
+
+
+def _proposal(row: tuple[Any, ...]) -> Proposal:
+    p = Proposal.from_dict(json.loads(row[0]))
+    p.status = row[1]
+    if p.requester is None and row[4]:  # asked for before principals: what the migration knew
+        p.requester = {"name": row[2], "kind": row[3], "auth": row[4], "credential": row[5]}
+    return p
+
+
 def _load(conn: sqlite3.Connection, proposal_id: str) -> Proposal:
     row = conn.execute(
-        "SELECT payload, status FROM repair_proposals WHERE proposal_id = ? COLLATE NOCASE",
+        f"SELECT {_COLUMNS} FROM repair_proposals WHERE proposal_id = ? COLLATE NOCASE",
         (proposal_id.strip(),),
     ).fetchone()
     if row is None:
@@ -94,9 +112,7 @@ def _load(conn: sqlite3.Connection, proposal_id: str) -> Proposal:
             + (f" (known: {', '.join(known)})." if known else "; there are no proposals yet."),
             fix="splice proposals lists them",
         )
-    p = Proposal.from_dict(json.loads(row[0]))
-    p.status = row[1]
-    return p
+    return _proposal(row)
 
 
 def load(state: StateStore, proposal_id: str) -> Proposal:
@@ -108,7 +124,7 @@ def list_proposals(
     state: StateStore, *, target: str | None = None, statuses: set[str] | None = None
 ) -> list[Proposal]:
     """Proposals, newest first."""
-    q = "SELECT payload, status FROM repair_proposals"
+    q = f"SELECT {_COLUMNS} FROM repair_proposals"
     where: list[str] = []
     args: list[Any] = []
     if target is not None:
@@ -121,17 +137,14 @@ def list_proposals(
         args.extend(sorted(statuses))
     if where:
         q += " WHERE " + " AND ".join(where)
-    out = []
-    for payload, status in state.conn.execute(q + " ORDER BY created_at DESC, rowid DESC", args):
-        p = Proposal.from_dict(json.loads(payload))
-        p.status = status
-        out.append(p)
-    return out
+    rows = state.conn.execute(q + " ORDER BY created_at DESC, rowid DESC", args)
+    return [_proposal(r) for r in rows]
 
 
 def decisions(state: StateStore, proposal_id: str) -> list[Decision]:
     rows = state.conn.execute(
-        "SELECT proposal_id, decision, actor, comment, at FROM repair_decisions "
+        "SELECT proposal_id, decision, actor, comment, at, principal_kind, principal_auth, "
+        "principal_credential FROM repair_decisions "
         "WHERE proposal_id = ? COLLATE NOCASE ORDER BY at, rowid",
         (proposal_id,),
     )
@@ -141,7 +154,8 @@ def decisions(state: StateStore, proposal_id: str) -> list[Decision]:
 def _write(conn: sqlite3.Connection, p: Proposal, now: float) -> None:
     conn.execute(
         "UPDATE repair_proposals SET incident_id=?, target=?, domain=?, status=?, payload=?, "
-        "created_by=?, created_at=?, expires_at=?, updated_at=? WHERE proposal_id=?",
+        "created_by=?, created_at=?, expires_at=?, updated_at=?, requester_kind=?, "
+        "requester_auth=?, requester_credential=? WHERE proposal_id=?",
         (*_row_values(p, now), p.proposal_id),
     )
 
@@ -151,20 +165,22 @@ def note(
     p: Proposal,
     decision: str,
     *,
-    actor: str,
+    principal: Principal,
     comment: str | None,
     at: float,
     payload: dict[str, Any] | None = None,
 ) -> None:
     """A decision that does not change the status (an escalation), with its log entry;
-    ``conn`` must be inside a transaction."""
+    ``conn`` must be inside a transaction.  The row and the entry record the principal."""
     conn.execute(
-        "INSERT INTO repair_decisions(proposal_id, decision, actor, comment, at) VALUES (?,?,?,?,?)",
-        (p.proposal_id, decision, actor, comment, at),
-    )
+        "INSERT INTO repair_decisions(proposal_id, decision, actor, comment, at, principal_kind, "
+        "principal_auth, principal_credential) VALUES (?,?,?,?,?,?,?,?)",
+        (p.proposal_id, decision, principal.name, comment, at, principal.kind, principal.auth,
+         principal.credential),
+    )  # fmt: skip
     body = {"status": p.status, "comment": comment, **(payload or {})}
     auditlog.append(
-        conn, kind=decision, actor=actor, proposal_id=p.proposal_id, payload=body, at=at
+        conn, kind=decision, principal=principal, proposal_id=p.proposal_id, payload=body, at=at
     )
 
 
@@ -173,7 +189,7 @@ def transition(
     proposal_id: str,
     to: str,
     *,
-    actor: str,
+    principal: Principal,
     comment: str | None = None,
     now: float | None = None,
     check: Callable[[Proposal], None] | None = None,
@@ -207,6 +223,6 @@ def transition(
             update(p)
         p.status = to
         _write(conn, p, now)
-        note(conn, p, DECISION_FOR[to], actor=actor, comment=comment, at=now,
+        note(conn, p, DECISION_FOR[to], principal=principal, comment=comment, at=now,
              payload={"from": before, "to": to, **(payload or {})})  # fmt: skip
     return p

@@ -28,6 +28,7 @@ from sqlglot import exp
 
 from splice.errors import RepairError
 from splice.graph.relations import parse_relation
+from splice.principals import Principal
 from splice.repair.model import UndoEntry
 from splice.sqlrows import ROW, checksum_query, checksum_select, in_range, rows_query, table
 
@@ -207,7 +208,7 @@ def check_unchanged(ws: Any, entries: list[UndoEntry]) -> None:
         raise RepairError(
             f"the warehouse changed since the undo was taken ({names}); applying now could not "
             "be undone exactly.",
-            fix="reject this proposal and propose again (splice reject ID --as NAME; splice propose)",
+            fix="reject this proposal and propose again (splice reject ID; splice propose)",
         )
 
 
@@ -260,15 +261,18 @@ def restore(ws: Any, entries: list[UndoEntry]) -> list[str]:
         return _put_back(con, ws, entries, keep=True)
 
 
-def undo(ws: Any, proposal_id: str, *, actor: str, now: float | None = None) -> Any:
-    """``splice undo``: restore an applied (or failed) proposal's undo and record it."""
+def undo(ws: Any, proposal_id: str, *, principal: Principal, now: float | None = None) -> Any:
+    """``splice undo``: restore an applied (or failed) proposal's undo and record it.
+    ``principal``: a :class:`~splice.principals.Principal`, a person owning the domain."""
     from splice.repair import store
+    from splice.repair.access import require
     from splice.repair.approvals import check_may_undo
     from splice.repair.recovery import recover_interrupted_applies
 
+    require(principal, "undo", ws.config.policy)  # who: before anything is recovered
     recover_interrupted_applies(ws)
     p = store.load(ws.state, proposal_id)
-    actor = check_may_undo(ws, p, actor)
+    check_may_undo(ws, p, principal)
     if p.status not in ("applied", "failed", "interrupted"):
         raise RepairError(
             f"proposal {p.proposal_id} is {p.status}; only an applied, failed or interrupted "
@@ -283,7 +287,7 @@ def undo(ws: Any, proposal_id: str, *, actor: str, now: float | None = None) -> 
     after = restore(ws, p.undo)
     seconds = round(time.perf_counter() - started, 3)
     p = store.transition(
-        ws.state, p.proposal_id, "undone", actor=actor, now=now,
+        ws.state, p.proposal_id, "undone", principal=principal, now=now,
         comment=f"restored {len(p.undo)} relation(s), checksums equal",
         payload={"restored": [{"relation": e.relation, "rows": e.rows, "checksum": c}
                               for e, c in zip(p.undo, after, strict=True)],
@@ -297,7 +301,7 @@ def undo(ws: Any, proposal_id: str, *, actor: str, now: float | None = None) -> 
     if problem:  # the undo stands; say that the measurements lag behind it
         from splice.repair import auditlog
 
-        auditlog.record(ws.state, kind="status", actor=actor, proposal_id=p.proposal_id,
+        auditlog.record(ws.state, kind="status", principal=principal, proposal_id=p.proposal_id,
                         payload={"comment": f"the metrics were not measured again after the "
                                  f"undo: {problem}; the next splice watch measures them"})  # fmt: skip
     return p

@@ -291,4 +291,35 @@ MIGRATIONS: list[tuple[int, str]] = [
             ON notify_deliveries (status, next_attempt_at)
         """,
     ),
+    (
+        # Principals (splice.principals): who decided, as what (person or agent) and how they
+        # were authenticated, on every decision and proposal; API keys, stored as a salted hash
+        # only (splice.keys). Decisions from before principals were names given with --as:
+        # they are marked cli-as (Splice's own as its system principal), their kind unknown.
+        8,
+        """
+        ALTER TABLE repair_decisions ADD COLUMN principal_kind TEXT;
+        ALTER TABLE repair_decisions ADD COLUMN principal_auth TEXT;
+        ALTER TABLE repair_decisions ADD COLUMN principal_credential TEXT;
+        UPDATE repair_decisions SET principal_kind = 'agent', principal_auth = 'system'
+            WHERE actor IN ('splice', 'splice-autonomy');
+        UPDATE repair_decisions SET principal_auth = 'cli-as' WHERE principal_auth IS NULL;
+        ALTER TABLE repair_proposals ADD COLUMN requester_kind TEXT;
+        ALTER TABLE repair_proposals ADD COLUMN requester_auth TEXT;
+        ALTER TABLE repair_proposals ADD COLUMN requester_credential TEXT;
+        UPDATE repair_proposals SET requester_auth = 'cli-as';
+        CREATE TABLE IF NOT EXISTS api_keys (
+            key_id TEXT PRIMARY KEY,
+            principal TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            scopes TEXT NOT NULL,
+            secret_hash TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            created_by TEXT NOT NULL,
+            last_used_at REAL,
+            revoked_at REAL,
+            revoked_by TEXT
+        )
+        """,
+    ),
 ]

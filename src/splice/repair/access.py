@@ -1,0 +1,107 @@
+"""Who may decide at all: the rules every principal meets before a decision, in the library.
+
+The rules of a decision itself (an owner of the domain, never the requester, no org-wide stop)
+are in :mod:`splice.repair.approvals`; these come first and hold whatever layer calls:
+
+- ``propose`` needs the ``propose`` scope; a person or an agent may propose.
+- ``approve``, ``reject``, ``apply``, ``undo``, ``stop`` and ``resume`` need a **person**: an
+  agent never decides, whatever its scopes.  ``approve``, ``apply``, ``undo`` and ``resume``
+  need the ``approve`` scope; ``reject`` and ``stop`` the ``propose`` scope.
+- With ``[policy] decisions = "server"`` those six are refused to the command line's
+  principals (``os-user``, ``cli-as``): a decision is made only through ``splice serve``.
+- Splice's own principal (:data:`splice.principals.SYSTEM`) applies only what it may approve
+  itself (:func:`splice.repair.flow.apply` checks the autonomy rules).
+
+>>> from splice.principals import Principal
+>>> bot = Principal.of("claude", kind="agent", auth="api-key", credential="k1")
+>>> require(bot, "propose").name
+'claude'
+>>> require(bot, "approve")
+Traceback (most recent call last):
+...
+splice.errors.AccessError: claude (agent, api-key) may not approve: an agent never decides (approve, reject, apply, undo, stop, resume), whatever its scopes; a person does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from splice.errors import AccessError
+from splice.principals import Principal, os_user, os_user_principal
+
+#: action -> (the scope it needs, whether only a person may do it)
+ACTIONS: dict[str, tuple[str, bool]] = {
+    "propose": ("propose", False),
+    "approve": ("approve", True),
+    "reject": ("propose", True),
+    "apply": ("approve", True),
+    "undo": ("approve", True),
+    "stop": ("propose", True),
+    "resume": ("approve", True),
+}
+DECISIONS = tuple(a for a, (_s, person) in ACTIONS.items() if person)
+#: How the command line authenticates (``[policy] decisions = "server"`` refuses them).
+CLI_AUTHS = frozenset({"os-user", "cli-as"})
+#: Names Splice records its own decisions under; no person decides under them.
+RESERVED = frozenset({"splice", "splice-autonomy"})
+
+
+def require(principal: Principal, action: str, policy: Any = None) -> Principal:
+    """``principal`` if it may ``action`` at all (see module); else an AccessError that names
+    the principal and what to do instead.  ``policy``: the workspace's ``[policy]``."""
+    if not isinstance(principal, Principal):
+        raise TypeError(f"a decision needs a Principal, not {type(principal).__name__}")
+    scope, person_only = ACTIONS[action]
+    who = principal.label()
+    if principal.auth == "system":
+        if action == "apply":  # Splice's own dispatch; flow.apply holds it to the autonomy rules
+            return principal
+        raise AccessError(f"Splice's own principal may not {action}; a person does.",
+                          fix=f"a person runs splice {action}")  # fmt: skip
+    if person_only and principal.kind != "person":
+        raise AccessError(
+            f"{who} may not {action}: an agent never decides ({', '.join(DECISIONS)}), "
+            "whatever its scopes; a person does.",
+            fix="an agent proposes (splice propose, or the propose tool); a person with the "
+            f"approve scope runs splice {action}",
+        )
+    if person_only and principal.key in RESERVED:
+        raise AccessError(
+            f"{principal.name!r} is the name Splice records its own decisions under; a person "
+            "decides under their own name.",
+            fix="decide as yourself (without --as, or with --as YOUR_NAME where allowed)",
+        )
+    if not principal.may(scope):
+        held = ", ".join(sorted(principal.scopes)) or "none"
+        raise AccessError(
+            f"{who} may not {action}: that needs the {scope!r} scope, and it holds: {held}.",
+            fix=f"use a key made with --scopes including {scope} (splice keys create), or ask "
+            f"someone who holds it to {action}",
+        )
+    if (person_only and policy is not None and policy.decisions == "server"
+            and principal.auth in CLI_AUTHS):  # fmt: skip
+        raise AccessError(
+            f'splice.toml sets [policy] decisions = "server": {action} is decided only through '
+            f"the server (splice serve), by an authenticated principal; {who} on the command "
+            "line may not.",
+            fix=f"{action} through splice serve (its web page or /mcp tools) with your API key "
+            'or sign-in; or set [policy] decisions = "anywhere"',
+        )
+    return principal
+
+
+def cli_principal(policy: Any, as_name: str | None) -> Principal:
+    """The command line's principal: the operating-system user, or ``--as NAME`` (auth
+    ``cli-as``) where ``[policy] allow_as = true``; otherwise ``--as`` is refused."""
+    if as_name is None:
+        return os_user_principal()
+    if not getattr(policy, "allow_as", False):
+        me = os_user()
+        raise AccessError(
+            f"--as {as_name.strip()!r} is refused: splice.toml [policy] allow_as is false, so the "
+            f"command line records who runs it (the operating-system user {me!r}), not a name "
+            "given.",
+            fix=f"drop --as to decide as {me}; set [policy] allow_as = true only in a single-user "
+            "set-up; or decide through splice serve with your own key",
+        )
+    return Principal.of(as_name, kind="person", auth="cli-as")
