@@ -184,6 +184,11 @@ def revoke(
     return get(state, rec.key_id)
 
 
+#: Seconds within which a key's last-used time is not written again (a busy server would
+#: otherwise write the state on every request).
+LAST_USED_RESOLUTION = 60.0
+
+
 def authenticate(state: StateStore, raw: str, *, now: float | None = None) -> Principal:
     """The principal a key stands for (auth ``api-key``, credential its id), recording when it
     was last used; a malformed, unknown, wrong or revoked key is refused alike."""
@@ -191,7 +196,7 @@ def authenticate(state: StateStore, raw: str, *, now: float | None = None) -> Pr
     row = None
     if parsed is not None:
         row = state.conn.execute(
-            "SELECT principal, kind, scopes, secret_hash, revoked_at FROM api_keys "
+            "SELECT principal, kind, scopes, secret_hash, revoked_at, last_used_at FROM api_keys "
             "WHERE key_id = ?",
             (parsed[0],),
         ).fetchone()
@@ -200,6 +205,7 @@ def authenticate(state: StateStore, raw: str, *, now: float | None = None) -> Pr
     if parsed is None or row is None or not ok or row[4] is not None:
         raise AccessError(INVALID, fix=INVALID_FIX)
     now = time.time() if now is None else now
-    with state.transaction() as conn:
-        conn.execute("UPDATE api_keys SET last_used_at=? WHERE key_id=?", (now, parsed[0]))
+    if row[5] is None or now - row[5] >= LAST_USED_RESOLUTION:  # not a write per request
+        with state.transaction() as conn:
+            conn.execute("UPDATE api_keys SET last_used_at=? WHERE key_id=?", (now, parsed[0]))
     return Principal.of(row[0], kind=row[1], auth="api-key", scopes=row[2], credential=parsed[0])

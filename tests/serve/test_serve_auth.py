@@ -85,13 +85,15 @@ def served(stale_story: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         f.write(serve_config(port, idp))
     keys = {
         "agent": make_key(ws, "ci-agent", "agent", "read,propose"),
-        "agent-approve": make_key(ws, "rogue-agent", "agent", "read,propose,approve"),
         "sam": make_key(ws, "sam", "person", "read,propose,approve"),
         "lee": make_key(ws, "lee", "person", "read,propose,approve"),
         "reader": make_key(ws, "rita", "person", "read"),
         "no-read": make_key(ws, "nora", "person", "propose"),
         "revoked": make_key(ws, "old-bot", "agent", "read"),
     }
+    refused = splice(ws, "keys", "create", "--principal", "rogue", "--kind", "agent", "--scopes",
+                     "read,approve")  # fmt: skip
+    assert refused.returncode == 2 and "agent" in refused.stderr  # an agent never approves
     key_id = keys["revoked"].split("_")[1]
     r = splice(ws, "keys", "revoke", key_id)
     assert r.returncode == 0, r.stderr
@@ -226,7 +228,9 @@ def test_agent_proposes_owner_approves_over_mcp_and_it_applies(served: Served) -
         assert "propose" in msg and "scope" in msg
         msg = await refused(s.keys["agent"], "approve_proposal", proposal_id=pid)
         assert "agent" in msg
-        msg = await refused(s.keys["agent-approve"], "approve_proposal", proposal_id=pid)
+        # an agent token from the identity provider, with every scope, is refused too
+        bot = s.token(sub="ci-bot-account", azp="ci-bot", scope="splice:approve")
+        msg = await refused(bot, "approve_proposal", proposal_id=pid)
         assert "agent" in msg
         msg = await refused(s.keys["lee"], "approve_proposal", proposal_id=pid)
         assert "owner" in msg
@@ -236,7 +240,7 @@ def test_agent_proposes_owner_approves_over_mcp_and_it_applies(served: Served) -
             applied = await call(maria, "apply_proposal", proposal_id=pid)
             receipt = await call(maria, "get_receipt", proposal_id=pid)
             audit = await call(maria, "verify_audit_log")
-        assert audit["ok"] is True
+        assert audit["intact"] is True
         return approved, applied, receipt
 
     approved, applied, receipt = anyio.run(main)
