@@ -117,6 +117,9 @@ name = "pricing"
 nodes = ["pricing:*"]
 owners = ["maria", "sam"]
 autonomy = "L2"
+
+[policy]
+allow_as = true  # the tests play several people on one machine
 """
 
 

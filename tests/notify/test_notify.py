@@ -22,6 +22,7 @@ from notify_support import (
     smtp_server,
     write_workspace,
 )
+from tests.repair.principals_support import as_principal, person
 
 from splice import api
 from splice.cli.main import cli, register_commands
@@ -46,12 +47,12 @@ def _pending(ws: Workspace, *, by: str = "splice-agent", t0: float = T0) -> Prop
               date(2026, 9, 29), ["sqlmesh", "plan"])],
         ["sqlmesh plan prod --restate-model fx.daily_rates"], {}, None, by, t0, t0 + 4 * HOUR,
     )  # fmt: skip
-    store.save(ws.state, p, now=t0)
+    store.save(ws.state, p, principal=as_principal(by), now=t0)
 
     def requested(cur: Proposal) -> None:
         cur.requested_at = t0
 
-    return store.transition(ws.state, p.proposal_id, "pending", actor=by, now=t0,
+    return store.transition(ws.state, p.proposal_id, "pending", principal=as_principal(by), now=t0,
                             update=requested)  # fmt: skip
 
 
@@ -72,7 +73,7 @@ def test_each_channel_gets_the_decision_in_its_format(tmp_path: Path) -> None:
         with Workspace.open(root) as ws:
             p = _pending(ws)
             approvals.approve(
-                ws, p.proposal_id, actor="sam", comment="numbers checked", now=T0 + 60
+                ws, p.proposal_id, principal=person("sam"), comment="numbers checked", now=T0 + 60
             )
             report = api.notify_pending(ws)
         assert (report.delivered, report.pending, report.errors) == (5, 0, [])
@@ -85,14 +86,14 @@ def test_each_channel_gets_the_decision_in_its_format(tmp_path: Path) -> None:
             asked["summary"]
             == "Proposal PR-1 waits for approval by maria: Repair INC-1: stale rates"
         )
-        assert asked["next_command"] == "splice approve PR-1 --as maria"
+        assert asked["next_command"] == "splice approve PR-1"
         assert (asked["actor"], asked["target"], asked["incident_id"]) == (
             "splice-agent",
             "prod",
             "INC-1",
         )
         assert approved["actor"] == "sam" and approved["proposal_id"] == "PR-1"
-        assert approved["next_command"] == "splice apply PR-1 --as sam"
+        assert approved["next_command"] == "splice apply PR-1"
         assert approved["details"]["comment"] == "numbers checked"
         assert approved["workspace"] == "travel"
 
@@ -100,7 +101,7 @@ def test_each_channel_gets_the_decision_in_its_format(tmp_path: Path) -> None:
         (slack,) = rx.on("/slack")
         assert set(slack) == {"text", "blocks"}
         assert slack["text"].startswith("Proposal PR-1 approved by sam")
-        assert "`splice apply PR-1 --as sam`" in slack["text"]
+        assert "`splice apply PR-1`" in slack["text"]
         fields = [
             f["text"]
             for b in slack["blocks"]
@@ -120,7 +121,7 @@ def test_each_channel_gets_the_decision_in_its_format(tmp_path: Path) -> None:
         assert to == ["maria@travel.example", "sam@travel.example"]
         assert msg["Subject"] == "[splice] Proposal PR-1 approved by sam: Repair INC-1: stale rates"
         text = body_text(msg)
-        assert "Decided by: sam" in text and "Next: splice apply PR-1 --as sam" in text
+        assert "Decided by: sam" in text and "Next: splice apply PR-1" in text
         assert "Incident: INC-1" in text
 
 
@@ -135,7 +136,7 @@ def test_escalation_and_expiry_are_told_when_housekeeping_runs(tmp_path: Path) -
             esc = rx.on("/hook")[-1]
             assert esc["event"] == "request_escalated" and esc["actor"] == "splice"
             assert esc["summary"] == "Proposal PR-1 is still unanswered: sam is asked as well"
-            assert esc["next_command"] == "splice approve PR-1 --as sam"
+            assert esc["next_command"] == "splice approve PR-1"
             assert esc["details"]["asked"] == ["maria", "sam"]
             api.housekeeping(ws, now=T0 + 3 * HOUR)  # nothing new: nothing sent
             assert len(rx.bodies) == 2
@@ -143,7 +144,7 @@ def test_escalation_and_expiry_are_told_when_housekeeping_runs(tmp_path: Path) -
             exp = rx.on("/hook")[-1]
             assert exp["event"] == "request_expired" and exp["proposal_id"] == p.proposal_id
             assert "never granted by waiting" in exp["summary"]
-            assert exp["next_command"] == "splice propose INC-1 --as NAME"
+            assert exp["next_command"] == "splice propose INC-1"
             assert store.load(ws.state, p.proposal_id).status == "expired"
 
 
@@ -207,8 +208,8 @@ def test_a_message_is_sent_once_per_event_and_channel_even_by_two_processes(
         with Workspace.open(root) as ws:
             for _ in range(3):
                 p = _pending(ws)
-                approvals.approve(ws, p.proposal_id, actor="maria", now=T0 + 5)
-            autonomy.stop(ws.state, actor="lee", reason="close", now=T0 + 6)
+                approvals.approve(ws, p.proposal_id, principal=person("maria"), now=T0 + 5)
+            autonomy.stop(ws.state, ws.config, principal=person("lee"), reason="close", now=T0 + 6)
         code = ("import sys; from splice.workspace import Workspace; from splice import api\n"
                 "with Workspace.open(sys.argv[1]) as ws: print(api.notify_pending(ws).delivered)")  # fmt: skip
         env = {**os.environ, "PYTHONPATH": SRC}
@@ -235,7 +236,7 @@ def test_the_cli_tells_the_channels_after_a_stop_and_tests_a_channel(tmp_path: P
         (stop,) = rx.on("/ops")
         assert stop["event"] == "stop_started" and stop["actor"] == "lee"
         assert stop["summary"] == "Org-wide stop by lee: quarter close freeze"
-        assert stop["next_command"] == "splice resume --as NAME"
+        assert stop["next_command"] == "splice resume"
         r = _cli(root, "resume", "--as", "maria")
         assert r.exit_code == 0
         assert [b["event"] for b in rx.on("/ops")] == ["stop_started", "stop_ended"]
@@ -260,18 +261,18 @@ def test_an_upgraded_state_does_not_send_its_history(tmp_path: Path) -> None:
     with http_receiver() as rx:
         root = write_workspace(tmp_path / "ws", _webhook("ops", f"{rx.url}/ops"))
         state = root / ".splice" / "state.db"
-        old = MIGRATIONS[:-1]
+        old = [m for m in MIGRATIONS if m[0] < 7]  # before notifications (migration 7)
         mp = pytest.MonkeyPatch()
         mp.setattr(state_store, "MIGRATIONS", old)
         mp.setattr(state_store, "SCHEMA_VERSION", len(old))
         with Workspace.open(root) as ws:
-            autonomy.stop(ws.state, actor="lee", reason="old news")
+            autonomy.stop(ws.state, ws.config, principal=person("lee"), reason="old news")
         mp.undo()
         assert sqlite3.connect(state).execute(
             "SELECT value FROM splice_meta WHERE key='schema_version'"
         ).fetchone()[0] == str(len(old))
         with Workspace.open(root) as ws:
-            autonomy.resume(ws.state, ws.config, actor="maria")
+            autonomy.resume(ws.state, ws.config, principal=person("maria"))
             api.notify_pending(ws)
         assert [b["event"] for b in rx.on("/ops")] == ["stop_ended"]
 
@@ -306,7 +307,7 @@ def test_email_logs_in_with_the_password_from_the_environment(tmp_path: Path) ->
             f'[[notify]]\nname = "mail"\ntype = "email"\nhost = "127.0.0.1"\nport = {mail.port}\n'
             'sender = "s@x"\nto = ["m@x"]\nusername = "splice"\npassword_env = "SPLICE_TEST_SMTP_PW"\n')  # fmt: skip
         with Workspace.open(root) as ws:
-            autonomy.stop(ws.state, actor="lee", reason="close")
+            autonomy.stop(ws.state, ws.config, principal=person("lee"), reason="close")
             r = api.notify_pending(ws)
         assert r.delivered == 0 and "SPLICE_TEST_SMTP_PW" in r.errors[0]
         assert mail.messages == []

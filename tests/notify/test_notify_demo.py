@@ -51,17 +51,17 @@ def test_the_demo_repair_is_told_step_by_step(story: StoryResult, tmp_path: Path
         assert r.exit_code == 0, r.output
         opened, requested = rx.on("/ops")
         assert opened["event"] == "incident_opened" and opened["incident_id"] == inc
-        assert opened["next_command"] == f"splice propose {inc} --as NAME"
+        assert opened["next_command"] == f"splice propose {inc}"
         assert opened["details"]["origin"] == "pricing:fx.daily_rates"
         pid = requested["proposal_id"]
         assert requested["event"] == "proposal_requested" and requested["actor"] == "splice-agent"
         assert (requested["target"], requested["incident_id"]) == ("prod", inc)
-        assert requested["next_command"] == f"splice approve {pid} --as maria"
+        assert requested["next_command"] == f"splice approve {pid}"
 
         assert _cli(ws, "approve", pid, "--as", "maria").exit_code == 0
         approved = rx.on("/ops")[-1]
         assert approved["event"] == "proposal_approved" and approved["actor"] == "maria"
-        assert approved["next_command"] == f"splice apply {pid} --as maria"
+        assert approved["next_command"] == f"splice apply {pid}"
 
         r = _cli(ws, "apply", pid, "--as", "maria")
         assert r.exit_code == 0, r.output

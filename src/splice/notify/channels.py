@@ -3,11 +3,11 @@ webhook format) or an email over SMTP.  :func:`send` never raises: it returns th
 
 >>> from splice.notify.events import Event
 >>> e = Event("audit:7", "proposal_requested", 0.0, "Proposal PR-1 waits for approval by maria",
-...           "prod", "INC-1", "PR-1", "splice-agent", "splice approve PR-1 --as maria")
+...           "prod", "INC-1", "PR-1", "splice-agent", "splice approve PR-1")
 >>> json_body(e)["next_command"]
-'splice approve PR-1 --as maria'
+'splice approve PR-1'
 >>> slack_body(e)["text"]
-'Proposal PR-1 waits for approval by maria. Next: `splice approve PR-1 --as maria`'
+'Proposal PR-1 waits for approval by maria. Next: `splice approve PR-1`'
 >>> email_message(e, "splice@example.com", ["maria@example.com"])["Subject"]
 '[splice] Proposal PR-1 waits for approval by maria'
 """

@@ -4,9 +4,9 @@ Each event names what happened, the target, the incident and proposal, who decid
 principal's name; ``splice`` for Splice's own bookkeeping) and the command to run next.
 
 >>> e = Event("audit:3", "stop_started", 0.0, "Org-wide stop by lee: quarter close",
-...           None, None, None, "lee", "splice resume --as NAME")
+...           None, None, None, "lee", "splice resume")
 >>> e.as_dict()["next_command"], e.when
-('splice resume --as NAME', '1970-01-01 00:00 UTC')
+('splice resume', '1970-01-01 00:00 UTC')
 """
 
 from __future__ import annotations
@@ -112,19 +112,19 @@ def from_audit(
     first = owners[0] if owners else "NAME"
     if event == "proposal_requested":
         summary = f"Proposal {pid} waits for approval by {first}: {title}"
-        nxt = f"splice approve {pid} --as {first}"
+        nxt = f"splice approve {pid}"
         details["asked"] = owners[:1]
     elif event == "request_escalated":
         owner = payload.get("owner") or "NAME"
         summary = f"Proposal {pid} is still unanswered: {owner} is asked as well"
-        nxt = f"splice approve {pid} --as {owner}"
+        nxt = f"splice approve {pid}"
         details["asked"] = payload.get("asked") or []
     elif event == "request_expired":
         summary = f"Proposal {pid} expired: {comment or 'unanswered'}"
-        nxt = f"splice propose {inc} --as NAME" if inc else "splice proposals --all"
+        nxt = f"splice propose {inc}" if inc else "splice proposals --all"
     elif event == "proposal_approved":
         summary = f"Proposal {pid} approved by {actor}: {title}"
-        nxt = f"splice apply {pid} --as {actor if actor in owners else first}"
+        nxt = f"splice apply {pid}"
     elif event == "proposal_rejected":
         summary = f"Proposal {pid} rejected by {actor}" + (f": {comment}" if comment else "")
         nxt = f"splice incident show {inc}" if inc else "splice proposals --all"
@@ -134,7 +134,7 @@ def from_audit(
     elif event == "repair_unverified":
         summary = f"Repair {pid} applied but NOT verified: {payload.get('summary') or title}"
         nxt = f"splice receipt {pid}"
-        details["undo"] = f"splice undo {pid} --as NAME"
+        details["undo"] = f"splice undo {pid}"
     elif event == "repair_failed":
         what = "was interrupted" if kind == "interrupted" else "failed"
         summary = f"Repair {pid} {what}" + (f": {comment}" if comment else "")
@@ -144,7 +144,7 @@ def from_audit(
         nxt = f"splice incident show {inc}" if inc else "splice proposals --all"
     elif event == "stop_started":
         summary = f"Org-wide stop by {actor}: {payload.get('reason')}"
-        nxt = "splice resume --as NAME"
+        nxt = "splice resume"
         details["reason"] = payload.get("reason")
     else:  # stop_ended
         summary = f"Org-wide stop lifted by {actor} (stopped by {payload.get('stopped_by')})"
@@ -171,7 +171,7 @@ def from_incident(row: dict[str, Any], config: Any) -> Event:
         details["dashboards"] = dashboards
     return Event(f"incident:{inc}", "incident_opened", float(row["opened_at"]),
                  f"Incident {inc} opened: {row['title']}", row["target"], inc, None, "splice",
-                 f"splice propose {inc} --as NAME", details, config.workspace.name)  # fmt: skip
+                 f"splice propose {inc}", details, config.workspace.name)  # fmt: skip
 
 
 def sample_event(config: Any, channel: str) -> Event:
