@@ -14,17 +14,23 @@ from pathlib import Path
 
 
 class _Tee(io.TextIOBase):
+    """Writes to every stream still open. A tool may keep a handle on it after the captured
+    block ended (a logging handler made inside it); in a long-lived process (``splice mcp``,
+    ``splice serve``) those late writes are dropped, never raised into the next call."""
+
     def __init__(self, *streams: io.TextIOBase) -> None:
         self._streams = streams
 
     def write(self, s: str) -> int:
         for st in self._streams:
-            st.write(s)
+            if not st.closed:
+                st.write(s)
         return len(s)
 
     def flush(self) -> None:
         for st in self._streams:
-            st.flush()
+            if not st.closed:
+                st.flush()
 
 
 _VERBOSE = False

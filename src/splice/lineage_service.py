@@ -293,8 +293,18 @@ def workspace_lineage(ws: Workspace, *, workers: int | None = None) -> Workspace
         with _WAREHOUSE_LOCK:
             kept = _LINEAGE_MEMO.get(fast_key)
         if kept is not None:  # this process analysed the same inputs already (splice serve)
-            ws._lineage_memo = kept  # type: ignore[attr-defined]
-            return kept
+            again = WorkspaceLineage(kept.models)
+            again.stats = {
+                "models": len(kept.models),
+                "rendered": 0,
+                "analysed": 0,
+                "cached": len(kept.models),
+                "render_seconds": 0.0,
+                "seconds": round(time.perf_counter() - t0, 3),
+                "warm": True,
+            }
+            ws._lineage_memo = again  # type: ignore[attr-defined]
+            return again
         whole_key = lineage_warm.whole_key(ws, RENDER_VERSION, wh)
         hit = lineage_warm.lookup(ws, whole_key)
         if hit is not None:
