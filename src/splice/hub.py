@@ -15,6 +15,7 @@ reloaded as soon as one changes.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -23,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from splice.workspace import Workspace
+
+log = logging.getLogger("splice.hub")
 
 
 class Hub:
@@ -38,6 +41,8 @@ class Hub:
         self._checked_at = 0.0
         self._loads = 0
         self._requests = 0
+        self._notifying = False
+        self._notify_again = False
         self._config_stamp: Any = None
         self._config_cached: Any = None
 
@@ -96,6 +101,32 @@ class Hub:
                 self._graph, self._key = graph, ws.graph_key
                 self._loads += 1
             self._checked_at = time.monotonic()
+
+    def notify_soon(self) -> None:
+        """Send pending notifications in the background, now (after a decision): one sender at a
+        time, and a decision made while it sends makes it run once more. Never raises."""
+        with self._lock:
+            if self._notifying:
+                self._notify_again = True
+                return
+            self._notifying = True
+
+        def send() -> None:
+            from splice import api
+
+            while True:
+                try:
+                    with self.workspace() as ws:
+                        api.notify_pending(ws)
+                except Exception:  # noqa: BLE001 - telling others never fails anything
+                    log.exception("sending notifications failed; the next pass retries")
+                with self._lock:
+                    if not self._notify_again:
+                        self._notifying = False
+                        return
+                    self._notify_again = False
+
+        threading.Thread(target=send, name="splice-notify", daemon=True).start()
 
     def stats(self) -> dict[str, Any]:
         """Requests served and graphs loaded since start (for the health endpoint)."""

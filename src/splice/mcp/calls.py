@@ -97,16 +97,24 @@ def tool_error(e: SpliceError) -> ToolError:
 
 
 def call(
-    ctx: Context[Any, Any], fn: Callable[..., T], *, principal: bool = False, key: str | None = None
+    ctx: Context[Any, Any],
+    fn: Callable[..., T],
+    *,
+    principal: bool = False,
+    key: str | None = None,
+    notify: bool | None = None,
 ) -> Any:
     """Run ``fn(ws)`` (or ``fn(ws, principal)``) on a fresh workspace; return plain data.
-    A list result is returned as ``{key: [...], "count": n}`` (one JSON object per call)."""
+    A list result is returned as ``{key: [...], "count": n}`` (one JSON object per call).
+    ``notify`` (default: when a principal decides): tell the ``[[notify]]`` channels after."""
     hub = ctx.mcp_server.splice_hub  # type: ignore[attr-defined]
     try:
         who = principal_of(ctx) if principal else None
         with hub.workspace() as ws:
             result = plain(fn(ws, who) if principal else fn(ws))
-            return {key: result, "count": len(result)} if key is not None else result
+        if principal if notify is None else notify:  # now, in the background
+            hub.notify_soon()
+        return {key: result, "count": len(result)} if key is not None else result
     except SpliceError as e:
         raise tool_error(e) from e
     except ToolError:

@@ -77,7 +77,7 @@ def get_incident(ctx: Ctx, incident_id: str) -> Any:
 def run_watch(ctx: Ctx) -> Any:
     """Measure every metric and monitor for the intervals not yet judged, and open or update
     incidents (writes Splice's history; changes nothing in the warehouse)."""
-    return call(ctx, lambda ws: api.watch(ws))
+    return call(ctx, lambda ws: api.watch(ws), notify=True)
 
 
 # -- quality --------------------------------------------------------------------------------
