@@ -55,3 +55,32 @@ def test_reads_keep_answering_during_a_run(story_copy: Path) -> None:
     idp.close()
     assert code == 0
     assert answered >= 3, "the server answered during the run"
+
+
+def test_the_graph_is_loaded_once_and_reloaded_when_a_project_changes(story_copy: Path) -> None:
+    import httpx2
+
+    idp = IdentityProvider()
+    port = free_port()
+    with (story_copy / "splice.toml").open("a") as f:
+        f.write(serve_config(port, idp))
+    with running_server(story_copy, port) as base:
+        token = idp.token(f"{base}/mcp", sub="rita", scope="splice:read")
+
+        async def search(q: str) -> list[str]:
+            async with http_session(base, token) as s:
+                return [n["id"] for n in (await call(s, "search_nodes", query=q))["nodes"]]
+
+        assert anyio.run(search, "gmv")
+        assert anyio.run(search, "gmv")
+        loads = httpx2.get(f"{base}/healthz").json()["graph_loads"]
+        assert loads == 1, "one load at start, reused by every request"
+        assert "finance:fct_refunds_probe" not in anyio.run(search, "refunds_probe")
+
+        model = story_copy / "finance" / "models" / "marts" / "fct_refunds_probe.sql"
+        model.write_text("select 1 as refund_id, 2.5 as refunds_probe_usd\n")
+        time.sleep(1.5)  # [serve] recheck_seconds is 1
+        found = anyio.run(search, "refunds_probe")
+        assert found and found[0] == "finance:fct_refunds_probe", found
+        assert httpx2.get(f"{base}/healthz").json()["graph_loads"] == 2
+    idp.close()
