@@ -245,6 +245,7 @@ def test_decisions_on_the_server_refuse_the_cli_but_not_a_key(fresh_demo: Path) 
         r = _cli(fresh_demo, *args)
         assert r.exit_code == 2, (args, r.output)
         assert '[policy] decisions = "server"' in r.output and "splice serve" in r.output, r.output
+        assert "http://127.0.0.1:8765/mcp" in r.output, "the message names the server's address"
     with Workspace.open(fresh_demo) as ws:
         assert store.load(ws.state, p.proposal_id).status == "pending"
         _, raw = api.create_key(ws, name="maria", kind="person", scopes="read,propose,approve")

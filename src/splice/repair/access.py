@@ -46,9 +46,12 @@ CLI_AUTHS = frozenset({"os-user", "cli-as"})
 RESERVED = frozenset({"splice", "splice-autonomy"})
 
 
-def require(principal: Principal, action: str, policy: Any = None) -> Principal:
+def require(
+    principal: Principal, action: str, policy: Any = None, *, where: str | None = None
+) -> Principal:
     """``principal`` if it may ``action`` at all (see module); else an AccessError that names
-    the principal and what to do instead.  ``policy``: the workspace's ``[policy]``."""
+    the principal and what to do instead.  ``policy``: the workspace's ``[policy]``;
+    ``where``: the server's address, named when the policy sends decisions there."""
     if not isinstance(principal, Principal):
         raise TypeError(f"a decision needs a Principal, not {type(principal).__name__}")
     scope, person_only = ACTIONS[action]
@@ -82,10 +85,10 @@ def require(principal: Principal, action: str, policy: Any = None) -> Principal:
             and principal.auth in CLI_AUTHS):  # fmt: skip
         raise AccessError(
             f'splice.toml sets [policy] decisions = "server": {action} is decided only through '
-            f"the server (splice serve), by an authenticated principal; {who} on the command "
-            "line may not.",
-            fix=f"{action} through splice serve (its web page or /mcp tools) with your API key "
-            'or sign-in; or set [policy] decisions = "anywhere"',
+            f"the server (splice serve{' at ' + where if where else ''}), by an authenticated "
+            f"principal; {who} on the command line may not.",
+            fix=f"{action} through splice serve's /mcp tools with your API key or your identity "
+            'provider\'s sign-in; or set [policy] decisions = "anywhere"',
         )
     return principal
 

@@ -148,7 +148,7 @@ def approve(
     now: float | None = None,
 ) -> Proposal:
     """``splice approve``: a named owner, not the requester, approves a pending proposal."""
-    name = require(principal, "approve", ws.config.policy).name
+    name = require(principal, "approve", ws.config.policy, where=ws.config.serve.resource_url).name
     _recover(ws)
     p = refresh(ws, store.load(ws.state, proposal_id), now=now)
     dom = _domain(ws, p)
@@ -199,7 +199,7 @@ def reject(
 ) -> Proposal:
     """``splice reject``: an owner rejects, or the proposer withdraws, an open proposal; an
     owner revokes an approval that was not applied yet."""
-    name = require(principal, "reject", ws.config.policy).name
+    name = require(principal, "reject", ws.config.policy, where=ws.config.serve.resource_url).name
     if not reason.strip():
         raise ApprovalError("a rejection needs a reason.", fix="pass --reason TEXT")
     _recover(ws)
@@ -236,7 +236,7 @@ def reject(
 def check_may_undo(ws: Any, p: Proposal, principal: Principal) -> Principal:
     """An undo rewrites production rows: only a person, a named owner of the proposal's
     domain, and never during an org-wide stop. Returns the principal."""
-    name = require(principal, "undo", ws.config.policy).name
+    name = require(principal, "undo", ws.config.policy, where=ws.config.serve.resource_url).name
     _refuse_during_stop(ws, "undone")
     dom = _domain(ws, p)
     if name_key(name) not in {name_key(o) for o in dom.owners}:
@@ -251,6 +251,6 @@ def check_may_undo(ws: Any, p: Proposal, principal: Principal) -> Principal:
 def check_may_apply(ws: Any, principal: Principal) -> Principal:
     """A person with the approve scope applies (or Splice, what it may approve itself); nothing
     is applied during an org-wide stop."""
-    require(principal, "apply", ws.config.policy)
+    require(principal, "apply", ws.config.policy, where=ws.config.serve.resource_url)
     _refuse_during_stop(ws, "applied")
     return principal

@@ -122,7 +122,10 @@ def stop(
     returns (the stop, whether it was already active; then nothing changes)."""
     from splice.repair.access import require
 
-    actor, reason = require(principal, "stop", config.policy).name, reason.strip()
+    actor, reason = (
+        require(principal, "stop", config.policy, where=config.serve.resource_url).name,
+        reason.strip(),
+    )
     if not reason:
         raise ApprovalError("splice stop needs a reason.", fix="splice stop --reason TEXT")
     now = time.time() if now is None else now
@@ -146,7 +149,7 @@ def resume(
     from splice.names import name_key
     from splice.repair.access import require
 
-    actor = require(principal, "resume", config.policy).name
+    actor = require(principal, "resume", config.policy, where=config.serve.resource_url).name
     owners = {name_key(o): o for d in config.domains for o in d.owners}
     if config.domains and name_key(actor) not in owners:
         raise ApprovalError(

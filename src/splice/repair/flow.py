@@ -200,7 +200,9 @@ def apply(
     from splice.repair.verify import verify
     from splice.watch.incidents import get_incident
 
-    require(principal, "apply", ws.config.policy)  # who: before anything is read or recovered
+    require(
+        principal, "apply", ws.config.policy, where=ws.config.serve.resource_url
+    )  # who: before anything is read or recovered
     say = progress or (lambda _m: None)
     state = ws.state
     for note in recover_interrupted_applies(ws):

@@ -269,7 +269,9 @@ def undo(ws: Any, proposal_id: str, *, principal: Principal, now: float | None =
     from splice.repair.approvals import check_may_undo
     from splice.repair.recovery import recover_interrupted_applies
 
-    require(principal, "undo", ws.config.policy)  # who: before anything is recovered
+    require(
+        principal, "undo", ws.config.policy, where=ws.config.serve.resource_url
+    )  # who: before anything is recovered
     recover_interrupted_applies(ws)
     p = store.load(ws.state, proposal_id)
     check_may_undo(ws, p, principal)
