@@ -16,12 +16,22 @@ from splice.principals import Principal
 from splice.workspace import Workspace
 
 
-def hub(root: Any, target: str | None = None) -> Any:
+def hub(root: Any, target: str | None = None, *, recheck: float | None = None) -> Any:
     """A :class:`splice.hub.Hub` for a long-lived server: a fresh workspace per request,
-    the graph shared while its files are unchanged."""
+    the graph shared while its files are unchanged (checked every ``recheck`` seconds,
+    default ``[serve] recheck_seconds``)."""
     from splice.hub import Hub
 
-    return Hub(root, target)
+    h = Hub(root, target)
+    if recheck is None:
+        from splice.errors import SpliceError
+
+        try:
+            recheck = h._config().serve.recheck_seconds
+        except SpliceError:  # a bad splice.toml: the first request reports it
+            recheck = 1.0
+    h.recheck = recheck
+    return h
 
 
 def authenticator(hub: Any, settings: Any) -> Any:

@@ -97,10 +97,12 @@ class Hub:
         if graph is None or ws.graph_key is None:
             return
         with self._lock:
-            if graph is not self._graph:
+            if graph is not self._graph:  # loaded (or read from the cache) for a new key
                 self._graph, self._key = graph, ws.graph_key
                 self._loads += 1
-            self._checked_at = time.monotonic()
+                self._checked_at = time.monotonic()
+            # a request lent the shared graph must not push the next check back: only a check
+            # (in _lend) or a new graph counts as "checked"
 
     def notify_soon(self) -> None:
         """Send pending notifications in the background, now (after a decision): one sender at a
