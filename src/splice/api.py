@@ -19,18 +19,13 @@ from splice.workspace import Workspace
 def hub(root: Any, target: str | None = None, *, recheck: float | None = None) -> Any:
     """A :class:`splice.hub.Hub` for a long-lived server: a fresh workspace per request,
     the graph shared while its files are unchanged (checked every ``recheck`` seconds,
-    default ``[serve] recheck_seconds``)."""
+    default ``[serve] recheck_seconds``). A missing workspace or a bad splice.toml is a
+    ConfigError now, before anything is served."""
     from splice.hub import Hub
 
     h = Hub(root, target)
-    if recheck is None:
-        from splice.errors import SpliceError
-
-        try:
-            recheck = h._config().serve.recheck_seconds
-        except SpliceError:  # a bad splice.toml: the first request reports it
-            recheck = 1.0
-    h.recheck = recheck
+    config = h._config()
+    h.recheck = config.serve.recheck_seconds if recheck is None else recheck
     return h
 
 

@@ -82,3 +82,19 @@ def test_group_flag_serves_one_group_and_refuses_an_unknown_one(story_copy: Path
     )  # fmt: skip
     assert bad.returncode == 2
     assert "unknown tool group 'decisions'" in bad.stderr and not bad.stdout
+
+
+def test_a_bad_workspace_is_refused_before_anything_is_served(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from tests.mcp_server.mcp_support import child_env
+
+    (tmp_path / "splice.toml").write_text("[workspace]\nnmae = 'typo'\n")
+    for cmd in (["mcp"], ["serve"]):
+        r = subprocess.run(
+            [sys.executable, "-m", "splice", "-w", str(tmp_path), *cmd],
+            capture_output=True, text=True, env=child_env(), timeout=60, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        assert r.returncode == 2, (cmd, r.stderr)
+        assert "nmae" in r.stderr and not r.stdout.strip(), (cmd, r.stdout, r.stderr)
