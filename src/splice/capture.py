@@ -9,6 +9,7 @@ import contextlib
 import io
 import logging
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -47,9 +48,23 @@ def captured(log_path: Path | None, label: str, cwd: Path | None = None) -> Iter
 
     With verbose on (``-v``) the chatter is also shown on stderr.  ``cwd``: run the block in
     that directory (the project's), so a relative warehouse path in a dbt profile or a SQLMesh
-    config means what it means when the tool is run by hand there.  Tools run one after
-    another in one process (DuckDB allows one writer), so changing directory is safe here.
+    config means what it means when the tool is run by hand there.
+
+    The working directory, the root logger and ``sys.stdout`` belong to the whole process, and
+    dbt and SQLMesh keep process-wide state of their own (dbt's flags, SQLMesh's import of a
+    project's config.py), so one captured block runs at a time per process: a long-lived
+    server's concurrent requests take turns here (and only here; reads that need no tool run
+    in parallel). The lock is re-entrant, so a block may nest another.
     """
+    with _TOOLS_LOCK:
+        yield from _captured(log_path, label, cwd)
+
+
+#: One tool call at a time per process (see :func:`captured`).
+_TOOLS_LOCK = threading.RLock()
+
+
+def _captured(log_path: Path | None, label: str, cwd: Path | None) -> Iterator[io.StringIO]:
     import os
 
     old_cwd = os.getcwd() if cwd is not None else None

@@ -1,5 +1,7 @@
 """Nothing but the protocol reaches ``splice mcp``'s stdout, even while dbt and SQLMesh run
-under it (a stray line there breaks the agent's client)."""
+under it (a stray line there breaks the agent's client). The requests are sent together, so
+the server runs them concurrently: the tools must take turns (SQLMesh's import of a project's
+config.py and dbt's flags are process-wide) and answer every one."""
 
 from __future__ import annotations
 

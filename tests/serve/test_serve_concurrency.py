@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
@@ -19,13 +21,22 @@ from tests.serve.serve_support import (
 )
 
 
-def test_reads_keep_answering_during_a_run(story_copy: Path) -> None:
+@contextmanager
+def reader_server(workspace: Path) -> Iterator[tuple[str, str]]:
+    """``splice serve`` on the workspace; yields its URL and a read-only person's token."""
     idp = IdentityProvider()
     port = free_port()
-    with (story_copy / "splice.toml").open("a") as f:
+    with (workspace / "splice.toml").open("a") as f:
         f.write(serve_config(port, idp))
-    with running_server(story_copy, port) as base:
-        token = idp.token(f"{base}/mcp", sub="rita", scope="splice:read")
+    try:
+        with running_server(workspace, port) as base:
+            yield base, idp.token(f"{base}/mcp", sub="rita", scope="splice:read")
+    finally:
+        idp.close()
+
+
+def test_reads_keep_answering_during_a_run(story_copy: Path) -> None:
+    with reader_server(story_copy) as (base, token):
 
         async def main() -> tuple[int, int, list[float]]:
             async with http_session(base, token) as s:
@@ -52,7 +63,6 @@ def test_reads_keep_answering_during_a_run(story_copy: Path) -> None:
                 return answered, run.returncode, latencies
 
         answered, code, latencies = anyio.run(main)
-    idp.close()
     assert code == 0
     assert answered >= 3, "the server answered during the run"
 
@@ -60,12 +70,7 @@ def test_reads_keep_answering_during_a_run(story_copy: Path) -> None:
 def test_the_graph_is_loaded_once_and_reloaded_when_a_project_changes(story_copy: Path) -> None:
     import httpx2
 
-    idp = IdentityProvider()
-    port = free_port()
-    with (story_copy / "splice.toml").open("a") as f:
-        f.write(serve_config(port, idp))
-    with running_server(story_copy, port) as base:
-        token = idp.token(f"{base}/mcp", sub="rita", scope="splice:read")
+    with reader_server(story_copy) as (base, token):
 
         async def search(q: str) -> list[str]:
             async with http_session(base, token) as s:
@@ -83,4 +88,3 @@ def test_the_graph_is_loaded_once_and_reloaded_when_a_project_changes(story_copy
         found = anyio.run(search, "refunds_probe")
         assert found and found[0] == "finance:fct_refunds_probe", found
         assert httpx2.get(f"{base}/healthz").json()["graph_loads"] == 2
-    idp.close()
