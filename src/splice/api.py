@@ -263,6 +263,7 @@ def story_tour(story: Any, repair: Any = None) -> str:
         f"  splice receipt {pid} --json                 # the receipt as data",
         "  splice audit-log verify                     # the hash-chained log of every decision",
         f"  splice undo {pid} --as maria                # put the rows back exactly as they were",
+        "  splice mcp                                  # these tools for a coding agent (docs/mcp.md)",
     ]
     return "\n".join(lines)
 
