@@ -42,6 +42,7 @@ class Hub:
         self._loads = 0
         self._requests = 0
         self._notifying = False
+        self._leader_file: Any = None
         self._notify_again = False
         self._config_stamp: Any = None
         self._config_cached: Any = None
@@ -129,6 +130,31 @@ class Hub:
                     self._notify_again = False
 
         threading.Thread(target=send, name="splice-notify", daemon=True).start()
+
+    def scheduler_leader(self) -> bool:
+        """Whether this process runs the workspace's scheduled housekeeping: the one holding
+        ``.splice/serve-scheduler.lock`` (an exclusive ``flock``; with ``[serve] workers`` > 1
+        one worker leads, and another takes over if it dies). Call it on every pass."""
+        import fcntl
+
+        if self._leader_file is not None:
+            return True
+        path = self.root / ".splice" / "serve-scheduler.lock"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(path, "a+")  # noqa: SIM115 - held open while this process leads
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            fh.close()
+            return False
+        self._leader_file = fh
+        return True
+
+    def close(self) -> None:
+        """Give up leading the scheduler (the lock is released for another process)."""
+        if self._leader_file is not None:
+            self._leader_file.close()
+            self._leader_file = None
 
     def stats(self) -> dict[str, Any]:
         """Requests served and graphs loaded since start (for the health endpoint)."""

@@ -107,8 +107,9 @@ def build_app(hub: Any, serve: Any, *, groups: Any = None) -> Any:
         async with server.session_manager.run(), anyio.create_task_group() as tg:
 
             async def scheduler() -> None:
-                while True:
-                    await anyio.to_thread.run_sync(housekeeping_pass, hub)
+                while True:  # one worker process leads (splice.hub.Hub.scheduler_leader)
+                    if hub.scheduler_leader():
+                        await anyio.to_thread.run_sync(housekeeping_pass, hub)
                     await anyio.sleep(serve.housekeeping_seconds)
 
             tg.start_soon(scheduler)
@@ -116,6 +117,7 @@ def build_app(hub: Any, serve: Any, *, groups: Any = None) -> Any:
                 yield
             finally:
                 tg.cancel_scope.cancel()
+                hub.close()
 
     return Starlette(
         routes=[Route("/healthz", health, methods=["GET"]), Mount("/", app=mcp_app)],
