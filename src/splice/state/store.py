@@ -111,6 +111,8 @@ class StateStore:
         if current == SCHEMA_VERSION:
             return
         with self.transaction():
+            # another process or thread may have migrated while this one waited for the lock
+            current = self.schema_version
             for version, script in MIGRATIONS[current:]:
                 for stmt in [s for s in script.split(";") if s.strip()]:
                     self.conn.execute(stmt)

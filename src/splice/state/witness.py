@@ -26,7 +26,10 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -72,11 +75,29 @@ def read(path: Path) -> Witness | None:
         ) from None
 
 
+_WRITING = threading.Lock()
+
+
+@contextmanager
+def writing(path: Path) -> Iterator[None]:
+    """One writer of the witness at a time: threads of this process, and other processes
+    (an exclusive ``flock`` on a lock file beside it)."""
+    import fcntl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _WRITING, open(path.with_name(f".{path.name}.lock"), "a+") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
 def write(path: Path, w: Witness) -> None:
     """Replace the witness atomically."""
     data = {"version": VERSION, **asdict(w), "updated_at": time.time()}
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
         fh.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
         fh.flush()

@@ -56,13 +56,16 @@ def _keeper(witness_path: Path, w: witness.Witness):  # type: ignore[no-untyped-
     base = w
 
     def keep(store: StateStore) -> None:
-        head = store.audit_head()
-        if head is None or (head[0], head[1]) == (last["seq"], last["hash"]):
-            return
-        last["seq"], last["hash"] = head
-        witness.write(
-            witness_path,
-            witness.Witness(base.state_id, base.created_at, head[0], head[1]),
-        )
+        # after commit, several threads or processes may be here at once: they take turns,
+        # and each reads the log's head inside the lock, so the file only ever moves forward
+        with witness.writing(witness_path):
+            head = store.audit_head()
+            if head is None or (head[0], head[1]) == (last["seq"], last["hash"]):
+                return
+            last["seq"], last["hash"] = head
+            witness.write(
+                witness_path,
+                witness.Witness(base.state_id, base.created_at, head[0], head[1]),
+            )
 
     return keep
