@@ -54,7 +54,7 @@ VOLATILE_ENV = frozenset(
 )
 
 SKIP_DIRS = frozenset({"target", "logs", ".cache", "__pycache__", ".git", ".splice", ".venv"})
-SKIP_SUFFIXES = (".duckdb", ".wal", ".db", ".pyc", ".log", ".tmp")
+SKIP_SUFFIXES = (".duckdb", ".wal", ".db", ".pyc", ".log", ".tmp", ".lock")
 
 _NAMED = re.compile(
     rb"""(?:\benv_var|\bgetenv|\benviron\.get|\benviron\.setdefault|\benviron\.pop)\s*\(\s*['"]([A-Za-z_][A-Za-z0-9_]*)['"]"""
