@@ -24,6 +24,12 @@ class OAuthSection(_Strict):
 
     issuer: str
     jwks_url: str
+    #: The web page's client at the provider (sign-in with OpenID Connect, authorization code
+    #: with PKCE); without it the page offers only the API-key sign-in.
+    client_id: str | None = None
+    #: The environment variable holding the client's secret (a confidential client); none for a
+    #: public client (PKCE alone).
+    client_secret_env: str | None = None
     #: The audience a token must be issued for; default: this server's resource URL
     #: (``[serve] url`` + ``/mcp``).
     audience: str | None = None

@@ -209,3 +209,12 @@ def authenticate(state: StateStore, raw: str, *, now: float | None = None) -> Pr
         with state.transaction() as conn:
             conn.execute("UPDATE api_keys SET last_used_at=? WHERE key_id=?", (now, parsed[0]))
     return Principal.of(row[0], kind=row[1], auth="api-key", scopes=row[2], credential=parsed[0])
+
+
+def active(state: StateStore, key_id: str) -> bool:
+    """Whether the key ``key_id`` exists and is not revoked (a page session made with it ends
+    as soon as it is)."""
+    row = state.conn.execute(
+        "SELECT revoked_at FROM api_keys WHERE key_id = ?", (key_id.strip().lower(),)
+    ).fetchone()
+    return row is not None and row[0] is None

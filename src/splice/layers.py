@@ -6,9 +6,10 @@ module-level and inside functions).
 
     entry           python -m splice; the package root (`from splice import Workspace`)
       |
-    interfaces      splice.cli, splice.mcp, splice.serve   } facade-only: splice.api, the
-    demo            the demo workspace and its stories     } infrastructure, their own package
-      |                                                      (and demo, for `splice demo`)
+    interfaces      splice.cli, splice.mcp, splice.serve,  } facade-only: splice.api, the
+                    splice.web                             } infrastructure, their own package
+    demo            the demo workspace and its stories     } (and demo, for `splice demo`)
+      |
     api             splice.api: every way in calls this and nothing below it; the hub and the
                     authenticator a long-lived server answers through
       |
@@ -43,7 +44,7 @@ ROOT = "splice"
 #: Top-down: (layer, module prefixes). A prefix names a module or a package and what is under it.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("entry", ("splice.__main__", ROOT)),
-    ("interfaces", ("splice.cli", "splice.mcp", "splice.serve")),
+    ("interfaces", ("splice.cli", "splice.mcp", "splice.serve", "splice.web")),
     ("demo", ("splice.demo",)),
     ("api", ("splice.api", "splice.hub", "splice.access", "splice.reads", "splice.notify")),
     ("repair", ("splice.repair", "splice.keys")),

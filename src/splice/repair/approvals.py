@@ -139,6 +139,63 @@ def _requesters(ws: Any, p: Proposal) -> set[str]:
     return names
 
 
+def _check_approve(ws: Any, cur: Proposal, name: str, dom: Any) -> None:
+    """Why ``name`` may not approve ``cur`` now (an ApprovalError), or nothing."""
+    _refuse_during_stop(ws, "approved")
+    if name_key(name) in _requesters(ws, cur):
+        raise ApprovalError(
+            f"{name} created or requested {cur.proposal_id}, so {name} cannot approve it "
+            "(no one approves their own work).",
+            fix=f"another owner of {dom.name} ({', '.join(o for o in dom.owners if name_key(o) != name_key(name))}) approves it",
+        )
+    if name_key(name) not in {name_key(o) for o in dom.owners}:
+        raise ApprovalError(
+            f"{name} is not an owner of domain {dom.name}; its owners are {', '.join(dom.owners)}.",
+            fix=f"one of them runs splice approve {cur.proposal_id} "
+            "(or add the owner to [[domains]] in splice.toml)",
+        )
+    if cur.status == "expired":
+        raise ApprovalError(
+            f"proposal {cur.proposal_id} expired unanswered; it can no longer be approved.",
+            fix=f"propose again: splice propose {cur.incident_id}",
+        )
+    if cur.status == "draft":
+        raise ApprovalError(
+            f"proposal {cur.proposal_id} has no tested undo yet, so it cannot be approved.",
+            fix=f"propose again: splice propose {cur.incident_id}",
+        )
+    if cur.status != "pending":
+        raise ApprovalError(
+            f"proposal {cur.proposal_id} is {cur.status}; only a pending proposal is approved.",
+            fix="splice proposals shows every proposal's status",
+        )
+
+
+def _check_reject(cur: Proposal, name: str, dom: Any) -> None:
+    """Why ``name`` may not reject ``cur`` now (an ApprovalError), or nothing."""
+    owners = {name_key(o) for o in dom.owners}
+    if cur.status == "approved":  # revoking an approval: owners only
+        if name_key(name) not in owners:
+            raise ApprovalError(
+                f"{name} may not revoke the approval of {cur.proposal_id}: only an owner of "
+                f"{dom.name} ({', '.join(dom.owners)}) may.",
+                fix=f"one of them runs splice reject {cur.proposal_id} --reason ...",
+            )
+        return
+    if name_key(name) not in owners | {name_key(cur.created_by)}:
+        raise ApprovalError(
+            f"{name} may not reject {cur.proposal_id}: only an owner of {dom.name} "
+            f"({', '.join(dom.owners)}) or its proposer ({cur.created_by}) may.",
+            fix=f"one of them runs splice reject {cur.proposal_id} --reason ...",
+        )
+    if cur.status not in OPEN:
+        raise ApprovalError(
+            f"proposal {cur.proposal_id} is {cur.status}; only a draft, pending or approved "
+            "(not yet applied) proposal is rejected.",
+            fix=f"splice undo {cur.proposal_id} reverts an applied repair",
+        )
+
+
 def approve(
     ws: Any,
     proposal_id: str,
@@ -154,35 +211,7 @@ def approve(
     dom = _domain(ws, p)
 
     def check(cur: Proposal) -> None:
-        _refuse_during_stop(ws, "approved")
-        if name_key(name) in _requesters(ws, cur):
-            raise ApprovalError(
-                f"{name} created or requested {cur.proposal_id}, so {name} cannot approve it "
-                "(no one approves their own work).",
-                fix=f"another owner of {dom.name} ({', '.join(o for o in dom.owners if name_key(o) != name_key(name))}) approves it",
-            )
-        if name_key(name) not in {name_key(o) for o in dom.owners}:
-            raise ApprovalError(
-                f"{name} is not an owner of domain {dom.name}; its owners are "
-                f"{', '.join(dom.owners)}.",
-                fix=f"one of them runs splice approve {cur.proposal_id} "
-                "(or add the owner to [[domains]] in splice.toml)",
-            )
-        if cur.status == "expired":
-            raise ApprovalError(
-                f"proposal {cur.proposal_id} expired unanswered; it can no longer be approved.",
-                fix=f"propose again: splice propose {cur.incident_id}",
-            )
-        if cur.status == "draft":
-            raise ApprovalError(
-                f"proposal {cur.proposal_id} has no tested undo yet, so it cannot be approved.",
-                fix=f"propose again: splice propose {cur.incident_id}",
-            )
-        if cur.status != "pending":
-            raise ApprovalError(
-                f"proposal {cur.proposal_id} is {cur.status}; only a pending proposal is approved.",
-                fix="splice proposals shows every proposal's status",
-            )
+        _check_approve(ws, cur, name, dom)
 
     at = time.time() if now is None else now
     expiry = parse_duration(ws.config.policy.approval_expiry)
@@ -207,27 +236,7 @@ def reject(
     dom = _domain(ws, p)
 
     def check(cur: Proposal) -> None:
-        owners = {name_key(o) for o in dom.owners}
-        if cur.status == "approved":  # revoking an approval: owners only
-            if name_key(name) not in owners:
-                raise ApprovalError(
-                    f"{name} may not revoke the approval of {cur.proposal_id}: only an owner of "
-                    f"{dom.name} ({', '.join(dom.owners)}) may.",
-                    fix=f"one of them runs splice reject {cur.proposal_id} --reason ...",
-                )
-            return
-        if name_key(name) not in owners | {name_key(cur.created_by)}:
-            raise ApprovalError(
-                f"{name} may not reject {cur.proposal_id}: only an owner of {dom.name} "
-                f"({', '.join(dom.owners)}) or its proposer ({cur.created_by}) may.",
-                fix=f"one of them runs splice reject {cur.proposal_id} --reason ...",
-            )
-        if cur.status not in OPEN:
-            raise ApprovalError(
-                f"proposal {cur.proposal_id} is {cur.status}; only a draft, pending or approved "
-                "(not yet applied) proposal is rejected.",
-                fix=f"splice undo {cur.proposal_id} reverts an applied repair",
-            )
+        _check_reject(cur, name, dom)
 
     return store.transition(ws.state, p.proposal_id, "rejected", principal=principal, now=now,
                             comment=reason.strip(), check=check)  # fmt: skip
@@ -254,3 +263,46 @@ def check_may_apply(ws: Any, principal: Principal) -> Principal:
     require(principal, "apply", ws.config.policy, where=ws.config.serve.resource_url)
     _refuse_during_stop(ws, "applied")
     return principal
+
+
+def options(ws: Any, p: Proposal, principal: Principal) -> dict[str, str | None]:
+    """What ``principal`` may do to ``p`` now: ``{action: None}`` when it may, else why not
+    (the same rules :func:`approve`, :func:`reject`, apply and undo enforce, checked without
+    writing anything). For showing the buttons only: every decision checks again."""
+    from splice.errors import SpliceError
+
+    out: dict[str, str | None] = {}
+    policy, where = ws.config.policy, ws.config.serve.resource_url
+
+    def attempt(action: str, check: Any) -> None:
+        try:
+            name = require(principal, action, policy, where=where).name
+            check(name)
+            out[action] = None
+        except SpliceError as e:
+            out[action] = e.message
+
+    def need_domain() -> Any:
+        return _domain(ws, p)  # raises, naming a [[domains]] entry splice.toml lost
+
+    def approve_check(name: str) -> None:
+        _check_approve(ws, p, name, need_domain())
+
+    def reject_check(name: str) -> None:
+        _check_reject(p, name, need_domain())
+
+    def apply_check(name: str) -> None:
+        _refuse_during_stop(ws, "applied")
+        if p.status != "approved":
+            raise ApprovalError(f"{p.proposal_id} is {p.status}; only an approved one applies.")
+
+    def undo_check(name: str) -> None:
+        if p.status != "applied":
+            raise ApprovalError(f"{p.proposal_id} is {p.status}; only an applied one is undone.")
+        check_may_undo(ws, p, principal)
+
+    attempt("approve", approve_check)
+    attempt("reject", reject_check)
+    attempt("apply", apply_check)
+    attempt("undo", undo_check)
+    return out

@@ -3,6 +3,8 @@ endpoint, and a scheduler for what must happen on time.
 
 - ``GET /healthz``: ``{"status": "ok", ...}`` without authentication (for a load balancer);
   it says nothing about the workspace's content.
+- ``/``: the web page (:mod:`splice.web`): incidents, proposals and decisions, receipts, the
+  audit log, runs and the graph, for signed-in people (OpenID Connect or an API key).
 - ``/mcp``: stateless streamable HTTP answering plain JSON (every request stands alone, so
   ``[serve] workers`` processes can share the port), every tool group, ``decisions`` included, for authenticated callers only
   (:mod:`splice.serve.auth`); the protected-resource metadata (RFC 9728) is at
@@ -119,8 +121,14 @@ def build_app(hub: Any, serve: Any, *, groups: Any = None) -> Any:
                 tg.cancel_scope.cancel()
                 hub.close()
 
+    from splice.web.site import routes as web_routes
+
     return Starlette(
-        routes=[Route("/healthz", health, methods=["GET"]), Mount("/", app=mcp_app)],
+        routes=[
+            Route("/healthz", health, methods=["GET"]),
+            *web_routes(hub, serve),
+            Mount("/", app=mcp_app),
+        ],
         lifespan=lifespan,
     )
 

@@ -1,0 +1,129 @@
+"""Reads for people and agents (metrics, anomalies, connectors, nodes) and notifications."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from splice.workspace import Workspace
+
+
+# == reads for people and agents (splice.reads): the quality and connectors tool groups =========
+# Kept together at the end of this module, each a thin wrapper over splice.reads; every result
+# is plain JSON-ready data (dates as ISO text).
+def metrics(ws: Workspace, *, monitors: bool = True) -> list[dict[str, Any]]:
+    """Every metric and default monitor ``splice watch`` measures for the target, with its
+    series count, how far it is measured, its newest values and its open anomalies."""
+    from splice.reads.quality import metrics as _metrics
+
+    return _metrics(ws, monitors=monitors)
+
+
+def metric_history(
+    ws: Workspace, name: str, *, series: str | None = None, last: int | None = None
+) -> dict[str, Any]:
+    """One metric's points per series, each with its rolling median/MAD baseline and band,
+    and the anomalies on it (see :func:`splice.reads.quality.metric_history`)."""
+    from splice.reads.quality import metric_history as _history
+
+    return _history(ws, name, series=series, last=last)
+
+
+def anomalies(
+    ws: Workspace,
+    *,
+    status: str | None = None,
+    metric: str | None = None,
+    since: Any = None,
+) -> list[dict[str, Any]]:
+    """The stored anomalies of the target, newest interval first (``status`` is the incident's:
+    open, resolved, merged; None: all)."""
+    from splice.reads.quality import anomalies as _anomalies
+
+    return _anomalies(ws, status=status, metric=metric, since=since)
+
+
+def default_monitors(ws: Workspace) -> list[dict[str, Any]]:
+    """The monitors derived from the graph: node, monitor, kind, column and why."""
+    from splice.reads.quality import default_monitors as _monitors
+
+    return _monitors(ws)
+
+
+def ingestion_jobs(ws: Workspace) -> list[dict[str, Any]]:
+    """Each ``[[ingestion]]`` job with its tables and its recent dlt loads (read-only)."""
+    from splice.reads.connectors import ingestion_jobs as _jobs
+
+    return _jobs(ws)
+
+
+def dashboards(ws: Workspace) -> list[dict[str, Any]]:
+    """Each dashboard (declared or a dbt exposure): what it reads and everything upstream."""
+    from splice.reads.connectors import dashboards as _dashboards
+
+    return _dashboards(ws)
+
+
+def search_nodes(
+    ws: Workspace, query: str, *, kind: str | None = None, limit: int = 20
+) -> list[dict[str, Any]]:
+    """Nodes matching ``query`` by name, columns, metrics and descriptions, best first."""
+    from splice.reads.nodes import search_nodes as _search
+
+    return _search(ws, query, kind=kind, limit=limit)
+
+
+def node_details(ws: Workspace, node_id: str) -> dict[str, Any]:
+    """One node: record, typed and described columns, neighbours, domain, last build."""
+    from splice.reads.nodes import node_details as _details
+
+    return _details(ws, node_id)
+
+
+def format_number(v: Any) -> str:
+    """A number as Splice shows it in reasons and tables (short, exact enough)."""
+    from splice.watch.panel import fmt
+
+    return fmt(v)
+
+
+# -- notifications (splice.notify) ----------------------------------------------------------------
+def notify_pending(ws: Workspace, *, now: float | None = None) -> Any:
+    """Tell the ``[[notify]]`` channels what happened since the last call: queue the new events
+    (audit-log decisions, incidents opened) and send what is due, retrying failed sends with
+    backoff. Never raises because a channel failed
+    (:class:`splice.notify.outbox.DeliveryReport`)."""
+    from splice.notify.outbox import deliver
+
+    return deliver(ws, now=now)
+
+
+def housekeeping(ws: Workspace, *, now: float | None = None) -> Any:
+    """What must happen on time without anyone asking (``splice serve`` calls it every few
+    seconds): unanswered requests escalate and expire as of ``now``, then the channels are told
+    (returns the :class:`splice.notify.outbox.DeliveryReport`)."""
+    from splice.errors import SpliceError
+    from splice.repair.approvals import refresh_all
+
+    problem = None
+    try:
+        refresh_all(ws, now=now)
+    except SpliceError as e:  # a decision raced this one: the next call applies it
+        problem = f"expiry and escalation: {e.message}"
+    report = notify_pending(ws)
+    if problem:
+        report.errors.insert(0, problem)
+    return report
+
+
+def notify_status(ws: Workspace) -> dict[str, Any]:
+    """The notification outbox: channels, counts per status, deliveries not yet delivered."""
+    from splice.notify.outbox import status
+
+    return status(ws)
+
+
+def notify_test(ws: Workspace, *, channel: str | None = None) -> list[dict[str, Any]]:
+    """Send a test message to every ``[[notify]]`` channel (or the one named), now."""
+    from splice.notify.outbox import send_test
+
+    return send_test(ws, channel)

@@ -1,0 +1,262 @@
+"""Repairs, decisions, API keys and the audit log: every decision takes the authenticated
+Principal behind it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from splice.graph.doctor import Check
+from splice.principals import Principal
+from splice.workspace import Workspace
+
+
+# -- repair (splice.repair) -----------------------------------------------------------------------
+# Every decision takes the authenticated Principal behind it (splice.principals); the rules of
+# who may decide are enforced below this layer (splice.repair.access, splice.repair.approvals).
+def cli_principal(ws: Workspace, as_name: str | None = None) -> Principal:
+    """Who the command line decides as: the operating-system user, or ``--as NAME`` where
+    splice.toml's ``[policy] allow_as`` is true (refused otherwise, saying what is recorded)."""
+    from splice.repair.access import cli_principal as _cli_principal
+
+    return _cli_principal(ws.config.policy, as_name)
+
+
+def propose(ws: Workspace, incident_id: str, *, principal: Principal, progress: Any = None) -> Any:
+    """Draft the narrowest repair of an incident, capture and test its undo, request approval
+    (``principal``: a person or an agent with the ``propose`` scope; it is the requester)."""
+    from splice.repair.flow import propose as _propose
+
+    return _propose(ws, incident_id, principal=principal, progress=progress)
+
+
+def list_proposals(ws: Workspace, *, include_closed: bool = False) -> list[tuple[Any, list[str]]]:
+    """The target's proposals, newest first, each with the owners asked so far (expiry and
+    escalation applied first)."""
+    from splice.repair import store
+    from splice.repair.approvals import asked, refresh_all
+    from splice.repair.domains import domain_named
+    from splice.repair.recovery import recover_interrupted_applies
+
+    recover_interrupted_applies(ws)
+    refresh_all(ws)
+    closed = {"rejected", "expired", "undone", "interrupted"}
+    out = []
+    for p in store.list_proposals(ws.state, target=ws.target):
+        if p.status in closed and not include_closed:
+            continue
+        who = asked(ws, p) if domain_named(ws.config, p.domain) is not None else []
+        out.append((p, who))
+    return out
+
+
+def proposal(ws: Workspace, proposal_id: str) -> dict[str, Any]:
+    """One proposal as data (expiry and escalation applied first): its steps, scope, undo and
+    status, the owners asked so far, and every decision on it in order."""
+    from splice.repair import store
+    from splice.repair.approvals import asked, refresh
+    from splice.repair.domains import domain_named
+
+    p = refresh(ws, store.load(ws.state, proposal_id))
+    who = asked(ws, p) if domain_named(ws.config, p.domain) is not None else []
+    return {
+        **p.as_dict(),
+        "asked": who,
+        "decisions": [d.as_dict() for d in store.decisions(ws.state, p.proposal_id)],
+    }
+
+
+def approve(
+    ws: Workspace, proposal_id: str, *, principal: Principal, comment: str | None = None
+) -> Any:
+    """A named owner approves a pending proposal (see :mod:`splice.repair.approvals`)."""
+    from splice.repair.approvals import approve as _approve
+
+    return _approve(ws, proposal_id, principal=principal, comment=comment)
+
+
+def reject(ws: Workspace, proposal_id: str, *, principal: Principal, reason: str) -> Any:
+    """An owner rejects, or the proposer withdraws, an open proposal."""
+    from splice.repair.approvals import reject as _reject
+
+    return _reject(ws, proposal_id, principal=principal, reason=reason)
+
+
+def apply(ws: Workspace, proposal_id: str, *, principal: Principal, progress: Any = None) -> Any:
+    """Run an approved proposal as one journaled run, verify it, write the receipt."""
+    from splice.repair.flow import apply as _apply
+
+    return _apply(ws, proposal_id, principal=principal, progress=progress)
+
+
+def receipt(ws: Workspace, proposal_id: str) -> dict[str, Any]:
+    """The receipt of a proposal as data."""
+    from splice.repair.flow import receipt as _receipt
+
+    return _receipt(ws, proposal_id)
+
+
+def undo(ws: Workspace, proposal_id: str, *, principal: Principal) -> Any:
+    """Restore exactly what an applied proposal rewrote, and record it."""
+    from splice.repair.undo import undo as _undo
+
+    return _undo(ws, proposal_id, principal=principal)
+
+
+def stop(ws: Workspace, *, principal: Principal, reason: str) -> tuple[Any, bool]:
+    """Start the org-wide stop: (the stop, whether one was already active)."""
+    from splice.repair.autonomy import stop as _stop
+
+    return _stop(ws.state, ws.config, principal=principal, reason=reason)
+
+
+def resume(ws: Workspace, *, principal: Principal) -> Any:
+    """Lift the org-wide stop (a domain owner); returns the stop that ended."""
+    from splice.repair.autonomy import resume as _resume
+
+    return _resume(ws.state, ws.config, principal=principal)
+
+
+# -- API keys (splice.keys) -----------------------------------------------------------------------
+def create_key(
+    ws: Workspace,
+    *,
+    name: str,
+    kind: str,
+    scopes: str | list[str] | tuple[str, ...],
+    principal: Principal | None = None,
+) -> tuple[Any, str]:
+    """Make an API key for ``name`` (a person or an agent, with ``scopes``): (its record, the
+    key, to be shown once; only a salted hash is stored).  ``principal``: who makes it
+    (default: the operating-system user), recorded in the audit log."""
+    from splice.keys import create
+    from splice.principals import os_user_principal
+
+    return create(ws.state, name=name, kind=kind, scopes=scopes,
+                  principal=principal or os_user_principal())  # fmt: skip
+
+
+def list_keys(ws: Workspace) -> list[Any]:
+    """Every API key (never a secret), oldest first, revoked ones too."""
+    from splice.keys import list_keys as _list
+
+    return _list(ws.state)
+
+
+def revoke_key(ws: Workspace, key_id: str, *, principal: Principal) -> Any:
+    """Revoke an API key at once; recorded in the audit log."""
+    from splice.keys import revoke
+
+    return revoke(ws.state, key_id, principal=principal)
+
+
+def authenticate_key(ws: Workspace, raw_key: str) -> Principal:
+    """The principal an API key stands for (auth ``api-key``, credential the key's id);
+    AccessError for a malformed, unknown, wrong or revoked key."""
+    from splice.keys import authenticate
+
+    return authenticate(ws.state, raw_key)
+
+
+def verify_audit_log(ws: Workspace) -> Any:
+    """The audit log's chain checked end to end, and against the witness kept outside the state
+    (:class:`splice.repair.auditlog.AuditReport`)."""
+    from splice.repair.auditlog import verify
+    from splice.state import witness
+
+    return verify(ws.state, witness.read(ws.witness_path))
+
+
+# -- for the interfaces: thin wrappers over lower layers, so that the CLI, the MCP tools and
+# -- the server import splice.api only (see splice.layers) -------------------------------------
+def open_workspace(
+    root: Any = ".",
+    target: str | None = None,
+    *,
+    new_state: bool = False,
+    use_cache: bool | None = None,
+) -> Workspace:
+    """Open the workspace at ``root`` (:meth:`splice.workspace.Workspace.open`); use it as a
+    context manager so that its state and tools are closed."""
+    return Workspace.open(root, target, new_state=new_state, use_cache=use_cache)
+
+
+def doctor_exit_status(checks: list[Check]) -> int:
+    """1 when a doctor check is an error, else 0 (``splice doctor``'s exit status)."""
+    from splice.graph.doctor import exit_status
+
+    return exit_status(checks)
+
+
+def plan_summary(plan: Any) -> dict[str, int]:
+    """Counts of a plan's decisions: {"build", "reuse", "segments"}."""
+    from splice.plan.planner import summary
+
+    return summary(plan)
+
+
+def watch(
+    ws: Workspace, *, backfill: bool = False, only: list[str] | None = None, progress: Any = None
+) -> Any:
+    """Measure every new interval of every metric and monitor, store it and judge it
+    (:func:`splice.watch.service.watch`; ``only``: these metrics; ``backfill``: all again)."""
+    from splice.watch.service import watch as _watch
+
+    return _watch(ws, backfill=backfill, only=only, progress=progress)
+
+
+def incident_lines(inc: Any) -> list[str]:
+    """The diagnosis of one incident (:func:`incident`), as plain lines of text."""
+    from splice.watch.report import incident_lines as _lines
+
+    return _lines(inc)
+
+
+def proposal_lines(p: Any) -> list[str]:
+    """A proposal as plain lines: what runs, in order; the manual alternative; undo; cost."""
+    from splice.repair.render import proposal_lines as _lines
+
+    return _lines(p)
+
+
+def receipt_markdown(r: dict[str, Any]) -> str:
+    """A receipt (:func:`receipt`) as Markdown, for people."""
+    from splice.repair.receipt import receipt_markdown as _markdown
+
+    return _markdown(r)
+
+
+def audit_entries(ws: Workspace, proposal_id: str | None = None) -> list[Any]:
+    """Every entry of the audit log (of ``proposal_id`` only, when given), oldest first."""
+    from splice.repair.auditlog import entries
+
+    return entries(ws.state, proposal_id)
+
+
+# -- what the web page needs to show the right buttons (every decision checks again) -------------
+def credential_active(ws: Workspace, principal: Principal) -> bool:
+    """Whether a signed-in principal's credential still holds: an API key not revoked (other
+    credentials end with their session's expiry)."""
+    from splice.keys import active
+
+    if principal.auth == "api-key" and principal.credential:
+        return active(ws.state, principal.credential)
+    return True
+
+
+def decision_options(ws: Workspace, proposal_id: str, principal: Principal) -> dict[str, Any]:
+    """For each decision (approve, reject, apply, undo): None when ``principal`` may make it on
+    ``proposal_id`` now, else why not, in words. Writes nothing."""
+    from splice.repair import store
+    from splice.repair.approvals import options, refresh
+
+    return options(ws, refresh(ws, store.load(ws.state, proposal_id)), principal)
+
+
+def active_stop(ws: Workspace) -> dict[str, Any] | None:
+    """The org-wide stop in force (who, why, since when), or None."""
+    from dataclasses import asdict
+
+    from splice.repair.autonomy import active_stop as _active
+
+    s = _active(ws.state)
+    return asdict(s) if s is not None else None
