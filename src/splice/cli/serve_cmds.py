@@ -38,9 +38,10 @@ def mcp_cmd(ctx: click.Context, groups: tuple[str, ...]) -> None:
 )
 @click.pass_context
 def serve_cmd(ctx: click.Context, host: str | None, port: int | None, workers: int | None) -> None:
-    """Serve the workspace to a team: MCP at /mcp (streamable HTTP) for authenticated people
-    and agents (API keys, OAuth), a health endpoint at /healthz, approval escalation and
-    notifications on time. Stop it with Ctrl-C."""
+    """Serve the workspace to a team: the web page at / (sign in with the identity provider or
+    an API key), MCP at /mcp (streamable HTTP) for authenticated people and agents (API keys,
+    OAuth), a health endpoint at /healthz, approval escalation and notifications on time. Stop
+    it with Ctrl-C."""
     from splice import api
     from splice.cli.render import console
     from splice.serve.app import run
@@ -49,7 +50,8 @@ def serve_cmd(ctx: click.Context, host: str | None, port: int | None, workers: i
     cfg = api.serve_settings(hub, host=host, port=port, workers=workers)
     c = console()
     c.print(
-        f"Serving [bold]{hub.root}[/] at {cfg.base_url}: MCP at {cfg.resource_url} "
+        f"Serving [bold]{hub.root}[/] at {cfg.base_url}: the web page at {cfg.base_url}/, "
+        f"MCP at {cfg.resource_url} "
         f"(auth: {', '.join(cfg.auth.methods()) or 'none'}), health at {cfg.base_url}/healthz."
     )
     c.print("[dim]splice keys create --principal NAME --kind person|agent makes a key.[/]")
