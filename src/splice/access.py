@@ -159,6 +159,10 @@ def oauth_principal(claims: dict[str, Any], cfg: Any) -> Principal:
     )
 
 
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
+
+
 class Authenticator:
     """Turns a bearer token into the principal it stands for, or an AccessError saying why not.
 
@@ -175,14 +179,18 @@ class Authenticator:
         self._verified: dict[bytes, tuple[Principal, int | None, float]] = {}
         self._lock = threading.Lock()
 
+    def remembered(self, token: str) -> tuple[Principal, int | None] | None:
+        """The token's principal if it was verified recently (no I/O: safe on an event loop)."""
+        with self._lock:
+            hit = self._verified.get(_digest(token))
+        return (hit[0], hit[1]) if hit is not None and hit[2] > time.monotonic() else None
+
     def authenticate(self, token: str) -> tuple[Principal, int | None]:
         """(principal, expiry as a Unix time or None); blocking: call it from a worker thread."""
-        digest = hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
-        now = time.monotonic()
-        with self._lock:
-            hit = self._verified.get(digest)
-        if hit is not None and hit[2] > now:
-            return hit[0], hit[1]
+        hit = self.remembered(token)
+        if hit is not None:
+            return hit
+        digest, now = _digest(token), time.monotonic()
         principal, expires = self._verify(token)
         until = now + (API_KEY_RECHECK if token.startswith(API_KEY_PREFIX) else TOKEN_RECHECK)
         if expires is not None:

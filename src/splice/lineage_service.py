@@ -155,12 +155,15 @@ def _warehouse_stamp(path: Any) -> str:
     return "|".join(parts)
 
 
-def warehouse_columns(ws: Workspace) -> dict[Relation, dict[str, str]]:
+def warehouse_columns(
+    ws: Workspace, *, stamp_key: tuple[str, str, str] | None = None
+) -> dict[Relation, dict[str, str]]:
     """Columns of every table and view in the warehouse (empty if it does not exist yet).
 
     The last read is kept in Splice's state with the warehouse file's stamp: while the file is
     unchanged the warehouse is not opened at all, and while another process holds its lock (a
-    run writing it) the last columns read are used instead of failing."""
+    run writing it) the last columns read are used instead of failing. ``stamp_key``: the
+    :func:`_warehouse_memo_key` the caller took already."""
     path = ws.warehouse_path
     if not path.exists() or ws.config.warehouse.type != "duckdb":
         return {}
@@ -169,8 +172,8 @@ def warehouse_columns(ws: Workspace) -> dict[Relation, dict[str, str]]:
 
     from splice.graph.relations import relation_from_parts
 
-    stamp = _warehouse_stamp(path)
-    memo_key = (str(path), stamp, ws.dialect)  # as _warehouse_memo_key
+    memo_key = stamp_key or _warehouse_memo_key(ws)
+    stamp = memo_key[1]
     with _WAREHOUSE_LOCK:
         if memo_key in _WAREHOUSE_MEMO:
             return _WAREHOUSE_MEMO[memo_key]
@@ -288,8 +291,8 @@ def workspace_lineage(ws: Workspace, *, workers: int | None = None) -> Workspace
     if ws.caching:  # the graph cache is on: the whole result, if nothing it rests on changed
         from splice import lineage_warm
 
-        wh = warehouse_columns(ws)
-        fast_key = (ws.inputs_key(), _warehouse_memo_key(ws), RENDER_VERSION, ws.target)
+        wkey = _warehouse_memo_key(ws)
+        fast_key = (ws.inputs_key(), wkey, RENDER_VERSION, ws.target)
         with _WAREHOUSE_LOCK:
             kept = _LINEAGE_MEMO.get(fast_key)
         if kept is not None:  # this process analysed the same inputs already (splice serve)
@@ -305,6 +308,7 @@ def workspace_lineage(ws: Workspace, *, workers: int | None = None) -> Workspace
             }
             ws._lineage_memo = again  # type: ignore[attr-defined]
             return again
+        wh = warehouse_columns(ws, stamp_key=wkey)
         whole_key = lineage_warm.whole_key(ws, RENDER_VERSION, wh)
         hit = lineage_warm.lookup(ws, whole_key)
         if hit is not None:

@@ -8,22 +8,12 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "projects"
-_ARTEFACTS = shutil.ignore_patterns(
-    "target",
-    "logs",
-    "dbt_packages",
-    "package-lock.yml",
-    ".splice",
-    "splice-witness.json",
-    ".cache",
-    "*.duckdb*",
-)
+from tests.providers.fixture_projects import FIXTURES, copy_fixture  # noqa: F401 - re-exported
+
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 RED_ERROR = "\x1b[1;31mError:\x1b[0m "  # Rich's "[bold red]Error:[/]"
 
@@ -39,12 +29,6 @@ TOOL_SCRATCH = (
     re.compile(r"^\.splice/(logs|dbt)(/|$)"),
     re.compile(r"(^|/)\.cache(/|$)"),
 )
-
-
-def copy_fixture(name: str, parent: Path, as_name: str | None = None) -> Path:
-    dest = parent / (as_name or name)
-    shutil.copytree(FIXTURES / name, dest, ignore=_ARTEFACTS)
-    return dest
 
 
 def splice(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:

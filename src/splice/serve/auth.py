@@ -1,6 +1,6 @@
-"""The SDK's token verifier for ``splice serve``: every request's bearer token goes to
-:meth:`splice.api.authenticate` (API keys and JWKS-verified OAuth tokens, see
-:mod:`splice.access`); the ``AccessToken`` handed back to the SDK carries the Splice principal
+"""The SDK's token verifier for ``splice serve``: every request's bearer token goes to the
+authenticator :func:`splice.api.authenticator` makes (API keys and JWKS-verified OAuth tokens,
+see :mod:`splice.access`); the ``AccessToken`` handed back to the SDK carries the Splice principal
 in its claims, and :func:`splice.mcp.calls.principal_of` reads it back for every tool call. A
 request without a valid token is answered 401 (with the protected-resource metadata's
 address), one without the ``read`` scope 403, by the SDK's bearer middleware; nothing is
@@ -29,8 +29,9 @@ class SpliceTokenVerifier:
         self.authenticator = api.authenticator(hub, serve)
 
     async def verify_token(self, token: str) -> AccessToken | None:
+        known = self.authenticator.remembered(token)  # most requests: no thread, no I/O
         try:
-            principal, expires = await anyio.to_thread.run_sync(
+            principal, expires = known or await anyio.to_thread.run_sync(
                 self.authenticator.authenticate, token
             )
         except SpliceError as e:
