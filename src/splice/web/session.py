@@ -50,7 +50,7 @@ def server_secret(root: Path) -> bytes:
     path = root / ".splice" / "serve-secret"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"serve-secret.{os.getpid()}.tmp")
+        tmp = path.with_name(f"serve-secret.{os.getpid()}.{secrets.token_hex(6)}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(secrets.token_urlsafe(48))
