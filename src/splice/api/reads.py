@@ -127,3 +127,20 @@ def notify_test(ws: Workspace, *, channel: str | None = None) -> list[dict[str, 
     from splice.notify.outbox import send_test
 
     return send_test(ws, channel)
+
+
+# -- what the web page draws (splice.reads.incident_view) -----------------------------------------
+def incident_charts(ws: Workspace, diagnosis: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per anomalous metric of a diagnosis: the named series' history around the incident,
+    each point with its baseline band and whether it is anomalous."""
+    from splice.reads.incident_view import incident_charts as _charts
+
+    return _charts(ws, diagnosis)
+
+
+def incident_lineage(ws: Workspace, diagnosis: dict[str, Any]) -> dict[str, Any]:
+    """The incident's nodes from the source through the origin to the dashboards, layered, with
+    the edges between them."""
+    from splice.reads.incident_view import incident_lineage as _lineage
+
+    return _lineage(ws, diagnosis)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from splice import api
+from splice.web import svg
 from splice.web.core import Ctx, Web
 
 
@@ -27,10 +28,34 @@ def incident_page(ctx: Ctx) -> tuple[str, dict[str, Any]]:
         p.as_dict() for p, _who in api.list_proposals(ctx.ws, include_closed=True)
         if p.incident_id == data["id"]
     ]  # fmt: skip
+    d = data.get("diagnosis") or {}
+    charts = []
+    for c in api.incident_charts(ctx.ws, d):
+        name = c["metric"] if c["series"] == "(all)" else f"{c['metric']} ({c['series']})"
+        marks = ", ".join(c["intervals"])
+        desc = (
+            f"{name}, {len(c['points'])} intervals from {c['points'][0]['interval']} to "
+            f"{c['points'][-1]['interval']}, with its baseline band; anomalous: {marks}"
+            if c["points"]
+            else name
+        )
+        charts.append(
+            {**c, "name": name, "svg": svg.metric_chart(c["points"], title=name, desc=desc)}
+        )
+    lineage = api.incident_lineage(ctx.ws, d)
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for n in (d.get("blast_radius") or {}).get("nodes") or []:
+        groups.setdefault(n["project"], []).append(n)
     return "incident.html", {
         "title": f"{data['id']} {data.get('title', '')}",
         "inc": data,
-        "d": data.get("diagnosis") or {},
+        "d": d,
+        "charts": charts,
+        "lineage": lineage,
+        "lineage_svg": svg.lineage_path(
+            lineage, title=f"Lineage of {data['id']}: from the source to the dashboards"
+        ),
+        "blast_groups": sorted((k, sorted(v, key=lambda n: n["node"])) for k, v in groups.items()),
         "proposals": proposals,
         "may_propose": ctx.principal.may("propose"),
     }
