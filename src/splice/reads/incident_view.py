@@ -25,7 +25,7 @@ def incident_charts(ws: Any, diagnosis: dict[str, Any]) -> list[dict[str, Any]]:
     from splice.reads.quality import metric_history
 
     out: list[dict[str, Any]] = []
-    seen: set[tuple[str, str, tuple[str, ...]]] = set()
+    seen: set[tuple[str, str, str]] = set()
     for e in diagnosis.get("evidence") or []:
         example = e.get("example") or {}
         series = example.get("series")
