@@ -58,16 +58,34 @@ class JWKSCache:
         with urllib.request.urlopen(self.url, timeout=self.timeout) as resp:  # noqa: S310
             data = json.loads(resp.read().decode("utf-8"))
         keys: dict[str, Any] = {}
-        for jwk in data.get("keys", []):
-            if jwk.get("use", "sig") != "sig" or "kid" not in jwk:
+        for i, jwk in enumerate(data.get("keys", [])):
+            if jwk.get("use", "sig") != "sig":
                 continue
-            try:
-                keys[jwk["kid"]] = jwt.PyJWK(jwk)
+            try:  # a key without a kid is kept under a name no token's kid can be
+                keys[str(jwk.get("kid") or f"#no-kid-{i}")] = jwt.PyJWK(jwk)
             except jwt.PyJWKError:
                 continue  # a key of a type this server cannot use: skip it, keep the others
         self._keys = keys
         self._fetched_at = time.monotonic()
         self.fetches += 1
+
+    def sole(self) -> Any:
+        """The provider's only signing key, for a token that names none (blocking)."""
+        with self._lock:
+            if self._fetched_at is None or len(self._keys) != 1:
+                try:
+                    self._fetch()
+                except (OSError, ValueError) as e:
+                    raise AccessError(
+                        f"the identity provider's keys could not be fetched from {self.url}: {e}",
+                        retry=True,
+                    ) from e
+            if len(self._keys) != 1:
+                raise AccessError(
+                    f"token has no key id (kid) and the provider publishes {len(self._keys)} "
+                    "signing keys: which one signed it is unknown."
+                )
+            return next(iter(self._keys.values()))
 
     def key(self, kid: str) -> Any:
         """The signing key ``kid`` (blocking: call from a worker thread)."""
@@ -111,9 +129,7 @@ def verify_jwt(
     if alg not in algorithms:
         raise AccessError(f"token algorithm {alg!r} is not accepted (accepted: {algorithms}).")
     kid = header.get("kid")
-    if not isinstance(kid, str) or not kid:
-        raise AccessError("token has no key id (kid).")
-    key = cache.key(kid)
+    key = cache.key(kid) if isinstance(kid, str) and kid else cache.sole()
     try:
         return jwt.decode(
             token,

@@ -30,6 +30,9 @@ class OAuthSection(_Strict):
     #: The environment variable holding the client's secret (a confidential client); none for a
     #: public client (PKCE alone).
     client_secret_env: str | None = None
+    #: The scopes the page asks the provider for at sign-in; default ``openid``, ``email``,
+    #: ``profile`` and every key of ``scopes``.
+    web_scopes: list[str] | None = None
     #: The audience a token must be issued for; default: this server's resource URL
     #: (``[serve] url`` + ``/mcp``).
     audience: str | None = None

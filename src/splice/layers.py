@@ -46,7 +46,17 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("entry", ("splice.__main__", ROOT)),
     ("interfaces", ("splice.cli", "splice.mcp", "splice.serve", "splice.web")),
     ("demo", ("splice.demo",)),
-    ("api", ("splice.api", "splice.hub", "splice.access", "splice.reads", "splice.notify")),
+    (
+        "api",
+        (
+            "splice.api",
+            "splice.hub",
+            "splice.access",
+            "splice.signin_oidc",
+            "splice.reads",
+            "splice.notify",
+        ),
+    ),
     ("repair", ("splice.repair", "splice.keys")),
     ("watch", ("splice.watch",)),
     ("run", ("splice.run",)),

@@ -35,6 +35,14 @@ def authenticator(hub: Any, settings: Any) -> Any:
     return Authenticator(settings, check_key)
 
 
+def oidc_client(settings: Any) -> Any:
+    """The web page's OpenID Connect client at ``[serve.auth.oauth]``'s provider
+    (:class:`splice.signin_oidc.OIDCClient`); ConfigError without a ``client_id``."""
+    from splice.signin_oidc import OIDCClient
+
+    return OIDCClient(settings.auth.oauth, f"{settings.base_url}/signin/callback")
+
+
 def serve_settings(
     hub: Any, *, host: str | None = None, port: int | None = None, workers: int | None = None
 ) -> Any:
