@@ -132,8 +132,8 @@ def test_propose_review_approve_apply_and_the_receipt(browser: Any, site: Site) 
 
 
 def test_every_page_fits_a_phone_and_a_laptop(browser: Any, site: Site) -> None:
-    pages = ["/incidents", "/incidents/INC-1", "/proposals", "/runs", "/graph?q=gmv",
-             "/graph/node/pricing:fx.daily_rates", "/audit"]  # fmt: skip
+    pages = ["/incidents", "/incidents/INC-1", "/proposals", "/proposals/PR-1", "/receipts/PR-1",
+             "/runs", "/graph?q=gmv", "/graph/node/pricing:fx.daily_rates", "/audit"]  # fmt: skip
     for name, size in {"phone": (390, 844), "laptop": (1366, 768)}.items():
         page = signed_in(browser, site, "rita", width=size[0], height=size[1])
         for path in pages:
