@@ -4,8 +4,12 @@ provider's keys, the principal's Splice scopes from its groups; and every way it
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import io
 import os
 import re
+import sqlite3
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -18,8 +22,49 @@ from tests.web.web_support import Site, served_site, text_of, web_workspace
 pytestmark = pytest.mark.slow
 
 
+class EnforcePKCE:
+    """Refuses a code whose ``code_verifier`` does not hash to the S256 challenge its
+    authorization request carried (RFC 7636), as real providers do: the mock itself does not
+    check PKCE. WSGI middleware around it."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.challenges: dict[str, str] = {}
+        self.checked = 0
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
+        path, method = environ["PATH_INFO"], environ["REQUEST_METHOD"]
+        if path == "/oauth2/token" and method == "POST":
+            body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+            environ["wsgi.input"] = io.BytesIO(body)
+            form = parse_qs(body.decode())
+            want = self.challenges.pop(form.get("code", [""])[0], None)
+            verifier = form.get("code_verifier", [""])[0].encode()
+            got = base64.urlsafe_b64encode(hashlib.sha256(verifier).digest()).rstrip(b"=")
+            if want is None or got.decode() != want:
+                start_response("400 Bad Request", [("Content-Type", "application/json")])
+                return [b'{"error": "invalid_grant", "error_description": "PKCE failed"}']
+            self.checked += 1
+        elif path == "/oauth2/authorize" and method == "POST":
+            q = parse_qs(environ.get("QUERY_STRING", ""))
+            challenge = q.get("code_challenge", [""])[0]
+            s256 = q.get("code_challenge_method") == ["S256"]
+
+            def remember(status: str, headers: list[tuple[str, str]], *exc: Any) -> Any:
+                for k, v in headers:
+                    code = (
+                        parse_qs(urlsplit(v).query).get("code") if k.lower() == "location" else None
+                    )
+                    if code and challenge and s256:
+                        self.challenges[code[0]] = challenge
+                return start_response(status, headers, *exc)
+
+            return self.app(environ, remember)
+        return self.app(environ, start_response)
+
+
 class Provider:
-    """oidc-provider-mock served by werkzeug on 127.0.0.1 in a thread."""
+    """oidc-provider-mock (enforcing PKCE) served by werkzeug on 127.0.0.1 in a thread."""
 
     def __init__(self) -> None:
         import werkzeug.serving
@@ -29,9 +74,8 @@ class Provider:
             User(sub="maria", claims={"email": "maria@example.com", "groups": ["pricing-owners"]}),
             User(sub="carol", claims={"email": "carol@example.com", "groups": ["everyone"]}),
         ]
-        self.server = werkzeug.serving.make_server(
-            "127.0.0.1", 0, app(user_claims=users, require_nonce=True), threaded=True
-        )
+        self.pkce = EnforcePKCE(app(user_claims=users, require_nonce=True))
+        self.server = werkzeug.serving.make_server("127.0.0.1", 0, self.pkce, threaded=True)
         self.url = f"http://127.0.0.1:{self.server.server_port}"
         self.thread = threading.Thread(target=self.server.serve_forever, args=(0.1,), daemon=True)
         self.thread.start()
@@ -101,6 +145,7 @@ def test_an_owner_signs_in_through_the_provider_with_pkce(site: Site, provider: 
     assert {"openid", "pricing-owners"} <= set(q["scope"][0].split())
     assert q["state"][0] and q["nonce"][0]
     assert r.status_code == 303 and r.headers["location"] == "/proposals", text_of(r.text)
+    assert provider.pkce.checked >= 1  # the provider saw the verifier match the challenge
     cookie = r.headers["set-cookie"]
     assert "splice_session=" in cookie and "HttpOnly" in cookie and "SameSite=lax" in cookie
     page = c.get("/proposals")
@@ -180,3 +225,26 @@ def test_signing_in_through_the_provider_in_a_browser(site: Site) -> None:
         page.wait_for_url(f"{site.base}/signin?message=Signed+out.")
         page.goto(f"{site.base}/proposals")
         assert "/signin" in page.url  # signed out means signed out
+
+
+def test_an_owner_signed_in_through_the_provider_approves_and_it_is_recorded(site: Site) -> None:
+    agent = site.client("agent")
+    agent.get("/incidents/INC-1")
+    r = agent.post("/incidents/INC-1/propose")
+    assert r.status_code == 200 and str(r.url).endswith("/proposals/PR-1"), text_of(r.text)[:300]
+    c, r, _ = _sign_in(site, "maria", nxt="/proposals/PR-1")
+    page = c.get("/proposals/PR-1")
+    assert 'data-testid="approve"' in page.text
+    token = re.search(r'name="csrf" value="([^"]+)"', page.text)
+    assert token is not None
+    r = c.post("/proposals/PR-1/approve", data={"csrf": token.group(1), "comment": "checked"})
+    assert r.status_code == 303
+    con = sqlite3.connect(site.ws / ".splice" / "state.db")
+    try:
+        row = con.execute(
+            "SELECT actor, principal_kind, principal_auth, principal_credential FROM "
+            "repair_decisions WHERE proposal_id = 'PR-1' AND decision = 'approve'"
+        ).fetchone()
+    finally:
+        con.close()
+    assert row[:3] == ("maria", "person", "oauth") and row[3].endswith("#maria")
