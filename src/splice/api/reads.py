@@ -79,6 +79,23 @@ def node_details(ws: Workspace, node_id: str) -> dict[str, Any]:
     return _details(ws, node_id)
 
 
+def incident_charts(ws: Workspace, incident_id: str) -> list[dict[str, Any]]:
+    """One chart's data per anomalous metric of an incident: a series' history around it, the
+    band the detectors tolerate, the anomalous intervals, how many series were anomalous (see
+    :func:`splice.reads.incident_charts.incident_charts`)."""
+    from splice.reads.incident_charts import incident_charts as _charts
+
+    return _charts(ws, incident_id)
+
+
+def incident_lineage(ws: Workspace, incident_id: str) -> dict[str, Any]:
+    """An incident's lineage laid out left to right, from the ingestion job through the origin
+    to the dashboards (see :func:`splice.reads.incident_lineage.incident_lineage`)."""
+    from splice.reads.incident_lineage import incident_lineage as _lineage
+
+    return _lineage(ws, incident_id)
+
+
 def format_number(v: Any) -> str:
     """A number as Splice shows it in reasons and tables (short, exact enough)."""
     from splice.watch.panel import fmt
