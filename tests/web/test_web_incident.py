@@ -93,7 +93,9 @@ def test_the_band_is_what_the_detectors_tolerate(site: Site) -> None:
     fx = charts["fx_rate"]
     assert fx["band"]["method"] == "random_walk"
     assert (fx["series"], fx["series_total"], fx["series_anomalous"]) == ("currency=AUD", 30, 29)
-    assert fx["points"][0]["interval"] < "2026-08-01" and fx["points"][-1]["interval"] == "2026-09-30"
+    assert (
+        fx["points"][0]["interval"] < "2026-08-01" and fx["points"][-1]["interval"] == "2026-09-30"
+    )
 
 
 def test_the_lineage_runs_from_the_ingestion_job_through_the_origin_to_the_dashboards(
@@ -185,7 +187,7 @@ def test_chart_svg_marks_the_intervals_and_escapes_text() -> None:
     assert band is not None and band.group(0).count("<polygon") == 1
     assert band.group(0).count(",") == 8 + 4  # 4 points up and back, 4 on the expected line
     assert '<g class="anomaly-other" data-interval="2026-09-23">' in out
-    assert "<title id=\"c9-t\">m&lt;x&gt;, k=v&amp;w, 2026-09-21 to 2026-09-25</title>" in out
+    assert '<title id="c9-t">m&lt;x&gt;, k=v&amp;w, 2026-09-21 to 2026-09-25</title>' in out
     assert 'aria-labelledby="c9-t c9-d"' in out
     for label in ("Sep 21", "Sep 25", "2026"):
         assert f">{label}</text>" in out
@@ -218,7 +220,10 @@ def test_lineage_svg_draws_left_to_right_and_routes_long_edges_around_nodes() ->
     ]
     out = str(svg.lineage({"nodes": nodes, "edges": edges, "origin": "p:origin",
                            "sources": ["ingestion:job"], "dashboards": ["d:board"]}))  # fmt: skip
-    xs = [int(x) for x in re.findall(r'data-node="[^"]+"[^>]*><title>[^<]*</title><rect x="(\d+)"', out)]
+    xs = [
+        int(x)
+        for x in re.findall(r'data-node="[^"]+"[^>]*><title>[^<]*</title><rect x="(\d+)"', out)
+    ]
     assert xs == sorted(xs) and len(set(xs)) == 4
     assert out.count('data-origin="true"') == 1 and 'data-node="p:origin" data-origin="true"' in out
     assert "Board &amp; co" in out

@@ -272,9 +272,15 @@ def _chart(
         "anomalies": mine,
         "intervals": sorted({a["interval"] for a in mine}),
         "other_intervals": others,
-        "band": {"method": method, "words": BAND_WORDS.get(method or "", "no baseline yet "
-                 f"(fewer than {sens.min_history} points of history)"),
-                 "sensitivity": sens.name, "z": sens.z_spike, "window": sens.training},  # fmt: skip
+        "band": {
+            "method": method,
+            "words": BAND_WORDS.get(
+                method or "", f"no baseline yet (fewer than {sens.min_history} points of history)"
+            ),
+            "sensitivity": sens.name,
+            "z": sens.z_spike,
+            "window": sens.training,
+        },  # fmt: skip
     }
 
 

@@ -120,7 +120,9 @@ def incident_lineage(ws: Any, incident_id: str) -> dict[str, Any]:
 
         for i, n in enumerate(sorted(here, key=key)):
             row[n] = i
-    dash_labels = {x["node"]: x.get("label") or x.get("name") for x in blast.get("dashboards") or []}
+    dash_labels = {
+        x["node"]: x.get("label") or x.get("name") for x in blast.get("dashboards") or []
+    }
     nodes = []
     for n in ids:
         g = graph.nodes.get(n)

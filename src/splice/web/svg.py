@@ -129,8 +129,9 @@ def metric_chart(chart: dict[str, Any], *, uid: str) -> Markup:
     ext = vals + [float(p[k]) for p in pts for k in ("lower", "upper") if p.get(k) is not None]
     lo, hi = min(ext), max(ext)
     pad = (hi - lo) * 0.08 if hi > lo else max(abs(hi) * 0.1, 1.0)
-    ticks = nice_ticks(lo - pad, hi + pad)
-    y_lo, y_hi = min(ticks[0], lo - pad), max(ticks[-1], hi + pad)
+    bottom = max(lo - pad, 0.0) if lo >= 0 else lo - pad  # a count or a rate stays >= 0
+    ticks = nice_ticks(bottom, hi + pad)
+    y_lo, y_hi = min(ticks[0], bottom), max(ticks[-1], hi + pad)
 
     def y(v: float) -> float:
         return MT + ph - (v - y_lo) / (y_hi - y_lo) * ph
@@ -166,23 +167,23 @@ def metric_chart(chart: dict[str, Any], *, uid: str) -> Markup:
         out.append('<g data-testid="baseline-band" class="band">')
         for r in runs:
             top = [f"{_f(x(date.fromisoformat(p['interval'])))},{_f(y(p['upper']))}" for p in r]
-            bottom = [
+            low = [
                 f"{_f(x(date.fromisoformat(p['interval'])))},{_f(y(p['lower']))}"
                 for p in reversed(r)
             ]
             out.append(
-                f'<polygon points="{" ".join(top + bottom)}" fill="#cfe0f3" stroke="#cfe0f3" '
-                'stroke-width="3" stroke-linejoin="round"/>'
+                f'<polygon points="{" ".join(top + low)}" fill="#cfe0f3" stroke="#cfe0f3" '
+                'stroke-width="6" stroke-linejoin="round"/>'
             )
             exp = [p for p in r if p.get("expected") is not None]
             if exp:
-                d = " ".join(
+                dash = " ".join(
                     f"{'M' if i == 0 else 'L'}{_f(x(date.fromisoformat(p['interval'])))},"
                     f"{_f(y(p['expected']))}"
                     for i, p in enumerate(exp)
                 )
                 out.append(
-                    f'<path d="{d}" class="expected" fill="none" stroke="#6d8fb3" '
+                    f'<path d="{dash}" class="expected" fill="none" stroke="#6d8fb3" '
                     'stroke-width="1.2" stroke-dasharray="4 3"/>'
                 )
         out.append("</g>")
@@ -233,11 +234,13 @@ def metric_chart(chart: dict[str, Any], *, uid: str) -> Markup:
         f'<g class="axis x-axis"><line x1="{ML}" x2="{W - MR}" y1="{base}" y2="{base}" '
         'stroke="#8a949e"/>'
     )
-    for d in _date_ticks(days):
+    ticks_x = _date_ticks(days)
+    for d in ticks_x:
         xx = _f(x(d))
+        anchor = "end" if d == days[-1] and len(ticks_x) > 1 else "middle"
         out.append(
             f'<line x1="{xx}" x2="{xx}" y1="{base}" y2="{base + 5}" stroke="#8a949e"/>'
-            f'<text x="{xx}" y="{base + 20}" text-anchor="middle" fill="#5a6470">'
+            f'<text x="{xx}" y="{base + 20}" text-anchor="{anchor}" fill="#5a6470">'
             f"{e(day_label(d))}</text>"
         )
     out.append(
@@ -284,8 +287,11 @@ def _chart_words(chart: dict[str, Any], pts: list[dict[str, Any]]) -> str:
             "Anomalous: "
             + ", ".join(
                 f"{iv} ({num(by[iv]['value'])}"
-                + (f", band {num(by[iv]['lower'])} to {num(by[iv]['upper'])}"
-                   if by[iv].get("lower") is not None else "")  # fmt: skip
+                + (
+                    f", band {num(by[iv]['lower'])} to {num(by[iv]['upper'])}"
+                    if by[iv].get("lower") is not None
+                    else ""
+                )  # fmt: skip
                 + ")"
                 for iv in marks
             )
@@ -407,12 +413,13 @@ def lineage(drawing: dict[str, Any], *, uid: str = "lineage") -> Markup:
             kinds.append("source")
         fill = "#fde7e5" if origin else "#eef3f8" if n.get("dashboard") else "#fff"
         stroke = "#b3261e" if origin else "#0b5cad" if n.get("on_path") else "#8a949e"
-        sub = " · ".join(str(p) for p in (n.get("project"), n.get("tool"), n.get("kind")) if p)
+        sub = " · ".join(str(p) for p in (n.get("project"), n.get("kind")) if p)
+        tool = f" ({n['tool']})" if n.get("tool") else ""
         out.append(
             f'<a href="{e(node_href(n["id"]))}" data-testid="lineage-node" '
             f'data-node="{e(n["id"])}" data-origin="{"true" if origin else "false"}" '
             f'class="{" ".join(kinds)}">'
-            f"<title>{e(n['id'])}{' (the origin)' if origin else ''}: {e(sub)}</title>"
+            f"<title>{e(n['id'])}{' (the origin)' if origin else ''}: {e(sub + tool)}</title>"
             f'<rect x="{x0}" y="{y0}" width="{BOX_W}" height="{BOX_H}" '
             f'rx="{14 if n.get("dashboard") else 5}" fill="{fill}" stroke="{stroke}" '
             f'stroke-width="{3 if origin else 1.5}"/>'
@@ -432,8 +439,11 @@ def _lineage_words(drawing: dict[str, Any]) -> str:
     words = [
         f"From {', '.join(src) if src else 'the origin'}"
         + f" through {drawing.get('origin')} (the origin)"
-        + (f" to {len(dash)} dashboard{'s' if len(dash) != 1 else ''}: {', '.join(dash)}" if dash
-           else "")  # fmt: skip
+        + (
+            f" to {len(dash)} dashboard{'s' if len(dash) != 1 else ''}: {', '.join(dash)}"
+            if dash
+            else ""
+        )  # fmt: skip
         + f"; {len(by_id)} nodes in all."
     ]
     return " ".join(words)
