@@ -125,6 +125,27 @@ def test_the_lineage_runs_from_the_ingestion_job_through_the_origin_to_the_dashb
     assert "through pricing:fx.daily_rates (the origin)" in drawing.group(0)
 
 
+def test_a_large_blast_radius_is_drawn_in_part(site: Site, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past MAX_DRAWN nodes the drawing keeps the path and the dashboards, joins them through
+    the nodes left out, and says which are left out."""
+    from splice import api
+    from splice.reads import incident_lineage as mod
+
+    monkeypatch.setattr(mod, "MAX_DRAWN", 8)
+    ws = api.open_workspace(site.ws)
+    try:
+        drawing = api.incident_lineage(ws, "INC-1")
+    finally:
+        ws.close()
+    col = {n["id"]: n["column"] for n in drawing["nodes"]}
+    assert len(col) == 8 and len(drawing["hidden"]) == 3
+    assert col["ingestion:fx_rates_ingest"] == 0 and col["pricing:fx.daily_rates"] == 1
+    assert all(col[d] > 1 for d in drawing["dashboards"])
+    to_dash = {e["to"]: e["via"] for e in drawing["edges"] if e["to"] in drawing["dashboards"]}
+    assert set(to_dash) == set(drawing["dashboards"])
+    assert any(set(via) & set(drawing["hidden"]) for via in to_dash.values())
+
+
 def test_the_diagnosis_in_words(page: str) -> None:
     text = text_of(page)
     origin = re.search(r'data-testid="origin">(.*?)</dd>', page, flags=re.S)

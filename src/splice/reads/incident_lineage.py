@@ -16,6 +16,8 @@ from typing import Any
 SOURCE_KINDS = ("ingestion", "source", "external")
 #: How many left-out nodes an edge may pass through.
 MAX_VIA = 3
+#: At most this many nodes are drawn (the path, the sources and the dashboards always are).
+MAX_DRAWN = 40
 
 
 def _links(graph: Any, members: set[str]) -> dict[tuple[str, str], list[str]]:
@@ -68,13 +70,14 @@ def incident_lineage(ws: Any, incident_id: str) -> dict[str, Any]:
     """The incident's lineage as a drawing's data: ``nodes`` (``id``, ``label``, ``project``,
     ``kind``, ``tool``, ``column`` and ``row`` in the drawing, ``origin``, ``on_path``,
     ``source``, ``dashboard``), ``edges`` (``from``, ``to``, ``on_path``, ``via``), and
-    ``origin``, ``sources`` and ``dashboards`` (ids)."""
+    ``origin``, ``sources`` and ``dashboards`` (ids), ``hidden`` (blast-radius nodes left out
+    of a drawing of more than :data:`MAX_DRAWN`)."""
     from splice.reads import state_conn
     from splice.watch.incidents import get_incident
 
     conn = state_conn(ws)
     empty: dict[str, Any] = {"nodes": [], "edges": [], "origin": None, "sources": [],
-                             "dashboards": []}  # fmt: skip
+                             "dashboards": [], "hidden": []}  # fmt: skip
     if conn is None:
         return empty
     d = get_incident(conn, incident_id).diagnosis or {}
@@ -92,8 +95,11 @@ def incident_lineage(ws: Any, incident_id: str) -> dict[str, Any]:
         )  # fmt: skip
         path = [*sources[:1], origin]
     dashboards = [x["node"] for x in blast.get("dashboards") or []]
-    ids = list(dict.fromkeys([*sources, *path, origin,
-                              *(x["node"] for x in blast.get("nodes") or []), *dashboards]))  # fmt: skip
+    must = list(dict.fromkeys([*sources, *path, origin, *dashboards]))
+    rest = [x["node"] for x in blast.get("nodes") or [] if x["node"] not in must]
+    room = max(0, MAX_DRAWN - len(must))
+    hidden = rest[room:]
+    ids = list(dict.fromkeys([*sources, *path, origin, *rest[:room], *dashboards]))
     members = set(ids)
     links = _links(graph, members)
     # the path's steps (source first) join even where the graph's edges do not
@@ -105,6 +111,12 @@ def incident_lineage(ws: Any, incident_id: str) -> dict[str, Any]:
             links.setdefault((s, origin), [])
     edges = sorted(links)
     layer = _layers(ids, edges)
+    below = {b for _, b in edges}
+    for n in ids:  # cut off by the nodes left out: one column right of the origin
+        if n not in below and n not in sources and n != origin and n not in path:
+            layer[n] = max(layer[n], layer[origin] + 1)
+    if any(n not in below for n in ids if n not in sources and n not in path):
+        layer = _relayer(ids, edges, layer)
     # rows: the path first in each column, then by the mean row of the upstream nodes
     on_path = set(path)
     row: dict[str, int] = {}
@@ -151,4 +163,19 @@ def incident_lineage(ws: Any, incident_id: str) -> dict[str, Any]:
         "origin": origin,
         "sources": sources,
         "dashboards": dashboards,
+        "hidden": hidden,
     }
+
+
+def _relayer(ids: list[str], edges: list[tuple[str, str]], layer: dict[str, int]) -> dict[str, int]:
+    """Push each node right of its upstream nodes again, after some were moved."""
+    out = dict(layer)
+    for _ in range(len(ids)):
+        moved = False
+        for a, b in edges:
+            if out[b] <= out[a]:
+                out[b] = out[a] + 1
+                moved = True
+        if not moved:
+            break
+    return out

@@ -56,6 +56,10 @@ def incident_page(ctx: Ctx) -> tuple[str, dict[str, Any]]:
     for i, c in enumerate(charts, 1):
         c["svg"] = svg.metric_chart(c, uid=f"chart-{i}")
         c["words"] = [DETECTOR_WORDS.get(x, x) for x in c["detectors"]]
+    charted = {c["metric"] for c in charts}
+    uncharted = list(dict.fromkeys(
+        e["metric"] for e in d.get("evidence") or [] if e["metric"] not in charted
+    ))  # fmt: skip
     drawing = api.incident_lineage(ctx.ws, data["id"])
     proposals = [
         p.as_dict() for p, _who in api.list_proposals(ctx.ws, include_closed=True)
@@ -66,6 +70,7 @@ def incident_page(ctx: Ctx) -> tuple[str, dict[str, Any]]:
         "inc": data,
         "d": d,
         "charts": charts,
+        "uncharted": uncharted,
         "lineage_svg": svg.lineage(drawing),
         "drawing": drawing,
         "blast": _blast(d.get("blast_radius") or {}),
