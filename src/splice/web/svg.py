@@ -139,7 +139,7 @@ def metric_chart(chart: dict[str, Any], *, uid: str) -> Markup:
     e = escape
     out = [
         f'<svg class="chart" viewBox="0 0 {W} {H}" width="100%" role="img" '
-        f'aria-labelledby="{e(uid)}-t {e(uid)}-d" font-size="13">',
+        f'aria-labelledby="{e(uid)}-t {e(uid)}-d" font-size="14">',
         f'<title id="{e(uid)}-t">{e(title)}, {e(days[0].isoformat())} to '
         f"{e(days[-1].isoformat())}</title>",
         f'<desc id="{e(uid)}-d">{e(_chart_words(chart, pts))}</desc>',
@@ -301,10 +301,13 @@ def _chart_words(chart: dict[str, Any], pts: list[dict[str, Any]]) -> str:
 
 
 # -- the lineage ----------------------------------------------------------------------------------
-BOX_W, BOX_H = 180, 50
-COL, ROW = 224, 70
+BOX_W, BOX_H = 164, 50
+COL, ROW = 200, 70
 PAD = 10
-LABEL_CHARS = 23
+LABEL_CHARS = 19
+#: The drawing's size on the page per viewBox unit: it keeps its text readable and scrolls
+#: sideways in a narrow window rather than shrinking with it.
+SCALE = 0.75
 
 
 def node_href(node_id: str) -> str:
@@ -357,7 +360,8 @@ def lineage(drawing: dict[str, Any], *, uid: str = "lineage") -> Markup:
     by_id = {n["id"]: n for n in nodes}
     out = [
         f'<svg data-testid="lineage-path" class="lineage" viewBox="0 0 {width} {height}" '
-        f'width="100%" aria-labelledby="{e(uid)}-t {e(uid)}-d" font-size="13">',
+        f'width="{round(width * SCALE)}" height="{round(height * SCALE)}" '
+        f'aria-labelledby="{e(uid)}-t {e(uid)}-d" font-size="14">',
         f'<title id="{e(uid)}-t">Lineage of the incident</title>',
         f'<desc id="{e(uid)}-d">{e(_lineage_words(drawing))}</desc>',
         f'<defs><marker id="{e(uid)}-arrow" viewBox="0 0 10 10" refX="9" refY="5" '
@@ -413,7 +417,12 @@ def lineage(drawing: dict[str, Any], *, uid: str = "lineage") -> Markup:
             kinds.append("source")
         fill = "#fde7e5" if origin else "#eef3f8" if n.get("dashboard") else "#fff"
         stroke = "#b3261e" if origin else "#0b5cad" if n.get("on_path") else "#8a949e"
-        sub = " · ".join(str(p) for p in (n.get("project"), n.get("kind")) if p)
+        label = str(n.get("label") or n["id"])
+        schema = ""
+        if not n.get("dashboard") and "." in label:  # the schema goes under the name
+            schema, label = label.rsplit(".", 1)
+        what = "origin" if origin else n.get("kind")
+        sub = " · ".join(str(p) for p in (n.get("project"), schema, what) if p)
         tool = f" ({n['tool']})" if n.get("tool") else ""
         out.append(
             f'<a href="{e(node_href(n["id"]))}" data-testid="lineage-node" '
@@ -423,10 +432,10 @@ def lineage(drawing: dict[str, Any], *, uid: str = "lineage") -> Markup:
             f'<rect x="{x0}" y="{y0}" width="{BOX_W}" height="{BOX_H}" '
             f'rx="{14 if n.get("dashboard") else 5}" fill="{fill}" stroke="{stroke}" '
             f'stroke-width="{3 if origin else 1.5}"/>'
-            f'<text x="{x0 + 9}" y="{y0 + 20}" fill="#1b1f24" font-weight="600">'
-            f"{e(short(str(n.get('label') or n['id'])))}</text>"
-            f'<text x="{x0 + 9}" y="{y0 + 39}" fill="#5a6470" font-size="11">'
-            f"{e(short(('origin · ' if origin else '') + sub, LABEL_CHARS + 5))}</text></a>"
+            f'<text x="{x0 + 9}" y="{y0 + 20}" fill="#1b1f24" font-weight="600" font-size="13">'
+            f"{e(short(label))}</text>"
+            f'<text x="{x0 + 9}" y="{y0 + 39}" fill="#5a6470" font-size="12">'
+            f"{e(short(sub, LABEL_CHARS + 6))}</text></a>"
         )
     out.append("</svg>")
     return Markup("".join(out))
