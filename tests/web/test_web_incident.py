@@ -98,6 +98,34 @@ def test_the_band_is_what_the_detectors_tolerate(site: Site) -> None:
     )
 
 
+def test_restated_points_keep_the_incident_marked(stale_story: Any, tmp_path: Path) -> None:
+    """Once a repair restated the intervals, watch measures them again and the incident's
+    stored anomalies are gone: the chart draws today's values and still marks where the
+    incident was found, from its evidence, saying so."""
+    import sqlite3
+
+    from splice import api
+
+    ws_path = web_workspace(stale_story, tmp_path / "travel")
+    con = sqlite3.connect(ws_path / ".splice" / "state.db")
+    with con:
+        con.execute(
+            "DELETE FROM watch_anomalies WHERE incident_id = 'INC-1' AND metric = 'fx_rate'"
+        )
+    con.close()
+    ws = api.open_workspace(ws_path)
+    try:
+        charts = {c["metric"]: c for c in api.incident_charts(ws, "INC-1")}
+    finally:
+        ws.close()
+    fx = charts["fx_rate"]
+    assert (fx["intervals"], fx["remeasured"], fx["anomalies"]) == (INCIDENT_DAYS, True, [])
+    assert charts["pricing:fx.daily_rates/lag_days(as_of)"]["remeasured"] is False
+    marks = re.findall(r'data-testid="anomaly-mark" data-interval="([^"]+)"',
+                       str(svg.metric_chart(fx, uid="x")))  # fmt: skip
+    assert marks == INCIDENT_DAYS
+
+
 def test_the_lineage_runs_from_the_ingestion_job_through_the_origin_to_the_dashboards(
     page: str,
 ) -> None:

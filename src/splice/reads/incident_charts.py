@@ -29,8 +29,9 @@ from splice.watch.grid import _back, grid
 from splice.watch.history import TRAINING_KEEPS, dims_label
 from splice.watch.robust import last_finite, nanmad, nanmedian_rows, prev_valid
 
-#: Intervals drawn before the incident's first interval.
+#: Intervals drawn before the incident's first interval, and at most after its last.
 BEFORE = 60
+AFTER = 60
 RANDOM_WALK_RATIO = 1.4
 SEASONAL_MIN_WEEKS = 4
 
@@ -192,8 +193,8 @@ def _series_for(conn: Any, target: str, metric: str, wanted: str | None) -> tupl
 
 
 def _chart(
-    ws: Any, conn: Any, info: dict[str, tuple[Any, Any]], incident_id: str, first: date,
-    metric: str, items: list[dict[str, Any]],
+    ws: Any, conn: Any, info: dict[str, tuple[Any, Any]], incident_id: str,
+    span: tuple[date, date], metric: str, items: list[dict[str, Any]],
 ) -> dict[str, Any] | None:  # fmt: skip
     from splice.watch import history as hist
     from splice.watch.metrics import KIND_DETECTORS
@@ -209,7 +210,8 @@ def _chart(
     wcfg = ws.config.watch
     sens = sensitivity(spec.sensitivity if spec else wcfg.sensitivity, wcfg.training_days, grain)
     dets = set(measure.active_detectors if measure else KIND_DETECTORS.get(kind, ()))
-    start = _back(first, grain, BEFORE)
+    start = _back(span[0], grain, BEFORE)
+    end = _back(span[1], grain, -AFTER) if grain != "month" else date.max
     pts = hist.points(conn, [sid], since=_back(start, grain, sens.training + 7)).get(sid, [])
     if not pts:
         return None
@@ -231,7 +233,7 @@ def _chart(
             bad[col[d]] = True
     ls = hist.level_starts(conn, [sid]).get(sid)
     weekday = np.array([d.weekday() for d in days]) if grain == "day" else None
-    ts = np.array([t for t, d in enumerate(days) if d >= start and np.isfinite(v[t])], int)
+    ts = np.array([t for t, d in enumerate(days) if start <= d <= end and np.isfinite(v[t])], int)
     lf = np.array([col.get(ls, -1) if ls is not None and ls <= days[t] else -1 for t in ts], int)
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -250,6 +252,10 @@ def _chart(
         for r in found
         if r[5] == incident_id and r[0] in shown
     ]
+    intervals = sorted({a["interval"] for a in mine})
+    remeasured = not mine  # restated since (a repair): the evidence still says where it was
+    if remeasured:
+        intervals = sorted({iv for e in items for iv in e.get("intervals") or [] if iv in shown})
     others = sorted({r[0] for r in found if r[5] != incident_id and r[0] in shown})
     anomalous = conn.execute(
         "SELECT COUNT(DISTINCT series_id) FROM watch_anomalies WHERE incident_id = ? AND "
@@ -270,7 +276,8 @@ def _chart(
         "evidence": items,
         "points": points,
         "anomalies": mine,
-        "intervals": sorted({a["interval"] for a in mine}),
+        "intervals": intervals,
+        "remeasured": remeasured and bool(intervals),
         "other_intervals": others,
         "band": {
             "method": method,
@@ -288,8 +295,11 @@ def incident_charts(ws: Any, incident_id: str) -> list[dict[str, Any]]:
     """One chart's data per anomalous metric of the incident (in the order of its evidence):
     ``metric``, ``node``, ``series`` (the series drawn: the evidence's example), ``series_total``
     and ``series_anomalous``, ``points`` (``interval``, ``value``, ``expected``, ``lower``,
-    ``upper``; from :data:`BEFORE` intervals before the incident to the newest point), the
-    incident's ``anomalies`` on the drawn series and their ``intervals``, ``other_intervals``
+    ``upper``; from :data:`BEFORE` intervals before the incident to the newest point, at most
+    :data:`AFTER` intervals after it), the
+    incident's ``anomalies`` on the drawn series and their ``intervals`` (``remeasured``: the
+    stored anomalies are gone, the points measured again since, as after a repair; the
+    intervals are then the evidence's), ``other_intervals``
     (anomalies of other incidents in the window), ``evidence`` (the diagnosis's items for the
     metric) and ``band`` (how the band was computed, in words)."""
     from splice.watch.incidents import get_incident
@@ -307,7 +317,8 @@ def incident_charts(ws: Any, incident_id: str) -> list[dict[str, Any]]:
     info = _measure_info(ws)
     out = []
     for metric, items in by_metric.items():
-        c = _chart(ws, conn, info, inc.incident_id, inc.first_interval, metric, items)
+        span = (inc.first_interval, inc.last_interval)
+        c = _chart(ws, conn, info, inc.incident_id, span, metric, items)
         if c is not None:
             out.append(c)
     return out
