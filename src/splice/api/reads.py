@@ -79,6 +79,23 @@ def node_details(ws: Workspace, node_id: str) -> dict[str, Any]:
     return _details(ws, node_id)
 
 
+def incident_charts(ws: Workspace, incident_id: str) -> list[dict[str, Any]]:
+    """One chart's data per anomalous metric of an incident: a series' history around it, the
+    band the detectors tolerate, the anomalous intervals, how many series were anomalous (see
+    :func:`splice.reads.incident_charts.incident_charts`)."""
+    from splice.reads.incident_charts import incident_charts as _charts
+
+    return _charts(ws, incident_id)
+
+
+def incident_lineage(ws: Workspace, incident_id: str) -> dict[str, Any]:
+    """An incident's lineage laid out left to right, from the ingestion job through the origin
+    to the dashboards (see :func:`splice.reads.incident_lineage.incident_lineage`)."""
+    from splice.reads.incident_lineage import incident_lineage as _lineage
+
+    return _lineage(ws, incident_id)
+
+
 def format_number(v: Any) -> str:
     """A number as Splice shows it in reasons and tables (short, exact enough)."""
     from splice.watch.panel import fmt
@@ -127,20 +144,3 @@ def notify_test(ws: Workspace, *, channel: str | None = None) -> list[dict[str, 
     from splice.notify.outbox import send_test
 
     return send_test(ws, channel)
-
-
-# -- what the web page draws (splice.reads.incident_view) -----------------------------------------
-def incident_charts(ws: Workspace, diagnosis: dict[str, Any]) -> list[dict[str, Any]]:
-    """Per anomalous metric of a diagnosis: the named series' history around the incident,
-    each point with its baseline band and whether it is anomalous."""
-    from splice.reads.incident_view import incident_charts as _charts
-
-    return _charts(ws, diagnosis)
-
-
-def incident_lineage(ws: Workspace, diagnosis: dict[str, Any]) -> dict[str, Any]:
-    """The incident's nodes from the source through the origin to the dashboards, layered, with
-    the edges between them."""
-    from splice.reads.incident_view import incident_lineage as _lineage
-
-    return _lineage(ws, diagnosis)

@@ -1,6 +1,8 @@
 """Read-only views for people and agents: what watch measures and found (:mod:`.quality`), the
 ingestion jobs and dashboards at both ends of the graph (:mod:`.connectors`), and finding and
-describing nodes (:mod:`.nodes`).
+describing nodes (:mod:`.nodes`), and what the incident page draws: a chart per anomalous metric
+(:mod:`.incident_charts`) and the lineage from the ingestion job to the dashboards
+(:mod:`.incident_lineage`).
 
 Every function takes an open Workspace and returns plain JSON-ready data (dates as ISO text);
 :mod:`splice.api` re-exports them for the CLI and the MCP tools. None of them writes: Splice's

@@ -1,4 +1,6 @@
-"""Incidents: open and past, newest first; one incident's diagnosis, charts and lineage."""
+"""Incidents: open and past, newest first; one incident's diagnosis in words, a chart per
+anomalous metric, the lineage drawn from the ingestion job to the dashboards, the blast radius
+and the scope."""
 
 from __future__ import annotations
 
@@ -8,12 +10,23 @@ from splice import api
 from splice.web import svg
 from splice.web.core import Ctx, Web
 
+DETECTOR_WORDS = {
+    "stopped_moving": "stopped moving",
+    "spike": "spiked",
+    "level_shift": "shifted level",
+    "jump": "jumped",
+    "volume_drop": "lost rows",
+    "volume_jump": "gained rows",
+    "missing": "missed intervals",
+    "null_rate_rise": "gained nulls",
+    "duplicates": "gained duplicates",
+    "distinct_change": "changed its distinct values",
+}
+
 
 def incident_list(ctx: Ctx) -> tuple[str, dict[str, Any]]:
-    rows = [
-        i.as_dict() if hasattr(i, "as_dict") else i for i in api.list_incidents(ctx.ws, status=None)
-    ]
-    rows.sort(key=lambda i: i.get("opened_at") or 0, reverse=True)
+    rows = [i.as_dict(with_diagnosis=False) for i in api.list_incidents(ctx.ws, status=None)]
+    rows.sort(key=lambda i: (i.get("opened_at") or 0, i["id"]), reverse=True)
     return "incidents.html", {
         "title": "Incidents",
         "open": [i for i in rows if i.get("status") == "open"],
@@ -21,41 +34,46 @@ def incident_list(ctx: Ctx) -> tuple[str, dict[str, Any]]:
     }
 
 
+def _blast(b: dict[str, Any]) -> dict[str, Any]:
+    """The blast radius grouped for reading: nodes per project, dashboards, metrics."""
+    projects: dict[str, list[dict[str, Any]]] = {}
+    for n in b.get("nodes") or []:
+        projects.setdefault(n.get("project") or "?", []).append(n)
+    return {
+        "projects": sorted(projects.items()),
+        "dashboards": b.get("dashboards") or [],
+        "metrics": b.get("metrics") or [],
+        "environments": b.get("environments") or [],
+        "count": len(b.get("nodes") or []),
+    }
+
+
 def incident_page(ctx: Ctx) -> tuple[str, dict[str, Any]]:
     inc = api.incident(ctx.ws, ctx.params["incident_id"])
-    data = inc.as_dict() if hasattr(inc, "as_dict") else dict(inc)
+    data = inc.as_dict()
+    d = data.get("diagnosis") or {}
+    charts = api.incident_charts(ctx.ws, data["id"])
+    for i, c in enumerate(charts, 1):
+        c["svg"] = svg.metric_chart(c, uid=f"chart-{i}")
+        c["words"] = [DETECTOR_WORDS.get(x, x) for x in c["detectors"]]
+    charted = {c["metric"] for c in charts}
+    uncharted = list(dict.fromkeys(
+        e["metric"] for e in d.get("evidence") or [] if e["metric"] not in charted
+    ))  # fmt: skip
+    drawing = api.incident_lineage(ctx.ws, data["id"])
     proposals = [
         p.as_dict() for p, _who in api.list_proposals(ctx.ws, include_closed=True)
         if p.incident_id == data["id"]
     ]  # fmt: skip
-    d = data.get("diagnosis") or {}
-    charts = []
-    for c in api.incident_charts(ctx.ws, d):
-        name = c["metric"] if c["series"] == "(all)" else f"{c['metric']} ({c['series']})"
-        marks = ", ".join(c["intervals"])
-        desc = (
-            f"{name}, {len(c['points'])} intervals from {c['points'][0]['interval']} to "
-            f"{c['points'][-1]['interval']}, with its baseline band; anomalous: {marks}"
-            if c["points"]
-            else name
-        )
-        charts.append(
-            {**c, "name": name, "svg": svg.metric_chart(c["points"], title=name, desc=desc)}
-        )
-    lineage = api.incident_lineage(ctx.ws, d)
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for n in (d.get("blast_radius") or {}).get("nodes") or []:
-        groups.setdefault(n["project"], []).append(n)
     return "incident.html", {
         "title": f"{data['id']} {data.get('title', '')}",
         "inc": data,
         "d": d,
         "charts": charts,
-        "lineage": lineage,
-        "lineage_svg": svg.lineage_path(
-            lineage, title=f"Lineage of {data['id']}: from the source to the dashboards"
-        ),
-        "blast_groups": sorted((k, sorted(v, key=lambda n: n["node"])) for k, v in groups.items()),
+        "uncharted": uncharted,
+        "lineage_svg": svg.lineage(drawing),
+        "drawing": drawing,
+        "blast": _blast(d.get("blast_radius") or {}),
         "proposals": proposals,
         "may_propose": ctx.principal.may("propose"),
     }
