@@ -94,6 +94,8 @@ def test_only_a_named_owner_who_is_not_the_requester_sees_approve(site: Site) ->
     assert "'approve' scope" in text_of(pages["rita"].text)
     # the requester may withdraw; a non-owner may not reject
     assert 'data-testid="reject"' not in pages["lee"].text
+    # with PR-1 open, the incident offers no second proposal
+    assert 'data-testid="propose"' not in site.client("agent").get("/incidents/INC-1").text
 
 
 def test_a_forged_approval_is_refused_and_writes_nothing(site: Site) -> None:

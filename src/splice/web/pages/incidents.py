@@ -75,7 +75,9 @@ def incident_page(ctx: Ctx) -> tuple[str, dict[str, Any]]:
         "drawing": drawing,
         "blast": _blast(d.get("blast_radius") or {}),
         "proposals": proposals,
-        "may_propose": ctx.principal.may("propose"),
+        # a proposal still open (drafted, awaiting an owner, approved) is the one to act on
+        "may_propose": ctx.principal.may("propose")
+        and not any(p["status"] in ("draft", "pending", "approved") for p in proposals),
     }
 
 
