@@ -68,6 +68,9 @@ def node_page(ctx: Ctx) -> tuple[str, dict[str, Any]]:
         except SpliceError as e:  # an unknown column: said on the page, the rest still shown
             lineage_error = e
         took = time.perf_counter() - t0
+        if lineage is not None:
+            for h in lineage.get("upstream", []) + lineage.get("downstream", []):
+                h["via_node"], h["via_column"] = _via(h.get("via"), node["id"], column)
     return "node.html", {
         "title": node["id"] + (f".{column}" if column else ""),
         "n": node,
@@ -92,6 +95,25 @@ def doctor_page(ctx: Ctx) -> tuple[str, dict[str, Any]]:
         "counts": counts,
         "seconds": took,
     }
+
+
+def _via(via: str | None, node_id: str, column: str) -> tuple[str | None, str | None]:
+    """The (node, column) a lineage hop was reached from; a walk that starts at a relation (an
+    ingestion job's table) names no node: the page's own node is meant.
+
+    >>> _via("pricing:fx.daily_rates.rate_to_usd", "x:y", "c")
+    ('pricing:fx.daily_rates', 'rate_to_usd')
+    >>> _via("None.rate_to_usd", "ingestion:fx", "rate_to_usd"), _via("finance:exposure:q3.", "x", "c")
+    (('ingestion:fx', 'rate_to_usd'), ('finance:exposure:q3', None))
+    """
+    if not via:
+        return None, None
+    head, _, col = via.rpartition(".")
+    if not head:
+        head, col = via, ""
+    if head == "None":
+        return node_id, col or column
+    return head, col or None
 
 
 def _by_project(rows: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
