@@ -144,3 +144,19 @@ def notify_test(ws: Workspace, *, channel: str | None = None) -> list[dict[str, 
     from splice.notify.outbox import send_test
 
     return send_test(ws, channel)
+
+
+# -- the web page's graph pages (splice.reads.neighbourhood) --------------------------------------
+def node_neighbourhood(ws: Workspace, node_id: str, *, limit: int = 300) -> dict[str, Any]:
+    """Every node upstream and downstream of one node across projects, nearest first, each with
+    its distance and the binding crossed to reach it (tests and audits left out)."""
+    from splice.reads.neighbourhood import node_neighbourhood as _around
+
+    return _around(ws, node_id, limit=limit)
+
+
+def graph_summary(ws: Workspace, *, bindings: int = 50) -> dict[str, Any]:
+    """Per project its tool and node counts per kind; the bindings that join the projects."""
+    from splice.reads.neighbourhood import graph_summary as _summary
+
+    return _summary(ws, bindings=bindings)

@@ -124,10 +124,16 @@ def search_nodes(
         if s > 0:
             scored[n.id] = (s, why)
     data_nodes = {i for i in scored if g.nodes[i].kind not in CHECK_KINDS}
+    # a matching node above each node: one pass in dependency order (not a walk per match,
+    # which takes most of a second when a word matches every model of a large workspace)
+    above: dict[str, bool] = {}
+    if data_nodes:
+        for nid in g.topological_order():
+            above[nid] = any(p in data_nodes or above.get(p, False) for p in g.parents(nid))
     out = []
     for nid, (s, why) in scored.items():
         n = g.nodes[nid]
-        starts = nid in data_nodes and not (g.ancestors(nid) & data_nodes)
+        starts = nid in data_nodes and not above.get(nid, False)
         if starts:
             s += 8.0
         out.append(
