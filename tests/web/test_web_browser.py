@@ -124,8 +124,10 @@ def test_propose_review_approve_apply_and_the_receipt(browser: Any, site: Site) 
     sam.locator("[data-testid=receipt-link]").click()
     sam.wait_for_url(f"{site.base}/receipts/PR-1")
     approvers = sam.locator("[data-testid=approvers]").inner_text()
-    assert "sam (person, api-key)" in approvers and "vendor confirmed the fix" in approvers
-    assert "0 outside the scope" in sam.locator("[data-testid=verification]").inner_text()
+    assert "sam (person, signed in with an API key" in approvers
+    assert "vendor confirmed the fix" in approvers
+    verification = sam.locator("[data-testid=verification]").inner_text()
+    assert verification.startswith("Verified") and "0 outside the scope" in verification
     shot(sam, "07-owner-receipt")
     sam.goto(f"{site.base}/incidents/INC-1")
     assert "resolved" in sam.locator("h1").inner_text()

@@ -129,8 +129,10 @@ def test_the_owner_approves_applies_and_the_receipt_names_them(site: Site) -> No
     assert re.search(r"PR-1 applied", text_of(r.text))
     receipt = sam.get("/receipts/PR-1")
     text = text_of(receipt.text)
-    assert "Approved by sam (person, api-key)" in text and "vendor confirmed the fix" in text
-    assert re.search(r"\d+ value\(s\) in scope changed; 0 outside the scope", text)
+    assert "sam (person, signed in with an API key" in text and "vendor confirmed the fix" in text
+    assert re.search(r"Verified ?:", text) and re.search(
+        r"\d+ value\(s\) in scope changed · 0 outside the scope", text
+    )
     incident = text_of(sam.get("/incidents/INC-1").text)
     assert "INC-1 resolved" in incident
 
