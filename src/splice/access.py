@@ -69,17 +69,26 @@ class JWKSCache:
         self._fetched_at = time.monotonic()
         self.fetches += 1
 
+    def _fetch_if_stale(self) -> None:
+        """Fetch the keys again unless they were fetched within ``refetch_interval`` (the
+        caller holds the lock): a flood of unknown or missing key ids costs one request."""
+        if self._fetched_at is not None and (
+            time.monotonic() - self._fetched_at < self.refetch_interval
+        ):
+            return
+        try:
+            self._fetch()
+        except (OSError, ValueError) as e:
+            raise AccessError(
+                f"the identity provider's keys could not be fetched from {self.url}: {e}",
+                retry=True,
+            ) from e
+
     def sole(self) -> Any:
         """The provider's only signing key, for a token that names none (blocking)."""
         with self._lock:
-            if self._fetched_at is None or len(self._keys) != 1:
-                try:
-                    self._fetch()
-                except (OSError, ValueError) as e:
-                    raise AccessError(
-                        f"the identity provider's keys could not be fetched from {self.url}: {e}",
-                        retry=True,
-                    ) from e
+            if len(self._keys) != 1:
+                self._fetch_if_stale()
             if len(self._keys) != 1:
                 raise AccessError(
                     f"token has no key id (kid) and the provider publishes {len(self._keys)} "
@@ -92,18 +101,7 @@ class JWKSCache:
         with self._lock:
             if kid in self._keys:
                 return self._keys[kid]
-            stale = (
-                self._fetched_at is None
-                or time.monotonic() - self._fetched_at >= self.refetch_interval
-            )
-            if stale:
-                try:
-                    self._fetch()
-                except (OSError, ValueError) as e:
-                    raise AccessError(
-                        f"the identity provider's keys could not be fetched from {self.url}: {e}",
-                        retry=True,
-                    ) from e
+            self._fetch_if_stale()
             if kid not in self._keys:
                 raise AccessError(f"token signed with an unknown key id {kid!r}.")
             return self._keys[kid]

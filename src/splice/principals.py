@@ -96,6 +96,22 @@ class Principal:
         held = frozenset(SCOPES) if scopes is None else parse_scopes(scopes)
         return cls(clean, kind, auth, held, credential)
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Principal:
+        """The principal :meth:`as_dict` wrote (a session's, a token's claims).
+
+        >>> p = Principal.of("lee", kind="person", auth="api-key", scopes="read", credential="k1")
+        >>> Principal.from_dict(p.as_dict()) == p
+        True
+        """
+        return cls.of(
+            data["name"],
+            kind=data["kind"],
+            auth=data["auth"],
+            scopes=data.get("scopes") or [],
+            credential=data.get("credential"),
+        )
+
     @property
     def key(self) -> str:
         """The comparison form of the name (case-folded)."""

@@ -26,6 +26,23 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Implementation
 from tests.mcp_server.mcp_support import child_env
 
+
+def splice(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``splice -w WS ARGS...`` as a child process (output captured)."""
+    return subprocess.run(
+        [sys.executable, "-m", "splice", "-w", str(ws), *args],
+        capture_output=True, text=True, env=child_env(), timeout=300,
+    )  # fmt: skip
+
+
+def make_key(ws: Path, name: str, kind: str, scopes: str) -> str:
+    """An API key for ``name`` made with ``splice keys create``."""
+    r = splice(ws, "keys", "create", "--principal", name, "--kind", kind, "--scopes", scopes,
+               "--json")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    return str(json.loads(r.stdout)["key"])
+
+
 ISSUER = "https://idp.test.example"
 
 

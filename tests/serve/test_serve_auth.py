@@ -9,8 +9,6 @@ import hashlib
 import hmac
 import json
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,33 +18,20 @@ import httpx2
 import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
-from tests.mcp_server.mcp_support import ToolFailed, call, child_env
+from tests.mcp_server.mcp_support import ToolFailed, call
 from tests.serve.serve_support import (
     ISSUER,
     IdentityProvider,
     free_port,
     http_session,
+    make_key,
     raw_post,
     running_server,
     serve_config,
+    splice,
 )
 
 from splice.demo import relocate
-
-
-def splice(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "splice", "-w", str(ws), *args],
-        capture_output=True, text=True, env=child_env(), timeout=300,
-    )  # fmt: skip
-
-
-def make_key(ws: Path, name: str, kind: str, scopes: str) -> str:
-    r = splice(
-        ws, "keys", "create", "--principal", name, "--kind", kind, "--scopes", scopes, "--json"
-    )
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)["key"]
 
 
 class Served:

@@ -10,11 +10,8 @@ and proposes.
 from __future__ import annotations
 
 import html
-import json
 import re
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,8 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
-from tests.mcp_server.mcp_support import child_env
-from tests.serve.serve_support import free_port, running_server
+from tests.serve.serve_support import free_port, make_key, running_server, splice  # noqa: F401
 
 from splice.demo import relocate
 
@@ -34,20 +30,6 @@ PEOPLE = {
     "lee": ("lee", "person", "read,propose,approve"),
     "rita": ("rita", "person", "read"),
 }
-
-
-def splice(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "splice", "-w", str(ws), *args],
-        capture_output=True, text=True, env=child_env(), timeout=300,
-    )  # fmt: skip
-
-
-def make_key(ws: Path, name: str, kind: str, scopes: str) -> str:
-    r = splice(ws, "keys", "create", "--principal", name, "--kind", kind, "--scopes", scopes,
-               "--json")  # fmt: skip
-    assert r.returncode == 0, r.stderr
-    return str(json.loads(r.stdout)["key"])
 
 
 def web_workspace(stale_story: Any, dest: Path, *, extra_toml: str = "") -> Path:

@@ -46,13 +46,7 @@ def principal_of(ctx: Context[Any, Any]) -> Principal:
         data = (token.claims or {}).get("splice_principal")
         if not isinstance(data, dict):  # a verifier that is not Splice's: refuse, never guess
             raise ToolError("this request carries no Splice principal; it cannot be served.")
-        return Principal.of(
-            data["name"],
-            kind=data["kind"],
-            auth=data["auth"],
-            scopes=data.get("scopes") or [],
-            credential=data.get("credential"),
-        )
+        return Principal.from_dict(data)
     name = "mcp-client"
     try:
         info = ctx.session.client_params.client_info  # type: ignore[union-attr]

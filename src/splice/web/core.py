@@ -55,16 +55,6 @@ class Redirect(Exception):  # noqa: N818 - control flow, not an error
         self.url = url
 
 
-def _principal(data: dict[str, Any]) -> Principal:
-    return Principal.of(
-        data["name"],
-        kind=data["kind"],
-        auth=data["auth"],
-        scopes=data.get("scopes") or [],
-        credential=data.get("credential"),
-    )
-
-
 class Web:
     """The page's shared parts: the hub, the session signer, the templates."""
 
@@ -176,7 +166,7 @@ class Web:
 
             def work() -> tuple[str, dict[str, Any]]:
                 with self.hub.workspace() as ws:
-                    who = _principal(session["principal"])
+                    who = Principal.from_dict(session["principal"])
                     if not api.credential_active(ws, who):
                         raise PageError(
                             f"{who.label()}'s credential was revoked: sign in again.",
