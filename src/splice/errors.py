@@ -7,7 +7,7 @@ The tree::
     ├── ProjectError               a dbt or SQLMesh project failed to load (parse / config error)
     ├── WarehouseError             the warehouse cannot be reached or is locked by another process
     ├── SelectorError              a selector matched nothing or is malformed (names the closest ids)
-    ├── NodeNotFoundError          a node or column named on the command line does not exist
+    ├── NodeNotFoundError          a node, column, incident, proposal or run named does not exist
     ├── InputError                 a value given on the command line is malformed or out of range
     ├── StateError                 Splice's own state is newer than this Splice, or corrupt
     ├── AccessError                the principal may not do this (a missing scope, an agent
@@ -67,7 +67,8 @@ class SelectorError(SpliceError):
 
 
 class NodeNotFoundError(SpliceError):
-    """A node id or column does not exist in the graph."""
+    """What was named does not exist: a node id or column in the graph, an incident, a
+    proposal, a run in the journal (the web page answers 404)."""
 
 
 class InputError(SpliceError):

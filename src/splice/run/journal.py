@@ -24,15 +24,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from splice.errors import SpliceError, StateError
+from splice.errors import NodeNotFoundError, StateError
 
 #: Run statuses. ``running`` is only ever seen while a holder is alive; a dead holder's run
 #: becomes ``interrupted`` (see :meth:`Journal.recover`).
 RUN_STATUSES = ("running", "success", "failed", "interrupted")
 
 
-class RunNotFoundError(SpliceError):
-    """No run in the journal has the id (or id prefix) asked for."""
+class RunNotFoundError(NodeNotFoundError):
+    """No run in the journal has the id (or id prefix) asked for (a not-found error, as an
+    unknown node or incident is)."""
 
 
 @dataclass

@@ -13,8 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from splice import api
-from splice.errors import SpliceError
-from splice.web.core import Ctx, PageError, Web
+from splice.web.core import Ctx, Web
 
 #: Checks (dbt tests, SQLMesh audits) are summed per segment, not drawn as lanes of their own.
 CHECK_KINDS = ("test", "audit")
@@ -36,12 +35,7 @@ def run_list(ctx: Ctx) -> tuple[str, dict[str, Any]]:
 
 
 def run_page(ctx: Ctx) -> tuple[str, dict[str, Any]]:
-    try:
-        j = api.run_journal(ctx.ws, ctx.params["run_id"])
-    except SpliceError as e:  # the journal's "no such run" is a 404 like an unknown node
-        if type(e).__name__ == "RunNotFoundError" and e.message.startswith("no run"):
-            raise PageError(e.message, status=404, fix=e.fix) from e
-        raise
+    j = api.run_journal(ctx.ws, ctx.params["run_id"])  # an unknown run: NodeNotFoundError, 404
     run = j["run"]
     return "run.html", {
         "title": f"Run {run['run_id']}",
