@@ -17,6 +17,8 @@ which the CSS classes may refine. The drawings scale with their container (``vie
 (1, True)
 >>> 'data-interval="2026-09-28"' in svg, "style=" in svg, "<script" in svg
 (True, False, False)
+>>> num(0.70302), num(12345.678), num(-0.0), num(None), num(3.0)
+('0.703', '12,345.7', '0', '-', '3')
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from urllib.parse import quote
 
 from markupsafe import Markup, escape
 
+from splice import api
+
 MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 # the chart's frame, in viewBox units
@@ -35,22 +39,8 @@ W, H = 600, 250
 ML, MR, MT, MB = 78, 14, 12, 44
 
 
-def num(v: float | None) -> str:
-    """A number, short (as Splice says numbers in reasons).
-
-    >>> num(0.70302), num(12345.678), num(-0.0), num(None), num(3.0)
-    ('0.703', '12,345.7', '0', '-', '3')
-    """
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
-    if v == 0:
-        return "0"
-    a = abs(v)
-    if a >= 1000:
-        return f"{v:,.1f}"
-    if a >= 1:
-        return f"{v:.6g}"
-    return f"{v:.4g}"
+#: A number as Splice says numbers in reasons (watch's own format, through the api).
+num = api.format_number
 
 
 def nice_ticks(lo: float, hi: float, n: int = 4) -> list[float]:
