@@ -322,4 +322,29 @@ MIGRATIONS: list[tuple[int, str]] = [
         )
         """,
     ),
+    (
+        # Accepted levels (splice.watch.levels): a series whose level moved and stayed is judged
+        # against its old level (its incident stays open and grows) until a person, or a
+        # verified repair, accepts the new level; from ``since`` on the series is judged against
+        # itself. One row per (series, acceptance), with who decided and how they were
+        # authenticated.
+        9,
+        """
+        CREATE TABLE IF NOT EXISTS watch_levels (
+            level_id INTEGER PRIMARY KEY AUTOINCREMENT,
+            target TEXT NOT NULL,
+            series_id INTEGER NOT NULL,
+            since TEXT NOT NULL,
+            incident_id TEXT,
+            how TEXT NOT NULL,
+            accepted_by TEXT NOT NULL,
+            principal_kind TEXT,
+            principal_auth TEXT,
+            principal_credential TEXT,
+            note TEXT,
+            accepted_at REAL NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS watch_levels_by_series ON watch_levels (series_id, since)
+        """,
+    ),
 ]
