@@ -33,6 +33,11 @@ What it measures, in one run:
    wrong, the scope exact / narrower / wider than the injected days, and the time of grouping
    plus diagnosis. (``--no-incident`` skips it.) The panel scenarios above have no graph, so
    root cause is judged on this one.
+
+6. the workspace scenarios (``bench/detect_workspace.py``; ``--no-workspace`` skips them,
+   ``--scenarios a,b`` picks some): each fault class on the real demo, scored for detection,
+   delay, incidents, origin, cause class, scope per node and the repair's verification, plus
+   the false alarms of a clean run-on.
 """
 
 from __future__ import annotations
@@ -478,6 +483,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     ap.add_argument("--quick", action="store_true", help="time 2,000 series instead of 10,000")
     ap.add_argument("--no-incident", action="store_true", help="skip the demo incident")
+    ap.add_argument(
+        "--workspace",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the workspace scenarios on the real demo (bench/detect_workspace.py)",
+    )
+    ap.add_argument("--scenarios", help="only these workspace scenarios (comma-separated)")
     args = ap.parse_args(argv)
 
     t0 = time.perf_counter()
@@ -492,8 +504,15 @@ def main(argv: list[str] | None = None) -> int:
     times = timing(n, 365)
     e2e = watch_timing(n)
     incident = None if args.no_incident else incident_story()
+    workspace = None
+    if args.workspace:
+        from detect_workspace import workspace_bench
+
+        names = args.scenarios.split(",") if args.scenarios else None
+        workspace = workspace_bench(names)
     report = {
         "incident": incident,
+        "workspace": workspace,
         "scenarios": results,
         "clean_year": clean,
         "timing": {"series": n, "points": 365, **times},
@@ -560,6 +579,10 @@ def main(argv: list[str] | None = None) -> int:
             f"{i['grouping_and_diagnosis_s']:.2f} s of a {i['watch_s']:.1f} s watch "
             f"(story with the real tools {i['story_s']:.0f} s)"
         )
+    if workspace:
+        from detect_workspace import print_table
+
+        print_table(workspace)
     print(f"(bench ran {report['seconds']:.1f} s)")
     return 0
 

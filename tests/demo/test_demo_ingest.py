@@ -109,4 +109,6 @@ def test_load_bookings_replaces_a_range(tmp_path: Path) -> None:
         "currency": "VARCHAR",
         "amount": "DOUBLE",
         "channel": "VARCHAR",
+        "_load_id": "VARCHAR",
+        "_loaded_at": "TIMESTAMP",
     }

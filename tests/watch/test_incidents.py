@@ -59,6 +59,13 @@ def test_the_story_opens_one_incident_on_mondays_data(story: StoryResult) -> Non
     }
     assert as_of == {"2026-09-28": "2026-09-25", "2026-09-29": "2026-09-25"}
     assert "succeeded" in d["cause"] and "2026-09-25 (Fri)" in d["cause"]
+    # the fault is named first, with its numbers: which day's values repeat, how long
+    assert d["fault"]["class"] == "stopped_moving" and d["fault"]["n"] == 2
+    assert d["fault"]["evidence"]["same_as"] == "2026-09-25"
+    assert d["cause"].startswith(
+        "Stopped moving: 29 of 29 series repeat 2026-09-25 (Fri)'s values on 2026-09-28 (Mon), "
+        "2026-09-29 (Tue) (2 intervals in a row). fx_rates_ingest ran and succeeded"
+    )
     # blast radius: both SQLMesh marts, the dbt finance models, every dashboard
     blast = d["blast_radius"]
     nodes = {n["node"] for n in blast["nodes"]}
@@ -89,7 +96,7 @@ def test_incidents_cli_lists_and_shows_the_diagnosis(story: StoryResult) -> None
 
     text = splice(ws, "incident", "show", rows[0]["id"])
     assert text.returncode == 0, text.stderr
-    for words in ("Where it starts: pricing:fx.daily_rates", "Cause: fx_rates_ingest ran and",
+    for words in ("Where it starts: pricing:fx.daily_rates", "Cause: Stopped moving: 29 of 29",
                   "Blast radius", "Q3 close", "Scope: 2026-09-28..2026-09-29"):  # fmt: skip
         assert words in text.stdout, text.stdout
 

@@ -7,7 +7,12 @@ are set in the local currency (a list price in USD converted once at the 2026-06
 rate and rounded to the currency's minor unit), so GMV in USD moves with FX.
 
 ``raw.bookings``: ``booking_id TEXT, booked_at TIMESTAMP, booking_date DATE, currency TEXT,
-amount DOUBLE`` (local currency) and ``channel TEXT`` (web, app, partner).
+amount DOUBLE`` (local currency) and ``channel TEXT`` (web, app, partner), plus the load that
+wrote each row: ``_load_id TEXT`` and ``_loaded_at TIMESTAMP`` (UTC), as a loader stamps them.
+
+:func:`load_bookings` replaces a date range (a reload repairs it); for the benchmark's faults it
+can also append (the same rows loaded twice) and load only a share of each day (``part``: the
+rest arrives in a later load, after the day was processed).
 
 >>> rows = generate_bookings(date(2026, 9, 28), date(2026, 9, 28))
 >>> rows == generate_bookings(date(2026, 9, 28), date(2026, 9, 28))
@@ -136,6 +141,8 @@ CREATE TABLE IF NOT EXISTS raw.bookings (
     amount       DOUBLE NOT NULL,
     channel      TEXT NOT NULL
 );
+ALTER TABLE raw.bookings ADD COLUMN IF NOT EXISTS _load_id TEXT;
+ALTER TABLE raw.bookings ADD COLUMN IF NOT EXISTS _loaded_at TIMESTAMP;
 """
 
 
@@ -144,33 +151,72 @@ class BookingsResult:
     start: date
     end: date
     rows: int
+    load_id: str | None = None
+
+
+def day_share(rows: list[Booking], part: tuple[float, float]) -> list[Booking]:
+    """The bookings of each day whose place in the day (by time) falls in ``part``.
+
+    >>> rows = generate_bookings(date(2026, 9, 28), date(2026, 9, 28))
+    >>> a, b = day_share(rows, (0.0, 0.6)), day_share(rows, (0.6, 1.0))
+    >>> len(a) + len(b) == len(rows), a[-1].booked_at <= b[0].booked_at
+    (True, True)
+    """
+    lo, hi = part
+    by_day: dict[date, list[Booking]] = {}
+    for r in rows:
+        by_day.setdefault(r.booking_date, []).append(r)
+    out: list[Booking] = []
+    for day_rows in by_day.values():
+        n = len(day_rows)
+        out += [r for i, r in enumerate(day_rows) if lo * n <= i < hi * n]
+    return out
 
 
 def load_bookings(
-    workspace: Path, start: date, end: date, seed: int = BOOKINGS_SEED
+    workspace: Path,
+    start: date,
+    end: date,
+    seed: int = BOOKINGS_SEED,
+    *,
+    append: bool = False,
+    part: tuple[float, float] = (0.0, 1.0),
 ) -> BookingsResult:
-    """Replace the bookings of ``start .. end`` in ``raw.bookings`` with freshly generated ones."""
+    """Replace the bookings of ``start .. end`` in ``raw.bookings`` with freshly generated ones.
+
+    ``append`` adds them to what is there (loaded twice, they are duplicates); ``part`` loads
+    only that share of each day's bookings (by time of day).
+    """
+    import uuid
+    from datetime import UTC
+
     import duckdb
     import pandas as pd
 
     rows = generate_bookings(start, end, seed)
+    if part != (0.0, 1.0):
+        rows = day_share(rows, part)
     frame = pd.DataFrame(rows, columns=list(Booking._fields))
     frame["booking_date"] = pd.to_datetime(frame["booking_date"])
+    loaded_at = datetime.now(UTC).replace(tzinfo=None)
+    load_id = f"{loaded_at:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
     con = duckdb.connect(str(warehouse_path(workspace)))
     try:
         con.execute(DDL)
         con.execute("BEGIN TRANSACTION")
-        con.execute("DELETE FROM raw.bookings WHERE booking_date BETWEEN ? AND ?", [start, end])
+        if not append:
+            con.execute("DELETE FROM raw.bookings WHERE booking_date BETWEEN ? AND ?", [start, end])
         con.register("new_bookings", frame)
         con.execute(
             "INSERT INTO raw.bookings SELECT booking_id, booked_at::TIMESTAMP, "
-            "booking_date::DATE, currency, amount::DOUBLE, channel FROM new_bookings "
-            "ORDER BY booked_at, booking_id"
+            "booking_date::DATE, currency, amount::DOUBLE, channel, ? AS _load_id, "
+            "?::TIMESTAMP AS _loaded_at FROM new_bookings ORDER BY booked_at, booking_id",
+            [load_id, loaded_at],
         )
         con.execute("COMMIT")
     finally:
         con.close()
-    return BookingsResult(start=start, end=end, rows=len(rows))
+    return BookingsResult(start=start, end=end, rows=len(rows), load_id=load_id)
 
 
 def main(argv: list[str] | None = None, *, workspace: Path | None = None) -> int:

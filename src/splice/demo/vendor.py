@@ -18,12 +18,30 @@ so an incident can be switched on or off while it runs::
 makes it answer the 28th and the 29th with Friday 2026-09-25's rates (and ``as_of``
 2026-09-25); ``{"incident": null, "freeze": null}`` (or no file) is the honest vendor.
 
+Other faults (the benchmark's scenarios) are listed under ``"faults"``, each
+``{"kind", "from", "to" (optional: open-ended), "currencies" (optional: all)}`` plus its own
+settings, applied in order to the days from ``from`` to ``to``:
+
+- ``freeze``: the rates of ``serve_as_of`` (the as-of says so only when every currency is
+  frozen);
+- ``late``: the rates of ``intervals`` business days earlier, with an honest as-of
+  (``honest_as_of``: true) or one that claims the day itself;
+- ``invert``: 1 / rate (units of the currency per dollar instead of dollars per unit);
+- ``scale``: rate x ``factor`` (a unit change);
+- ``negate``: -rate (a sign error: the range audit fails).
+
 >>> status, body = respond("/v1/rates?date=2026-09-26", {})
 >>> status, body["error"]
 (404, 'no rates published for 2026-09-26 (not an ECB business day)')
 >>> status, body = respond("/v1/rates?date=2026-09-28", INCIDENTS["stale-rates"])
 >>> status, body["date"], body["as_of"], len(body["rates"])
 (200, '2026-09-28', '2026-09-25', 30)
+>>> _, late = respond("/v1/rates?date=2026-09-28", INCIDENTS["late-lying"])
+>>> late["as_of"], late["rates"]["EUR"] == rates_to_usd(date(2026, 9, 25))["EUR"]
+('2026-09-28', True)
+>>> _, inv = respond("/v1/rates?date=2026-09-28", INCIDENTS["inverted-rate"])
+>>> round(inv["rates"]["EUR"] * rates_to_usd(date(2026, 9, 28))["EUR"], 9)
+1.0
 """
 
 from __future__ import annotations
@@ -46,6 +64,11 @@ log = logging.getLogger(__name__)
 
 CLEAN: dict[str, Any] = {"incident": None, "freeze": None}
 
+
+def _faults(name: str, *faults: dict[str, Any]) -> dict[str, Any]:
+    return {"incident": name, "freeze": None, "faults": list(faults)}
+
+
 #: The incidents the demo knows, as the vendor.json that switches each on.
 INCIDENTS: dict[str, dict[str, Any]] = {
     # Monday 2026-09-28 and Tuesday the 29th: the vendor re-serves Friday's rates.
@@ -53,7 +76,49 @@ INCIDENTS: dict[str, dict[str, Any]] = {
         "incident": "stale-rates",
         "freeze": {"from": "2026-09-28", "to": "2026-09-29", "serve_as_of": "2026-09-25"},
     },
+    # three currencies stop moving from Monday on (the as-of still says the day)
+    "frozen-some": _faults(
+        "frozen-some",
+        {
+            "kind": "freeze",
+            "from": "2026-09-28",
+            "to": "2026-09-30",
+            "currencies": ["JPY", "CHF", "SEK"],
+            "serve_as_of": "2026-09-25",
+        },
+    ),  # fmt: skip
+    # from Monday on the vendor is a business day behind, and its as-of says so
+    "late-honest": _faults(
+        "late-honest",
+        {"kind": "late", "from": "2026-09-28", "intervals": 1, "honest_as_of": True},
+    ),
+    # the same, but the as-of claims the day itself
+    "late-lying": _faults(
+        "late-lying",
+        {"kind": "late", "from": "2026-09-28", "intervals": 1, "honest_as_of": False},
+    ),
+    # EUR per USD instead of USD per EUR, Monday to Wednesday
+    "inverted-rate": _faults(
+        "inverted-rate",
+        {"kind": "invert", "from": "2026-09-28", "to": "2026-09-30", "currencies": ["EUR"]},
+    ),
+    # JPY quoted per 100 yen from Monday on (x100; still inside the range audit)
+    "unit-change": _faults(
+        "unit-change",
+        {"kind": "scale", "from": "2026-09-28", "currencies": ["JPY"], "factor": 100},
+    ),
+    # the same from Monday 2026-07-27 on: it lasts past the 8-week training window
+    "unit-change-lasting": _faults(
+        "unit-change-lasting",
+        {"kind": "scale", "from": "2026-07-27", "currencies": ["JPY"], "factor": 100},
+    ),
+    # a sign error on Monday's GBP: the range audit of fx.daily_rates fails
+    "negative-rate": _faults(
+        "negative-rate",
+        {"kind": "negate", "from": "2026-09-28", "to": "2026-09-28", "currencies": ["GBP"]},
+    ),
 }
+FAULT_KINDS = ("freeze", "late", "invert", "scale", "negate")
 
 
 def check_incident(name: str | None) -> None:
@@ -138,12 +203,72 @@ def respond(target: str, settings: dict[str, Any]) -> tuple[int, dict[str, Any]]
     rates = rates_to_usd(as_of)
     if rates is None:  # a freeze pointing at a day without rates
         return 500, {"error": f"vendor misconfigured: no rates for as_of {as_of}"}
+    rates = dict(rates)
+    for fault in settings.get("faults") or []:
+        as_of = _apply(fault, day, as_of, rates)
     return 200, {
         "date": day.isoformat(),
         "as_of": as_of.isoformat(),
         "base": "USD",
         "rates": {cur: rates[cur] for cur in sorted(rates)},
     }
+
+
+def _business_day_before(day: date, n: int) -> date:
+    """The ``n``-th ECB business day before ``day``.
+
+    >>> _business_day_before(date(2026, 9, 28), 1)
+    datetime.date(2026, 9, 25)
+    """
+    d = day
+    for _ in range(n):
+        d = date.fromordinal(d.toordinal() - 1)
+        while rates_to_usd(d) is None:
+            d = date.fromordinal(d.toordinal() - 1)
+    return d
+
+
+def _apply(fault: dict[str, Any], day: date, as_of: date, rates: dict[str, float]) -> date:
+    """Apply one fault of vendor.json to ``rates`` (in place); returns the as-of to report."""
+    try:
+        kind = fault["kind"]
+        lo = date.fromisoformat(fault["from"])
+        hi = date.fromisoformat(fault["to"]) if fault.get("to") else date.max
+    except (KeyError, TypeError, ValueError) as e:
+        raise DemoError(
+            f"vendor.json: a fault needs 'kind' and a 'from' date, and 'to' is a date ({e}).",
+            fix="reset it with set_incident",
+        ) from e
+    if kind not in FAULT_KINDS:
+        raise DemoError(
+            f"vendor.json: unknown fault kind {kind!r}.", fix=f"use one of {', '.join(FAULT_KINDS)}"
+        )
+    if not lo <= day <= hi:
+        return as_of
+    chosen = fault.get("currencies") or sorted(rates)
+    every = set(chosen) >= set(rates)
+    if kind in ("freeze", "late"):
+        src = (
+            date.fromisoformat(fault["serve_as_of"])
+            if kind == "freeze"
+            else _business_day_before(day, int(fault.get("intervals", 1)))
+        )
+        old = rates_to_usd(src)
+        if old is None:
+            raise DemoError(f"vendor.json: no rates for {src} to serve on {day}.")
+        for cur in chosen:
+            rates[cur] = old[cur]
+        if every and fault.get("honest_as_of", kind == "freeze"):
+            return src
+        return as_of
+    for cur in chosen:
+        if kind == "invert":
+            rates[cur] = 1.0 / rates[cur]
+        elif kind == "scale":
+            rates[cur] = rates[cur] * float(fault.get("factor", 100))
+        else:
+            rates[cur] = -rates[cur]
+    return as_of
 
 
 class _Handler(BaseHTTPRequestHandler):

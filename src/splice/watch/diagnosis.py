@@ -202,6 +202,19 @@ def _time_column_of(ws: Any, graph: Graph, origin: str, source: str) -> str | No
     return tc.lower()
 
 
+def _row_keys(graph: Graph, origin: str | None, columns: dict[str, str]) -> list[str]:
+    """The source relation's columns that identify a row: the origin's keys found there."""
+    from splice.watch.metrics import node_keys
+
+    if origin is None or origin not in graph.nodes:
+        return []
+    keys = node_keys(graph, graph.nodes[origin])
+    for k in keys.unique:
+        if k in columns:
+            return [k]
+    return list(keys.grain) if keys.grain and all(k in columns for k in keys.grain) else []
+
+
 def diagnose(ws: Any, graph: Graph, anomalies: list[dict[str, Any]]) -> dict[str, Any]:
     """The diagnosis of one incident (a plain dict, stored as JSON with the incident)."""
     from splice.lineage_service import warehouse_columns
@@ -278,11 +291,18 @@ def diagnose(ws: Any, graph: Graph, anomalies: list[dict[str, Any]]) -> dict[str
         if rel is not None and rel in cols_by_rel:
             time_col = _time_column_of(ws, graph, origin or "", src.id)
             if time_col and time_col in cols_by_rel[rel]:
+                keys = _row_keys(graph, origin, cols_by_rel[rel])
                 with connect(ws, "incident diagnosis") as con:
                     source_ev = source_evidence(
-                        con, src, rel, cols_by_rel[rel], time_col, scope_days, ws.dialect
+                        con, src, rel, cols_by_rel[rel], time_col, scope_days, ws.dialect, keys
                     )
                 cause = cause_sentence(source_ev, src.name)
+    # the fault, classified with its numbers (splice.watch.cause); it may say more intervals
+    from splice.watch.cause import cause_text, classify, gather
+
+    fault = classify(at_origin, source_ev, **gather(ws, graph, origin, at_origin, source_ev))
+    out["fault"] = fault
+    scope_days = sorted(set(scope_days) | {date.fromisoformat(d) for d in fault["intervals"]})
     out["source"] = source_ev
     # scope: the origin's intervals; narrowed to the source's stale days when they say more
     stale = sorted(
@@ -308,7 +328,7 @@ def diagnose(ws: Any, graph: Graph, anomalies: list[dict[str, Any]]) -> dict[str
             else "the origin's anomalous intervals"
         ),
     }
-    out["cause"] = cause or (
+    out["cause"] = cause_text(fault, cause) or (
         f"{graph.nodes[origin].name} {DETECTOR_WORDS.get(headline or '', 'is anomalous')}; "
         "no record outside the project explains it"
         if origin

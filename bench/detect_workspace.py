@@ -1,0 +1,428 @@
+"""Benchmark: incident scenarios on the real demo workspace (dlt, SQLMesh, dbt, DuckDB).
+
+    python bench/detect_workspace.py                       # every scenario
+    python bench/detect_workspace.py --scenarios late-lying,duplicated-load --json
+    python bench/detect.py --workspace                     # the same, after the panel figures
+
+The demo is built once with a longer clean history (from ``HISTORY_START``) up to Sunday
+2026-07-26 and baselined (``splice watch --backfill``).  The *clean* scenario then runs
+production on, clean, to 2026-09-30 (one ingestion, ``splice run`` and ``splice watch`` up to
+Sunday 2026-09-27, then again for 09-28..30): every anomaly there is a false alarm, and its
+warehouse is the truth every other scenario is compared with.  Every other scenario copies the
+workspace of 2026-09-27 (or of 2026-07-26 for a fault that lasts past the 8-week training
+window), switches its fault on (the vendor's ``vendor.json``, or the bookings loader), loads
+and runs on to 2026-09-30, and watches.  Scored per scenario:
+
+- detected: an incident opened; delay: intervals of the origin from the first bad interval to
+  the first flagged one (0: found on the first bad interval);
+- incidents opened; origin right (the expected origin node);
+- cause class right (``diagnosis["fault"]["class"]``);
+- scope per node: the diagnosis' intervals per node (``scope["nodes"]``; else the origin's
+  ``scope["intervals"]``) against the truth: the intervals whose rows differ from the clean
+  run's (count and sums of every numeric column per value of the node's date column; a node
+  without one is judged whole) -- exact / wider / narrower / other / missed;
+- the repair: the vendor is fixed (the bookings need nothing: the reload regenerates them),
+  then propose, approve, apply (as ``story.tell_repair``); Splice's verification verdict and
+  whether it is right (it passes exactly when the warehouse then equals the clean run's);
+- false alarms: anomalies of the clean scenario.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+HISTORY_START = date(2026, 4, 1)
+BASE_THROUGH = date(2026, 7, 26)  # a Sunday: the long scenario's fault starts the next day
+CLEAN_THROUGH = date(2026, 9, 27)  # a Sunday: the short scenarios start the next day
+END = date(2026, 9, 30)
+RATES = "pricing:fx.daily_rates"
+BOOKINGS = "pricing:marts.fct_bookings_usd"
+MON = date(2026, 9, 28)
+
+
+@dataclass
+class Scenario:
+    name: str
+    what: str
+    cause: str  # the fault class the diagnosis should name
+    origin: str
+    start: date  # the first bad interval at the origin
+    incident: str | None = None  # the vendor's incident (vendor.json)
+    bookings: str | None = None  # "duplicate" | "late"
+    base: str = "sep"  # "sep": the workspace of 2026-09-27; "jul": of 2026-07-26
+    results: dict[str, Any] = field(default_factory=dict)
+
+
+SCENARIOS: list[Scenario] = [
+    Scenario("stale-rates", "all rates frozen Mon-Tue, as-of honest", "stopped_moving", RATES,
+             MON, incident="stale-rates"),
+    Scenario("frozen-some", "JPY, CHF, SEK frozen Mon-Wed, as-of claims the day",
+             "stopped_moving", RATES, MON, incident="frozen-some"),
+    Scenario("late-honest", "rates a business day late from Mon, as-of honest", "late", RATES,
+             MON, incident="late-honest"),
+    Scenario("late-lying", "rates a business day late from Mon, as-of claims the day", "late",
+             RATES, MON, incident="late-lying"),
+    Scenario("inverted-rate", "EUR inverted Mon-Wed", "inverted", RATES, MON,
+             incident="inverted-rate"),
+    Scenario("unit-change", "JPY x100 from Mon", "unit_change", RATES, MON,
+             incident="unit-change"),
+    Scenario("negative-rate", "GBP negative on Mon: a blocking audit fails", "failed_audit",
+             RATES, MON, incident="negative-rate"),
+    Scenario("duplicated-load", "Monday's bookings loaded twice", "duplicated_load", BOOKINGS,
+             MON, bookings="duplicate"),
+    Scenario("late-bookings", "40% of Monday's bookings loaded after Monday was processed",
+             "late_rows", BOOKINGS, MON, bookings="late"),
+    Scenario("unit-change-lasting", "JPY x100 from 2026-07-27 to the end (past training)",
+             "unit_change", RATES, date(2026, 7, 27), incident="unit-change-lasting",
+             base="jul"),
+]  # fmt: skip
+
+
+def _copy(src: Path, dest: Path) -> Path:
+    from splice.demo import relocate
+
+    shutil.copytree(src, dest, symlinks=True)
+    relocate(dest)
+    return dest
+
+
+def _run(ws_dir: Path, through: date) -> Any:
+    from splice import api
+
+    with api.open_workspace(ws_dir) as ws:
+        return api.run(
+            ws, execution_time=datetime.combine(through + timedelta(1), datetime.min.time())
+        )
+
+
+def _watch(ws_dir: Path, backfill: bool = False) -> Any:
+    from splice import api
+
+    with api.open_workspace(ws_dir) as ws:
+        return api.watch(ws, backfill=backfill)
+
+
+def _run_on(ws_dir: Path, start: date, end: date, bookings: str | None = None) -> dict[str, Any]:
+    """Production runs on from ``start`` to ``end``: ingest, load, splice run."""
+    from splice.demo.faults import run_on
+
+    r = run_on(ws_dir, start, end, bookings=bookings)
+    return {"run": r.report.status, "run_ok": r.report.ok, "bookings_loads": r.loads}
+
+
+# -- the truth: what differs from the clean run -------------------------------------------------
+def _relations(ws_dir: Path) -> dict[str, tuple[str, str | None, list[str]]]:
+    """node -> (relation, date column, numeric columns) for every built model."""
+    import duckdb
+
+    from splice import api
+
+    with api.open_workspace(ws_dir) as ws:
+        g = ws.graph()
+        nodes = [n for n in g.nodes.values() if n.kind == "model" and n.writes is not None]
+    con = duckdb.connect(str(ws_dir / "warehouse.duckdb"), read_only=True)
+    out = {}
+    try:
+        for n in nodes:
+            rel = n.writes
+            assert rel is not None
+            cols = con.execute(
+                "SELECT column_name, data_type FROM information_schema.columns WHERE "
+                "table_schema = ? AND table_name = ? ORDER BY ordinal_position",
+                [rel.schema, rel.name],
+            ).fetchall()
+            names = {c: t for c, t in cols}
+            time_col = (n.time_column or "").lower() or next(
+                (c for c in ("booking_date", "rate_date") if c in names), None
+            )
+            nums = [c for c, t in cols if t.startswith(("DOUBLE", "DECIMAL", "BIGINT", "INTEGER",
+                                                         "HUGEINT", "FLOAT"))]  # fmt: skip
+            out[n.id] = (f'"{rel.schema}"."{rel.name}"', time_col, nums)
+    finally:
+        con.close()
+    return out
+
+
+def _profile(ws_dir: Path, rels: dict[str, tuple[str, str | None, list[str]]]) -> dict[str, Any]:
+    import duckdb
+
+    con = duckdb.connect(str(ws_dir / "warehouse.duckdb"), read_only=True)
+    out: dict[str, dict[str, tuple[Any, ...]]] = {}
+    try:
+        for node, (rel, tc, nums) in rels.items():
+            sums = "".join(f', SUM("{c}")::DOUBLE' for c in nums)
+            if tc:
+                rows = con.execute(
+                    f'SELECT "{tc}"::DATE, COUNT(*){sums} FROM {rel} GROUP BY 1'
+                ).fetchall()
+                out[node] = {r[0].isoformat(): tuple(r[1:]) for r in rows}
+            else:
+                row = con.execute(f"SELECT COUNT(*){sums} FROM {rel}").fetchone()
+                out[node] = {"*": tuple(row or ())}
+    finally:
+        con.close()
+    return out
+
+
+def _same(a: tuple[Any, ...] | None, b: tuple[Any, ...] | None) -> bool:
+    if a is None or b is None or len(a) != len(b):
+        return a == b
+    for x, y in zip(a, b, strict=True):
+        if x is None or y is None:
+            if x != y:
+                return False
+        elif abs(float(x) - float(y)) > 1e-6 * max(1.0, abs(float(x)), abs(float(y))):
+            return False
+    return True
+
+
+def damage(now: dict[str, Any], truth: dict[str, Any]) -> dict[str, list[str]]:
+    """node -> the intervals (ISO dates; ``*``: the whole table) that differ from the truth."""
+    out: dict[str, list[str]] = {}
+    for node, ref in truth.items():
+        got = now.get(node, {})
+        bad = sorted(k for k in set(ref) | set(got) if not _same(ref.get(k), got.get(k)))
+        if bad:
+            out[node] = bad
+    return out
+
+
+def judge_scope(diagnosis: dict[str, Any], truth: dict[str, list[str]]) -> dict[str, str]:
+    """node -> exact / wider / narrower / other / missed / extra / whole (the diagnosis' scope
+    per node against the damage)."""
+    scope = diagnosis.get("scope") or {}
+    listed: dict[str, tuple[set[str], bool]] = {}
+    if scope.get("nodes"):
+        for n in scope["nodes"]:
+            listed[n["node"]] = (set(n.get("intervals") or []), bool(n.get("full")))
+    else:
+        origin = (diagnosis.get("origin") or {}).get("node")
+        if origin:
+            listed[origin] = (set(scope.get("intervals") or []), False)
+    out: dict[str, str] = {}
+    for node in sorted(set(truth) | set(listed)):
+        bad = set(truth.get(node, []))
+        got, full = listed.get(node, (set(), False))
+        if node not in listed:
+            out[node] = "missed"
+        elif not bad:
+            out[node] = "extra"
+        elif full or "*" in bad:
+            out[node] = "whole" if (full or got) else "missed"
+        elif got == bad:
+            out[node] = "exact"
+        elif got > bad:
+            out[node] = "wider"
+        elif got < bad:
+            out[node] = "narrower"
+        else:
+            out[node] = "other"
+    if not scope.get("nodes"):
+        out = {n: v if n in listed else f"{v} (no per-node scope)" for n, v in out.items()}
+    return out
+
+
+# -- one scenario --------------------------------------------------------------------------------
+def _intervals_between(days: list[str], a: str, b: str) -> int:
+    return sum(1 for d in days if a < d <= b)
+
+
+def run_scenario(s: Scenario, bases: dict[str, Path], truth: dict[str, Any],
+                 rels: dict[str, Any], tmp: Path, repair: bool = True) -> dict[str, Any]:  # fmt: skip
+    from splice import api
+    from splice.demo.story import DEMO_AGENT, DEMO_OWNER
+    from splice.demo.vendor import set_incident
+    from splice.principals import Principal
+
+    t0 = time.perf_counter()
+    ws_dir = _copy(bases[s.base], tmp / s.name / "travel")
+    set_incident(ws_dir, s.incident)
+    start = BASE_THROUGH + timedelta(1) if s.base == "jul" else CLEAN_THROUGH + timedelta(1)
+    ran = _run_on(ws_dir, start, END, s.bookings)
+    found = _watch(ws_dir)
+    res: dict[str, Any] = {"scenario": s.name, "what": s.what, **ran}
+    incs = list(found.incidents)
+    res["incidents"] = len(incs)
+    res["anomalies"] = len(found.anomalies)
+    first = [a for a in found.anomalies if a.node_id == s.origin]
+    flagged = sorted({a.interval.isoformat() for a in first})
+    origin_days = sorted(truth.get(s.origin, {}))
+    res["detected"] = bool(incs) and bool(flagged)
+    res["first_flagged"] = flagged[0] if flagged else None
+    res["delay"] = (
+        _intervals_between(origin_days, s.start.isoformat(), flagged[0]) if flagged else None
+    )
+    main = None
+    for inc in incs:
+        d = inc.diagnosis or {}
+        if (d.get("origin") or {}).get("node") == s.origin:
+            main = inc
+            break
+    main = main or (incs[0] if incs else None)
+    d = (main.diagnosis if main else None) or {}
+    fault = d.get("fault") or {}
+    res["incident"] = main.incident_id if main else None
+    res["origin"] = (d.get("origin") or {}).get("node")
+    res["origin_right"] = res["origin"] == s.origin
+    res["cause_class"] = fault.get("class")
+    res["cause_classes"] = fault.get("classes")
+    res["cause_right"] = fault.get("class") == s.cause
+    res["cause"] = d.get("cause")
+    now = _profile(ws_dir, rels)
+    bad = damage(now, truth)
+    res["damage"] = {
+        n: (v if len(v) <= 6 else [v[0], "..", v[-1], f"({len(v)})"]) for n, v in bad.items()
+    }
+    res["scope"] = judge_scope(d, bad) if main else {}
+    res["scope_exact"] = bool(res["scope"]) and all(v == "exact" for v in res["scope"].values())
+    res["detect_s"] = round(time.perf_counter() - t0, 1)
+    if repair and main is not None:
+        set_incident(ws_dir, None)
+        agent = Principal.of(DEMO_AGENT, kind="agent", auth="cli-as", scopes="read,propose")
+        owner = Principal.of(DEMO_OWNER, kind="person", auth="cli-as")
+        try:
+            with api.open_workspace(ws_dir) as ws:
+                p = api.propose(ws, main.incident_id, principal=agent)
+                api.approve(ws, p.proposal_id, principal=owner, comment="bench")
+                applied = api.apply(ws, p.proposal_id, principal=owner)
+            v = applied.verification
+            res["verified"] = bool(v and v.passed)
+            res["verification"] = v.summary if v else None
+            left = damage(_profile(ws_dir, rels), truth)
+            res["after_repair_damage"] = {n: len(x) for n, x in left.items()}
+            res["verification_right"] = res["verified"] == (not left)
+        except Exception as e:  # noqa: BLE001 - a benchmark reports what failed and goes on
+            res["repair_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
+            res["verified"] = None
+            res["verification_right"] = False
+    res["seconds"] = round(time.perf_counter() - t0, 1)
+    return res
+
+
+def build_bases(tmp: Path, say: Callable[[str], None]) -> dict[str, Any]:
+    """The base workspaces (history to 07-26; run on clean to 09-27) and the clean scenario's
+    figures, and the truth (the clean run to 09-30)."""
+    from splice.demo import build_demo
+    from splice.demo.vendor import set_incident
+
+    t0 = time.perf_counter()
+    jul = tmp / "base-jul" / "travel"
+    say(f"building the demo {HISTORY_START} .. {BASE_THROUGH} and baselining it")
+    build_demo(jul, through=BASE_THROUGH, start=HISTORY_START)
+    base = _watch(jul, backfill=True)
+    set_incident(jul, None)
+    say(f"clean month(s): running on {BASE_THROUGH + timedelta(1)} .. {CLEAN_THROUGH}")
+    sep = _copy(jul, tmp / "base-sep" / "travel")
+    _run_on(sep, BASE_THROUGH + timedelta(1), CLEAN_THROUGH)
+    w1 = _watch(sep)
+    say(f"clean: running on {CLEAN_THROUGH + timedelta(1)} .. {END} (the truth)")
+    ref = _copy(sep, tmp / "clean" / "travel")
+    _run_on(ref, CLEAN_THROUGH + timedelta(1), END)
+    w2 = _watch(ref)
+    rels = _relations(ref)
+    truth = _profile(ref, rels)
+    alarms = [a.as_dict() for a in list(w1.anomalies) + list(w2.anomalies)]
+    return {
+        "bases": {"jul": jul, "sep": sep},
+        "truth": truth,
+        "rels": rels,
+        "clean": {
+            "days": (END - BASE_THROUGH).days,
+            "baseline_anomalies": len(base.anomalies),
+            "false_alarms": len(alarms),
+            "incidents": len(w1.incidents) + len(w2.incidents),
+            "examples": [
+                f"{a['node']} {a['metric']} {a['interval']} {a['detector']}" for a in alarms[:5]
+            ],  # fmt: skip
+            "seconds": round(time.perf_counter() - t0, 1),
+        },
+    }
+
+
+def workspace_bench(names: list[str] | None = None, *, repair: bool = True,
+                    progress: Callable[[str], None] | None = None) -> dict[str, Any]:  # fmt: skip
+    say = progress or (lambda _m: None)
+    chosen = [s for s in SCENARIOS if not names or s.name in names]
+    unknown = set(names or []) - {s.name for s in SCENARIOS}
+    if unknown:
+        raise SystemExit(f"unknown scenario(s) {sorted(unknown)}; known: "
+                         f"{', '.join(s.name for s in SCENARIOS)}")  # fmt: skip
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="splice-bench-ws-") as d:
+        tmp = Path(d)
+        b = build_bases(tmp, say)
+        results = []
+        for s in chosen:
+            say(f"scenario {s.name}: {s.what}")
+            results.append(run_scenario(s, b["bases"], b["truth"], b["rels"], tmp, repair))
+            shutil.rmtree(tmp / s.name, ignore_errors=True)
+    return {
+        "clean": b["clean"],
+        "scenarios": results,
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
+
+
+def print_table(report: dict[str, Any]) -> None:
+    c = report["clean"]
+    print(f"\nworkspace scenarios on the real demo (history from {HISTORY_START})")
+    print(f"clean run-on {BASE_THROUGH + timedelta(1)} .. {END} ({c['days']} days): "
+          f"{c['false_alarms']} false alarm(s), {c['incidents']} incident(s)"
+          + (f"  e.g. {'; '.join(c['examples'])}" if c["examples"] else ""))  # fmt: skip
+    head = (f"{'scenario':20} {'det':4} {'delay':5} {'inc':3} {'origin':6} {'cause':22} "
+            f"{'scope':34} {'repair':8} {'s':>5}")  # fmt: skip
+    print(head)
+    print("-" * len(head))
+    for r in report["scenarios"]:
+        sc = r.get("scope") or {}
+        verdicts: dict[str, int] = {}
+        for v in sc.values():
+            verdicts[v.split(" ")[0]] = verdicts.get(v.split(" ")[0], 0) + 1
+        scope = ("exact" if r["scope_exact"] else
+                 ", ".join(f"{k} {n}" for k, n in sorted(verdicts.items())) or "-")  # fmt: skip
+        cause = f"{'ok' if r['cause_right'] else 'NO'} {r['cause_class']}"
+        rep = ("-" if "verified" not in r else "error" if r.get("repair_error") else
+               f"{'ok' if r['verification_right'] else 'WRONG'}/{'v' if r['verified'] else 'nv'}")  # fmt: skip
+        print(f"{r['scenario']:20} {'yes' if r['detected'] else 'NO':4} "
+              f"{'-' if r['delay'] is None else r['delay']:>5} {r['incidents']:>3} "
+              f"{'ok' if r['origin_right'] else 'NO':6} {cause[:22]:22} {scope[:34]:34} "
+              f"{rep:8} {r['seconds']:>5}")  # fmt: skip
+    print("scope per node (node: verdict):")
+    for r in report["scenarios"]:
+        print(
+            f"  {r['scenario']}: "
+            + "; ".join(f"{n}: {v}" for n, v in (r.get("scope") or {}).items())
+        )
+    print(f"(workspace bench ran {report['seconds']:.0f} s)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--scenarios", help="comma-separated names (default: all)")
+    ap.add_argument("--no-repair", action="store_true", help="skip the repair and verification")
+    args = ap.parse_args(argv)
+    names = [n.strip() for n in args.scenarios.split(",")] if args.scenarios else None
+    report = workspace_bench(names, repair=not args.no_repair,
+                             progress=None if args.json else print)  # fmt: skip
+    if args.json:
+        print(json.dumps(report, indent=2, default=str))
+    else:
+        print_table(report)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,104 @@
+"""Production running on in a demo workspace, with a fault of the bookings feed if asked.
+
+The rates vendor's faults are switched on in ``vendor/vendor.json``
+(:func:`splice.demo.vendor.set_incident`); the bookings' faults are the loader's:
+
+- ``duplicate``: the first day's bookings are loaded twice (the second load appends the same
+  rows);
+- ``late``: 60% of the first day's bookings are loaded, the first day is processed
+  (``splice run``), and the other 40% arrive in a later load, after it was processed.
+
+:func:`run_on` loads the rates and bookings of ``start .. end`` and runs ``splice run`` (as the
+story's production run does), and returns the run report without raising on a failed run (a
+fault that fails an audit is part of what is measured).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from splice.errors import ConfigError
+
+BOOKINGS_FAULTS = ("duplicate", "late")
+#: The share of the day's bookings that arrives on time in the ``late`` fault.
+ON_TIME_SHARE = 0.6
+
+
+@dataclass
+class RunOn:
+    report: Any  # the RunReport of the last splice run
+    loads: list[str] = field(default_factory=list)  # the bookings load ids, in order
+    runs: list[str] = field(default_factory=list)  # the run ids, in order
+
+
+def _run(workspace: Path, through: date) -> Any:
+    from splice import api
+
+    clock = datetime.combine(through + timedelta(days=1), datetime.min.time())
+    with api.open_workspace(workspace) as ws:
+        return api.run(ws, execution_time=clock)
+
+
+def run_on(workspace: Path, start: date, end: date, *, bookings: str | None = None) -> RunOn:
+    """Load the rates and bookings of ``start .. end`` and run production up to ``end``.
+
+    ``bookings``: one of :data:`BOOKINGS_FAULTS` (on the first day), or None.
+    """
+    from splice.demo.bookings import load_bookings
+    from splice.demo.ingest import ingest_fx_rates
+
+    if bookings is not None and bookings not in BOOKINGS_FAULTS:
+        raise ConfigError(
+            f"unknown bookings fault {bookings!r}.", fix=f"use one of {', '.join(BOOKINGS_FAULTS)}"
+        )
+    out = RunOn(report=None)
+    rates = ingest_fx_rates(workspace, start, end)
+    _record_clock(workspace, end, rates.stale_days, bookings)
+    if bookings == "late":
+        out.loads.append(
+            load_bookings(workspace, start, start, part=(0.0, ON_TIME_SHARE)).load_id or ""
+        )
+        first = _run(workspace, start)
+        out.runs.append(first.run_id)
+        time.sleep(1.0)  # the late rows are loaded visibly after the interval was processed
+        out.loads.append(
+            load_bookings(workspace, start, start, append=True, part=(ON_TIME_SHARE, 1.0)).load_id
+            or ""
+        )
+        if end > start:
+            out.loads.append(load_bookings(workspace, start + timedelta(days=1), end).load_id or "")
+    else:
+        out.loads.append(load_bookings(workspace, start, end).load_id or "")
+        if bookings == "duplicate":
+            out.loads.append(load_bookings(workspace, start, start, append=True).load_id or "")
+    out.report = _run(workspace, end)
+    out.runs.append(out.report.run_id)
+    return out
+
+
+def _record_clock(
+    workspace: Path, end: date, stale: dict[date, date], bookings: str | None
+) -> None:
+    """The demo record now says the data is loaded to ``end`` and the clock is the next day
+    (what a repair's plan runs with)."""
+    import json
+
+    from splice.demo.layout import RECORD_FILE
+    from splice.demo.vendor import read_settings
+
+    path = Path(workspace) / RECORD_FILE
+    record = json.loads(path.read_text())
+    record.update({
+        "end": end.isoformat(),
+        "execution_time": datetime.combine(end + timedelta(days=1), datetime.min.time()).isoformat(),
+        "incident": read_settings(workspace).get("incident"),
+        "bookings_fault": bookings,
+    })  # fmt: skip
+    days = dict(record.get("stale_rate_days") or {})
+    days.update({d.isoformat(): a.isoformat() for d, a in sorted(stale.items())})
+    record["stale_rate_days"] = days
+    path.write_text(json.dumps(record, indent=2) + "\n")

@@ -1,0 +1,666 @@
+"""The fault behind an incident, classified and said in words with its numbers.
+
+:func:`classify` reads what the incident's anomalies at the origin say, the source's own records
+(:mod:`splice.watch.source_evidence`), the stored history of the series that stopped, and the
+failed checks of the run journal, and names the fault:
+
+- ``stopped_moving``: the values repeat an earlier interval's values (which day, how many
+  intervals in a row, how many series);
+- ``late``: the values are the source's values N intervals earlier.  With an honest as-of date
+  the payload says so: its as-of trails the interval by the same N intervals on consecutive
+  intervals while it keeps advancing (a freeze keeps one as-of, so its lag grows).  With an
+  as-of that claims to be current, the values say it: a late feed repeats the last interval once
+  (the day it fell behind) and then keeps moving by ordinary one-interval moves, where a frozen
+  feed that recovers jumps by the (k+1)-interval move it missed.  The mean size of the move
+  right after the repeat across the repeating series (each in units of its own usual move) is
+  compared with the same statistic on the earlier intervals, for one-interval and for
+  (k+1)-interval moves: nearer the first (below their geometric middle) it is late by k, else
+  a freeze that recovered (at least ``MIN_SERIES_FOR_LATE`` series are needed to say so);
+- ``inverted``: the value is close to the reciprocal of the expected one;
+- ``unit_change``: value / expected is close to 10^k for an integer k != 0;
+- ``duplicated_load``: the source relation holds more rows than distinct keys for the interval,
+  written by several loads;
+- ``late_rows``: rows of an interval loaded after the node reading them processed that interval
+  (Splice's build evidence): the interval needs a restatement;
+- ``missing_rows``: the origin lost rows and nothing says they arrived late;
+- ``failed_audit``: an audit or test of the origin (or downstream of it) failed in the runs;
+- else the detector's own words (``level_shift``, ``spike``) or ``unknown``.
+
+When several apply, ``classes`` lists them all and ``class`` is the most specific (the order of
+:data:`PRIORITY`).  ``intervals`` (ISO dates at the origin) lists the intervals the fault covers
+when the evidence says more than the flagged ones (a feed still late, rows that arrived late).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from datetime import date, datetime
+from statistics import median
+from typing import Any
+
+#: The most specific cause first: a duplicated load explains the failed uniqueness audit it
+#: causes, a unit change explains the range audit it fails.
+PRIORITY = (
+    "duplicated_load",
+    "late_rows",
+    "late",
+    "stopped_moving",
+    "inverted",
+    "unit_change",
+    "missing_rows",
+    "failed_audit",
+    "level_shift",
+    "spike",
+    "unknown",
+)
+#: How close value * expected must be to 1 (in log terms, against log(value / expected)).
+INVERT_TOLERANCE = 0.25
+#: How close log10(value / expected) must be to an integer k for a unit change.
+UNIT_TOLERANCE = 0.05
+#: Below this many repeating series the moves after a repeat say too little to call it late.
+MIN_SERIES_FOR_LATE = 5
+VALUE_DETECTORS = ("spike", "level_shift", "jump")
+ROWS_DETECTORS = ("volume_drop", "missing")
+
+
+def _wd(iso: str) -> str:
+    return f"{iso} ({date.fromisoformat(iso).strftime('%a')})"
+
+
+def _days(isos: list[str], limit: int = 4) -> str:
+    isos = sorted(set(isos))
+    if len(isos) > limit:
+        return f"{_wd(isos[0])} .. {_wd(isos[-1])} ({len(isos)} intervals)"
+    return ", ".join(_wd(d) for d in isos)
+
+
+def _num(x: float) -> str:
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
+
+
+def _series(a: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in (a.get("dims") or {}).items()) or "(all)"
+
+
+def _iso(d: Any) -> str:
+    return d.isoformat() if hasattr(d, "isoformat") else str(d)
+
+
+# -- the classes ---------------------------------------------------------------------------------
+def _stopped(anomalies: list[dict[str, Any]]) -> dict[str, Any] | None:
+    stops = [a for a in anomalies if a["detector"] == "stopped_moving"]
+    if not stops:
+        return None
+    runs: dict[str, dict[str, Any]] = {}
+    for a in sorted(stops, key=lambda a: a["interval"]):
+        data = a.get("data") or {}
+        run = runs.setdefault(_series(a), {"days": [], "same_as": data.get("same_as"),
+                                           "since": data.get("since"), "run": 0})  # fmt: skip
+        run["days"].append(_iso(a["interval"]))
+        run["run"] = max(run["run"], int(data.get("run") or 1))
+    same = defaultdict(list)
+    for s, r in runs.items():
+        same[r["same_as"]].append(s)
+    main_same, series = max(same.items(), key=lambda kv: len(kv[1]))
+    days = sorted({d for r in runs.values() for d in r["days"]})
+    k = max(r["run"] for r in runs.values())
+    eligible = max(int((a.get("data") or {}).get("series_eligible") or 0) for a in stops)
+    of = f" of {eligible}" if eligible >= len(runs) else ""
+    words = (
+        f"stopped moving: {len(runs)}{of} series repeat "
+        f"{_wd(main_same) if main_same else 'an earlier interval'}'s values on {_days(days)}"
+        + (f" ({k} intervals in a row)" if k > 1 else "")
+    )
+    if len(runs) <= 5:
+        words += f" ({', '.join(sorted(runs))})"
+    return {
+        "class": "stopped_moving",
+        "words": words,
+        "n": k,
+        "evidence": {
+            "series": len(runs),
+            "series_eligible": eligible or None,
+            "same_as": main_same,
+            "repeats": {
+                s: {
+                    "same_as": r["same_as"],
+                    "since": r["since"],
+                    "run": r["run"],
+                    "intervals": r["days"],
+                }
+                for s, r in sorted(runs.items())
+            },  # fmt: skip
+            "intervals": days,
+        },
+        "intervals": days,
+        "_series": series,
+    }
+
+
+def _late_by_payload(source: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Late by N with an honest as-of: consecutive stale intervals trail by the same N."""
+    for p in (source or {}).get("payload_dates", []):
+        stale = [d for d in p["days"] + p.get("later", []) if d["stale"]]
+        if len(stale) < 2:
+            continue
+        lags = [int(d.get("lag_intervals") or 0) for d in stale]
+        olds = [d["oldest"] for d in stale]
+        n = lags[0]
+        if n >= 1 and all(x == n for x in lags) and len(set(olds)) == len(olds):
+            days = [d["interval"] for d in stale]
+            ongoing = bool(p.get("later"))
+            return {
+                "class": "late",
+                "n": n,
+                "words": (
+                    f"late by {n} interval{'s' if n > 1 else ''}: the payload's own "
+                    f"{p['column']} trails every interval by {n} (as of {_wd(olds[0])} for "
+                    f"{_wd(days[0])}, ... as of {_wd(olds[-1])} for {_wd(days[-1])}), while it "
+                    f"usually trails by {p['usual_lag_days']} days"
+                    + ("; still late on the latest interval" if ongoing else "")
+                ),
+                "evidence": {
+                    "column": p["column"],
+                    "lag_intervals": n,
+                    "usual_lag_days": p["usual_lag_days"],
+                    "as_of": {d["interval"]: d["oldest"] for d in stale},
+                    "how": "payload as-of",
+                },
+                "intervals": days,
+            }
+    return None
+
+
+def _late_by_values(
+    stopped: dict[str, Any], history: dict[str, list[tuple[Any, float]]] | None
+) -> dict[str, Any] | None:
+    """Late by k with an as-of that claims otherwise: ordinary moves after the repeat.
+
+    The statistic is the mean over the repeating series of |move| / the series' usual
+    one-interval move (MAD of its moves before the repeat).  Series move together (a currency
+    against the dollar), so the statistic is compared with its own history: its median over
+    the earlier intervals for one-interval moves (S1) and for (k+1)-interval moves (Sk1).  Below
+    their geometric middle sqrt(S1 * Sk1) the move after the repeat is an ordinary one: late.
+    """
+    if not history:
+        return None
+    repeats = stopped["evidence"]["repeats"]
+    k_of = [int(r["run"]) for r in repeats.values()]
+    if not k_of:
+        return None
+    k = max(set(k_of), key=k_of.count)
+    series: dict[str, dict[str, float]] = {}
+    obs: list[float] = []
+    after_days: set[str] = set()
+    ongoing = 0
+    since_all = min((r["since"] or min(r["intervals"])) for r in repeats.values())
+    for s, r in repeats.items():
+        pts = sorted(((_iso(d), float(v)) for d, v in history.get(s, []) if v is not None and
+                      math.isfinite(v)), key=lambda x: x[0])  # fmt: skip
+        days = [d for d, _ in pts]
+        last_rep = max(r["intervals"])
+        if last_rep not in days:
+            continue
+        i = days.index(last_rep)
+        if i + 1 >= len(pts):
+            ongoing += 1
+            continue
+        positive = all(v > 0 for _, v in pts)
+        vals = {d: (math.log(v) if positive else v) for d, v in pts}
+        before = [d for d in days if d < since_all]
+        moves = [vals[b] - vals[a] for a, b in zip(before, before[1:], strict=False)]
+        moves = [m for m in moves if m != 0.0]
+        if len(moves) < 10:
+            continue
+        mid = median(moves)
+        scale = median(abs(m - mid) for m in moves) * 1.4826
+        if scale <= 0:
+            continue
+        obs.append(abs(vals[days[i + 1]] - vals[days[i]]) / scale)
+        series[s] = {d: vals[d] / scale for d in before}
+        after_days.update(days[i + 1 :])
+    if len(obs) < MIN_SERIES_FOR_LATE or ongoing > len(obs):
+        return None
+    common = sorted(set.intersection(*(set(v) for v in series.values())))
+
+    def typical(step: int) -> float:
+        stats = [
+            sum(abs(v[common[j]] - v[common[j - step]]) for v in series.values()) / len(series)
+            for j in range(step, len(common))
+        ]
+        return median(stats) if stats else float("nan")
+
+    s1, sk = typical(1), typical(k + 1)
+    stat = sum(obs) / len(obs)
+    if not (math.isfinite(s1) and math.isfinite(sk) and s1 > 0):
+        return None
+    ratio = (stat / s1) ** 2  # ~1 for an ordinary move, ~k+1 for a recovered freeze
+    if stat >= math.sqrt(s1 * sk):
+        stopped["evidence"]["moves_after"] = {"ratio": round(ratio, 2), "series": len(obs),
+                                              "verdict": "recovered"}  # fmt: skip
+        return None
+    days = sorted(set(stopped["intervals"]) | after_days)
+    return {
+        "class": "late",
+        "n": k,
+        "words": (
+            f"late by {k} interval{'s' if k > 1 else ''}: {stopped['evidence']['series']} series "
+            f"repeated {_wd(stopped['evidence']['same_as'])}'s values on "
+            f"{_days(stopped['intervals'])} and then kept moving by ordinary one-interval moves "
+            f"({ratio:.2f}x the usual squared move over {len(obs)} series, where a feed that "
+            f"recovered would jump about {(sk / s1) ** 2:.1f}x), so every interval since holds the "
+            f"values of {k} interval{'s' if k > 1 else ''} before, whatever its as-of date says"
+        ),
+        "evidence": {
+            "how": "moves after the repeat",
+            "move_ratio": round(ratio, 3),
+            "recovered_ratio": round((sk / s1) ** 2, 3),
+            "series": len(obs),
+            "same_as": stopped["evidence"]["same_as"],
+        },
+        "intervals": days,
+    }
+
+
+def _ratios(anomalies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Inverted and unit-change findings from value anomalies (one vote per series)."""
+    per: dict[str, list[tuple[str, float, dict[str, Any]]]] = defaultdict(list)
+    n_series: set[str] = set()
+    for a in anomalies:
+        if a.get("kind", "value") != "value" or a["detector"] not in VALUE_DETECTORS:
+            continue
+        v, e = a.get("value"), a.get("expected")
+        if v is None or e is None or not (v > 0 and e > 0):
+            continue
+        n_series.add(_series(a))
+        lr = math.log(v / e)
+        if abs(lr) < 0.05:
+            continue
+        if abs(math.log(v * e)) <= INVERT_TOLERANCE * abs(lr):
+            per["inverted"].append((_series(a), v / e, a))
+        k = round(lr / math.log(10))
+        if k != 0 and abs(lr / math.log(10) - k) <= UNIT_TOLERANCE:
+            per[f"unit:{k}"].append((_series(a), v / e, a))
+    out = []
+    for key, items in per.items():
+        series = sorted({s for s, _, _ in items})
+        ex = min(items, key=lambda x: _iso(x[2]["interval"]))[2]
+        days = sorted({_iso(a["interval"]) for _, _, a in items})
+        ratio = ex["value"] / ex["expected"]
+        names = ", ".join(series[:5]) + (", ..." if len(series) > 5 else "")
+        if key == "inverted":
+            out.append({
+                "class": "inverted", "n": -1,
+                "words": (
+                    f"inverted: {names} reads {_num(ex['value'])} on {_wd(_iso(ex['interval']))} "
+                    f"where {_num(ex['expected'])} was expected: value x expected = "
+                    f"{ex['value'] * ex['expected']:.3g}, the reciprocal (1/{_num(ex['expected'])}"
+                    f" = {_num(1 / ex['expected'])}) of the expected value"
+                ),
+                "evidence": {"series": series, "value": ex["value"], "expected": ex["expected"],
+                             "ratio": ratio, "product": ex["value"] * ex["expected"],
+                             "intervals": days},  # fmt: skip
+                "intervals": days, "_weight": len(series),
+            })  # fmt: skip
+        else:
+            k = int(key.split(":")[1])
+            out.append({
+                "class": "unit_change", "n": k,
+                "words": (
+                    f"unit change: {names} reads {_num(ex['value'])} on "
+                    f"{_wd(_iso(ex['interval']))} where {_num(ex['expected'])} was expected, "
+                    f"{ratio:.4g}x: a factor of 10^{k}"
+                ),
+                "evidence": {"series": series, "value": ex["value"], "expected": ex["expected"],
+                             "ratio": ratio, "k": k, "factor": 10.0**k, "intervals": days},  # fmt: skip
+                "intervals": days, "_weight": len(series),
+            })  # fmt: skip
+    return out
+
+
+def _duplicated(source: dict[str, Any] | None) -> dict[str, Any] | None:
+    dups = [d for d in (source or {}).get("duplicates", []) if d["rows"] > d["distinct"]]
+    if not dups:
+        return None
+    rel = (source or {}).get("relation", "the source relation")
+    d0 = dups[0]
+    copies = d0["rows"] / max(d0["distinct"], 1)
+    loads = d0.get("loads") or []
+    load_words = ""
+    if len(loads) >= 2:
+        load_words = ", written by loads " + " and ".join(
+            f"{ld['load_id']} ({ld['rows']:,} rows at {str(ld['at'])[:19]})" for ld in loads[:4]
+        )
+    return {
+        "class": "duplicated_load",
+        "n": round(copies),
+        "words": (
+            f"duplicated load: {rel} holds {d0['rows']:,} rows for {d0['distinct']:,} distinct "
+            f"{', '.join(d0['keys'])} on {_wd(d0['interval'])} ({copies:.2g} copies of each)"
+            + load_words
+            + (f"; {len(dups)} intervals have duplicates" if len(dups) > 1 else "")
+        ),
+        "evidence": {
+            "relation": rel,
+            "intervals": [
+                {k: d[k] for k in ("interval", "rows", "distinct", "keys")}
+                | {"load_ids": [ld["load_id"] for ld in d.get("loads") or []]}
+                for d in dups
+            ],
+            "load_ids": sorted({ld["load_id"] for d in dups for ld in d.get("loads") or []}),
+        },
+        "intervals": [d["interval"] for d in dups],
+    }
+
+
+def _late_rows(source: dict[str, Any] | None) -> dict[str, Any] | None:
+    late = (source or {}).get("late_rows") or []
+    if not late:
+        return None
+    days = sorted({r["interval"] for r in late})
+    total = sum(r["rows"] for r in late)
+    r0 = late[0]
+    node = r0.get("node") or "the node reading them"
+    rel = (source or {}).get("relation", "the source")
+    return {
+        "class": "late_rows",
+        "n": total,
+        "words": (
+            f"late rows: {total:,} rows of {rel} for {_days(days)} arrived after {node} had "
+            f"processed {'that interval' if len(days) == 1 else 'those intervals'} (load "
+            f"{r0['load_id']} at {str(r0['at'])[:19]}, processed at {str(r0['processed_at'])[:19]})"
+            f"; {'it needs' if len(days) == 1 else 'they need'} a restatement: {', '.join(days)}"
+        ),
+        "evidence": {"relation": rel, "node": node, "rows": late, "restate": days},
+        "intervals": days,
+    }
+
+
+def _missing_rows(anomalies: list[dict[str, Any]]) -> dict[str, Any] | None:
+    drops = [a for a in anomalies if a["detector"] in ROWS_DETECTORS]
+    if not drops:
+        return None
+    days = sorted({_iso(a["interval"]) for a in drops})
+    a = drops[0]
+    got = "no rows" if a["detector"] == "missing" or a.get("value") is None else (
+        f"{_num(a['value'])} where {_num(a['expected'])} were expected"
+        if a.get("expected") is not None
+        else _num(a["value"])
+    )  # fmt: skip
+    return {
+        "class": "missing_rows",
+        "n": len(days),
+        "words": f"missing rows: {a['metric']} has {got} on {_days(days)}, and no late load of "
+        "them is on record",
+        "evidence": {"intervals": days, "value": a.get("value"), "expected": a.get("expected")},
+        "intervals": days,
+    }
+
+
+def _failed_audit(checks: list[dict[str, Any]] | None) -> dict[str, Any] | None:
+    if not checks:
+        return None
+    parts = []
+    for c in checks[:3]:
+        what = "test" if ":test:" in c["check"] or c["check"].startswith("finance:") else "audit"
+        name = c["check"].split(":")[-1]
+        for o in c["of"]:
+            name = name.removeprefix(o.split(":", 1)[-1] + ".")
+        parts.append(
+            f"{what} {name} of {', '.join(c['of']) or '?'} failed in {c['runs']} run"
+            f"{'s' if c['runs'] > 1 else ''} since {c['first_run']} ({str(c['first_at'])[:19]})"
+            + (f": {c['message']}" if c.get("message") else "")
+            + (" (blocking: the run stopped downstream)" if c.get("blocking") else "")
+        )
+    return {
+        "class": "failed_audit",
+        "n": len(checks),
+        "words": "failed check: " + "; ".join(parts),
+        "evidence": {"checks": checks},
+        "intervals": [],
+    }
+
+
+def _headline(anomalies: list[dict[str, Any]]) -> dict[str, Any] | None:
+    for det in ("level_shift", "spike", "jump"):
+        items = [a for a in anomalies if a["detector"] == det]
+        if items:
+            a = items[0]
+            cls = "level_shift" if det == "level_shift" else "spike"
+            days = sorted({_iso(x["interval"]) for x in items})
+            return {
+                "class": cls,
+                "n": len(days),
+                "words": f"{'level shift' if cls == 'level_shift' else 'spike'}: {a['reason']}",
+                "evidence": {"series": len({_series(x) for x in items}), "intervals": days},
+                "intervals": days,
+            }
+    return None
+
+
+def classify(
+    anomalies: list[dict[str, Any]],
+    source: dict[str, Any] | None = None,
+    *,
+    history: dict[str, list[tuple[Any, float]]] | None = None,
+    checks: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The incident's fault: ``{"class", "words", "evidence", "n", "classes", "intervals"}``.
+
+    ``anomalies``: the incident's anomalies at its origin (as stored: detector, metric, dims,
+    interval, value, expected, reason, data, kind); ``source``: :func:`source_evidence` of
+    the relation feeding the origin (with ``late_rows`` when :func:`gather` found any);
+    ``history``: the stored points of the series that stopped moving (series label -> [(day,
+    value)]); ``checks``: the failed checks of the runs (:func:`failed_checks`).
+
+    >>> a = {"detector": "spike", "metric": "fx_rate", "dims": {"currency": "EUR"},
+    ...      "interval": date(2026, 9, 28), "value": 0.877, "expected": 1.14, "kind": "value",
+    ...      "reason": "0.877 on Mon", "data": {}}
+    >>> f = classify([a])
+    >>> f["class"], f["n"]
+    ('inverted', -1)
+    >>> classify([])["class"]
+    'unknown'
+    """
+    found: list[dict[str, Any]] = []
+    for f in (_duplicated(source), _late_rows(source)):
+        if f:
+            found.append(f)
+    stopped = _stopped(anomalies)
+    late = _late_by_payload(source)
+    if late is None and stopped is not None:
+        late = _late_by_values(stopped, history)
+    if late:
+        found.append(late)
+    if stopped:
+        found.append(stopped)
+    ratio = sorted(_ratios(anomalies), key=lambda f: -f["_weight"])
+    found += ratio[:1] + [f for f in ratio[1:] if f["class"] != ratio[0]["class"]]
+    if not any(f["class"] in ("late_rows", "duplicated_load") for f in found):
+        miss = _missing_rows(anomalies)
+        if miss:
+            found.append(miss)
+    audit = _failed_audit(checks)
+    if audit:
+        found.append(audit)
+    if not found:
+        head = _headline(anomalies)
+        if head:
+            found.append(head)
+    if not found:
+        return {"class": "unknown", "words": "no evidence names the fault", "evidence": {},
+                "n": None, "classes": ["unknown"], "intervals": []}  # fmt: skip
+    found.sort(key=lambda f: PRIORITY.index(f["class"]))
+    top = found[0]
+    classes = list(dict.fromkeys(f["class"] for f in found))
+    words = top["words"]
+    for f in found[1:]:
+        if f["class"] == "failed_audit" or (
+            f["class"] == "stopped_moving" and top["class"] != "late"
+        ):
+            words += "; " + f["words"]
+    return {
+        "class": top["class"],
+        "words": words,
+        "evidence": top["evidence"]
+        | ({"also": {f["class"]: f["evidence"] for f in found[1:]}} if len(found) > 1 else {}),
+        "n": top.get("n"),
+        "classes": classes,
+        "intervals": sorted(set(top.get("intervals") or [])),
+    }
+
+
+# -- gathering the evidence from Splice's state ---------------------------------------------------
+def series_history(
+    conn: Any, target: str, anomalies: list[dict[str, Any]]
+) -> dict[str, list[tuple[str, float]]]:
+    """The stored points (series label -> [(ISO day, value)]) of the series that stopped."""
+    from splice.watch.history import dims_key
+
+    out: dict[str, list[tuple[str, float]]] = {}
+    seen: set[tuple[str, str]] = set()
+    for a in anomalies:
+        if a["detector"] != "stopped_moving":
+            continue
+        key = (a["metric"], dims_key(a.get("dims") or {}))
+        label = _series(a)
+        if key in seen or label in out:
+            continue
+        seen.add(key)
+        rows = conn.execute(
+            "SELECT p.interval_start, p.value FROM watch_points p JOIN watch_series s "
+            "ON s.series_id = p.series_id WHERE s.target = ? AND s.metric = ? AND s.dims = ? "
+            "ORDER BY p.interval_start",
+            (target, key[0], key[1]),
+        ).fetchall()
+        out[label] = [(str(d), float(v)) for d, v in rows if v is not None]
+    return out
+
+
+def failed_checks(conn: Any, target: str, nodes: set[str]) -> list[dict[str, Any]]:
+    """The checks of ``nodes`` whose latest outcome in ``target``'s runs is a failure: which,
+    of what, since which run (the first failure of the current streak)."""
+    rows = conn.execute(
+        "SELECT e.run_id, e.ts, e.node_id, e.status, e.data FROM run_events e "
+        "JOIN runs r USING (run_id) WHERE r.target = ? AND e.kind = 'check_finished' "
+        "ORDER BY e.ts, e.seq",
+        (target,),
+    ).fetchall()
+    streak: dict[str, dict[str, Any]] = {}
+    for run_id, ts, check, status, data in rows:
+        d = json.loads(data) if data else {}
+        of = [str(x) for x in d.get("of") or []]
+        if not set(of) & nodes:
+            continue
+        if status in ("fail", "error"):
+            cur = streak.get(check)
+            if cur is None:
+                cur = streak[check] = {
+                    "check": check, "of": of, "status": status, "first_run": run_id,
+                    "first_at": datetime.fromtimestamp(ts).isoformat(timespec="seconds"),
+                    "runs": 0, "blocking": bool(d.get("blocking")),
+                }  # fmt: skip
+            cur["runs"] += 1
+            cur["last_run"] = run_id
+            cur["message"] = str(d.get("message") or "")[:200] or None
+            cur["failures"] = d.get("failures")
+        elif status in ("pass", "success"):
+            streak.pop(check, None)
+    return sorted(streak.values(), key=lambda c: (c["first_at"], c["check"]))
+
+
+def processed_at(conn: Any, target: str, node_id: str) -> list[tuple[float, list[list[int]]]]:
+    """When Splice recorded each build of ``node_id`` and the intervals it then held."""
+    rows = conn.execute(
+        "SELECT recorded_at, intervals FROM evidence_versions WHERE target = ? AND node_id = ? "
+        "AND intervals IS NOT NULL ORDER BY seq",
+        (target, node_id),
+    ).fetchall()
+    return [(float(t), json.loads(iv)) for t, iv in rows if iv]
+
+
+def late_rows(
+    rows_by_load: list[dict[str, Any]],
+    builds: list[tuple[float, list[list[int]]]],
+    node_id: str,
+) -> list[dict[str, Any]]:
+    """Rows loaded after the first build that held their interval (the interval was done).
+
+    >>> ms = 1790553600000  # 2026-09-28 00:00 UTC
+    >>> builds = [(1000.0, [[ms, ms + 86400000]])]
+    >>> rows = [{"interval": "2026-09-28", "load_id": "a", "at": "1970-01-01T00:10:00", "rows": 6},
+    ...         {"interval": "2026-09-28", "load_id": "b", "at": "1970-01-01T00:30:00", "rows": 4}]
+    >>> [(r["load_id"], r["rows"]) for r in late_rows(rows, builds, "p:m")]
+    [('b', 4)]
+    """
+    from datetime import UTC
+
+    out = []
+    for rec in rows_by_load:
+        day = date.fromisoformat(rec["interval"])
+        ms = int(datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp() * 1000)
+        done = next(
+            (t for t, ivs in builds if any(lo <= ms < hi for lo, hi in ivs)), None
+        )  # fmt: skip
+        at = _timestamp(rec["at"])
+        if done is not None and at is not None and at > done:
+            out.append(rec | {"processed_at": datetime.fromtimestamp(done, UTC).isoformat(
+                timespec="seconds"), "node": node_id})  # fmt: skip
+    return out
+
+
+def _timestamp(v: Any) -> float | None:
+    from datetime import UTC
+
+    if v is None:
+        return None
+    if isinstance(v, int | float):
+        return float(v)
+    try:
+        dt = datetime.fromisoformat(str(v))
+    except ValueError:
+        return None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return dt.timestamp()
+
+
+def gather(
+    ws: Any, graph: Any, origin: str | None, anomalies: list[dict[str, Any]],
+    source: dict[str, Any] | None,
+) -> dict[str, Any]:  # fmt: skip
+    """The keyword arguments of :func:`classify` read from Splice's state (points, checks,
+    build evidence); adds ``late_rows`` to ``source`` when rows arrived after processing."""
+    conn = ws.state.conn
+    out: dict[str, Any] = {}
+    if origin is None:
+        return out
+    try:
+        out["history"] = series_history(conn, ws.target, anomalies)
+    except Exception:  # noqa: BLE001 - no history: the values say nothing more
+        out["history"] = {}
+    nodes = {origin} | (graph.descendants(origin) if origin in graph.nodes else set())
+    try:
+        out["checks"] = failed_checks(conn, ws.target, nodes)
+    except Exception:  # noqa: BLE001 - no journal: no failed checks to name
+        out["checks"] = []
+    if source is not None and source.get("rows_by_load"):
+        try:
+            builds = processed_at(conn, ws.target, origin)
+        except Exception:  # noqa: BLE001 - no build evidence: nothing to compare with
+            builds = []
+        late = late_rows(source["rows_by_load"], builds, origin)
+        if late:
+            source["late_rows"] = late
+    return out
+
+
+def cause_text(fault: dict[str, Any], record: str | None) -> str:
+    """``diagnosis["cause"]``: the fault in words, then what the load records say."""
+    if fault.get("class") in (None, "unknown"):
+        return record or ""
+    words = fault["words"]
+    words = words[0].upper() + words[1:]
+    return f"{words}. {record}" if record else f"{words}."

@@ -1,0 +1,81 @@
+"""The fault named on the real demo (dlt, SQLMesh, dbt, DuckDB): an inverted rate and a
+duplicated bookings load, each watched after production ran on into them."""
+
+from __future__ import annotations
+
+import shutil
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from splice import api
+from splice.demo import build_demo, relocate
+from splice.demo.faults import run_on
+from splice.demo.layout import Q3_END
+from splice.demo.story import CLEAN_THROUGH, FREEZE_FROM
+from splice.demo.vendor import set_incident
+
+
+@pytest.fixture(scope="module")
+def baselined(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The clean demo up to Sunday 2026-09-27, baselined (read it, never modify it)."""
+    ws_dir = tmp_path_factory.mktemp("cause-base") / "travel"
+    build_demo(ws_dir, through=CLEAN_THROUGH)
+    with api.open_workspace(ws_dir) as ws:
+        assert api.watch(ws, backfill=True).anomalies == []
+    return ws_dir
+
+
+def _fault(base: Path, dest: Path, incident: str | None, bookings: str | None) -> tuple[Any, Any]:
+    shutil.copytree(base, dest, symlinks=True)
+    relocate(dest)
+    set_incident(dest, incident)
+    ran = run_on(dest, FREEZE_FROM, Q3_END, bookings=bookings)
+    with api.open_workspace(dest) as ws:
+        found = api.watch(ws)
+    return ran, found
+
+
+def test_an_inverted_rate_is_named_inverted_with_the_ratio(baselined: Path, tmp_path: Path) -> None:
+    ran, found = _fault(baselined, tmp_path / "travel", "inverted-rate", None)
+    assert ran.report.ok  # EUR per USD is still inside every audit's range
+    assert len(found.incidents) == 1
+    d = found.incidents[0].diagnosis
+    assert d["origin"]["node"] == "pricing:fx.daily_rates"
+    fault = d["fault"]
+    assert fault["class"] == "inverted"
+    assert fault["evidence"]["series"] == ["currency=EUR"]
+    assert abs(fault["evidence"]["product"] - 1.0) < 0.02  # value x expected ~ 1
+    assert fault["evidence"]["ratio"] < 0.9
+    assert d["cause"].startswith("Inverted: currency=EUR reads 0.8")
+    assert "the reciprocal" in d["cause"] and "fx_rates_ingest ran and succeeded" in d["cause"]
+    assert fault["intervals"][0] == FREEZE_FROM.isoformat()
+
+
+def test_a_duplicated_bookings_load_is_named_with_its_counts_and_load_ids(
+    baselined: Path, tmp_path: Path
+) -> None:
+    ran, found = _fault(baselined, tmp_path / "travel", None, "duplicate")
+    first, second = ran.loads
+    d = next(
+        i.diagnosis
+        for i in found.incidents
+        if i.diagnosis["origin"]["node"] == "pricing:marts.fct_bookings_usd"
+    )
+    fault = d["fault"]
+    assert fault["class"] == "duplicated_load"
+    assert fault["n"] == 2
+    assert fault["evidence"]["load_ids"] == sorted([first, second])
+    day = fault["evidence"]["intervals"][0]
+    assert day["interval"] == FREEZE_FROM.isoformat()
+    assert day["rows"] == 2 * day["distinct"] and day["keys"] == ["booking_id"]
+    assert f"{day['rows']:,} rows for {day['distinct']:,} distinct booking_id" in d["cause"]
+    assert first in d["cause"] and second in d["cause"]
+    # the uniqueness audit the duplicates failed is named as well
+    if not ran.report.ok:
+        assert "failed_audit" in fault["classes"]
+        assert "unique_values" in d["cause"]
+    assert FREEZE_FROM.isoformat() in d["scope"]["intervals"]
+    assert date.fromisoformat(d["scope"]["start"]) == FREEZE_FROM
