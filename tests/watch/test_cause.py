@@ -8,7 +8,8 @@ import random
 from datetime import date, timedelta
 from typing import Any
 
-from splice.watch.cause import classify, late_rows
+from splice.watch.cause import classify
+from splice.watch.cause_evidence import late_rows
 
 MON = date(2026, 9, 28)
 
@@ -70,7 +71,7 @@ def test_a_freeze_keeps_its_as_of_so_it_is_not_late() -> None:
     assert f["class"] == "stopped_moving"
 
 
-def _walks(n_series: int, days: list[date], seed: int = 7) -> dict[str, list[list[Any]]]:
+def _walks(n_series: int, days: list[date], seed: int) -> dict[str, list[list[Any]]]:
     rng = random.Random(seed)
     out = {}
     for i in range(n_series):
@@ -88,11 +89,13 @@ def _business_days(start: date, end: date) -> list[date]:
             if (start + timedelta(i)).weekday() < 5]  # fmt: skip
 
 
-def _history(kind: str) -> tuple[dict[str, list[tuple[str, float]]], list[dict[str, Any]]]:
+def _history(
+    kind: str, seed: int = 2
+) -> tuple[dict[str, list[tuple[str, float]]], list[dict[str, Any]]]:
     """20 series: Monday repeats Friday; then a late feed (ordinary moves on) or a freeze that
     recovered on Tuesday (a two-day move)."""
     days = _business_days(date(2026, 6, 1), date(2026, 9, 30))
-    true = _walks(20, days)
+    true = _walks(20, days, seed)
     fri, mon = days.index(date(2026, 9, 25)), days.index(MON)
     hist: dict[str, list[tuple[str, float]]] = {}
     anomalies = []
@@ -111,7 +114,7 @@ def test_late_with_a_lying_as_of_is_seen_in_the_moves_after_the_repeat() -> None
     hist, anomalies = _history("late")
     f = classify(anomalies, {"relation": "r", "payload_dates": []}, history=hist)
     assert (f["class"], f["n"]) == ("late", 1)
-    assert f["evidence"]["move_ratio"] < math.sqrt(2)
+    assert f["evidence"]["p_late"] > f["evidence"]["p_recovered"]
     assert f["intervals"] == ["2026-09-28", "2026-09-29", "2026-09-30"]
     assert "kept moving by ordinary one-interval moves" in f["words"]
 
@@ -121,6 +124,18 @@ def test_a_freeze_that_recovered_is_stopped_moving_not_late() -> None:
     f = classify(anomalies, {"relation": "r", "payload_dates": []}, history=hist)
     assert f["class"] == "stopped_moving"
     assert f["evidence"]["moves_after"]["verdict"] == "recovered"
+
+
+def test_late_or_recovered_is_mostly_right_on_one_interval_of_evidence() -> None:
+    """One move after the repeat is all the evidence there is: over 30 seeded panels of 20
+    independent series each explanation is named right at least 3 times in 4."""
+    for kind in ("late", "recovered"):
+        right = 0
+        for seed in range(30):
+            hist, anomalies = _history(kind, seed)
+            f = classify(anomalies, {"relation": "r", "payload_dates": []}, history=hist)
+            right += (f["class"] == "late") == (kind == "late")
+        assert right >= 23, (kind, right)
 
 
 def test_inverted_says_the_reciprocal() -> None:

@@ -13,9 +13,11 @@ failed checks of the run journal, and names the fault:
   (the day it fell behind) and then keeps moving by ordinary one-interval moves, where a frozen
   feed that recovers jumps by the (k+1)-interval move it missed.  The mean size of the move
   right after the repeat across the repeating series (each in units of its own usual move) is
-  compared with the same statistic on the earlier intervals, for one-interval and for
-  (k+1)-interval moves: nearer the first (below their geometric middle) it is late by k, else
-  a freeze that recovered (at least ``MIN_SERIES_FOR_LATE`` series are needed to say so);
+  compared with the same statistic on the earlier intervals (series move together, so the
+  statistic is judged against its own history): the share of one-interval moves at least as
+  big (``p_late``) against the share of (k+1)-interval moves at most as big
+  (``p_recovered``); the larger says which it is (at least ``MIN_SERIES_FOR_LATE`` series are
+  needed to say so);
 - ``inverted``: the value is close to the reciprocal of the expected one;
 - ``unit_change``: value / expected is close to 10^k for an integer k != 0;
 - ``duplicated_load``: the source relation holds more rows than distinct keys for the interval,
@@ -33,10 +35,9 @@ when the evidence says more than the flagged ones (a feed still late, rows that 
 
 from __future__ import annotations
 
-import json
 import math
 from collections import defaultdict
-from datetime import date, datetime
+from datetime import date
 from statistics import median
 from typing import Any
 
@@ -180,9 +181,11 @@ def _late_by_values(
 
     The statistic is the mean over the repeating series of |move| / the series' usual
     one-interval move (MAD of its moves before the repeat).  Series move together (a currency
-    against the dollar), so the statistic is compared with its own history: its median over
-    the earlier intervals for one-interval moves (S1) and for (k+1)-interval moves (Sk1).  Below
-    their geometric middle sqrt(S1 * Sk1) the move after the repeat is an ordinary one: late.
+    against the dollar), each move is taken less the median move of all series on that
+    interval, and the statistic is compared with its own history on the earlier intervals:
+    late when it is nearer (in standard deviations of its logarithm) to the one-interval moves
+    than to the (k+1)-interval moves, else a freeze that recovered.  ``p_late`` (one-interval
+    moves at least as big) and ``p_recovered`` ((k+1)-interval moves at most as big) are said.
     """
     if not history:
         return None
@@ -191,8 +194,8 @@ def _late_by_values(
     if not k_of:
         return None
     k = max(set(k_of), key=k_of.count)
-    series: dict[str, dict[str, float]] = {}
-    obs: list[float] = []
+    vals: dict[str, dict[str, float]] = {}  # series -> day -> log value (or value)
+    after: dict[str, tuple[str, str]] = {}  # series -> (last repeat, the interval after it)
     after_days: set[str] = set()
     ongoing = 0
     since_all = min((r["since"] or min(r["intervals"])) for r in repeats.values())
@@ -208,39 +211,53 @@ def _late_by_values(
             ongoing += 1
             continue
         positive = all(v > 0 for _, v in pts)
-        vals = {d: (math.log(v) if positive else v) for d, v in pts}
-        before = [d for d in days if d < since_all]
-        moves = [vals[b] - vals[a] for a, b in zip(before, before[1:], strict=False)]
-        moves = [m for m in moves if m != 0.0]
-        if len(moves) < 10:
-            continue
-        mid = median(moves)
-        scale = median(abs(m - mid) for m in moves) * 1.4826
-        if scale <= 0:
-            continue
-        obs.append(abs(vals[days[i + 1]] - vals[days[i]]) / scale)
-        series[s] = {d: vals[d] / scale for d in before}
+        vals[s] = {d: (math.log(v) if positive else v) for d, v in pts}
+        after[s] = (days[i], days[i + 1])
         after_days.update(days[i + 1 :])
-    if len(obs) < MIN_SERIES_FOR_LATE or ongoing > len(obs):
+    if len(vals) < MIN_SERIES_FOR_LATE or ongoing > len(vals):
         return None
-    common = sorted(set.intersection(*(set(v) for v in series.values())))
+    common = sorted(d for d in set.intersection(*(set(v) for v in vals.values())) if d < since_all)
+    if len(common) < 12:
+        return None
 
-    def typical(step: int) -> float:
-        stats = [
-            sum(abs(v[common[j]] - v[common[j - step]]) for v in series.values()) / len(series)
-            for j in range(step, len(common))
-        ]
-        return median(stats) if stats else float("nan")
+    def residuals(pairs: dict[str, tuple[str, str]]) -> dict[str, float]:
+        # each series' move less the move all series made together (the dollar's, say)
+        raw = {s: vals[s][b] - vals[s][a] for s, (a, b) in pairs.items()}
+        mid = median(raw.values())
+        return {s: x - mid for s, x in raw.items()}
 
-    s1, sk = typical(1), typical(k + 1)
-    stat = sum(obs) / len(obs)
-    if not (math.isfinite(s1) and math.isfinite(sk) and s1 > 0):
+    one = [residuals({s: (common[j - 1], common[j]) for s in vals}) for j in range(1, len(common))]
+    scale = {s: median(abs(r[s]) for r in one) * 1.4826 for s in vals}
+    names = [s for s in vals if scale[s] > 0]
+    if len(names) < MIN_SERIES_FOR_LATE:
         return None
-    ratio = (stat / s1) ** 2  # ~1 for an ordinary move, ~k+1 for a recovered freeze
-    if stat >= math.sqrt(s1 * sk):
-        stopped["evidence"]["moves_after"] = {"ratio": round(ratio, 2), "series": len(obs),
-                                              "verdict": "recovered"}  # fmt: skip
+
+    def stat(res: dict[str, float]) -> float:
+        return sum(abs(res[s]) / scale[s] for s in names) / len(names)
+
+    s_one = [stat(r) for r in one]
+    s_skip = [
+        stat(residuals({s: (common[j - k - 1], common[j]) for s in vals}))
+        for j in range(k + 1, len(common))
+    ]
+    obs = stat(residuals(after))
+
+    def distance(xs: list[float]) -> float:
+        logs = [math.log(x) for x in xs if x > 0]
+        mu = sum(logs) / len(logs)
+        sd = math.sqrt(sum((x - mu) ** 2 for x in logs) / max(len(logs) - 1, 1)) or 1e-9
+        return abs(math.log(max(obs, 1e-12)) - mu) / sd
+
+    s1, sk = median(s_one), median(s_skip)
+    p_late = sum(1 for x in s_one if x >= obs) / len(s_one)
+    p_recovered = sum(1 for x in s_skip if x <= obs) / len(s_skip)
+    ratio = (obs / s1) ** 2 if s1 > 0 else float("inf")
+    verdict = {"ratio": round(ratio, 2), "series": len(names), "p_late": round(p_late, 3),
+               "p_recovered": round(p_recovered, 3)}  # fmt: skip
+    if distance(s_one) >= distance(s_skip):
+        stopped["evidence"]["moves_after"] = verdict | {"verdict": "recovered"}
         return None
+    obs_n = len(names)
     days = sorted(set(stopped["intervals"]) | after_days)
     return {
         "class": "late",
@@ -249,15 +266,19 @@ def _late_by_values(
             f"late by {k} interval{'s' if k > 1 else ''}: {stopped['evidence']['series']} series "
             f"repeated {_wd(stopped['evidence']['same_as'])}'s values on "
             f"{_days(stopped['intervals'])} and then kept moving by ordinary one-interval moves "
-            f"({ratio:.2f}x the usual squared move over {len(obs)} series, where a feed that "
-            f"recovered would jump about {(sk / s1) ** 2:.1f}x), so every interval since holds the "
-            f"values of {k} interval{'s' if k > 1 else ''} before, whatever its as-of date says"
+            f"(the next move, {ratio:.2f}x the usual squared move over {obs_n} series, was "
+            f"matched or beaten by {p_late:.0%} of earlier one-interval moves and by only "
+            f"{p_recovered:.0%} of {k + 1}-interval moves, the jump a feed that recovered would "
+            f"make), so every interval since holds the values of {k} interval"
+            f"{'s' if k > 1 else ''} before, whatever its as-of date says"
         ),
         "evidence": {
             "how": "moves after the repeat",
             "move_ratio": round(ratio, 3),
-            "recovered_ratio": round((sk / s1) ** 2, 3),
-            "series": len(obs),
+            "recovered_ratio": round((sk / s1) ** 2, 3) if s1 > 0 else None,
+            "p_late": round(p_late, 3),
+            "p_recovered": round(p_recovered, 3),
+            "series": obs_n,
             "same_as": stopped["evidence"]["same_as"],
         },
         "intervals": days,
@@ -451,9 +472,9 @@ def classify(
 
     ``anomalies``: the incident's anomalies at its origin (as stored: detector, metric, dims,
     interval, value, expected, reason, data, kind); ``source``: :func:`source_evidence` of
-    the relation feeding the origin (with ``late_rows`` when :func:`gather` found any);
+    the relation feeding the origin (with ``late_rows`` when :func:`splice.watch.cause_evidence.gather` found any);
     ``history``: the stored points of the series that stopped moving (series label -> [(day,
-    value)]); ``checks``: the failed checks of the runs (:func:`failed_checks`).
+    value)]); ``checks``: the failed checks of the runs (:func:`splice.watch.cause_evidence.failed_checks`).
 
     >>> a = {"detector": "spike", "metric": "fx_rate", "dims": {"currency": "EUR"},
     ...      "interval": date(2026, 9, 28), "value": 0.877, "expected": 1.14, "kind": "value",
@@ -512,151 +533,6 @@ def classify(
     }
 
 
-# -- gathering the evidence from Splice's state ---------------------------------------------------
-def series_history(
-    conn: Any, target: str, anomalies: list[dict[str, Any]]
-) -> dict[str, list[tuple[str, float]]]:
-    """The stored points (series label -> [(ISO day, value)]) of the series that stopped."""
-    from splice.watch.history import dims_key
-
-    out: dict[str, list[tuple[str, float]]] = {}
-    seen: set[tuple[str, str]] = set()
-    for a in anomalies:
-        if a["detector"] != "stopped_moving":
-            continue
-        key = (a["metric"], dims_key(a.get("dims") or {}))
-        label = _series(a)
-        if key in seen or label in out:
-            continue
-        seen.add(key)
-        rows = conn.execute(
-            "SELECT p.interval_start, p.value FROM watch_points p JOIN watch_series s "
-            "ON s.series_id = p.series_id WHERE s.target = ? AND s.metric = ? AND s.dims = ? "
-            "ORDER BY p.interval_start",
-            (target, key[0], key[1]),
-        ).fetchall()
-        out[label] = [(str(d), float(v)) for d, v in rows if v is not None]
-    return out
-
-
-def failed_checks(conn: Any, target: str, nodes: set[str]) -> list[dict[str, Any]]:
-    """The checks of ``nodes`` whose latest outcome in ``target``'s runs is a failure: which,
-    of what, since which run (the first failure of the current streak)."""
-    rows = conn.execute(
-        "SELECT e.run_id, e.ts, e.node_id, e.status, e.data FROM run_events e "
-        "JOIN runs r USING (run_id) WHERE r.target = ? AND e.kind = 'check_finished' "
-        "ORDER BY e.ts, e.seq",
-        (target,),
-    ).fetchall()
-    streak: dict[str, dict[str, Any]] = {}
-    for run_id, ts, check, status, data in rows:
-        d = json.loads(data) if data else {}
-        of = [str(x) for x in d.get("of") or []]
-        if not set(of) & nodes:
-            continue
-        if status in ("fail", "error"):
-            cur = streak.get(check)
-            if cur is None:
-                cur = streak[check] = {
-                    "check": check, "of": of, "status": status, "first_run": run_id,
-                    "first_at": datetime.fromtimestamp(ts).isoformat(timespec="seconds"),
-                    "runs": 0, "blocking": bool(d.get("blocking")),
-                }  # fmt: skip
-            cur["runs"] += 1
-            cur["last_run"] = run_id
-            cur["message"] = str(d.get("message") or "")[:200] or None
-            cur["failures"] = d.get("failures")
-        elif status in ("pass", "success"):
-            streak.pop(check, None)
-    return sorted(streak.values(), key=lambda c: (c["first_at"], c["check"]))
-
-
-def processed_at(conn: Any, target: str, node_id: str) -> list[tuple[float, list[list[int]]]]:
-    """When Splice recorded each build of ``node_id`` and the intervals it then held."""
-    rows = conn.execute(
-        "SELECT recorded_at, intervals FROM evidence_versions WHERE target = ? AND node_id = ? "
-        "AND intervals IS NOT NULL ORDER BY seq",
-        (target, node_id),
-    ).fetchall()
-    return [(float(t), json.loads(iv)) for t, iv in rows if iv]
-
-
-def late_rows(
-    rows_by_load: list[dict[str, Any]],
-    builds: list[tuple[float, list[list[int]]]],
-    node_id: str,
-) -> list[dict[str, Any]]:
-    """Rows loaded after the first build that held their interval (the interval was done).
-
-    >>> ms = 1790553600000  # 2026-09-28 00:00 UTC
-    >>> builds = [(1000.0, [[ms, ms + 86400000]])]
-    >>> rows = [{"interval": "2026-09-28", "load_id": "a", "at": "1970-01-01T00:10:00", "rows": 6},
-    ...         {"interval": "2026-09-28", "load_id": "b", "at": "1970-01-01T00:30:00", "rows": 4}]
-    >>> [(r["load_id"], r["rows"]) for r in late_rows(rows, builds, "p:m")]
-    [('b', 4)]
-    """
-    from datetime import UTC
-
-    out = []
-    for rec in rows_by_load:
-        day = date.fromisoformat(rec["interval"])
-        ms = int(datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp() * 1000)
-        done = next(
-            (t for t, ivs in builds if any(lo <= ms < hi for lo, hi in ivs)), None
-        )  # fmt: skip
-        at = _timestamp(rec["at"])
-        if done is not None and at is not None and at > done:
-            out.append(rec | {"processed_at": datetime.fromtimestamp(done, UTC).isoformat(
-                timespec="seconds"), "node": node_id})  # fmt: skip
-    return out
-
-
-def _timestamp(v: Any) -> float | None:
-    from datetime import UTC
-
-    if v is None:
-        return None
-    if isinstance(v, int | float):
-        return float(v)
-    try:
-        dt = datetime.fromisoformat(str(v))
-    except ValueError:
-        return None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)
-    return dt.timestamp()
-
-
-def gather(
-    ws: Any, graph: Any, origin: str | None, anomalies: list[dict[str, Any]],
-    source: dict[str, Any] | None,
-) -> dict[str, Any]:  # fmt: skip
-    """The keyword arguments of :func:`classify` read from Splice's state (points, checks,
-    build evidence); adds ``late_rows`` to ``source`` when rows arrived after processing."""
-    conn = ws.state.conn
-    out: dict[str, Any] = {}
-    if origin is None:
-        return out
-    try:
-        out["history"] = series_history(conn, ws.target, anomalies)
-    except Exception:  # noqa: BLE001 - no history: the values say nothing more
-        out["history"] = {}
-    nodes = {origin} | (graph.descendants(origin) if origin in graph.nodes else set())
-    try:
-        out["checks"] = failed_checks(conn, ws.target, nodes)
-    except Exception:  # noqa: BLE001 - no journal: no failed checks to name
-        out["checks"] = []
-    if source is not None and source.get("rows_by_load"):
-        try:
-            builds = processed_at(conn, ws.target, origin)
-        except Exception:  # noqa: BLE001 - no build evidence: nothing to compare with
-            builds = []
-        late = late_rows(source["rows_by_load"], builds, origin)
-        if late:
-            source["late_rows"] = late
-    return out
-
-
 def cause_text(fault: dict[str, Any], record: str | None) -> str:
     """``diagnosis["cause"]``: the fault in words, then what the load records say."""
     if fault.get("class") in (None, "unknown"):
@@ -664,3 +540,24 @@ def cause_text(fault: dict[str, Any], record: str | None) -> str:
     words = fault["words"]
     words = words[0].upper() + words[1:]
     return f"{words}. {record}" if record else f"{words}."
+
+
+def title_words(fault: dict[str, Any] | None) -> str | None:
+    """The incident title's verb for a fault (None: let the detector say it).
+
+    >>> title_words({"class": "late", "n": 1}), title_words({"class": "unit_change", "n": 2})
+    ('is late by 1 interval', 'changed unit (x10^2)')
+    """
+    if not fault:
+        return None
+    n = fault.get("n")
+    return {
+        "stopped_moving": "stopped moving",
+        "late": f"is late by {n} interval{'s' if n != 1 else ''}",
+        "inverted": "is inverted",
+        "unit_change": f"changed unit (x10^{n})",
+        "duplicated_load": "read rows loaded twice" if n == 2 else "read duplicated rows",
+        "late_rows": "missed rows that arrived late",
+        "missing_rows": "lost rows",
+        "failed_audit": "failed a check",
+    }.get(str(fault.get("class")))

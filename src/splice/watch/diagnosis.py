@@ -298,7 +298,8 @@ def diagnose(ws: Any, graph: Graph, anomalies: list[dict[str, Any]]) -> dict[str
                     )
                 cause = cause_sentence(source_ev, src.name)
     # the fault, classified with its numbers (splice.watch.cause); it may say more intervals
-    from splice.watch.cause import cause_text, classify, gather
+    from splice.watch.cause import cause_text, classify
+    from splice.watch.cause_evidence import gather
 
     fault = classify(at_origin, source_ev, **gather(ws, graph, origin, at_origin, source_ev))
     out["fault"] = fault
@@ -336,17 +337,19 @@ def diagnose(ws: Any, graph: Graph, anomalies: list[dict[str, Any]]) -> dict[str
     )
     out["headline"] = {"detector": headline, "metric": head_metric,
                        "series": len({str(a["dims"]) for a in head_items})}  # fmt: skip
-    out["title"] = _title(graph, origin, headline, head_items, scope_days)
+    out["title"] = _title(graph, origin, headline, head_items, scope_days, fault)
     return out
 
 
 def _title(
     graph: Graph, origin: str | None, headline: str | None, items: list[dict[str, Any]],
-    days: list[date],
+    days: list[date], fault: dict[str, Any] | None = None,
 ) -> str:  # fmt: skip
+    from splice.watch.cause import title_words
+
     if origin is None:
         return "anomalies on nodes outside the graph"
-    words = DETECTOR_WORDS.get(headline or "", "is anomalous")
+    words = title_words(fault) or DETECTOR_WORDS.get(headline or "", "is anomalous")
     series = len({str(a["dims"]) for a in items})
     what = graph.nodes[origin].name
     dims = {k for a in items for k in a["dims"]}

@@ -1,0 +1,162 @@
+"""The evidence :func:`splice.watch.cause.classify` reads from Splice's own state.
+
+- the stored points of the series that stopped moving (``watch_points``), to tell a feed that
+  is late from one that froze and recovered;
+- the failed checks of the run journal (audits and tests of the origin and downstream of it):
+  which, of what, since which run;
+- when the node reading a source processed each interval (the build evidence:
+  ``evidence_versions``, the intervals a build recorded and when), against when the source's
+  rows were loaded: rows loaded after their interval was done arrived late.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import date, datetime
+from typing import Any
+
+from splice.watch.cause import _series
+
+
+def series_history(
+    conn: Any, target: str, anomalies: list[dict[str, Any]]
+) -> dict[str, list[tuple[str, float]]]:
+    """The stored points (series label -> [(ISO day, value)]) of the series that stopped."""
+    from splice.watch.history import dims_key
+
+    out: dict[str, list[tuple[str, float]]] = {}
+    seen: set[tuple[str, str]] = set()
+    for a in anomalies:
+        if a["detector"] != "stopped_moving":
+            continue
+        key = (a["metric"], dims_key(a.get("dims") or {}))
+        label = _series(a)
+        if key in seen or label in out:
+            continue
+        seen.add(key)
+        rows = conn.execute(
+            "SELECT p.interval_start, p.value FROM watch_points p JOIN watch_series s "
+            "ON s.series_id = p.series_id WHERE s.target = ? AND s.metric = ? AND s.dims = ? "
+            "ORDER BY p.interval_start",
+            (target, key[0], key[1]),
+        ).fetchall()
+        out[label] = [(str(d), float(v)) for d, v in rows if v is not None]
+    return out
+
+
+def failed_checks(conn: Any, target: str, nodes: set[str]) -> list[dict[str, Any]]:
+    """The checks of ``nodes`` whose latest outcome in ``target``'s runs is a failure: which,
+    of what, since which run (the first failure of the current streak)."""
+    rows = conn.execute(
+        "SELECT e.run_id, e.ts, e.node_id, e.status, e.data FROM run_events e "
+        "JOIN runs r USING (run_id) WHERE r.target = ? AND e.kind = 'check_finished' "
+        "ORDER BY e.ts, e.seq",
+        (target,),
+    ).fetchall()
+    streak: dict[str, dict[str, Any]] = {}
+    for run_id, ts, check, status, data in rows:
+        d = json.loads(data) if data else {}
+        of = [str(x) for x in d.get("of") or []]
+        if not set(of) & nodes:
+            continue
+        if status in ("fail", "error"):
+            cur = streak.get(check)
+            if cur is None:
+                cur = streak[check] = {
+                    "check": check, "of": of, "status": status, "first_run": run_id,
+                    "first_at": datetime.fromtimestamp(ts).isoformat(timespec="seconds"),
+                    "runs": 0, "blocking": bool(d.get("blocking")),
+                }  # fmt: skip
+            cur["runs"] += 1
+            cur["last_run"] = run_id
+            cur["message"] = str(d.get("message") or "")[:200] or None
+            cur["failures"] = d.get("failures")
+        elif status in ("pass", "success"):
+            streak.pop(check, None)
+    return sorted(streak.values(), key=lambda c: (c["first_at"], c["check"]))
+
+
+def processed_at(conn: Any, target: str, node_id: str) -> list[tuple[float, list[list[int]]]]:
+    """When Splice recorded each build of ``node_id`` and the intervals it then held."""
+    rows = conn.execute(
+        "SELECT recorded_at, intervals FROM evidence_versions WHERE target = ? AND node_id = ? "
+        "AND intervals IS NOT NULL ORDER BY seq",
+        (target, node_id),
+    ).fetchall()
+    return [(float(t), json.loads(iv)) for t, iv in rows if iv]
+
+
+def late_rows(
+    rows_by_load: list[dict[str, Any]],
+    builds: list[tuple[float, list[list[int]]]],
+    node_id: str,
+) -> list[dict[str, Any]]:
+    """Rows loaded after the first build that held their interval (the interval was done).
+
+    >>> ms = 1790553600000  # 2026-09-28 00:00 UTC
+    >>> builds = [(1000.0, [[ms, ms + 86400000]])]
+    >>> rows = [{"interval": "2026-09-28", "load_id": "a", "at": "1970-01-01T00:10:00", "rows": 6},
+    ...         {"interval": "2026-09-28", "load_id": "b", "at": "1970-01-01T00:30:00", "rows": 4}]
+    >>> [(r["load_id"], r["rows"]) for r in late_rows(rows, builds, "p:m")]
+    [('b', 4)]
+    """
+    from datetime import UTC
+
+    out = []
+    for rec in rows_by_load:
+        day = date.fromisoformat(rec["interval"])
+        ms = int(datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp() * 1000)
+        done = next(
+            (t for t, ivs in builds if any(lo <= ms < hi for lo, hi in ivs)), None
+        )  # fmt: skip
+        at = _timestamp(rec["at"])
+        if done is not None and at is not None and at > done:
+            out.append(rec | {"processed_at": datetime.fromtimestamp(done, UTC).isoformat(
+                timespec="seconds"), "node": node_id})  # fmt: skip
+    return out
+
+
+def _timestamp(v: Any) -> float | None:
+    from datetime import UTC
+
+    if v is None:
+        return None
+    if isinstance(v, int | float):
+        return float(v)
+    try:
+        dt = datetime.fromisoformat(str(v))
+    except ValueError:
+        return None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return dt.timestamp()
+
+
+def gather(
+    ws: Any, graph: Any, origin: str | None, anomalies: list[dict[str, Any]],
+    source: dict[str, Any] | None,
+) -> dict[str, Any]:  # fmt: skip
+    """The keyword arguments of :func:`classify` read from Splice's state (points, checks,
+    build evidence); adds ``late_rows`` to ``source`` when rows arrived after processing."""
+    conn = ws.state.conn
+    out: dict[str, Any] = {}
+    if origin is None:
+        return out
+    try:
+        out["history"] = series_history(conn, ws.target, anomalies)
+    except Exception:  # noqa: BLE001 - no history: the values say nothing more
+        out["history"] = {}
+    nodes = {origin} | (graph.descendants(origin) if origin in graph.nodes else set())
+    try:
+        out["checks"] = failed_checks(conn, ws.target, nodes)
+    except Exception:  # noqa: BLE001 - no journal: no failed checks to name
+        out["checks"] = []
+    if source is not None and source.get("rows_by_load"):
+        try:
+            builds = processed_at(conn, ws.target, origin)
+        except Exception:  # noqa: BLE001 - no build evidence: nothing to compare with
+            builds = []
+        late = late_rows(source["rows_by_load"], builds, origin)
+        if late:
+            source["late_rows"] = late
+    return out
