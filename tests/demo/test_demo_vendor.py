@@ -86,3 +86,89 @@ def test_unknown_incident_is_a_splice_error(tmp_path: Path) -> None:
     with pytest.raises(SpliceError) as err:
         set_incident(tmp_path, "stale")
     assert err.value.fix and "stale-rates" in err.value.fix
+
+
+def _served(tmp_path: Path, vendor: Vendor, incident: str, day: str) -> dict:
+    set_incident(tmp_path, incident)
+    status, body = get(vendor.url + f"?date={day}")
+    assert status == 200, body
+    return body
+
+
+def _true(day: str) -> dict[str, float]:
+    from splice.demo.ecb import rates_to_usd
+
+    rates = rates_to_usd(date.fromisoformat(day))
+    assert rates is not None
+    return rates
+
+
+def test_each_fault_of_the_benchmark_is_served_as_described(tmp_path: Path, vendor: Vendor) -> None:
+    fri, mon, tue = _true("2026-09-25"), _true("2026-09-28"), _true("2026-09-29")
+    # three currencies frozen on Friday's rates; the as-of still claims the day
+    body = _served(tmp_path, vendor, "frozen-some", "2026-09-29")
+    assert body["as_of"] == "2026-09-29"
+    assert {c for c in CURRENCIES if body["rates"][c] == fri[c] != tue[c]} == {"JPY", "CHF", "SEK"}
+    assert body["rates"]["GBP"] == tue["GBP"]
+    # a business day late: Monday serves Friday, Tuesday serves Monday; honest or lying as-of
+    for incident, as_of in (("late-honest", "2026-09-28"), ("late-lying", "2026-09-29")):
+        body = _served(tmp_path, vendor, incident, "2026-09-29")
+        assert body["as_of"] == as_of
+        assert body["rates"] == {c: mon[c] for c in sorted(mon)}
+    assert _served(tmp_path, vendor, "late-honest", "2026-09-28")["as_of"] == "2026-09-25"
+    # EUR inverted, JPY x100, GBP negative: one currency each, the others honest
+    inv = _served(tmp_path, vendor, "inverted-rate", "2026-09-28")["rates"]
+    assert inv["EUR"] == pytest.approx(1 / mon["EUR"]) and inv["GBP"] == mon["GBP"]
+    unit = _served(tmp_path, vendor, "unit-change", "2026-09-30")["rates"]
+    assert unit["JPY"] == pytest.approx(100 * _true("2026-09-30")["JPY"])
+    neg = _served(tmp_path, vendor, "negative-rate", "2026-09-28")["rates"]
+    assert neg["GBP"] == -mon["GBP"]
+    # outside a fault's days the vendor is honest
+    assert _served(tmp_path, vendor, "inverted-rate", "2026-09-25")["rates"]["EUR"] == fri["EUR"]
+    assert (
+        _served(tmp_path, vendor, "unit-change-lasting", "2026-07-24")["rates"]["JPY"]
+        == (_true("2026-07-24")["JPY"])
+    )
+
+
+def test_a_bad_fault_in_vendor_json_is_a_clear_500(tmp_path: Path, vendor: Vendor) -> None:
+    (tmp_path / "vendor").mkdir(exist_ok=True)
+    (tmp_path / "vendor" / "vendor.json").write_text(
+        json.dumps({"incident": "x", "faults": [{"kind": "melt", "from": "2026-09-28"}]})
+    )
+    status, body = get(vendor.url + "?date=2026-09-28")
+    assert status == 500
+    assert "unknown fault kind 'melt'" in body["error"]
+
+
+def test_bookings_can_be_loaded_twice_or_in_parts(tmp_path: Path) -> None:
+    import duckdb
+
+    from splice.demo.bookings import load_bookings
+
+    day = date(2026, 9, 28)
+    whole = load_bookings(tmp_path, day, day)
+    again = load_bookings(tmp_path, day, day, append=True)
+    early = load_bookings(tmp_path, date(2026, 9, 29), date(2026, 9, 29), part=(0.0, 0.6))
+    late = load_bookings(tmp_path, date(2026, 9, 29), date(2026, 9, 29), append=True,
+                         part=(0.6, 1.0))  # fmt: skip
+    con = duckdb.connect(str(tmp_path / "warehouse.duckdb"))
+    try:
+        rows = con.execute(
+            "SELECT booking_date, _load_id, COUNT(*), COUNT(DISTINCT booking_id), MIN(_loaded_at) "
+            "FROM raw.bookings GROUP BY 1, 2 ORDER BY 1, 5"
+        ).fetchall()
+    finally:
+        con.close()
+    assert [(r[0], r[1], r[2]) for r in rows] == [
+        (day, whole.load_id, whole.rows), (day, again.load_id, whole.rows),
+        (date(2026, 9, 29), early.load_id, early.rows), (date(2026, 9, 29), late.load_id, late.rows),
+    ]  # fmt: skip
+    assert whole.load_id != again.load_id
+    assert early.rows + late.rows == len(generate_day(date(2026, 9, 29)))
+
+
+def generate_day(day: date) -> list:
+    from splice.demo.bookings import generate_bookings
+
+    return generate_bookings(day, day)

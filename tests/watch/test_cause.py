@@ -152,6 +152,12 @@ def test_unit_change_says_the_power_of_ten() -> None:
     assert (f["class"], f["n"]) == ("unit_change", 2)
     assert "a factor of 10^2" in f["words"]
     assert f["intervals"] == ["2026-09-28", "2026-09-29"]
+    # a unit change that lasts: every later interval still x100 is part of it
+    hist = {"currency=JPY": [("2026-09-25", 0.00671), ("2026-09-28", 0.6712),
+                             ("2026-09-29", 0.6701), ("2026-09-30", 0.6690),
+                             ("2026-10-01", 0.6702), ("2026-10-02", 0.00672)]}  # fmt: skip
+    f = classify([_a("spike", MON, 0.6712, 0.006705, {"currency": "JPY"})], history=hist)
+    assert f["intervals"] == ["2026-09-28", "2026-09-29", "2026-09-30", "2026-10-01"]
     # an ordinary jump of 30% is neither
     assert classify([_a("spike", MON, 1.3, 1.0)])["class"] == "spike"
 

@@ -341,6 +341,27 @@ def _ratios(anomalies: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def _still_off(f: dict[str, Any], history: dict[str, list[tuple[Any, float]]]) -> None:
+    """Add to an inverted or unit-change finding every later interval of its series that is
+    still off by the same factor (a fault that lasts is in scope until it stops)."""
+    ev = f["evidence"]
+    e, first = ev["expected"], min(ev["intervals"])
+    days = set(f["intervals"])
+    for s in ev["series"]:
+        for d, v in history.get(s, []):
+            day = _iso(d)
+            if day < first or v is None or not v > 0:
+                continue
+            if f["class"] == "inverted":
+                off = abs(math.log(v * e)) <= INVERT_TOLERANCE * abs(math.log(ev["ratio"]))
+            else:
+                off = abs(math.log10(v / e) - ev["k"]) <= UNIT_TOLERANCE
+            if off:
+                days.add(day)
+    f["intervals"] = sorted(days)
+    ev["intervals"] = f["intervals"]
+
+
 def _duplicated(source: dict[str, Any] | None) -> dict[str, Any] | None:
     dups = [d for d in (source or {}).get("duplicates", []) if d["rows"] > d["distinct"]]
     if not dups:
@@ -498,6 +519,8 @@ def classify(
     if stopped:
         found.append(stopped)
     ratio = sorted(_ratios(anomalies), key=lambda f: -f["_weight"])
+    if ratio and history:
+        _still_off(ratio[0], history)
     found += ratio[:1] + [f for f in ratio[1:] if f["class"] != ratio[0]["class"]]
     if not any(f["class"] in ("late_rows", "duplicated_load") for f in found):
         miss = _missing_rows(anomalies)

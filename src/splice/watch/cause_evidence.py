@@ -21,13 +21,16 @@ from splice.watch.cause import _series
 def series_history(
     conn: Any, target: str, anomalies: list[dict[str, Any]]
 ) -> dict[str, list[tuple[str, float]]]:
-    """The stored points (series label -> [(ISO day, value)]) of the series that stopped."""
+    """The stored points (series label -> [(ISO day, value)]) of the series that stopped
+    moving or whose value jumped (to see how long the fault lasts)."""
+    from splice.watch.cause import VALUE_DETECTORS
     from splice.watch.history import dims_key
 
     out: dict[str, list[tuple[str, float]]] = {}
     seen: set[tuple[str, str]] = set()
     for a in anomalies:
-        if a["detector"] != "stopped_moving":
+        value = a.get("kind", "value") == "value" and a["detector"] in VALUE_DETECTORS
+        if a["detector"] != "stopped_moving" and not value:
             continue
         key = (a["metric"], dims_key(a.get("dims") or {}))
         label = _series(a)
