@@ -24,7 +24,12 @@ and runs on to 2026-09-30, and watches.  Scored per scenario:
 - the repair: the vendor is fixed (the bookings need nothing: the reload regenerates them),
   then propose, approve, apply (as ``story.tell_repair``); Splice's verification verdict and
   whether it is right (it passes exactly when the warehouse then equals the clean run's);
-- false alarms: anomalies of the clean scenario.
+- false alarms: anomalies of the clean scenario, and per scenario the anomalies on intervals
+  outside the damage (``out``).
+
+Columns of the table: det (detected), delay (intervals), inc (incidents opened), out (alarms
+outside the damage), origin, cause (right or NO, and the class named), scope (verdicts per node),
+repair (verification right or WRONG / v verified or nv not), s (seconds).
 """
 
 from __future__ import annotations
@@ -285,6 +290,14 @@ def run_scenario(s: Scenario, bases: dict[str, Path], truth: dict[str, Any],
     res["damage"] = {
         n: (v if len(v) <= 6 else [v[0], "..", v[-1], f"({len(v)})"]) for n, v in bad.items()
     }
+    outside = [
+        f"{a.node_id} {a.metric} {a.interval.isoformat()} {a.detector}"
+        for a in found.anomalies
+        if "*" not in bad.get(a.node_id, [])
+        and a.interval.isoformat() not in bad.get(a.node_id, [])
+    ]
+    res["alarms_outside_damage"] = len(outside)
+    res["alarms_outside_examples"] = outside[:3]
     res["scope"] = judge_scope(d, bad) if main else {}
     res["scope_exact"] = bool(res["scope"]) and all(v == "exact" for v in res["scope"].values())
     res["detect_s"] = round(time.perf_counter() - t0, 1)
@@ -381,8 +394,8 @@ def print_table(report: dict[str, Any]) -> None:
     print(f"clean run-on {BASE_THROUGH + timedelta(1)} .. {END} ({c['days']} days): "
           f"{c['false_alarms']} false alarm(s), {c['incidents']} incident(s)"
           + (f"  e.g. {'; '.join(c['examples'])}" if c["examples"] else ""))  # fmt: skip
-    head = (f"{'scenario':20} {'det':4} {'delay':5} {'inc':3} {'origin':6} {'cause':22} "
-            f"{'scope':34} {'repair':8} {'s':>5}")  # fmt: skip
+    head = (f"{'scenario':20} {'det':4} {'delay':5} {'inc':3} {'out':3} {'origin':6} "
+            f"{'cause':22} {'scope':34} {'repair':8} {'s':>5}")  # fmt: skip
     print(head)
     print("-" * len(head))
     for r in report["scenarios"]:
@@ -397,6 +410,7 @@ def print_table(report: dict[str, Any]) -> None:
                f"{'ok' if r['verification_right'] else 'WRONG'}/{'v' if r['verified'] else 'nv'}")  # fmt: skip
         print(f"{r['scenario']:20} {'yes' if r['detected'] else 'NO':4} "
               f"{'-' if r['delay'] is None else r['delay']:>5} {r['incidents']:>3} "
+              f"{r.get('alarms_outside_damage', 0):>3} "
               f"{'ok' if r['origin_right'] else 'NO':6} {cause[:22]:22} {scope[:34]:34} "
               f"{rep:8} {r['seconds']:>5}")  # fmt: skip
     print("scope per node (node: verdict):")

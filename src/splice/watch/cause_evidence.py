@@ -17,6 +17,11 @@ from typing import Any
 
 from splice.watch.cause import _series
 
+#: The failed checks are looked for in this many latest runs of the target.
+RECENT_RUNS = 200
+#: At most this many series' histories are read for one incident.
+MAX_SERIES = 500
+
 
 def series_history(
     conn: Any, target: str, anomalies: list[dict[str, Any]]
@@ -30,7 +35,7 @@ def series_history(
     seen: set[tuple[str, str]] = set()
     for a in anomalies:
         value = a.get("kind", "value") == "value" and a["detector"] in VALUE_DETECTORS
-        if a["detector"] != "stopped_moving" and not value:
+        if a["detector"] != "stopped_moving" and not value or len(out) >= MAX_SERIES:
             continue
         key = (a["metric"], dims_key(a.get("dims") or {}))
         label = _series(a)
@@ -53,8 +58,9 @@ def failed_checks(conn: Any, target: str, nodes: set[str]) -> list[dict[str, Any
     rows = conn.execute(
         "SELECT e.run_id, e.ts, e.node_id, e.status, e.data FROM run_events e "
         "JOIN runs r USING (run_id) WHERE r.target = ? AND e.kind = 'check_finished' "
-        "ORDER BY e.ts, e.seq",
-        (target,),
+        "AND r.run_id IN (SELECT run_id FROM runs WHERE target = ? "
+        "ORDER BY started_at DESC LIMIT ?) ORDER BY e.ts, e.seq",
+        (target, target, RECENT_RUNS),
     ).fetchall()
     streak: dict[str, dict[str, Any]] = {}
     for run_id, ts, check, status, data in rows:

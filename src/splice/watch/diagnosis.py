@@ -301,7 +301,11 @@ def diagnose(ws: Any, graph: Graph, anomalies: list[dict[str, Any]]) -> dict[str
     from splice.watch.cause import cause_text, classify
     from splice.watch.cause_evidence import gather
 
-    fault = classify(at_origin, source_ev, **gather(ws, graph, origin, at_origin, source_ev))
+    try:
+        fault = classify(at_origin, source_ev, **gather(ws, graph, origin, at_origin, source_ev))
+    except Exception as e:  # noqa: BLE001 - the diagnosis stands without a classified fault
+        fault = {"class": "unknown", "words": f"the fault could not be classified ({e})",
+                 "evidence": {}, "n": None, "classes": ["unknown"], "intervals": []}  # fmt: skip
     out["fault"] = fault
     scope_days = sorted(set(scope_days) | {date.fromisoformat(d) for d in fault["intervals"]})
     out["source"] = source_ev
