@@ -89,6 +89,8 @@ SCENARIOS: list[Scenario] = [
              MON, bookings="duplicate"),
     Scenario("late-bookings", "40% of Monday's bookings loaded after Monday was processed",
              "late_rows", BOOKINGS, MON, bookings="late"),
+    Scenario("late-bookings-few", "5% of Monday's bookings loaded after Monday was processed",
+             "late_rows", BOOKINGS, MON, bookings="late-few"),
     Scenario("unit-change-lasting", "JPY x100 from 2026-07-27 to the end (past training)",
              "unit_change", RATES, date(2026, 7, 27), incident="unit-change-lasting",
              base="jul"),

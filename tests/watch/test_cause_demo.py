@@ -79,3 +79,30 @@ def test_a_duplicated_bookings_load_is_named_with_its_counts_and_load_ids(
         assert "unique_values" in d["cause"]
     assert FREEZE_FROM.isoformat() in d["scope"]["intervals"]
     assert date.fromisoformat(d["scope"]["start"]) == FREEZE_FROM
+
+
+def test_rows_loaded_after_their_day_was_processed_are_noticed_and_named(
+    baselined: Path, tmp_path: Path
+) -> None:
+    # 5% of Monday's bookings arrive after Monday was processed: too few for the volume
+    # monitors, but Splice compares when they were loaded with when Monday was processed
+    ran, found = _fault(baselined, tmp_path / "travel", None, "late-few")
+    late = [a for a in found.anomalies if a.detector == "late_rows"]
+    assert [(a.node_id, a.interval) for a in late] == [
+        ("pricing:marts.fct_bookings_usd", FREEZE_FROM)
+    ]
+    on_time, arrived_late = ran.loads[0], ran.loads[1]
+    assert late[0].data["loads"][0]["load_id"] == arrived_late
+    (inc,) = found.incidents
+    d = inc.diagnosis
+    assert d["fault"]["class"] == "late_rows"
+    assert d["fault"]["evidence"]["restate"] == [FREEZE_FROM.isoformat()]
+    assert d["fault"]["n"] == late[0].value
+    assert "it needs a restatement: 2026-09-28" in d["cause"] and arrived_late in d["cause"]
+    assert on_time not in d["fault"]["words"]
+    assert d["scope"]["intervals"] == [FREEZE_FROM.isoformat()]
+    assert "missed rows that arrived late" in d["title"]
+    # watched again, nothing new: the same late rows are not reported twice
+    with api.open_workspace(tmp_path / "travel") as ws:
+        again = api.watch(ws)
+    assert [a for a in again.anomalies if a.detector == "late_rows"] == []

@@ -6,7 +6,8 @@ The rates vendor's faults are switched on in ``vendor/vendor.json``
 - ``duplicate``: the first day's bookings are loaded twice (the second load appends the same
   rows);
 - ``late``: 60% of the first day's bookings are loaded, the first day is processed
-  (``splice run``), and the other 40% arrive in a later load, after it was processed.
+  (``splice run``), and the other 40% arrive in a later load, after it was processed;
+- ``late-few``: the same with 5% arriving late (too few for the volume monitors to notice).
 
 :func:`run_on` loads the rates and bookings of ``start .. end`` and runs ``splice run`` (as the
 story's production run does), and returns the run report without raising on a failed run (a
@@ -23,9 +24,9 @@ from typing import Any
 
 from splice.errors import ConfigError
 
-BOOKINGS_FAULTS = ("duplicate", "late")
-#: The share of the day's bookings that arrives on time in the ``late`` fault.
-ON_TIME_SHARE = 0.6
+BOOKINGS_FAULTS = ("duplicate", "late", "late-few")
+#: The share of the day's bookings that arrives on time in the ``late`` faults.
+ON_TIME_SHARE = {"late": 0.6, "late-few": 0.95}
 
 
 @dataclass
@@ -58,16 +59,14 @@ def run_on(workspace: Path, start: date, end: date, *, bookings: str | None = No
     out = RunOn(report=None)
     rates = ingest_fx_rates(workspace, start, end)
     _record_clock(workspace, end, rates.stale_days, bookings)
-    if bookings == "late":
-        out.loads.append(
-            load_bookings(workspace, start, start, part=(0.0, ON_TIME_SHARE)).load_id or ""
-        )
+    if bookings in ON_TIME_SHARE:
+        share = ON_TIME_SHARE[bookings]
+        out.loads.append(load_bookings(workspace, start, start, part=(0.0, share)).load_id or "")
         first = _run(workspace, start)
         out.runs.append(first.run_id)
         time.sleep(1.0)  # the late rows are loaded visibly after the interval was processed
         out.loads.append(
-            load_bookings(workspace, start, start, append=True, part=(ON_TIME_SHARE, 1.0)).load_id
-            or ""
+            load_bookings(workspace, start, start, append=True, part=(share, 1.0)).load_id or ""
         )
         if end > start:
             out.loads.append(load_bookings(workspace, start + timedelta(days=1), end).load_id or "")

@@ -217,6 +217,11 @@ def _watch(
             anomalies.append((plan, a, key))
     timings["detect"] = time.perf_counter() - t2
 
+    # rows loaded after their interval was processed (splice.watch.late_rows)
+    from splice.watch.late_rows import find_late_rows, record_late_rows
+
+    late_rows = [] if only else find_late_rows(ws, graph, say)
+
     # -- write: all or nothing ------------------------------------------------------------
     t3 = time.perf_counter()
     reported: list[Anomaly] = []
@@ -296,6 +301,7 @@ def _watch(
             )
             if cur.rowcount:
                 reported.append(a)
+        reported += record_late_rows(conn, target, watch_id, now, late_rows)
         seconds = time.perf_counter() - t0
         conn.execute(
             "INSERT INTO watch_runs (watch_id, target, started_at, finished_at, backfill, "
