@@ -105,11 +105,14 @@ def _pairs(ws: Any, graph: Graph) -> list[tuple[Any, Any, Any, dict[str, str], s
     from splice.watch.diagnosis import _time_column_of
     from splice.watch.source_evidence import LOAD_ID_COLUMNS, LOADED_AT_COLUMNS
 
+    sources = [
+        n for n in graph.nodes.values() if n.kind in ("ingestion", "source") and n.all_writes
+    ]
+    if not sources:
+        return []
     cols_by_rel = warehouse_columns(ws)
     out = []
-    for src in graph.nodes.values():
-        if src.kind not in ("ingestion", "source"):
-            continue
+    for src in sources:
         for rel in src.all_writes:
             cols = cols_by_rel.get(rel)
             if not cols or not any(c in cols for c in LOAD_ID_COLUMNS):
