@@ -5,8 +5,12 @@
   column lineage to the relation and the ingestion job that feed them;
 - **path**: the column lineage from the number people watch (a declared metric downstream of
   the origin, else the most downstream anomalous measure) back to the origin and its source;
-- **cause**: the source's own records (:mod:`splice.watch.source_evidence`): the load that
-  wrote the bad rows and its status, and the payload's as-of dates;
+- **fault** (:mod:`splice.watch.cause`): the fault classified (stopped moving, late by N,
+  inverted, unit change, duplicated load, late rows, missing rows, failed audit...) with its
+  numbers; the intervals it covers join the scope;
+- **cause**: the fault in words, then the source's own records
+  (:mod:`splice.watch.source_evidence`): the load that wrote the bad rows and its status, and
+  the payload's as-of dates;
 - **evidence**: per metric and detector, how many series, which intervals, the values against
   their baseline and the detector's reason;
 - **blast radius** (:mod:`splice.watch.blast`): every node downstream of the origin in every
