@@ -41,6 +41,13 @@ def test_stopped_moving_names_the_day_it_repeats_and_the_run() -> None:
         "2026-09-29 (Tue) (2 intervals in a row) (currency=EUR, currency=GBP, currency=JPY)"
     )
     assert f["intervals"] == ["2026-09-28", "2026-09-29"]
+    # series that repeat different days are said apart
+    f = classify(anomalies + [_stopped("DKK", MON + timedelta(1), MON)])
+    assert f["words"] == (
+        "stopped moving: 3 series repeat 2026-09-25 (Fri)'s values on 2026-09-28 (Mon), "
+        "2026-09-29 (Tue) (2 intervals in a row) (currency=EUR, currency=GBP, currency=JPY); "
+        "1 series repeats 2026-09-28 (Mon)'s values on 2026-09-29 (Tue) (currency=DKK)"
+    )
 
 
 def _payload(days: list[tuple[str, str, int]], later: list[tuple[str, str, int]] | None = None,

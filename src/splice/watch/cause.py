@@ -109,13 +109,23 @@ def _stopped(anomalies: list[dict[str, Any]]) -> dict[str, Any] | None:
     k = max(r["run"] for r in runs.values())
     eligible = max(int((a.get("data") or {}).get("series_eligible") or 0) for a in stops)
     of = f" of {eligible}" if eligible >= len(runs) else ""
-    words = (
-        f"stopped moving: {len(runs)}{of} series repeat "
-        f"{_wd(main_same) if main_same else 'an earlier interval'}'s values on {_days(days)}"
-        + (f" ({k} intervals in a row)" if k > 1 else "")
-    )
-    if len(runs) <= 5:
-        words += f" ({', '.join(sorted(runs))})"
+    groups = sorted(same.items(), key=lambda kv: (-len(kv[1]), str(kv[0])))
+    parts = []
+    for same_as, names in groups[:3]:
+        g_days = sorted({d for s in names for d in runs[s]["days"]})
+        g_k = max(runs[s]["run"] for s in names)
+        part = (
+            f"{len(names)}{of if len(groups) == 1 else ''} series "
+            f"{'repeats' if len(names) == 1 else 'repeat'} "
+            f"{_wd(same_as) if same_as else 'an earlier interval'}'s values on {_days(g_days)}"
+            + (f" ({g_k} intervals in a row)" if g_k > 1 else "")
+        )
+        if len(names) <= 5:
+            part += f" ({', '.join(sorted(names))})"
+        parts.append(part)
+    if len(groups) > 3:
+        parts.append(f"{sum(len(n) for _, n in groups[3:])} more series repeat other days")
+    words = "stopped moving: " + "; ".join(parts)
     return {
         "class": "stopped_moving",
         "words": words,
