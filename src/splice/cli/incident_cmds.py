@@ -44,7 +44,7 @@ def incidents_cmd(ctx: click.Context, show_all: bool, as_json: bool) -> None:
 
 @cli.group("incident")
 def incident_group() -> None:
-    """One incident: its diagnosis."""
+    """One incident: its diagnosis, and accepting its new level as the normal."""
 
 
 @incident_group.command("show")
