@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from datetime import date
 from typing import Any
 
@@ -143,7 +144,9 @@ def restatable(node: Node) -> bool:
 
 
 # -- the model's SQL: expressions in terms of a parent's time column ----------------------------
+@lru_cache(maxsize=64)
 def _parse(sql: str, dialect: str) -> exp.Expr | None:
+    """The model's query, qualified (cached: callers copy what they change)."""
     import sqlglot
     from sqlglot.optimizer.qualify import qualify
 
