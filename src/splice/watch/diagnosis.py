@@ -328,12 +328,11 @@ def _extend_scope(ws: Any, graph: Graph, origin: str, at_origin: list[dict[str, 
                   scope: dict[str, Any], *, gap: int) -> None:  # fmt: skip
     """The scope as the damage (:mod:`splice.watch.scope`): from where the fault started, per
     node downstream, and what blocking audits kept from being built; said why when it cannot."""
-    from splice.errors import SpliceError
     from splice.watch.scope import extend_scope
 
     try:
         extend_scope(ws, graph, origin, at_origin, scope, gap=gap)
-    except (SpliceError, Exception) as e:  # noqa: BLE001 - the origin's scope stands without it
+    except Exception as e:  # noqa: BLE001 - the origin's scope stands without it; say why
         scope["nodes_error"] = str(e).splitlines()[0] if str(e) else type(e).__name__
 
 
