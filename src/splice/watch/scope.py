@@ -543,7 +543,11 @@ def extend_scope(
         damage = node_scopes(ws, graph, origin_dmg, con) if days else [origin_dmg]
         from splice.watch.blocked import blocked_scope, blocked_words
 
-        blocked = blocked_scope(ws, graph, damage, min(days) if days else since, con)
+        try:
+            blocked = blocked_scope(ws, graph, damage, min(days) if days else since, con)
+        except Exception as e:  # noqa: BLE001 - the damage stands without it; say why
+            blocked = []
+            scope["blocked_error"] = str(e).splitlines()[0] if str(e) else type(e).__name__
     words = blocked_words(blocked)
     if words:
         why.append(words)
