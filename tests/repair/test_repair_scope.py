@@ -217,3 +217,37 @@ def test_anomalies_after_the_repaired_scope_open_a_new_incident(
         assert v.followup and v.followup.startswith(said + "repaired scope"), v.followup
         assert said in (old.resolution or "")
         assert [b["incident"] for b in v.beyond] == [new[0].incident_id]
+
+
+def test_intervals_a_blocking_audit_left_missing_are_restated_and_name_the_audit(
+    friday: FridayStory, tmp_path: Path
+) -> None:
+    from splice.repair.flow import propose
+    from splice.repair.render import proposal_lines
+    from splice.watch.incidents import get_incident
+    from splice.workspace import Workspace
+
+    ws_dir = _copy(friday, tmp_path / "travel")
+    inc = _incident(friday)
+    with Workspace.open(ws_dir) as ws:
+        give_node_scope(ws, inc)
+        diag = get_incident(ws.state.conn, inc).diagnosis
+        diag["scope"]["blocked"] = [{
+            "node": "pricing:marts.agg_gmv_daily", "intervals": ["2026-09-28"],
+            "audit": "assert_gmv_positive", "audited_node": "pricing:marts.fct_bookings_usd",
+            "run_id": "r20260928-000000-abcdef"}]  # fmt: skip
+        with ws.state.transaction() as conn:
+            conn.execute("UPDATE incidents SET diagnosis = ? WHERE incident_id = ?",
+                         (json.dumps(diag), inc))  # fmt: skip
+        p = propose(ws, inc, principal=as_principal("splice-agent"))
+    restate = next(s for s in p.steps if s.kind == "restate")
+    done = [(x["node"], x["start"], x["end"]) for x in restate.detail["restatements"]]
+    assert ("pricing:marts.agg_gmv_daily", "2026-09-28", "2026-09-28") in done
+    nodes = {n["node"]: n for n in p.scope["nodes"]}
+    assert nodes["pricing:marts.agg_gmv_daily"]["rewrites"] == [["2026-09-25", "2026-09-28"]]
+    assert p.scope["blocked"][0]["audit"] == "assert_gmv_positive"
+    text = "\n".join(proposal_lines(p))
+    assert "Missing because a blocking audit stopped the run (part of the scope):" in text
+    assert ("pricing:marts.agg_gmv_daily: 2026-09-28 (audit assert_gmv_positive on "
+            "pricing:marts.fct_bookings_usd, run r20260928-000000-abcdef)") in text  # fmt: skip
+    assert any(u.node_id == "pricing:marts.agg_gmv_daily" and u.end == MON for u in p.undo)
