@@ -209,6 +209,7 @@ def test_anomalies_after_the_repaired_scope_open_a_new_incident(
         conn = ws.state.conn
         old = get_incident(conn, inc)
         assert old.status == "resolved"
+        assert old.origin_node == "pricing:fx.daily_rates"  # what was repaired, not Monday
         assert all(a["interval"] <= SUN for a in incident_anomalies(conn, inc))
         new = [i for i in list_incidents(conn, ws.target, status="open")]
         assert len(new) == 1 and new[0].incident_id != inc

@@ -172,9 +172,8 @@ def _restate_step(
             continue
         extra = sorted(set(d.days) - set(covered.get(n.id, {})))
         for lo, hi in day_ranges(extra):
-            restate(n, lo, hi, f"its damage reaches beyond the restatement: {_span(lo, hi)} "
-                    f"({d.why})" if d.why else f"its damage reaches beyond the restatement: "
-                    f"{_span(lo, hi)}")  # fmt: skip
+            why = "its damaged intervals reach beyond what is restated already"
+            restate(n, lo, hi, f"{why} ({d.why})" if d.why else why)
     order = graph.topological_order(sorted(covered))
     first = restatements[0]
     step = {

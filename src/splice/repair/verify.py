@@ -13,8 +13,10 @@ metrics in its blast radius, Splice
    may change and no anomaly may remain; outside, no value may have changed (a repair that
    moves other days is wrong);
 4. checks the repair reached every damaged interval: each one the proposal's undo did not
-   rewrite is named, and so is a damaged interval whose values stayed as they were while the
-   same metric changed on the node's other damaged intervals (a weekend left wrong).
+   rewrite fails it (a weekend left wrong).  A damaged interval whose values stayed as they
+   were while the same metric changed on the node's other damaged intervals is named too, as
+   a note: it is what a weekend left wrong looks like, but also what a scope wider than the
+   damage looks like, so it alone does not fail a repair that rewrote it.
 
 The incident is resolved only when all of it holds; otherwise it stays open and the result says
 what is still wrong.  Anomalies the fresh measurement finds outside the repaired scope (a day
@@ -56,7 +58,7 @@ class Verification:
     nodes: list[dict[str, Any]] = field(default_factory=list)
     #: damaged intervals the repair did not rewrite (by the proposal's undo)
     not_rewritten: list[dict[str, Any]] = field(default_factory=list)
-    #: damaged intervals whose values did not change while the same metric's others did
+    #: damaged intervals whose values did not change while the same metric's others did (a note)
     unreached: list[dict[str, Any]] = field(default_factory=list)
     #: anomalies outside the repaired scope, and the incident they went to
     beyond: list[dict[str, Any]] = field(default_factory=list)
@@ -254,8 +256,7 @@ def verify(ws: Any, incident: Any, *, proposal_id: str | None = None) -> Verific
          "specs": sorted({s for (s, n) in moved if n == d.node})}
         for d in damage
     ]  # fmt: skip
-    passed = (not remaining and not outside and changed_in > 0 and not unreached
-              and not not_rewritten)  # fmt: skip
+    passed = not remaining and not outside and changed_in > 0 and not not_rewritten
     summary = _summary(passed, changed_in, remaining, outside, unreached, not_rewritten, damage)
     result = Verification(
         passed=passed, specs=specs, scope=scope_days, changed_in_scope=changed_in,
@@ -276,6 +277,9 @@ def _span(days: list[str]) -> str:
 def _summary(passed: bool, changed_in: int, remaining: list[dict[str, Any]],
              outside: list[dict[str, Any]], unreached: list[dict[str, Any]],
              not_rewritten: list[dict[str, Any]], damage: list[NodeDamage]) -> str:  # fmt: skip
+    note = ("; note: damaged intervals whose values did not change while the same metric's "
+            "others did: " + "; ".join(f"{u['spec']} on {_span(u['intervals'])}"
+                                       for u in unreached)) if unreached else ""  # fmt: skip
     if passed:
         where = "; ".join(
             f"{d.node.split(':', 1)[-1]} {_span([x.isoformat() for x in d.days])}"
@@ -283,7 +287,7 @@ def _summary(passed: bool, changed_in: int, remaining: list[dict[str, Any]],
         )  # fmt: skip
         return (f"verified: {changed_in} value(s) in the damaged intervals ({where}) changed and "
                 "are back within their baseline (no anomaly remains); no value outside the "
-                "scope changed")  # fmt: skip
+                f"scope changed{note}")  # fmt: skip
     parts = []
     if remaining:
         r0 = remaining[0]
@@ -328,8 +332,17 @@ def _settle(ws: Any, incident: Any, scope: Scope, result: Verification,
                 f"{result.summary}",
             )  # fmt: skip
             ids = [b["anomaly_id"] for b in result.beyond]
-            conn.execute("UPDATE incidents SET anomalies = anomalies - ? WHERE incident_id = ?",
-                         (len(ids), iid))  # fmt: skip
+            # the resolved incident keeps the diagnosis of what was repaired (the fresh
+            # measurement re-diagnosed it from what it found, the anomalies outside included)
+            conn.execute(
+                "UPDATE incidents SET title = ?, origin_node = ?, diagnosis = ?, "
+                "first_interval = ?, last_interval = ?, anomalies = (SELECT COUNT(*) FROM "
+                "watch_anomalies a WHERE a.incident_id = incidents.incident_id) - ? "
+                "WHERE incident_id = ?",
+                (incident.title, incident.origin_node, json.dumps(incident.diagnosis, default=str),
+                 incident.first_interval.isoformat(), incident.last_interval.isoformat(),
+                 len(ids), iid),
+            )  # fmt: skip
             for i in range(0, len(ids), 500):
                 chunk = ids[i : i + 500]
                 conn.execute(
