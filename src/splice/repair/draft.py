@@ -359,6 +359,9 @@ def _node_scope(graph: Graph, draft: Draft, damage: list[NodeDamage],
                 entry["repair"] = "a view: rebuilt, it stores nothing (it reads the repaired rows)"
         else:
             entry["repair"] = "not rewritten by this repair"
+            if dm and dm.days:
+                entry["not_rewritten"] = [[a.isoformat(), b.isoformat()]
+                                          for a, b in day_ranges(dm.days)]  # fmt: skip
         if nid in rows:
             entry["rows_scoped"], entry["rows_total"] = rows[nid][0], rows[nid][1]
         out.append(entry)
