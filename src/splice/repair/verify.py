@@ -369,7 +369,13 @@ def _settle(ws: Any, incident: Any, scope: Scope, result: Verification,
         return
     from splice.watch.triage import triage
 
-    triage(ws)
+    try:
+        triage(ws)
+    except Exception as e:  # noqa: BLE001 - the repair stands; the next watch files them
+        result.followup = (f"{what}: not filed yet ({str(e).splitlines()[0]}); the next "
+                           "splice watch opens an incident for them")  # fmt: skip
+        result.summary += f"; {result.followup}"
+        return
     homes: list[str] = []
     for b in result.beyond:
         row = conn.execute("SELECT incident_id FROM watch_anomalies WHERE anomaly_id = ?",
