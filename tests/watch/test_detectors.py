@@ -96,7 +96,9 @@ def test_a_monday_repeating_friday_is_stopped_moving_on_its_first_day() -> None:
     assert "is the same as on Fri" in reasons[0] and "29 of 29 series" in reasons[0]
 
 
-def test_one_series_alone_is_stale_on_its_first_repeat_when_its_history_says_repeats_are_rare() -> None:
+def test_one_series_alone_is_stale_on_its_first_repeat_when_its_history_says_repeats_are_rare() -> (
+    None
+):
     days = _days(150)
     values = _rates(150, n_series=3)
     values[0] *= 1.0 + 1e-9 * np.arange(150)  # a cross rate: full precision, never repeats
@@ -111,7 +113,9 @@ def test_one_series_alone_is_stale_on_its_first_repeat_when_its_history_says_rep
         (days[b[1]], "stopped_moving"),
         (days[b[2]], "stopped_moving"),
     ]
-    assert "it repeated alone" in found[0].reason and found[1].data["since"] == days[b[1]].isoformat()
+    assert (
+        "it repeated alone" in found[0].reason and found[1].data["since"] == days[b[1]].isoformat()
+    )
     # at 4 decimals an honest repeat is a 1-in-100 event: one repeat alone is not enough
     assert [(days[f.col], f.detector) for f in detect(_panel(values[1:2], "value"))] == [
         (days[b[2]], "stopped_moving")

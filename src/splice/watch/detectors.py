@@ -47,7 +47,7 @@ from datetime import date
 
 import numpy as np
 
-from splice.watch.level import _directed, _level
+from splice.watch.level import _level
 from splice.watch.panel import (
     WEEKDAYS,
     Finding,
