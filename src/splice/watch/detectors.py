@@ -6,6 +6,21 @@ walks the grid forward; at each interval it judges the cells that are new (``new
 numpy over all series at once, and a point found anomalous is kept out of every later training
 window (as are anomalies stored by earlier watches, ``prior[S, T]``).
 
+A fault that lasts is not the new normal.  A finding opens a fault on its series at the
+fault's first interval (``data["since"]``: a level shift's run start, a stopped series' first
+repeat, else the flagged interval); while it is open, the series is judged against the
+training window that ends where the fault began (however long ago: a fault that outlasts the
+window is still judged against the last good points before it), and every interval still at
+the shifted level is flagged again, saying "still at the level it moved to on DAY (N
+intervals); not accepted as the new normal" (spike, jump, level shift, volume, distinct and
+lag alike; ``stopped_moving`` flags every repeat of a flagged run).  A point "still at the
+shifted level" is on the fault's side, at least half way from the old level to the fault's
+median level, and ``z_fault`` (2) robust sigmas from the old level.  The fault closes at the
+first good point.  Only an accepted level (``splice incident accept-level``,
+:mod:`splice.watch.levels`, given as ``Panel.level_from``) moves the baseline: from its start
+on the series is judged against itself.  Faults left open by an earlier watch come in as
+``Panel.fault_since`` / ``fault_direction`` (see :func:`splice.watch.history.open_faults`).
+
 The detectors (which ones run depends on the measure's kind, see
 :data:`splice.watch.metrics.KIND_DETECTORS`):
 
@@ -18,7 +33,19 @@ The detectors (which ones run depends on the measure's kind, see
   ``alpha / N`` (``N`` eligible series of the measure that interval); and when several series of
   the measure repeat on the same interval, the number that repeated is tested against the
   number expected (a Poisson tail of the summed chances): 29 currencies repeating Friday on a
-  Monday is flagged on its first day, one currency's rare repeat is not.
+  Monday is flagged on its first day.
+
+  One series alone is flagged on its *first* repeat when its own history says repeats are
+  rare: it changed on at least 95% of at least 20 comparable days, it repeats alone (no other
+  series of the measure repeats that interval), and its precision makes an honest repeat rarer
+  than ``alpha / N``: the chance is ``q / (sqrt(2 pi) s)``, a move of its usual size ``s``
+  rounding to nothing at its quantum ``q`` (the decimals its values are given to; a full-
+  precision float has none).  The rule comes from the real ECB rates (USD per unit, 2023-2025,
+  766 business days): EUR/USD, published to 4 decimals, repeats on 1% of days (7 times; the
+  quantum predicts 0.9%), so its first repeat is not enough; every other currency is a full-
+  precision cross rate that repeated only on a day EUR/USD repeated too (CNY, DKK, INR, MYR,
+  ISK: 1-2 times each, always with EUR), so a cross rate repeating alone is a frozen feed.
+  Once a run is flagged, each further repeat of it is flagged too.
 - ``spike`` / ``level_shift`` (and ``volume_drop`` / ``volume_jump``, ``distinct_change``):
   robust and seasonal by weekday.  The baseline is the median of the same weekday over the
   training window (``training_days``, default 8 weeks) when that explains the series better
