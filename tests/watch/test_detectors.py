@@ -181,6 +181,23 @@ def test_an_inverted_rate_is_a_jump_and_the_day_after_is_not() -> None:
     assert found == [(days[i], "jump", 0)]
 
 
+def test_a_rate_x100_for_longer_than_the_training_window_is_flagged_every_day_until_it_is_back() -> (
+    None
+):
+    values = _rates(330, n_series=3)
+    days = _days(330)
+    bad = [i for i in range(150, 300) if np.isfinite(values[0, i])]  # 150 days: 106 business
+    values[0, 150:300] *= 100.0
+    found = detect(_panel(values, "value", new_from=120))
+    assert [(f.col, f.detector) for f in found] == [(i, "jump") for i in bad]
+    assert {f.data["since"] for f in found} == {days[bad[0]].isoformat()}
+    assert found[-1].reason.startswith(
+        f"still at the level it moved to on Mon 2025-06-02 ({len(bad)} intervals); not "
+        "accepted as the new normal: "
+    )
+    assert f"over {len(bad)} intervals" in found[-1].reason  # judged against the last good point
+
+
 def test_null_rate_rise_and_duplicates() -> None:
     nulls = np.zeros(90)
     nulls[80] = 0.05
