@@ -185,7 +185,11 @@ class _Faults:
         f.data["intervals"] = int(seg.sum())
 
     def close_good(self, values: np.ndarray, bad: np.ndarray, t: int) -> None:
-        good = np.isfinite(values[:, t]) & ~bad[:, t] & (self.since >= 0) & (self.since <= t)
+        rows = np.flatnonzero(self.since >= 0)
+        if not rows.size:
+            return
+        good = np.zeros(len(self.since), dtype=bool)
+        good[rows] = np.isfinite(values[rows, t]) & ~bad[rows, t] & (self.since[rows] <= t)
         self.since[good] = -1
         self.direction[good] = 0
 
