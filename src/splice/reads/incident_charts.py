@@ -79,7 +79,7 @@ def _bands(
     present = np.isfinite(raw)
     rank = np.cumsum(present[:, ::-1], axis=1)[:, ::-1]
     win = good.copy()
-    win[present & (rank <= sens.shift_run - 1) & (his == ts)[:, None]] = np.nan
+    win[present & (rank <= sens.shift_run) & (his == ts)[:, None]] = np.nan
     n_train = np.isfinite(win).sum(axis=1)
     ok = n_train >= sens.min_history
     linear = kind in ("null_rate", "duplicates", "lag")

@@ -53,7 +53,9 @@ The detectors (which ones run depends on the measure's kind, see
   a log scale (a halving is the same size at 10 and at 10,000).  A spike is beyond
   ``z_spike`` robust sigmas *and* outside every residual the training window saw; a level
   shift is ``shift_run`` (3) points in a row beyond ``z_shift`` sigmas on the same side, and
-  outside the training range, flagged once, on the point that completes the run.
+  outside the training range (or ``shift_run + 1`` points on the same side beyond
+  ``z_shift / 2`` with ``shift_run`` of them beyond ``z_shift``), flagged on the point that
+  completes the run; from then on it is a fault (below).
 - ``jump``: for series that behave like a random walk (FX rates: day-to-day changes are much
   smaller than the spread of the level), the change since the last good point is judged
   against the series' own changes instead (an inverted rate moves 60 sigmas in one day).
@@ -63,8 +65,8 @@ The detectors (which ones run depends on the measure's kind, see
   least 80% of the weeks of the training window (a business-day series is not expected on a
   calendar holiday).
 
-The training window ends before the detection period (the last ``shift_run - 1`` points are
-kept out of it too).  Sensitivity presets (``low``, ``medium``, ``high``) set the thresholds.
+The training window ends before the detection period (the last ``shift_run`` points are kept
+out of it too: a level shift's run may be one point longer when one day of it is noisy).  Sensitivity presets (``low``, ``medium``, ``high``) set the thresholds.
 """
 
 from __future__ import annotations

@@ -64,7 +64,7 @@ def _level(
     run_len = sens.shift_run - 1
     win = good.copy()
     if not in_fault:  # a fault's window ends before it: nothing of it to keep out
-        win[present_raw & (rank <= run_len)] = np.nan
+        win[present_raw & (rank <= run_len + 1)] = np.nan
     n_train = np.isfinite(win).sum(axis=1)
     ok = n_train >= sens.min_history
     if not ok.any():
@@ -355,8 +355,6 @@ def _level(
         cols_before = np.flatnonzero(present_raw[i])
         if cols_before.size < run_len + 1:
             continue
-        run_cols = cols_before[-run_len:] + lo
-        before_col = int(cols_before[-run_len - 1] + lo)
         sign = np.sign(z[i])
 
         def z_at(c: int, i: int = int(i), r: int = r) -> tuple[float, float, float]:
@@ -367,16 +365,34 @@ def _level(
                 b = med_w[i, int(weekday[c])]
             return tv, tv - b, (tv - b) / scale[i]
 
+        def strong(p: tuple[float, float, float], i: int = int(i), sgn: float = sign) -> bool:
+            _, rr, zz = p
+            return bool(np.isfinite(zz) and np.sign(zz) == sgn and abs(zz) >= sens.z_shift
+                        and (rr > rmax[i] or rr < rmin[i]))  # fmt: skip
+
+        # the run: the last shift_run - 1 points before this one beyond z_shift on its side;
+        # or, one point longer, all on its side beyond z_shift / 2 and shift_run of them beyond
+        # z_shift (one noisy day does not hide a level that moved)
+        run_cols = cols_before[-run_len:] + lo
+        run = [z_at(int(c)) for c in run_cols]
+        if not all(strong(p) for p in run):
+            if cols_before.size < run_len + 2:
+                continue
+            run_cols = cols_before[-run_len - 1 :] + lo
+            run = [z_at(int(c)) for c in run_cols]
+            weak = all(
+                np.isfinite(zz) and np.sign(zz) == sign and abs(zz) >= sens.z_shift / 2
+                for _, _, zz in run
+            )
+            if not (weak and strong(run[0]) and sum(strong(p) for p in run) >= run_len):
+                continue
         run_values = [values[r, int(c)] for c in run_cols] + [values[r, t]]
         if scale_p[i] > 0 and any(a == b for a, b in zip(run_values, run_values[1:], strict=False)):
             continue  # a repeated value (a forward-filled weekend) is one observation, not a run
-        run = [z_at(int(c)) for c in run_cols]
-        if not all(
-            np.isfinite(zz) and np.sign(zz) == sign and abs(zz) >= sens.z_shift
-            and (rr > rmax[i] or rr < rmin[i])
-            for _, rr, zz in run
-        ):  # fmt: skip
+        k_before = cols_before.size - len(run_cols) - 1
+        if k_before < 0:
             continue
+        before_col = int(cols_before[k_before] + lo)
         tb, _, zb = z_at(before_col)
         if np.isfinite(zb) and np.sign(zb) == sign and abs(zb) >= sens.z_shift:
             continue  # the run started earlier: already flagged
@@ -398,7 +414,7 @@ def _level(
                 float(x[i]),
                 exp_v,
                 float(z[i]),
-                f"{sens.shift_run} intervals in a row since {_day(since)} beyond "
+                f"{len(run_cols) + 1} intervals in a row since {_day(since)} beyond "
                 f"{sens.z_shift:g} robust sigmas on the same side, a level that moved (not the "
                 f"new normal until accepted): {fmt(float(x[i]))} on "
                 f"{_day(panel.days[t])} vs expected {fmt(exp_v)} "
