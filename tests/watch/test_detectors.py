@@ -198,6 +198,16 @@ def test_a_rate_x100_for_longer_than_the_training_window_is_flagged_every_day_un
     assert f"over {len(bad)} intervals" in found[-1].reason  # judged against the last good point
 
 
+def test_a_feed_a_day_late_for_weeks_is_flagged_on_every_day() -> None:
+    lag = _rates(200, n_series=1)[0] * 0  # as-of lag in days, business days: always 0
+    late = [i for i in range(120, 200) if np.isfinite(lag[i])]
+    lag[120:] = np.where(np.isfinite(lag[120:]), 1.0, np.nan)
+    found = detect(_panel(lag, "lag"))
+    assert [f.col for f in found] == late
+    assert [f.detector for f in found[:2]] == ["spike", "level_shift"]
+    assert {f.data["since"] for f in found} == {_days(200)[late[0]].isoformat()}
+
+
 def test_null_rate_rise_and_duplicates() -> None:
     nulls = np.zeros(90)
     nulls[80] = 0.05
