@@ -42,20 +42,24 @@ PLACEHOLDER = "_splice_t"
 
 def fault_start(anomalies: Iterable[dict[str, Any]]) -> date | None:
     """Where the fault started by the detectors' own account: the earliest ``data["since"]`` of
-    an anomaly that reports a run (a value that stopped moving, a level that shifted).
+    an anomaly that reports its fault's first interval.
 
-    A jump's ``since`` is the last good interval, not a start, so it does not count.
+    The detectors put the fault's first interval and its length (``intervals``) on every finding;
+    anomalies stored before they did only meant it for a value that stopped moving and a level
+    shift (``shift``): an old jump's ``since`` is its last good interval, not a start.
 
-    >>> a = {"detector": "level_shift", "data": {"since": "2026-09-21", "shift": True}}
+    >>> a = {"detector": "level_shift", "data": {"since": "2026-09-21", "intervals": 4}}
     >>> b = {"detector": "jump", "data": {"since": "2026-09-01"}}
-    >>> fault_start([a, b])
-    datetime.date(2026, 9, 21)
+    >>> c = {"detector": "spike", "data": {"since": "2026-09-18", "shift": True}}
+    >>> fault_start([a, b]), fault_start([a, c])
+    (datetime.date(2026, 9, 21), datetime.date(2026, 9, 18))
     """
     out: date | None = None
     for a in anomalies:
         data = a.get("data") or {}
         since = data.get("since")
-        if not since or not (a.get("detector") == "stopped_moving" or data.get("shift")):
+        starts = a.get("detector") == "stopped_moving" or "intervals" in data or data.get("shift")
+        if not since or not starts:
             continue
         try:
             d = date.fromisoformat(str(since))
