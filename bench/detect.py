@@ -15,6 +15,10 @@ What it measures, in one run:
    - on seeded bookings (30 currencies' daily counts with the demo's weekly pattern and a yearly
      season, Poisson noise, and the row volume and duplicate count of the fact table): a
      duplicated load, a half-missing day, a late day;
+   - faults that last (each bad interval must be flagged: cells found n/n), also past the
+     8-week training window: one currency x100 for 30 and for 80 business days, one rate
+     inverted for 20, all rates frozen for 10, the bookings' row volume halved for 30 and for
+     90 days;
    for each: detected or not, the delay in intervals from the first bad interval to the first
    flagged one, the flagged intervals against the injected ones (scope exact / narrower /
    wider), and false alarms outside them;
@@ -226,7 +230,13 @@ def rate_scenarios() -> tuple[list[Scenario], list[date]]:
         src = prev_col(cols[0])
         for r in rows:
             for c in cols:
-                v[r, c] = v[r, src] if how == "freeze" else 1.0 / v[r, c]
+                v[r, c] = (
+                    v[r, src]
+                    if how == "freeze"
+                    else 100.0 * v[r, c]
+                    if how == "x100"
+                    else 1.0 / v[r, c]
+                )
         s = Scenario(name, "ECB rates", {(r, c) for r in rows for c in cols})
         s.points = [int(c) for c in np.flatnonzero(np.isfinite(clean[0]))]
         s.splice = splice_flags(v, days, "value")
@@ -246,6 +256,14 @@ def rate_scenarios() -> tuple[list[Scenario], list[date]]:
     run(
         "one rate inverted (EUR), 1 day", [currencies.index("EUR")], date(2025, 10, 14), 1, "invert"
     )
+    # faults that last: every bad interval must be flagged, also past the training window
+    gbp = currencies.index("GBP")
+    run("lasting: one currency (GBP) x100, 30 days", [gbp], date(2025, 2, 3), 30, "x100")
+    run("lasting: one rate inverted (EUR), 20 days", [currencies.index("EUR")], date(2025, 5, 12),
+        20, "invert")  # fmt: skip
+    run("lasting: all rates frozen, 10 days", every, date(2025, 7, 7), 10, "freeze")
+    run("lasting: one currency (JPY) x100, 80 days", [currencies.index("JPY")],
+        date(2025, 8, 4), 80, "x100")  # fmt: skip
     return out, days
 
 
@@ -254,10 +272,12 @@ def booking_scenarios() -> tuple[list[Scenario], list[date]]:
     out: list[Scenario] = []
     dups = np.zeros(len(days))
 
-    def run(name: str, day: date, how: str) -> None:
+    def run(name: str, day: date, how: str, n: int = 1) -> None:
         c = days.index(day)
         vol, cnt, dup = volume.copy(), counts.copy(), dups.copy()
         kw: dict[str, Any] = {}
+        if how == "halved":
+            vol[c : c + n] = np.round(vol[c : c + n] / 2)
         if how == "duplicate":
             vol[c] *= 2
             cnt[:, c] *= 2
@@ -268,7 +288,7 @@ def booking_scenarios() -> tuple[list[Scenario], list[date]]:
         elif how == "late":
             vol[c] = np.nan  # not there when the next day is watched
             kw["judge_missing_from"] = days.index(YEAR_START)
-        s = Scenario(name, "seeded bookings", {(0, c)})
+        s = Scenario(name, "seeded bookings", {(0, j) for j in range(c, c + n)})
         flags = splice_flags(vol[None, :], days, "volume", **kw)
         if how == "duplicate":
             for r, cs in splice_flags(dup[None, :], days, "duplicates").items():
@@ -280,6 +300,8 @@ def booking_scenarios() -> tuple[list[Scenario], list[date]]:
     run("duplicated load (bookings)", date(2025, 4, 9), "duplicate")
     run("half-missing day (bookings)", date(2025, 7, 22), "half")
     run("late day (bookings)", date(2025, 11, 4), "late")
+    run("lasting: volume halved, 30 days", date(2025, 9, 1), "halved", 30)
+    run("lasting: volume halved, 90 days", date(2025, 5, 1), "halved", 90)
     return out, days
 
 
@@ -525,14 +547,14 @@ def main(argv: list[str] | None = None) -> int:
 
     print("Detection benchmark: Splice's detectors vs the peer (trailing 14-interval z >= 3)")
     print(f"judged year {YEAR_START}..{YEAR_END}, walk-forward; history from {HISTORY_START}\n")
-    head = f"{'scenario':38} {'':7} {'detected':8} {'delay':5} {'scope':8} {'cells':7} {'false':5}  flagged"
+    head = f"{'scenario':42} {'':7} {'detected':8} {'delay':5} {'scope':8} {'cells':7} {'false':5}  flagged"
     print(head)
     print("-" * len(head))
     for r in results:
         for who in ("splice", "peer"):
             j = r[who]
             print(
-                f"{r['scenario'] if who == 'splice' else '':38} {who:7} "
+                f"{r['scenario'] if who == 'splice' else '':42} {who:7} "
                 f"{'yes' if j['detected'] else 'NO':8} {'-' if j['delay'] is None else j['delay']:>5} "
                 f"{j['scope']:8} {j['cells_found']:7} {j['false_alarms']:>5}  "
                 f"{', '.join(j['flagged'][:3]) or '-'}"

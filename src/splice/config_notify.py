@@ -30,6 +30,7 @@ EVENTS: tuple[str, ...] = (
     "repair_undone",  # an applied repair was undone
     "stop_started",  # splice stop: nothing is approved or applied
     "stop_ended",  # splice resume
+    "level_accepted",  # a person accepted an incident's new level as the normal
 )
 _NAME = r"^[A-Za-z_][A-Za-z0-9_\-]*$"
 _ENV = r"^[A-Za-z_][A-Za-z0-9_]*$"

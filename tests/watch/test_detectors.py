@@ -96,16 +96,31 @@ def test_a_monday_repeating_friday_is_stopped_moving_on_its_first_day() -> None:
     assert "is the same as on Fri" in reasons[0] and "29 of 29 series" in reasons[0]
 
 
-def test_one_series_alone_needs_a_second_repeat_and_a_constant_series_is_never_stale() -> None:
-    values = _rates(150, n_series=2)
-    values[1, :] = np.where(np.isfinite(values[1]), 1.0, np.nan)  # USD: always 1.0
+def test_one_series_alone_is_stale_on_its_first_repeat_when_its_history_says_repeats_are_rare() -> (
+    None
+):
     days = _days(150)
+    values = _rates(150, n_series=3)
+    values[0] *= 1.0 + 1e-9 * np.arange(150)  # a cross rate: full precision, never repeats
+    values[1] = np.round(1.1 * values[1] / np.nanmax(values[1]), 4)  # EUR/USD to 4 decimals
+    values[2, :] = np.where(np.isfinite(values[2]), 1.0, np.nan)  # USD: always 1.0
     b = [i for i in range(120, 150) if np.isfinite(values[0, i])][:3]
-    values[0, b[1]] = values[0, b[0]]
-    values[0, b[2]] = values[0, b[0]]
-    found = _found(_panel(values[:1], "value"))
-    assert found == [(days[b[2]], "stopped_moving", 0)]  # delay 1: one repeat is ~1/100 chance
-    assert _found(_panel(values[1:], "value")) == []
+    for r in (0, 1):
+        values[r, b[1]] = values[r, b[0]]
+        values[r, b[2]] = values[r, b[0]]
+    found = detect(_panel(values[:1], "value"))
+    assert [(days[f.col], f.detector) for f in found] == [
+        (days[b[1]], "stopped_moving"),
+        (days[b[2]], "stopped_moving"),
+    ]
+    assert (
+        "it repeated alone" in found[0].reason and found[1].data["since"] == days[b[1]].isoformat()
+    )
+    # at 4 decimals an honest repeat is a 1-in-100 event: one repeat alone is not enough
+    assert [(days[f.col], f.detector) for f in detect(_panel(values[1:2], "value"))] == [
+        (days[b[2]], "stopped_moving")
+    ]
+    assert _found(_panel(values[2:], "value")) == []
 
 
 def test_earlier_anomalies_stay_out_of_training_across_watch_calls() -> None:
@@ -132,23 +147,29 @@ def test_weekly_seasonal_volume_is_not_an_alarm_but_a_half_day_is() -> None:
     ]
 
 
-def test_a_lasting_drop_is_flagged_once_not_every_day() -> None:
+def test_a_lasting_drop_is_flagged_on_every_day_until_accepted() -> None:
     days = _days(150)
     big = _volume(150)
     big[100:] = np.round(big[100:] * 0.6)  # -40%: beyond the spike threshold on day one
-    found = _found(_panel(big, "volume"))
-    assert found == [(days[i], "volume_drop", 0) for i in (100, 101, 102)]
-    assert detect(_panel(big, "volume"))[-1].data == {
-        "sigmas": pytest.approx(-12.2, abs=0.1),
-        "seasonal": True,
-        "since": days[100].isoformat(),
-        "shift": True,
-    }
+    found = detect(_panel(big, "volume"))
+    assert [(days[f.col], f.detector) for f in found] == [
+        (days[i], "volume_drop") for i in range(100, 150)
+    ]
+    assert {f.data["since"] for f in found} == {days[100].isoformat()}
+    assert found[-1].data["intervals"] == 50
+    assert found[-1].reason.startswith(
+        "still at the level it moved to on Fri 2025-04-11 (50 intervals); not accepted as the "
+        "new normal: 600 on Fri 2025-05-30 vs expected 984.362 (-39.0%)"
+    )
     small = _volume(150)
     small[100:] = np.round(small[100:] * 0.8)  # -20%: a level shift, once its run is complete
-    assert _found(_panel(small, "volume")) == [(days[102], "volume_drop", 0)]
-    (f,) = detect(_panel(small, "volume"))
-    assert f.data["since"] == days[100].isoformat() and "3 intervals in a row" in f.reason
+    found = detect(_panel(small, "volume"))
+    assert [f.col for f in found] == list(range(102, 150))
+    assert {f.data["since"] for f in found} == {days[100].isoformat()}
+    assert "3 intervals in a row" in found[0].reason
+    # accepted from day 100 on: judged against itself, quiet
+    accepted = _panel(small, "volume", level_from=np.array([100]))
+    assert _found(accepted) == []
 
 
 def test_an_inverted_rate_is_a_jump_and_the_day_after_is_not() -> None:
@@ -158,6 +179,33 @@ def test_an_inverted_rate_is_a_jump_and_the_day_after_is_not() -> None:
     values[0, i] = 1.0 / values[0, i]
     found = _found(_panel(values, "value"))
     assert found == [(days[i], "jump", 0)]
+
+
+def test_a_rate_x100_for_longer_than_the_training_window_is_flagged_every_day_until_it_is_back() -> (
+    None
+):
+    values = _rates(330, n_series=3)
+    days = _days(330)
+    bad = [i for i in range(150, 300) if np.isfinite(values[0, i])]  # 150 days: 106 business
+    values[0, 150:300] *= 100.0
+    found = detect(_panel(values, "value", new_from=120))
+    assert [(f.col, f.detector) for f in found] == [(i, "jump") for i in bad]
+    assert {f.data["since"] for f in found} == {days[bad[0]].isoformat()}
+    assert found[-1].reason.startswith(
+        f"still at the level it moved to on Mon 2025-06-02 ({len(bad)} intervals); not "
+        "accepted as the new normal: "
+    )
+    assert f"over {len(bad)} intervals" in found[-1].reason  # judged against the last good point
+
+
+def test_a_feed_a_day_late_for_weeks_is_flagged_on_every_day() -> None:
+    lag = _rates(200, n_series=1)[0] * 0  # as-of lag in days, business days: always 0
+    late = [i for i in range(120, 200) if np.isfinite(lag[i])]
+    lag[120:] = np.where(np.isfinite(lag[120:]), 1.0, np.nan)
+    found = detect(_panel(lag, "lag"))
+    assert [f.col for f in found] == late
+    assert [f.detector for f in found[:2]] == ["spike", "level_shift"]
+    assert {f.data["since"] for f in found} == {_days(200)[late[0]].isoformat()}
 
 
 def test_null_rate_rise_and_duplicates() -> None:

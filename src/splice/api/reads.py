@@ -36,7 +36,7 @@ def anomalies(
     since: Any = None,
 ) -> list[dict[str, Any]]:
     """The stored anomalies of the target, newest interval first (``status`` is the incident's:
-    open, resolved, merged; None: all)."""
+    open, resolved, accepted, merged; None: all)."""
     from splice.reads.quality import anomalies as _anomalies
 
     return _anomalies(ws, status=status, metric=metric, since=since)

@@ -3,6 +3,7 @@ Principal behind it."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from splice.graph.doctor import Check
@@ -100,6 +101,46 @@ def undo(ws: Workspace, proposal_id: str, *, principal: Principal) -> Any:
     from splice.repair.undo import undo as _undo
 
     return _undo(ws, proposal_id, principal=principal)
+
+
+def accept_level(
+    ws: Workspace,
+    incident_id: str,
+    *,
+    principal: Principal,
+    note: str | None = None,
+    series: list[str] | None = None,
+) -> Any:
+    """A named owner of the domain where the incident starts accepts the new level of its
+    series (``series``: only those named, ``currency=JPY`` or a metric's name): from where each
+    series' fault started it is judged against its new level; the incident closes (status
+    ``accepted``) once every series has one (:mod:`splice.repair.accept`)."""
+    from splice.repair.accept import accept_level as _accept
+
+    return _accept(ws, incident_id, principal=principal, note=note, series=series)
+
+
+def incident_levels(ws: Workspace, incident_id: str) -> dict[str, Any]:
+    """The levels decided for an incident (who accepted which series from when, how they were
+    authenticated) and its series still without one."""
+    from splice.repair.accept import how_authenticated, incident_series
+    from splice.watch.history import dims_label
+    from splice.watch.incidents import get_incident
+    from splice.watch.levels import incident_levels as _levels
+
+    inc = get_incident(ws.state.conn, incident_id)
+    levels = []
+    for row in _levels(ws.state.conn, inc.incident_id):
+        dims = json.loads(row["dims"]) if isinstance(row["dims"], str) else row["dims"]
+        who = {"name": row["accepted_by"], "kind": row["kind"], "auth": row["auth"],
+               "credential": None}  # fmt: skip
+        levels.append(
+            {**row, "dims": dims, "series": dims_label(dims), "who": how_authenticated(who)}
+        )
+    open_ = [
+        s.as_dict() for s in incident_series(ws.state.conn, inc.incident_id) if not s.accepted_by
+    ]
+    return {"incident_id": inc.incident_id, "status": inc.status, "levels": levels, "open": open_}
 
 
 def stop(ws: Workspace, *, principal: Principal, reason: str) -> tuple[Any, bool]:
@@ -250,6 +291,14 @@ def decision_options(ws: Workspace, proposal_id: str, principal: Principal) -> d
     from splice.repair.approvals import options, refresh
 
     return options(ws, refresh(ws, store.load(ws.state, proposal_id)), principal)
+
+
+def incident_options(ws: Workspace, incident_id: str, principal: Principal) -> dict[str, Any]:
+    """For each decision on an incident (``accept_level``): None when ``principal`` may make it
+    now, else why not, in words. Writes nothing; the decision checks again."""
+    from splice.repair.accept import options
+
+    return options(ws, incident_id, principal)
 
 
 def active_stop(ws: Workspace) -> dict[str, Any] | None:

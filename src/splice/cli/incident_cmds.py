@@ -8,7 +8,9 @@ from splice.cli.main import cli, emit_json, open_workspace
 
 
 @cli.command("incidents")
-@click.option("--all", "show_all", is_flag=True, help="Also list resolved and merged incidents.")
+@click.option(
+    "--all", "show_all", is_flag=True, help="Also list resolved, accepted and merged incidents."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
 def incidents_cmd(ctx: click.Context, show_all: bool, as_json: bool) -> None:
@@ -42,7 +44,7 @@ def incidents_cmd(ctx: click.Context, show_all: bool, as_json: bool) -> None:
 
 @cli.group("incident")
 def incident_group() -> None:
-    """One incident: its diagnosis."""
+    """One incident: its diagnosis, and accepting its new level as the normal."""
 
 
 @incident_group.command("show")
@@ -67,3 +69,54 @@ def incident_show_cmd(ctx: click.Context, incident_id: str, as_json: bool) -> No
         c.print(f"[bold]{escape(line)}[/]" if n == 0 else
                 (f"[bold]{escape(line.split(':', 1)[0])}:[/]{escape(line.split(':', 1)[1])}"
                  if head else escape(line)), soft_wrap=True)  # fmt: skip
+
+
+@incident_group.command("accept-level")
+@click.argument("incident_id")
+@click.option("--as", "actor", default=None, metavar="NAME",
+              help="Decide under this name (only where [policy] allow_as = true; default: your "
+              "login).")  # fmt: skip
+@click.option("--note", default=None, help="Why the new level is right (goes into the audit log).")
+@click.option(
+    "--series",
+    "series",
+    multiple=True,
+    metavar="K=V",
+    help="Only this series (repeatable): its dimensions (currency=JPY) or a metric's name; the "
+    "others stay open.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the decision as JSON.")
+@click.pass_context
+def incident_accept_level_cmd(
+    ctx: click.Context,
+    incident_id: str,
+    actor: str | None,
+    note: str | None,
+    series: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Accept INCIDENT_ID's new level as the normal (a named owner of the domain where it
+    starts): each series is judged against it from where its fault started."""
+    from splice.api import accept_level, cli_principal
+
+    ctx.meta["notify_after"] = True  # the channels hear of the decision
+    with open_workspace(ctx) as ws:
+        who = cli_principal(ws, actor)
+        r = accept_level(ws, incident_id, principal=who, note=note, series=list(series) or None)
+    if as_json:
+        emit_json(r.as_dict())
+        return
+    starts = sorted({a["since"] for a in r.accepted})
+    click.echo(
+        f"{r.incident_id}: new level of {r.levels} series accepted by {who.label()}"
+        f" (from {starts[0]}{'..' + starts[-1] if len(starts) > 1 else ''})."
+    )
+    if r.status == "accepted":
+        click.echo(f"{r.incident_id} is closed (accepted); later intervals are judged against "
+                   "the new level.")  # fmt: skip
+    else:
+        click.echo(
+            f"{r.incident_id} stays open: {len(r.remaining)} series without an accepted level. "
+            f"Accept them: splice incident accept-level {r.incident_id}"
+            + (f" --as {who.name}" if actor is not None else "")
+        )

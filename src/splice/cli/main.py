@@ -68,7 +68,8 @@ NOTIFY_AFTER = frozenset(
 
 
 def notify_after(ctx: click.Context) -> None:
-    if ctx.invoked_subcommand not in NOTIFY_AFTER or not isinstance(ctx.obj, dict):
+    wanted = ctx.invoked_subcommand in NOTIFY_AFTER or ctx.meta.get("notify_after")
+    if not wanted or not isinstance(ctx.obj, dict):
         return
     if ctx.meta.get("interrupted"):
         return

@@ -206,7 +206,8 @@ def audit_show_cmd(ctx: click.Context, proposal_id: str | None, as_json: bool) -
         comment = payload.get("comment") if isinstance(payload, dict) else None
         who = payload.get("principal") if isinstance(payload, dict) else None
         who = describe(who) if isinstance(who, dict) else e.actor  # older entries: a name only
+        about = e.proposal_id or (payload.get("incident_id") if isinstance(payload, dict) else None)
         c.print(f"{e.seq:>4} {at} [bold]{e.kind}[/] {escape(printable(who))}"
-                + (f" {e.proposal_id}" if e.proposal_id else "")
+                + (f" {escape(printable(str(about)))}" if about else "")
                 + (f" [dim]{escape(printable(str(comment)))}[/]" if comment else "")
                 + f" [dim]{e.hash[:12]}[/]", soft_wrap=True)  # fmt: skip

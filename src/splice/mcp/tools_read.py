@@ -55,7 +55,9 @@ def run_doctor(ctx: Ctx) -> Any:
 
 
 # -- incidents ------------------------------------------------------------------------------
-def list_incidents(ctx: Ctx, status: Literal["open", "resolved", "all"] = "open") -> Any:
+def list_incidents(
+    ctx: Ctx, status: Literal["open", "resolved", "accepted", "all"] = "open"
+) -> Any:
     """The target's incidents, newest first: id, title, origin node, intervals, anomalies."""
     return call(
         ctx,

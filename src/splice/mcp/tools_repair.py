@@ -1,6 +1,8 @@
 """The repair tool groups: ``repairs`` (propose and read) and ``decisions`` (a person's).
 
 An agent proposes; a person decides. ``propose_repair`` records the caller as the requester.
+``accept_level`` is in ``repairs`` (the library refuses it to every agent, so on stdio, where
+the caller is an agent, it is always refused; a person's key or token on ``splice serve`` may).
 The ``decisions`` tools exist only on ``splice serve`` (where callers are authenticated) and
 the library refuses them to any agent principal, to a principal without the scope, to the
 requester and to anyone who is not a named owner of the proposal's domain.
@@ -46,6 +48,21 @@ def get_receipt(ctx: Ctx, proposal_id: str) -> Any:
     """The receipt of a repair: cause, scope, who approved and how they were authenticated,
     the runs, the metrics before and after, and the undo."""
     return call(ctx, lambda ws: api.receipt(ws, proposal_id))
+
+
+def accept_level(
+    ctx: Ctx, incident_id: str, note: str | None = None, series: list[str] | None = None
+) -> Any:
+    """Accept an incident's new level as the normal (a person who owns the domain where it
+    starts; never an agent): from where each series' fault started it is judged against its
+    new level, and the incident closes once every series has one. ``series``: only these
+    (``currency=JPY``, or a metric's name); the others stay open."""
+    return call(
+        ctx,
+        lambda ws, who: api.accept_level(ws, incident_id, principal=who, note=note,
+                                         series=series),
+        principal=True,
+    )  # fmt: skip
 
 
 def verify_audit_log(ctx: Ctx) -> Any:
@@ -95,7 +112,14 @@ def resume_repairs(ctx: Ctx) -> Any:
 
 
 GROUPS: dict[str, list[Any]] = {
-    "repairs": [propose_repair, list_proposals, get_proposal, get_receipt, verify_audit_log],
+    "repairs": [
+        propose_repair,
+        list_proposals,
+        get_proposal,
+        get_receipt,
+        verify_audit_log,
+        accept_level,
+    ],
     "decisions": [
         approve_proposal,
         reject_proposal,
@@ -107,7 +131,8 @@ GROUPS: dict[str, list[Any]] = {
 }
 
 #: Tools that change the warehouse or what runs against it (destructive, for clients' hints).
-DESTRUCTIVE = {"apply_proposal", "undo_proposal"}
+#: ``accept_level`` moves a baseline: what was an anomaly becomes the normal.
+DESTRUCTIVE = {"apply_proposal", "undo_proposal", "accept_level"}
 #: Tools that write Splice's own state.
 WRITES_STATE = {
     "propose_repair",

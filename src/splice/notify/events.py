@@ -29,6 +29,7 @@ AUDIT_EVENTS = {
     "undo": "repair_undone",
     "stop": "stop_started",
     "resume": "stop_ended",
+    "accept-level": "level_accepted",
     # "verify" becomes repair_verified or repair_unverified, by its result
 }
 
@@ -99,7 +100,7 @@ def from_audit(
         return None
     p = _proposal(conn, proposal_id)
     pid = proposal_id or ""
-    inc = p.get("incident_id")
+    inc = p.get("incident_id") or payload.get("incident_id")
     title = p.get("title") or ""
     owners = _owners(config, p.get("domain"))
     comment = payload.get("comment")
@@ -146,12 +147,43 @@ def from_audit(
         summary = f"Org-wide stop by {actor}: {payload.get('reason')}"
         nxt = "splice resume"
         details["reason"] = payload.get("reason")
+    elif event == "level_accepted":
+        summary, details = _level_accepted(inc, actor, payload, details)
+        nxt = f"splice incident show {inc}"
     else:  # stop_ended
         summary = f"Org-wide stop lifted by {actor} (stopped by {payload.get('stopped_by')})"
         nxt = "splice proposals"
         details["reason"] = payload.get("reason")
-    return Event(f"audit:{seq}", event, at, summary, p.get("target"), inc, proposal_id, actor,
+    target = p.get("target") or payload.get("target")
+    return Event(f"audit:{seq}", event, at, summary, target, inc, proposal_id, actor,
                  nxt, details, config.workspace.name)  # fmt: skip
+
+
+def _level_accepted(
+    inc: str | None, actor: str, payload: dict[str, Any], details: dict[str, Any]
+) -> tuple[str, dict[str, Any]]:
+    """The words of an accepted level: which series, from when, and whether the incident closed.
+
+    >>> s, d = _level_accepted("INC-4", "maria", {"status": "accepted", "remaining": 0,
+    ...     "series": [{"metric": "fx_rate", "series": "currency=JPY", "since": "2026-09-25"}]}, {})
+    >>> s
+    'Incident INC-4: new level of fx_rate currency=JPY accepted by maria from 2026-09-25; the incident is closed'
+    """
+    series = payload.get("series") or []
+    names = [f"{x.get('metric')} {x.get('series')}".replace(" (all)", "") for x in series]
+    what = names[0] if len(names) == 1 else f"{len(names)} series"
+    starts = sorted({str(x.get("since")) for x in series if x.get("since")})
+    when = f" from {starts[0]}" if starts else ""
+    left = payload.get("remaining") or 0
+    tail = (
+        "the incident is closed"
+        if payload.get("status") == "accepted"
+        else f"{left} series stay open"
+    )
+    summary = f"Incident {inc}: new level of {what} accepted by {actor}{when}; {tail}"
+    details = {**details, "series": names[:20], "since": starts[0] if starts else None,
+               "status": payload.get("status"), "domain": payload.get("domain")}  # fmt: skip
+    return summary, details
 
 
 def from_incident(row: dict[str, Any], config: Any) -> Event:

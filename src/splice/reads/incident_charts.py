@@ -3,7 +3,8 @@ incident, the band the detectors tolerate around their expected value, and the i
 incident found anomalous.
 
 The band is computed the way :mod:`splice.watch.level` judges a point (same training window,
-anomalies kept out of it, the detection period too, a weekday baseline when the series is
+ending where the fault began for a point in a fault that goes on, anomalies kept out of it
+unless a level was accepted, the detection period too, a weekday baseline when the series is
 weekly-seasonal, a log scale for positive series, the residual range seen in training) with
 the metric's own sensitivity. For a random walk (FX rates) it is the jump detector's: the
 last good value plus its usual move, and ``z_jump`` times the spread of its interval-to-interval
@@ -58,15 +59,18 @@ def _measure_info(ws: Any) -> dict[str, tuple[Any, Any]]:
 def _bands(
     v: np.ndarray, bad: np.ndarray, ts: np.ndarray, level_from: np.ndarray,
     weekday: np.ndarray | None, sens: Any, kind: str, dets: set[str],
+    his: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str | None]]:  # fmt: skip
     """(expected, lower, upper, method) for the points at columns ``ts`` (NaN and None without
     a baseline: too little history), all rows at once as :func:`splice.watch.level._level`
-    judges series."""
+    judges series.  ``his``: where each point's training window ends (before ``ts`` for a
+    point in a fault: the band stays at the level before the fault)."""
     w = sens.training
     n = len(ts)
+    his = ts if his is None else his
     pad = np.concatenate([np.full(w, np.nan), v])
     padb = np.concatenate([np.zeros(w, dtype=bool), bad])
-    idx = ts[:, None] + np.arange(w)[None, :]  # padded index of v[t - w + j]
+    idx = his[:, None] + np.arange(w)[None, :]  # padded index of v[hi - w + j]
     raw = pad[idx]
     cols = idx - w  # the grid column of each cell (negative: before the first point)
     raw[cols < level_from[:, None]] = np.nan
@@ -75,7 +79,7 @@ def _bands(
     present = np.isfinite(raw)
     rank = np.cumsum(present[:, ::-1], axis=1)[:, ::-1]
     win = good.copy()
-    win[present & (rank <= sens.shift_run - 1)] = np.nan
+    win[present & (rank <= sens.shift_run) & (his == ts)[:, None]] = np.nan
     n_train = np.isfinite(win).sum(axis=1)
     ok = n_train >= sens.min_history
     linear = kind in ("null_rate", "duplicates", "lag")
@@ -110,6 +114,8 @@ def _bands(
     ref1, ref1_col = last_finite(tg)
     skipped = present & ~np.isfinite(good)
     gap = 1.0 + (skipped & (np.arange(w)[None, :] > ref1_col[:, None])).sum(axis=1)
+    present_v = np.concatenate([[0], np.cumsum(np.isfinite(v))])
+    gap = gap + present_v[ts] - present_v[his]  # the fault's points since the window's end
     max_d = np.nanmax(np.abs(d1 - med_d[:, None]), axis=1)
     half_j = np.maximum(sens.z_jump * scale_d, max_d) * np.sqrt(gap)
     if kind == "value":
@@ -222,22 +228,29 @@ def _chart(
         if d in col:
             v[col[d]] = x
     found = conn.execute(
-        "SELECT interval_start, detector, value, expected, reason, incident_id FROM "
-        "watch_anomalies WHERE series_id = ? ORDER BY interval_start, detector",
+        "SELECT interval_start, detector, value, expected, reason, incident_id, "
+        "json_extract(data, '$.since') FROM watch_anomalies WHERE series_id = ? "
+        "ORDER BY interval_start, detector",
         (sid,),
     ).fetchall()
+    ls = hist.level_starts(conn, [sid]).get(sid)
     bad = np.zeros(len(days), dtype=bool)
+    fault_hi = np.arange(len(days))  # a point in a fault: judged against the level before it
     for r in found:
         d = date.fromisoformat(r[0])
-        if d in col and r[1] not in TRAINING_KEEPS:
+        if d in col and r[1] not in TRAINING_KEEPS and not (ls is not None and d >= ls):
             bad[col[d]] = True
-    ls = hist.level_starts(conn, [sid]).get(sid)
+            since = date.fromisoformat(r[6]) if r[6] else d
+            if since in col and since < d:
+                fault_hi[col[d]] = min(fault_hi[col[d]], col[since])
     weekday = np.array([d.weekday() for d in days]) if grain == "day" else None
     ts = np.array([t for t, d in enumerate(days) if start <= d <= end and np.isfinite(v[t])], int)
     lf = np.array([col.get(ls, -1) if ls is not None and ls <= days[t] else -1 for t in ts], int)
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
-        exp_v, lower, upper, how = _bands(v, bad, ts, lf, weekday, sens, kind, dets)
+        exp_v, lower, upper, how = _bands(
+            v, bad, ts, lf, weekday, sens, kind, dets, fault_hi[ts] if ts.size else ts
+        )
     methods: dict[str, int] = {}
     points = []
     for i, t in enumerate(ts):

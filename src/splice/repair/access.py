@@ -4,10 +4,11 @@ The rules of a decision itself (an owner of the domain, never the requester, no 
 are in :mod:`splice.repair.approvals`; these come first and hold whatever layer calls:
 
 - ``propose`` needs the ``propose`` scope; a person or an agent may propose.
-- ``approve``, ``reject``, ``apply``, ``undo``, ``stop`` and ``resume`` need a **person**: an
-  agent never decides, whatever its scopes.  ``approve``, ``apply``, ``undo`` and ``resume``
-  need the ``approve`` scope; ``reject`` and ``stop`` the ``propose`` scope.
-- With ``[policy] decisions = "server"`` those six are refused to the command line's
+- ``approve``, ``reject``, ``apply``, ``undo``, ``stop``, ``resume`` and ``accept-level`` (a
+  series' new level becomes its normal: :mod:`splice.repair.accept`) need a **person**: an
+  agent never decides, whatever its scopes.  ``approve``, ``apply``, ``undo``, ``resume`` and
+  ``accept-level`` need the ``approve`` scope; ``reject`` and ``stop`` the ``propose`` scope.
+- With ``[policy] decisions = "server"`` those decisions are refused to the command line's
   principals (``os-user``, ``cli-as``): a decision is made only through ``splice serve``.
 - Splice's own principal (:data:`splice.principals.SYSTEM`) applies only what it may approve
   itself (:func:`splice.repair.flow.apply` checks the autonomy rules).
@@ -19,7 +20,7 @@ are in :mod:`splice.repair.approvals`; these come first and hold whatever layer 
 >>> require(bot, "approve")
 Traceback (most recent call last):
 ...
-splice.errors.AccessError: claude (agent, api-key) may not approve: an agent never decides (approve, reject, apply, undo, stop, resume), whatever its scopes; a person does.
+splice.errors.AccessError: claude (agent, api-key) may not approve: an agent never decides (approve, reject, apply, undo, stop, resume, accept-level), whatever its scopes; a person does.
 """
 
 from __future__ import annotations
@@ -38,7 +39,10 @@ ACTIONS: dict[str, tuple[str, bool]] = {
     "undo": ("approve", True),
     "stop": ("propose", True),
     "resume": ("approve", True),
+    "accept-level": ("approve", True),
 }
+#: The command a decision is made with, where it is not ``splice ACTION``.
+COMMANDS = {"accept-level": "incident accept-level"}
 DECISIONS = tuple(a for a, (_s, person) in ACTIONS.items() if person)
 #: How the command line authenticates (``[policy] decisions = "server"`` refuses them).
 CLI_AUTHS = frozenset({"os-user", "cli-as"})
@@ -56,17 +60,18 @@ def require(
         raise TypeError(f"a decision needs a Principal, not {type(principal).__name__}")
     scope, person_only = ACTIONS[action]
     who = principal.label()
+    command = COMMANDS.get(action, action)
     if principal.auth == "system":
         if action == "apply":  # Splice's own dispatch; flow.apply holds it to the autonomy rules
             return principal
         raise AccessError(f"Splice's own principal may not {action}; a person does.",
-                          fix=f"a person runs splice {action}")  # fmt: skip
+                          fix=f"a person runs splice {command}")  # fmt: skip
     if person_only and principal.kind != "person":
         raise AccessError(
             f"{who} may not {action}: an agent never decides ({', '.join(DECISIONS)}), "
             "whatever its scopes; a person does.",
             fix="an agent proposes (splice propose, or the propose tool); a person with the "
-            f"approve scope runs splice {action}",
+            f"approve scope runs splice {command}",
         )
     if person_only and principal.key in RESERVED:
         raise AccessError(

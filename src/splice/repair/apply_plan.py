@@ -7,9 +7,11 @@ restatement and the rebuild; a failed restatement skips the rebuild):
   (:class:`splice.run.ingestion.IngestionExecutor`);
 - ``restate`` -> format ``sqlmesh`` with ``tool_view["restate"]`` on the restated model:
   SQLMesh's own plan with ``restate_models``, ``start`` and ``end`` (the cascade is SQLMesh's),
-  with the models' audits;
+  with the models' audits; ``restate["then"]`` lists the further restatements of models
+  downstream whose damage reaches beyond that cascade, each its own plan, in order;
 - ``rebuild`` -> format ``dbt``: ``dbt build`` with exact selection of the models and their
-  tests.
+  tests (``--full-refresh`` when an incremental model is among them:
+  ``tool_view["full_refresh"]``).
 
 So the repair is one journaled run (``splice runs show``), holds the lock spanning both tools,
 records evidence for what it rebuilt, and follows the runner's failure semantics.
@@ -66,13 +68,20 @@ def repair_plan(ws: Any, proposal: Any) -> Plan:
             if step.kind == "reload":
                 view = {"command": list(step.command)}
             elif step.kind == "restate":
+                # the origin's restatement, then those of models downstream whose damage
+                # reaches beyond its cascade (each one SQLMesh plan, in order)
+                more = (step.detail.get("restatements") or [])[1:]
                 view = {
                     "restate": {
                         "models": list(step.detail.get("restate") or []),
                         "start": step.start.isoformat() if step.start else None,
                         "end": step.end.isoformat() if step.end else None,
+                        "then": [{"models": list(r["models"]), "start": r["start"],
+                                  "end": r["end"]} for r in more],
                     }
-                }
+                }  # fmt: skip
+            elif step.kind == "rebuild" and nid in (step.detail.get("full_refresh") or []):
+                view = {"full_refresh": True}
             decisions[nid] = NodeDecision(
                 node_id=nid,
                 project=graph.nodes[nid].project,

@@ -67,6 +67,16 @@ def _domain(ws: Any, p: Proposal) -> Any:
     return dom
 
 
+def is_owner(name: str, dom: Any) -> bool:
+    """Whether ``name`` is a named owner of domain ``dom`` (names compared normalised).
+
+    >>> from splice.config import DomainSection
+    >>> is_owner(" Maria ", DomainSection(name="pricing", nodes=["pricing:*"], owners=["maria"]))
+    True
+    """
+    return name_key(name) in {name_key(o) for o in dom.owners}
+
+
 def asked(ws: Any, p: Proposal) -> list[str]:
     """The owners asked so far: the first, plus one per escalation."""
     owners = list(_domain(ws, p).owners)
@@ -148,7 +158,7 @@ def _check_approve(ws: Any, cur: Proposal, name: str, dom: Any) -> None:
             "(no one approves their own work).",
             fix=f"another owner of {dom.name} ({', '.join(o for o in dom.owners if name_key(o) != name_key(name))}) approves it",
         )
-    if name_key(name) not in {name_key(o) for o in dom.owners}:
+    if not is_owner(name, dom):
         raise ApprovalError(
             f"{name} is not an owner of domain {dom.name}; its owners are {', '.join(dom.owners)}.",
             fix=f"one of them runs splice approve {cur.proposal_id} "
@@ -248,7 +258,7 @@ def check_may_undo(ws: Any, p: Proposal, principal: Principal) -> Principal:
     name = require(principal, "undo", ws.config.policy, where=ws.config.serve.resource_url).name
     _refuse_during_stop(ws, "undone")
     dom = _domain(ws, p)
-    if name_key(name) not in {name_key(o) for o in dom.owners}:
+    if not is_owner(name, dom):
         raise ApprovalError(
             f"{name} may not undo {p.proposal_id}: an undo rewrites production rows, so only an "
             f"owner of domain {dom.name} ({', '.join(dom.owners)}) may.",

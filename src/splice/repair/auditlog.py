@@ -42,7 +42,7 @@ HEAD_KEY = "audit_head"
 KINDS = (
     "propose", "request", "approve", "reject", "escalate", "expire", "stop", "resume",
     "apply", "applied", "failed", "interrupted", "verify", "undo", "receipt", "status",
-    "key-create", "key-revoke",
+    "key-create", "key-revoke", "accept-level",
 )  # fmt: skip
 
 

@@ -6,22 +6,30 @@ The repair of a bad input has up to three steps, in order:
    that owns it (``[[ingestion]].command`` with ``{start}`` / ``{end}``; dlt scripts and shell
    commands alike);
 2. **restate** the SQLMesh origin for the scope: SQLMesh's own plan (built, never applied
-   here) lists every model of the cascade and the intervals it will backfill;
-3. **rebuild** the dbt models downstream of the binding, with exact selection.
+   here) lists every model of the cascade and the intervals it will backfill.  A model
+   downstream whose damaged intervals (the diagnosis' per-node scope,
+   :mod:`splice.repair.damage`) reach beyond that cascade is restated too, for the extra
+   ranges only (Friday's bad rate converts Saturday's and Sunday's bookings: the origin is
+   restated for Friday, the bookings mart for Saturday..Sunday, each with its cascade);
+3. **rebuild** the dbt models downstream of the binding, with exact selection (an incremental
+   dbt model with ``--full-refresh``: dbt cannot rebuild a range of it without the model's
+   own variables).
 
-It also lists what the repair will touch (for the undo), what it costs against a full
-rebuild, and the commands a person could run instead.  Nothing here writes anything.
+It also lists, per node, the damaged intervals and how the repair rewrites them, what the
+repair will touch (for the undo, per node and range), what it costs against a full rebuild
+(per node too), and the commands a person could run instead.  Nothing here writes anything.
 """
 
 from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from splice.errors import RepairError
 from splice.graph.model import Graph
+from splice.repair.damage import NodeDamage, day_ranges, node_damage
 from splice.sqlrows import count_query
 
 
@@ -53,6 +61,8 @@ class Draft:
     cost: dict[str, Any] = field(default_factory=dict)
     audit: Any = None  # AuditSuggestion | None
     environments: list[dict[str, Any]] = field(default_factory=list)
+    #: per node: the damaged intervals and how the repair rewrites them; the blocked intervals
+    scope: dict[str, Any] = field(default_factory=dict)
 
 
 def _ingestion_step(ws: Any, node_id: str, start: date, end: date) -> tuple[dict[str, Any], str]:
@@ -81,57 +91,115 @@ def _ingestion_step(ws: Any, node_id: str, start: date, end: date) -> tuple[dict
     return step, shlex.join(argv)
 
 
-def _restate_step(
-    ws: Any, graph: Graph, origin: str, start: date, end: date, execution_time: datetime | None
-) -> tuple[dict[str, Any], str, list[Touch], dict[str, Any]]:
-    node = graph.nodes[origin]
-    prov = ws.provider(node.project)
-    ctx = prov.context
-    env_name = ws.environment(node.project)
-    fqn = str(node.meta.get("fqn"))
-    end_excl = end + timedelta(days=1)
+def _cascade_of(ws: Any, ctx: Any, env_name: str, fqn: str, start: date, end: date,
+                execution_time: datetime | None) -> dict[str, tuple[date, date]]:  # fmt: skip
+    """SQLMesh's own restatement of ``fqn`` for ``start..end`` (built, never applied): every
+    model of its cascade with the days it would reprocess."""
     builder = ctx.plan_builder(
         env_name,
         restate_models=[fqn],
         start=start.isoformat(),
         end=end.isoformat(),
-        execution_time=execution_time or end_excl.isoformat(),
+        execution_time=execution_time or (end + timedelta(days=1)).isoformat(),
         skip_tests=True,
     )
     plan = builder.build()
-    env = ctx.state_reader.get_environment(env_name)
-    tables = {s.name: s.table_name() for s in (env.snapshots if env else [])}
+    out: dict[str, tuple[date, date]] = {}
+    for sid, (lo, hi) in plan.restatements.items():
+        first = datetime.fromtimestamp(lo / 1000, tz=UTC).date()
+        last = datetime.fromtimestamp(max(lo, hi - 1) / 1000, tz=UTC).date()
+        out[sid.name] = (first, last)
+    return out
+
+
+def _restate_step(
+    ws: Any, graph: Graph, origin: str, start: date, end: date, execution_time: datetime | None,
+    damage: list[NodeDamage],
+) -> tuple[dict[str, Any], list[str], dict[str, dict[date, str]], dict[str, Any]]:  # fmt: skip
+    """Restate the origin for its days (SQLMesh's cascade reprocesses its downstream for the
+    same days); then every SQLMesh model downstream whose damaged days reach beyond what is
+    restated already, for those extra ranges (and its own cascade).  Returns the step, the
+    commands, the days each node's table is rewritten ({node: {day: how}}), and the cost."""
+    node = graph.nodes[origin]
+    prov = ws.provider(node.project)
+    ctx = prov.context
+    env_name = ws.environment(node.project)
     by_fqn = {str(n.meta.get("fqn")): n for n in graph.nodes.values() if n.project == node.project}
-    cascade = []
-    touches = []
+    rel_project = str(prov.ctx.project_path.relative_to(ws.root))
+    covered: dict[str, dict[date, str]] = {}  # node id -> day -> how it is rewritten
+    whole: set[str] = set()  # restated whole (no time column: SQLMesh rebuilds it)
+    restatements: list[dict[str, Any]] = []
+    cmds: list[str] = []
     intervals = 0
-    for sid, (lo, hi) in sorted(plan.restatements.items(), key=lambda kv: kv[0].name):
-        n = by_fqn.get(sid.name)
-        if n is None or n.kind != "model":
+
+    def restate(target: Any, lo: date, hi: date, why: str) -> None:
+        nonlocal intervals
+        fqn = str(target.meta.get("fqn"))
+        cascade = []
+        for name, (a, b) in sorted(_cascade_of(ws, ctx, env_name, fqn, lo, hi,
+                                               execution_time).items()):  # fmt: skip
+            n = by_fqn.get(name)
+            if n is None or n.kind != "model":
+                continue
+            days = (b - a).days + 1
+            intervals += days
+            cascade.append({"node": n.id, "model": name, "intervals": days,
+                            "start": a.isoformat(), "end": b.isoformat()})  # fmt: skip
+            how = (f"restated ({lo}..{hi})" if n.id == target.id
+                   else f"SQLMesh's cascade of {target.name} ({lo}..{hi})")  # fmt: skip
+            if not n.time_column:
+                whole.add(n.id)
+            day = a
+            while day <= b:
+                covered.setdefault(n.id, {}).setdefault(day, how)
+                day += timedelta(days=1)
+        restatements.append({"node": target.id, "models": [fqn], "start": lo.isoformat(),
+                             "end": hi.isoformat(), "why": why, "cascade": cascade})  # fmt: skip
+        cmds.append(shlex.join([
+            "sqlmesh", "-p", rel_project, "plan", env_name, "--restate-model", target.name,
+            "--start", lo.isoformat(), "--end", hi.isoformat(), "--auto-apply", "--no-prompts",
+        ]))  # fmt: skip
+
+    restate(node, start, end, "the origin, for its damaged intervals")
+    for d in damage:
+        n = graph.nodes.get(d.node)
+        if (n is None or n.id == origin or n.tool != "sqlmesh" or n.kind != "model"
+                or n.project != node.project):  # fmt: skip
             continue
-        days = max(1, round((hi - lo) / 86_400_000))
-        intervals += days
-        cascade.append({"node": n.id, "model": sid.name, "intervals": days,
-                        "start": start.isoformat(), "end": end.isoformat()})  # fmt: skip
-        table = tables.get(sid.name)
-        if table:
-            touches.append(Touch(n.id, table, n.time_column, start, end))
-    model = node.name
-    cmd = shlex.join([
-        "sqlmesh", "-p", str(prov.ctx.project_path.relative_to(ws.root)), "plan", env_name,
-        "--restate-model", model, "--start", start.isoformat(), "--end", end.isoformat(),
-        "--auto-apply", "--no-prompts",
-    ])  # fmt: skip
+        if not n.time_column or d.everything:
+            if n.id not in covered:
+                restate(n, start, end, "rebuilt whole (no time column)")
+            continue
+        extra = sorted(set(d.days) - set(covered.get(n.id, {})))
+        for lo, hi in day_ranges(extra):
+            why = "its damaged intervals reach beyond what is restated already"
+            restate(n, lo, hi, f"{why} ({d.why})" if d.why else why)
+    order = graph.topological_order(sorted(covered))
+    first = restatements[0]
     step = {
         "kind": "restate",
         "project": node.project,
-        "nodes": [c["node"] for c in cascade],
+        "nodes": order,
         "start": start,
         "end": end,
-        "command": shlex.split(cmd),
-        "detail": {"environment": env_name, "restate": [fqn], "cascade": cascade},
+        "command": shlex.split(cmds[0]),
+        "detail": {
+            "environment": env_name,
+            "restate": first["models"],
+            "cascade": first["cascade"],
+            "restatements": restatements,
+            "whole": sorted(whole),
+        },  # fmt: skip
     }
-    return step, cmd, touches, {"intervals": intervals}
+    return step, cmds, covered, {"intervals": intervals, "whole": whole}
+
+
+def _span(lo: date, hi: date) -> str:
+    return lo.isoformat() if lo == hi else f"{lo.isoformat()}..{hi.isoformat()}"
+
+
+def _incremental(node: Any) -> bool:
+    return (node.materialization or "").lower() in ("incremental", "microbatch")
 
 
 def _dbt_steps(
@@ -146,21 +214,46 @@ def _dbt_steps(
     for project, nodes in by_project.items():
         prov = ws.provider(project)
         names = [graph.nodes[n].name for n in nodes]
+        incremental = [n for n in nodes if _incremental(graph.nodes[n])]
         rel_dir = prov.ctx.project_path.relative_to(ws.root)
         argv = ["dbt", "build", "--select", *names, "--project-dir", str(rel_dir),
                 "--profiles-dir", str(prov.profiles_dir.relative_to(ws.root)
                                       if prov.profiles_dir.is_relative_to(ws.root)
                                       else prov.profiles_dir),
                 "--target", ws.environment(project)]  # fmt: skip
+        if incremental:  # an incremental model only rebuilds its damaged range with a refresh
+            argv.append("--full-refresh")
+        detail: dict[str, Any] = {"target": ws.environment(project)}
+        if incremental:
+            detail["full_refresh"] = graph.topological_order(incremental)
         steps.append({"kind": "rebuild", "project": project, "nodes": graph.topological_order(nodes),
-                      "start": None, "end": None, "command": argv,
-                      "detail": {"target": ws.environment(project)}})  # fmt: skip
+                      "start": None, "end": None, "command": argv, "detail": detail})  # fmt: skip
         cmds.append(shlex.join(argv))
         for n in nodes:
             node = graph.nodes[n]
             if node.writes is not None and (node.materialization or "").lower() != "view":
                 touches.append(Touch(n, node.writes.key, None, None, None))
     return steps, cmds, touches
+
+
+def _restated_touches(ws: Any, graph: Graph, project: str, covered: dict[str, dict[date, str]],
+                      whole: set[str]) -> list[Touch]:  # fmt: skip
+    """One touch per node and range of days its table is rewritten (disjoint ranges, so the
+    undo puts each row back once)."""
+    env = ws.provider(project).context.state_reader.get_environment(ws.environment(project))
+    tables = {s.name: s.table_name() for s in (env.snapshots if env else [])}
+    touches = []
+    for nid in graph.topological_order(sorted(covered)):
+        n = graph.nodes[nid]
+        table = tables.get(str(n.meta.get("fqn")))
+        if not table:
+            continue
+        if nid in whole or not n.time_column:
+            touches.append(Touch(nid, table, None, None, None))
+            continue
+        for lo, hi in day_ranges(covered[nid]):
+            touches.append(Touch(nid, table, n.time_column, lo, hi))
+    return touches
 
 
 def draft_repair(ws: Any, incident: Any, *, execution_time: datetime | None = None) -> Draft:
@@ -184,6 +277,7 @@ def draft_repair(ws: Any, incident: Any, *, execution_time: datetime | None = No
                           fix="run splice watch to diagnose it again")  # fmt: skip
     start, end = date.fromisoformat(scope["start"]), date.fromisoformat(scope["end"])
     node = graph.nodes[origin]
+    damage = node_damage(d)
     draft = Draft(
         incident_id=incident.incident_id, origin=origin, change_class="reload_ingestion",
         title=f"Repair {incident.incident_id}: {incident.title}", cause=d.get("cause") or "",
@@ -198,11 +292,14 @@ def draft_repair(ws: Any, incident: Any, *, execution_time: datetime | None = No
         time_col = src.get("time_column")
         draft.touches.append(Touch(src["node"], src["relation"], time_col, start, end))
     rebuild_from: list[str] = sorted(graph.descendants(origin))
+    covered: dict[str, dict[date, str]] = {}
     if node.tool == "sqlmesh" and node.kind == "model":
-        step, cmd, touches, cost = _restate_step(ws, graph, origin, start, end, execution_time)
+        step, cmds, covered, cost = _restate_step(
+            ws, graph, origin, start, end, execution_time, damage
+        )
         draft.steps.append(step)
-        draft.commands.append(cmd)
-        draft.touches += touches
+        draft.commands += cmds
+        draft.touches += _restated_touches(ws, graph, node.project, covered, cost["whole"])
         draft.change_class = "restatement"
         draft.cost["intervals_scoped"] = cost["intervals"]
     elif node.tool == "dbt":
@@ -214,24 +311,81 @@ def draft_repair(ws: Any, incident: Any, *, execution_time: datetime | None = No
     if steps and draft.change_class == "reload_ingestion":
         draft.change_class = "restatement"  # a rebuild of models is never a plain reload
     _count(ws, draft)
+    draft.scope = _node_scope(graph, draft, damage, covered, steps, d)
     draft.audit = _audit(ws, graph, origin, d)
     return draft
+
+
+def _node_scope(graph: Graph, draft: Draft, damage: list[NodeDamage],
+                covered: dict[str, dict[date, str]], rebuilds: list[dict[str, Any]],
+                diagnosis: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+    """Per node: the damaged intervals, how the repair rewrites them, and its rows."""
+    rebuilt = {n: s for s in rebuilds for n in s["nodes"]}
+    refresh = {n for s in rebuilds for n in s["detail"].get("full_refresh") or []}
+    rows: dict[str, list[int]] = {}
+    for r in draft.cost.get("relations") or []:
+        acc = rows.setdefault(r["node"], [0, 0, 0])
+        acc[0] += r["rows_scoped"]
+        acc[1] = max(acc[1], r["rows_total"])
+    by_node = {dm.node: dm for dm in damage}
+    ids = [dm.node for dm in damage]
+    ids += [n for n in graph.topological_order([*covered, *rebuilt]) if n not in by_node]
+    out = []
+    for nid in ids:
+        dm = by_node.get(nid)
+        n = graph.nodes.get(nid)
+        entry: dict[str, Any] = (dm.as_dict() if dm else
+                                 {"node": nid, "time_column": n.time_column if n else None,
+                                  "intervals": [], "ranges": [], "full": False, "why": "",
+                                  "blocked": []})  # fmt: skip
+        days = covered.get(nid, {})
+        if nid in covered:
+            ways: dict[str, list[date]] = {}
+            for day, how in sorted(days.items()):
+                ways.setdefault(how, []).append(day)
+            entry["repair"] = "; ".join(
+                f"{how.split(' (')[0]} {', '.join(_span(a, b) for a, b in day_ranges(ds))}"
+                for how, ds in ways.items()
+            )
+            entry["rewrites"] = [[a.isoformat(), b.isoformat()] for a, b in day_ranges(days)]
+            if dm and not dm.everything and set(dm.days) - set(days):
+                missing = day_ranges(set(dm.days) - set(days))
+                entry["not_rewritten"] = [[a.isoformat(), b.isoformat()] for a, b in missing]
+        elif nid in rebuilt:
+            entry["repair"] = ("rebuilt whole with --full-refresh (incremental dbt model)"
+                               if nid in refresh else "rebuilt whole (dbt)")  # fmt: skip
+            entry["rewrites"] = "all"
+            if n is not None and (n.materialization or "").lower() == "view":
+                entry["repair"] = "a view: rebuilt, it stores nothing (it reads the repaired rows)"
+        else:
+            entry["repair"] = "not rewritten by this repair"
+            if dm and dm.days:
+                entry["not_rewritten"] = [[a.isoformat(), b.isoformat()]
+                                          for a, b in day_ranges(dm.days)]  # fmt: skip
+        if nid in rows:
+            entry["rows_scoped"], entry["rows_total"] = rows[nid][0], rows[nid][1]
+        out.append(entry)
+    blocked = [dict(b) for b in ((diagnosis.get("scope") or {}).get("blocked") or [])]
+    return {"nodes": out, "blocked": blocked}
 
 
 def _count(ws: Any, draft: Draft) -> None:
     """Rows in scope against rows in full, for every relation the repair rewrites."""
     from splice.warehouse import connect
 
+    totals: dict[str, int] = {}
     with connect(ws, "splice propose") as con:
         for t in draft.touches:
             t.rows_in_scope = int(con.execute(
                 count_query(t.relation, t.time_column, t.start, t.end, ws.dialect)
             ).fetchone()[0])  # fmt: skip
-            t.rows_total = int(con.execute(
-                count_query(t.relation, None, None, None, ws.dialect)
-            ).fetchone()[0])  # fmt: skip
+            if t.relation not in totals:
+                totals[t.relation] = int(con.execute(
+                    count_query(t.relation, None, None, None, ws.dialect)
+                ).fetchone()[0])  # fmt: skip
+            t.rows_total = totals[t.relation]
     scoped = sum(t.rows_in_scope for t in draft.touches)
-    full = sum(t.rows_total for t in draft.touches)
+    full = sum(totals.values())  # a relation rewritten in several ranges counts once in full
     days = (draft.scope_end - draft.scope_start).days + 1
     draft.cost.update({
         "rows_scoped": scoped,
@@ -240,7 +394,9 @@ def _count(ws: Any, draft: Draft) -> None:
         "days": days,
         "relations": [
             {"node": t.node_id, "relation": t.relation, "rows_scoped": t.rows_in_scope,
-             "rows_total": t.rows_total, "scoped_by": t.time_column}
+             "rows_total": t.rows_total, "scoped_by": t.time_column,
+             "start": t.start.isoformat() if t.start else None,
+             "end": t.end.isoformat() if t.end else None}
             for t in draft.touches
         ],
     })  # fmt: skip

@@ -131,6 +131,7 @@ def propose(
             ),
         },  # fmt: skip
         audit_diff=draft.audit.diff if draft.audit else None,
+        scope=draft.scope,
         created_by=principal.name,
         created_at=now,
         expires_at=now + expiry,

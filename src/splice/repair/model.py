@@ -184,6 +184,9 @@ class Proposal:
     requested_at: float | None = None
     #: who asked for it (:meth:`splice.principals.Principal.record`); None before principals
     requester: dict[str, Any] | None = None
+    #: the damage per node and how the repair rewrites it (``{"nodes": [...], "blocked": [...]}``,
+    #: :func:`splice.repair.draft.draft_repair`); empty for proposals made before it existed
+    scope: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {}
@@ -221,6 +224,7 @@ class Proposal:
             undo=[UndoEntry.from_dict(u) for u in d.get("undo") or []],
             requested_at=(float(d["requested_at"]) if d.get("requested_at") is not None else None),
             requester=dict(d["requester"]) if d.get("requester") else None,
+            scope=dict(d.get("scope") or {}),
         )
 
 

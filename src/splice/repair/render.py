@@ -15,15 +15,26 @@ def proposal_lines(p: Any) -> list[str]:
                  f"requested by {by}")  # fmt: skip
     lines.append(f"Cause: {p.cause}")
     lines.append(f"Scope: {p.scope_start}..{p.scope_end}")
+    lines += scope_lines(p.scope or {})
     lines.append("Steps (one journaled run; a failed step skips the ones after it):")
     for i, s in enumerate(p.steps, 1):
         span = f" for {s.start}..{s.end}" if s.start else ""
         lines.append(f"  {i}. {s.kind} {s.project}{span}: {', '.join(s.nodes)}")
-        cascade = s.detail.get("cascade") if s.detail else None
-        if cascade:
-            lines.append("     SQLMesh's cascade: " + ", ".join(
-                f"{c['node']} ({c['intervals']} interval{'s' if c['intervals'] != 1 else ''})"
-                for c in cascade))  # fmt: skip
+        restatements = (s.detail or {}).get("restatements") or [
+            {"cascade": (s.detail or {}).get("cascade") or []}
+        ]
+        for j, r in enumerate(restatements):
+            if j:
+                lines.append(f"     then restate {r['node']} for {_span(r['start'], r['end'])}: "
+                             f"{r['why']}")  # fmt: skip
+            if r.get("cascade"):
+                lines.append("     SQLMesh's cascade: " + ", ".join(
+                    f"{c['node']} ({_span(c['start'], c['end'])})" if c.get("start") else
+                    f"{c['node']} ({c['intervals']} interval{'s' if c['intervals'] != 1 else ''})"
+                    for c in r["cascade"]))  # fmt: skip
+        if s.detail and s.detail.get("full_refresh"):
+            lines.append("     with --full-refresh (incremental dbt models, rebuilt whole): "
+                         + ", ".join(s.detail["full_refresh"]))  # fmt: skip
     envs = (p.cost or {}).get("environments") or []
     if envs:
         lines.append("Environments:")
@@ -57,4 +68,53 @@ def proposal_lines(p: Any) -> list[str]:
         lines.append(f"New audit that would have caught it: {audit['name']} ({audit['why']})")
         lines.append(f"  in the {audit.get('project')} project directory: patch -p1 < this diff")
         lines += ["    " + ln for ln in p.audit_diff.splitlines()]
+    return lines
+
+
+def _span(a: str, b: str) -> str:
+    return a if a == b else f"{a}..{b}"
+
+
+def scope_lines(scope: dict[str, Any]) -> list[str]:
+    """The damage per node and how the repair rewrites it; the intervals a blocking audit
+    left missing, with the audit named.
+
+    >>> print("\\n".join(scope_lines({"nodes": [
+    ...     {"node": "p:fx", "ranges": [["2026-09-25", "2026-09-25"]], "full": False,
+    ...      "repair": "restated 2026-09-25", "rows_scoped": 30, "rows_total": 2700},
+    ...     {"node": "p:bookings", "ranges": [["2026-09-25", "2026-09-27"]], "full": False,
+    ...      "repair": "restated 2026-09-26..2026-09-27", "not_rewritten": [["2026-09-25",
+    ...      "2026-09-25"]]}],
+    ...     "blocked": [{"node": "p:gmv", "intervals": ["2026-09-28"], "audit": "assert_x",
+    ...                  "audited_node": "p:fx", "run_id": "r1"}]})))
+    Damage per node (intervals; how the repair rewrites them):
+      p:fx: 2026-09-25; restated 2026-09-25 (30 of 2,700 rows)
+      p:bookings: 2026-09-25..2026-09-27; restated 2026-09-26..2026-09-27; NOT rewritten: 2026-09-25
+    Missing because a blocking audit stopped the run (part of the scope):
+      p:gmv: 2026-09-28 (audit assert_x on p:fx, run r1)
+    """
+    lines: list[str] = []
+    nodes = scope.get("nodes") or []
+    if nodes:
+        lines.append("Damage per node (intervals; how the repair rewrites them):")
+    for n in nodes:
+        days = ", ".join(_span(a, b) for a, b in n.get("ranges") or [])
+        if n.get("full") and not days:
+            days = "every interval (rebuilt whole)"
+        elif n.get("full"):
+            days += " (rebuilt whole)"
+        text = f"  {n['node']}: {days or 'no damaged interval listed'}; {n.get('repair', '')}"
+        if n.get("rows_total"):
+            text += f" ({n.get('rows_scoped', 0):,} of {n['rows_total']:,} rows)"
+        if n.get("not_rewritten"):
+            text += "; NOT rewritten: " + ", ".join(_span(a, b) for a, b in n["not_rewritten"])
+        lines.append(text)
+    blocked = scope.get("blocked") or []
+    if blocked:
+        lines.append("Missing because a blocking audit stopped the run (part of the scope):")
+    for b in blocked:
+        where = f" on {b['audited_node']}" if b.get("audited_node") else ""
+        run = f", run {b['run_id']}" if b.get("run_id") else ""
+        lines.append(f"  {b['node']}: {', '.join(b.get('intervals') or [])} "
+                     f"(audit {b.get('audit')}{where}{run})")  # fmt: skip
     return lines

@@ -1,4 +1,5 @@
-"""Verification after a repair: the numbers are back within their baseline, nothing else moved.
+"""Verification after a repair: every damaged interval measured, back within its baseline,
+nothing else moved.
 
 For the metrics of the incident (every spec one of its anomalies belongs to) and the declared
 metrics in its blast radius, Splice
@@ -6,11 +7,22 @@ metrics in its blast radius, Splice
 1. reads the stored points (the values as they were when the incident was found);
 2. measures and judges those metrics afresh over their whole history (``splice watch
    --backfill -m ...``: the same queries and detectors as every watch);
-3. compares: inside the scope the values should have changed and no anomaly may remain;
-   outside the scope no value may have changed (a repair that moves other days is wrong).
+3. compares, per spec, over the damaged intervals of the spec's own node (the diagnosis'
+   per-node scope, :mod:`splice.repair.damage`: Friday's bad rate damages Saturday's and
+   Sunday's GMV too; an older incident without it: the origin's intervals): inside, the values
+   may change and no anomaly may remain; outside, no value may have changed (a repair that
+   moves other days is wrong);
+4. checks the repair reached every damaged interval: each one the proposal's undo did not
+   rewrite fails it (a weekend left wrong).  A damaged interval whose values stayed as they
+   were while the same metric changed on the node's other damaged intervals is named too, as
+   a note: it is what a weekend left wrong looks like, but also what a scope wider than the
+   damage looks like, so it alone does not fail a repair that rewrote it.
 
-The incident is resolved only when both hold; otherwise it stays open and the result says what
-is still wrong.
+The incident is resolved only when all of it holds; otherwise it stays open and the result says
+what is still wrong.  Anomalies the fresh measurement finds outside the repaired scope (a day
+after it, say) are never resolved with it: they leave the incident and open a new one (or join
+another open incident), and the result names it ("INC-2 opened: gmv_usd still anomalous on
+2026-10-03, after the repaired scope").
 """
 
 from __future__ import annotations
@@ -19,10 +31,16 @@ import json
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any
+
+from splice.repair.damage import NodeDamage, day_ranges, node_damage
 
 #: Two stored values are the same when they differ by no more than this (relative).
 REL_TOL = 1e-9
+
+#: Materializations that store no rows of their own (nothing for a repair to rewrite).
+_NOT_STORED = ("view", "ephemeral", "embedded")
 
 
 @dataclass
@@ -36,6 +54,16 @@ class Verification:
     figures: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
     summary: str = ""
+    #: per node: the damaged intervals measured ({"node", "intervals", "specs"})
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    #: damaged intervals the repair did not rewrite (by the proposal's undo)
+    not_rewritten: list[dict[str, Any]] = field(default_factory=list)
+    #: damaged intervals whose values did not change while the same metric's others did (a note)
+    unreached: list[dict[str, Any]] = field(default_factory=list)
+    #: anomalies outside the repaired scope, and the incident they went to
+    beyond: list[dict[str, Any]] = field(default_factory=list)
+    #: what became of them, in words ("INC-2 opened: ...")
+    followup: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -43,25 +71,34 @@ class Verification:
             "summary": self.summary,
             "specs": self.specs,
             "scope": self.scope,
+            "nodes": self.nodes,
             "changed_in_scope": self.changed_in_scope,
             "changed_outside": self.changed_outside[:50],
             "changed_outside_count": len(self.changed_outside),
             "remaining": self.remaining[:50],
             "remaining_count": len(self.remaining),
+            "not_rewritten": self.not_rewritten,
+            "unreached": self.unreached,
+            "beyond": self.beyond[:50],
+            "beyond_count": len(self.beyond),
+            "followup": self.followup,
             "figures": self.figures,
             "seconds": round(self.seconds, 3),
         }
 
 
-def _points(conn: Any, target: str, specs: list[str]) -> dict[tuple[str, str, str], float | None]:
+Key = tuple[str, str, str, str, str]  # spec, node, metric, dims, interval
+
+
+def _points(conn: Any, target: str, specs: list[str]) -> dict[Key, float | None]:
     marks = ",".join("?" * len(specs))
     rows = conn.execute(
-        "SELECT s.metric, s.dims, p.interval_start, p.value FROM watch_points p "
+        "SELECT s.spec, s.node_id, s.metric, s.dims, p.interval_start, p.value FROM watch_points p "
         "JOIN watch_series s ON s.series_id = p.series_id "
         f"WHERE s.target = ? AND s.spec IN ({marks})",
         [target, *specs],
     ).fetchall()
-    return {(r[0], r[1], r[2]): r[3] for r in rows}
+    return {(r[0], r[1], r[2], r[3], r[4]): r[5] for r in rows}
 
 
 def _same(a: float | None, b: float | None) -> bool:
@@ -78,48 +115,131 @@ def incident_specs(ws: Any, incident: Any, anomalies: list[dict[str, Any]]) -> l
     return sorted(specs)
 
 
+class Scope:
+    """Which (node, interval) the repair was meant to repair.
+
+    >>> s = Scope(node_damage({"origin": {"node": "p:fx"}, "scope": {
+    ...     "intervals": ["2026-09-25"], "nodes": [
+    ...         {"node": "p:fx", "intervals": ["2026-09-25"]},
+    ...         {"node": "p:gmv", "intervals": ["2026-09-25", "2026-09-26"]}]}}))
+    >>> s.holds("p:gmv", "2026-09-26"), s.holds("p:fx", "2026-09-26"), s.holds("p:x", "2026-09-25")
+    (True, False, True)
+    """
+
+    def __init__(self, damage: list[NodeDamage]) -> None:
+        self.damage = damage
+        self.by_node = {d.node: d for d in damage}
+        origin = damage[0] if damage else None
+        self.origin_days = {d.isoformat() for d in origin.days} if origin else set()
+
+    def after(self, node: str, day: date) -> bool:
+        """Is ``day`` later than every damaged interval of ``node`` (or of the origin, for a
+        node the scope does not list)?"""
+        d = self.by_node.get(node)
+        days = d.days if d is not None else [date.fromisoformat(x) for x in self.origin_days]
+        if d is not None and d.everything:
+            return False
+        return bool(days) and day > max(days)
+
+    def holds(self, node: str, day: str) -> bool:
+        d = self.by_node.get(node)
+        if d is None:  # a node the scope does not list: the origin's intervals, as always
+            return day in self.origin_days
+        return d.covers(date.fromisoformat(day[:10]))
+
+
+def _rewritten(ws: Any, proposal_id: str | None) -> dict[str, set[date] | None] | None:
+    """Per node, the days the proposal's undo says it rewrites (None: the whole relation)."""
+    if not proposal_id:
+        return None
+    from splice.repair import store
+
+    p = store.load(ws.state, proposal_id)
+    out: dict[str, set[date] | None] = {}
+    for u in p.undo:
+        if u.start is None or u.end is None:
+            out[u.node_id] = None
+            continue
+        have = out.setdefault(u.node_id, set())
+        if have is not None:
+            have |= {date.fromordinal(o) for o in range(u.start.toordinal(), u.end.toordinal() + 1)}
+    return out
+
+
+def _not_rewritten(ws: Any, damage: list[NodeDamage], rewritten: dict[str, Any] | None
+                   ) -> list[dict[str, Any]]:  # fmt: skip
+    if rewritten is None:
+        return []
+    graph = ws.graph()
+    out = []
+    for d in damage:
+        n = graph.nodes.get(d.node)
+        if n is None or n.kind not in ("model", "seed", "snapshot") or not d.days:
+            continue
+        if (n.materialization or "").lower() in _NOT_STORED:
+            continue
+        if d.node in rewritten and rewritten[d.node] is None:
+            continue  # rebuilt whole
+        missing = set(d.days) - set(rewritten.get(d.node) or set())
+        if missing:
+            out.append({"node": d.node, "intervals": [x.isoformat() for x in sorted(missing)],
+                        "ranges": [[a.isoformat(), b.isoformat()]
+                                   for a, b in day_ranges(missing)]})  # fmt: skip
+    return out
+
+
 def verify(ws: Any, incident: Any, *, proposal_id: str | None = None) -> Verification:
     """Measure the incident's metrics afresh and judge the repair (see the module docstring)."""
     import time
 
-    from splice.watch.incidents import incident_anomalies, resolve_incident
+    from splice.watch.incidents import incident_anomalies
     from splice.watch.service import watch
 
     t0 = time.perf_counter()
     conn = ws.state.conn
     anomalies = incident_anomalies(conn, incident.incident_id)
     specs = incident_specs(ws, incident, anomalies)
+    damage = node_damage(incident.diagnosis or {})
+    scope = Scope(damage)
     scope_days = (incident.diagnosis.get("scope") or {}).get("intervals") or []
-    in_scope = set(scope_days)
     before = _points(conn, ws.target, specs)
     watch(ws, backfill=True, only=specs)
     after = _points(conn, ws.target, specs)
     changed_in = 0
     outside: list[dict[str, Any]] = []
     per_metric: dict[tuple[str, str], list[tuple[float | None, float | None]]] = defaultdict(list)
+    moved: dict[tuple[str, str], dict[str, bool]] = defaultdict(dict)  # (spec, node) -> day
     for key in sorted(set(before) | set(after)):
         b, a = before.get(key), after.get(key)
-        metric, dims, day = key
-        if day in in_scope:
+        spec, node, metric, dims, day = key
+        if scope.holds(node, day):
             per_metric[(metric, day)].append((b, a))
-            if not _same(a, b):
+            same = _same(a, b)
+            moved[(spec, node)][day] = moved[(spec, node)].get(day, False) or not same
+            if not same:
                 changed_in += 1
         elif not _same(a, b):
-            outside.append({"metric": metric, "dims": json.loads(dims), "interval": day,
-                            "before": b, "after": a})  # fmt: skip
+            outside.append({"metric": metric, "node": node, "dims": json.loads(dims),
+                            "interval": day, "before": b, "after": a})  # fmt: skip
     marks = ",".join("?" * len(specs))
-    days = ",".join("?" * len(scope_days)) or "''"
     remaining = [
-        {"metric": r[0], "dims": json.loads(r[1]), "interval": r[2], "detector": r[3],
-         "reason": r[4]}
+        {"metric": r[0], "node": r[5], "dims": json.loads(r[1]), "interval": r[2],
+         "detector": r[3], "reason": r[4]}
         for r in conn.execute(
-            "SELECT a.metric, a.dims, a.interval_start, a.detector, a.reason "
+            "SELECT a.metric, a.dims, a.interval_start, a.detector, a.reason, a.node_id "
             "FROM watch_anomalies a JOIN watch_series s ON s.series_id = a.series_id "
-            f"WHERE a.target = ? AND s.spec IN ({marks}) AND a.interval_start IN ({days}) "
+            f"WHERE a.target = ? AND s.spec IN ({marks}) "
             "ORDER BY a.interval_start, a.metric",
-            [ws.target, *specs, *scope_days],
+            [ws.target, *specs],
         )
+        if scope.holds(r[5], r[2])
     ]  # fmt: skip
+    unreached = []
+    for (spec, node), days in sorted(moved.items()):
+        still = sorted(d for d, m in days.items() if not m)
+        if still and any(days.values()) and node in scope.by_node:
+            unreached.append({"spec": spec, "node": node, "intervals": still})
+    not_rewritten = _not_rewritten(ws, damage, _rewritten(ws, proposal_id))
     figures = []
     for (metric, day), pairs in sorted(per_metric.items()):
         bs = [b for b, _ in pairs if b is not None]
@@ -131,38 +251,147 @@ def verify(ws: Any, incident: Any, *, proposal_id: str | None = None) -> Verific
             "after": sum(afs) if len(pairs) == 1 and afs else (sum(afs) / len(afs) if afs else None),
             "aggregate": "value" if len(pairs) == 1 else "mean over series",
         })  # fmt: skip
-    passed = not remaining and not outside and changed_in > 0
+    measured = [
+        {"node": d.node, "intervals": [x.isoformat() for x in d.days], "full": d.full,
+         "specs": sorted({s for (s, n) in moved if n == d.node})}
+        for d in damage
+    ]  # fmt: skip
+    passed = not remaining and not outside and changed_in > 0 and not not_rewritten
+    summary = _summary(passed, changed_in, remaining, outside, unreached, not_rewritten, damage)
+    result = Verification(
+        passed=passed, specs=specs, scope=scope_days, changed_in_scope=changed_in,
+        changed_outside=outside, remaining=remaining, figures=figures, summary=summary,
+        nodes=measured, not_rewritten=not_rewritten, unreached=unreached,
+    )  # fmt: skip
+    _settle(ws, incident, scope, result, proposal_id)
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
+def _span(days: list[str]) -> str:
+    ranges = day_ranges(date.fromisoformat(d) for d in days)
+    return ", ".join(a.isoformat() if a == b else f"{a.isoformat()}..{b.isoformat()}"
+                     for a, b in ranges)  # fmt: skip
+
+
+def _summary(passed: bool, changed_in: int, remaining: list[dict[str, Any]],
+             outside: list[dict[str, Any]], unreached: list[dict[str, Any]],
+             not_rewritten: list[dict[str, Any]], damage: list[NodeDamage]) -> str:  # fmt: skip
+    note = ("; note: damaged intervals whose values did not change while the same metric's "
+            "others did: " + "; ".join(f"{u['spec']} on {_span(u['intervals'])}"
+                                       for u in unreached)) if unreached else ""  # fmt: skip
     if passed:
-        summary = (
-            f"verified: {changed_in} value(s) in {', '.join(scope_days)} changed and are back "
-            f"within their baseline (no anomaly remains); no value outside the scope changed"
-        )
-    else:
-        parts = []
-        if remaining:
-            parts.append(f"{len(remaining)} anomal{'y' if len(remaining) == 1 else 'ies'} remain "
-                         f"in scope (e.g. {remaining[0]['metric']} {remaining[0]['detector']} "
-                         f"on {remaining[0]['interval']})")  # fmt: skip
-        if outside:
-            parts.append(f"{len(outside)} value(s) outside the scope changed (e.g. "
-                         f"{outside[0]['metric']} on {outside[0]['interval']})")  # fmt: skip
-        if changed_in == 0:
-            parts.append("no value in the scope changed: the repair did not reach the metrics")
-        summary = "not verified: " + "; ".join(parts)
+        where = "; ".join(
+            f"{d.node.split(':', 1)[-1]} {_span([x.isoformat() for x in d.days])}"
+            for d in damage if d.days
+        )  # fmt: skip
+        return (f"verified: {changed_in} value(s) in the damaged intervals ({where}) changed and "
+                "are back within their baseline (no anomaly remains); no value outside the "
+                f"scope changed{note}")  # fmt: skip
+    parts = []
+    if remaining:
+        r0 = remaining[0]
+        parts.append(f"{len(remaining)} anomal{'y' if len(remaining) == 1 else 'ies'} remain "
+                     f"in scope (e.g. {r0['metric']} {r0['detector']} on {r0['interval']})")  # fmt: skip
+    if not_rewritten:
+        parts.append("damaged intervals the repair did not rewrite: " + "; ".join(
+            f"{m['node']} {_span(m['intervals'])}" for m in not_rewritten))  # fmt: skip
+    if unreached:
+        parts.append("damaged intervals whose values did not change while the same metric's "
+                     "others did (the repair did not reach them): " + "; ".join(
+                         f"{u['spec']} on {_span(u['intervals'])}" for u in unreached))  # fmt: skip
+    if outside:
+        parts.append(f"{len(outside)} value(s) outside the scope changed (e.g. "
+                     f"{outside[0]['metric']} on {outside[0]['interval']})")  # fmt: skip
+    if changed_in == 0:
+        parts.append("no value in the scope changed: the repair did not reach the metrics")
+    return "not verified: " + "; ".join(parts)
+
+
+def _settle(ws: Any, incident: Any, scope: Scope, result: Verification,
+            proposal_id: str | None) -> None:  # fmt: skip
+    """Resolve the incident (or keep it open), and never let anomalies outside the repaired
+    scope be resolved with it: on a pass they leave it for a new incident (triaged as any
+    watch would), and the result names the incident they went to."""
+    from splice.watch.incidents import incident_anomalies, resolve_incident
+
+    conn = ws.state.conn
+    iid = incident.incident_id
+    beyond = [a for a in incident_anomalies(conn, iid)
+              if not scope.holds(a["node_id"], a["interval"].isoformat())]  # fmt: skip
+    result.beyond = [
+        {"anomaly_id": a["anomaly_id"], "metric": a["metric"], "node": a["node_id"],
+         "dims": a["dims"], "interval": a["interval"].isoformat(), "detector": a["detector"],
+         "after": scope.after(a["node_id"], a["interval"])}
+        for a in beyond
+    ]  # fmt: skip
     with ws.state.transaction():
-        if passed:
+        if result.passed:
             resolve_incident(
-                conn, incident.incident_id,
-                f"repaired{' by ' + proposal_id if proposal_id else ''}; {summary}",
+                conn, iid, f"repaired{' by ' + proposal_id if proposal_id else ''}; "
+                f"{result.summary}",
             )  # fmt: skip
+            ids = [b["anomaly_id"] for b in result.beyond]
+            # the resolved incident keeps the diagnosis of what was repaired (the fresh
+            # measurement re-diagnosed it from what it found, the anomalies outside included)
+            conn.execute(
+                "UPDATE incidents SET title = ?, origin_node = ?, diagnosis = ?, "
+                "first_interval = ?, last_interval = ?, anomalies = (SELECT COUNT(*) FROM "
+                "watch_anomalies a WHERE a.incident_id = incidents.incident_id) - ? "
+                "WHERE incident_id = ?",
+                (incident.title, incident.origin_node, json.dumps(incident.diagnosis, default=str),
+                 incident.first_interval.isoformat(), incident.last_interval.isoformat(),
+                 len(ids), iid),
+            )  # fmt: skip
+            for i in range(0, len(ids), 500):
+                chunk = ids[i : i + 500]
+                conn.execute(
+                    "UPDATE watch_anomalies SET incident_id = NULL "
+                    f"WHERE anomaly_id IN ({','.join('?' * len(chunk))})",
+                    chunk,
+                )
         else:
             conn.execute(
                 "UPDATE incidents SET status = 'open', resolved_at = NULL, resolution = ? "
                 "WHERE incident_id = ?",
-                (summary, incident.incident_id),
+                (result.summary, iid),
             )
-    return Verification(
-        passed=passed, specs=specs, scope=scope_days, changed_in_scope=changed_in,
-        changed_outside=outside, remaining=remaining, figures=figures,
-        seconds=time.perf_counter() - t0, summary=summary,
-    )  # fmt: skip
+    if not result.beyond:
+        return
+    first = result.beyond[0]
+    where = "after" if first["after"] else "outside"
+    what = f"{first['metric']} still anomalous on {first['interval']}, {where} the repaired scope"
+    more = len(result.beyond) - 1
+    what += f" (and {more} more anomal{'y' if more == 1 else 'ies'})" if more else ""
+    if not result.passed:
+        result.followup = f"{what}: kept in {iid}, which stays open"
+        result.summary += f"; {result.followup}"
+        return
+    from splice.watch.triage import triage
+
+    try:
+        triage(ws)
+    except Exception as e:  # noqa: BLE001 - the repair stands; the next watch files them
+        result.followup = (f"{what}: not filed yet ({str(e).splitlines()[0]}); the next "
+                           "splice watch opens an incident for them")  # fmt: skip
+        result.summary += f"; {result.followup}"
+        return
+    homes: list[str] = []
+    for b in result.beyond:
+        row = conn.execute("SELECT incident_id FROM watch_anomalies WHERE anomaly_id = ?",
+                           (b["anomaly_id"],)).fetchone()  # fmt: skip
+        b["incident"] = row[0] if row else None
+        if b["incident"] and b["incident"] not in homes:
+            homes.append(b["incident"])
+    resolved_at = conn.execute("SELECT resolved_at FROM incidents WHERE incident_id = ?",
+                               (iid,)).fetchone()[0] or 0.0  # fmt: skip
+    words = []
+    for h in homes:
+        opened_at = conn.execute("SELECT opened_at FROM incidents WHERE incident_id = ?",
+                                 (h,)).fetchone()[0]  # fmt: skip
+        words.append(f"{h} opened" if opened_at >= resolved_at else f"filed into {h} (open)")
+    result.followup = f"{', '.join(words) or 'no incident'}: {what}"
+    result.summary += f"; {result.followup}"
+    with ws.state.transaction():
+        resolve_incident(conn, iid, f"repaired{' by ' + proposal_id if proposal_id else ''}; "
+                         f"{result.summary}")  # fmt: skip

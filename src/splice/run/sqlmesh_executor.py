@@ -194,20 +194,22 @@ class SqlmeshExecutor:
                     )
                     if models and restate:
                         # a repair: SQLMesh's own restatement (it cascades downstream itself)
+                        # (then the models downstream whose damage reaches beyond the
+                        # cascade, for their extra ranges: each its own plan, in order)
                         outcome.method = "sqlmesh plan --restate-model"
-                        outcome.notes.append(
-                            f"restated {', '.join(restate['models'])} for "
-                            f"{restate['start']}..{restate['end']}"
-                        )
-                        applied = ctx.plan(
-                            env_name,
-                            restate_models=restate["models"],
-                            start=restate["start"],
-                            end=restate["end"],
-                            auto_apply=True,
-                            no_prompts=True,
-                            execution_time=job.execution_time,
-                        )
+                        for r in [restate, *(restate.get("then") or [])]:
+                            outcome.notes.append(
+                                f"restated {', '.join(r['models'])} for {r['start']}..{r['end']}"
+                            )
+                            applied = ctx.plan(
+                                env_name,
+                                restate_models=r["models"],
+                                start=r["start"],
+                                end=r["end"],
+                                auto_apply=True,
+                                no_prompts=True,
+                                execution_time=job.execution_time,
+                            )
                     elif (models or whole) and why_plan:
                         outcome.method = "sqlmesh plan"
                         outcome.notes.append(f"planned with SQLMesh because {why_plan}")

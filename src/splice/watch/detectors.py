@@ -6,6 +6,21 @@ walks the grid forward; at each interval it judges the cells that are new (``new
 numpy over all series at once, and a point found anomalous is kept out of every later training
 window (as are anomalies stored by earlier watches, ``prior[S, T]``).
 
+A fault that lasts is not the new normal.  A finding opens a fault on its series at the
+fault's first interval (``data["since"]``: a level shift's run start, a stopped series' first
+repeat, else the flagged interval); while it is open, the series is judged against the
+training window that ends where the fault began (however long ago: a fault that outlasts the
+window is still judged against the last good points before it), and every interval still at
+the shifted level is flagged again, saying "still at the level it moved to on DAY (N
+intervals); not accepted as the new normal" (spike, jump, level shift, volume, distinct and
+lag alike; ``stopped_moving`` flags every repeat of a flagged run).  A point "still at the
+shifted level" is on the fault's side, at least half way from the old level to the fault's
+median level, and ``z_fault`` (2) robust sigmas from the old level.  The fault closes at the
+first good point.  Only an accepted level (``splice incident accept-level``,
+:mod:`splice.watch.levels`, given as ``Panel.level_from``) moves the baseline: from its start
+on the series is judged against itself.  Faults left open by an earlier watch come in as
+``Panel.fault_since`` / ``fault_direction`` (see :func:`splice.watch.history.open_faults`).
+
 The detectors (which ones run depends on the measure's kind, see
 :data:`splice.watch.metrics.KIND_DETECTORS`):
 
@@ -18,7 +33,19 @@ The detectors (which ones run depends on the measure's kind, see
   ``alpha / N`` (``N`` eligible series of the measure that interval); and when several series of
   the measure repeat on the same interval, the number that repeated is tested against the
   number expected (a Poisson tail of the summed chances): 29 currencies repeating Friday on a
-  Monday is flagged on its first day, one currency's rare repeat is not.
+  Monday is flagged on its first day.
+
+  One series alone is flagged on its *first* repeat when its own history says repeats are
+  rare: it changed on at least 95% of at least 20 comparable days, it repeats alone (no other
+  series of the measure repeats that interval), and its precision makes an honest repeat rarer
+  than ``alpha / N``: the chance is ``q / (sqrt(2 pi) s)``, a move of its usual size ``s``
+  rounding to nothing at its quantum ``q`` (the decimals its values are given to; a full-
+  precision float has none).  The rule comes from the real ECB rates (USD per unit, 2023-2025,
+  766 business days): EUR/USD, published to 4 decimals, repeats on 1% of days (7 times; the
+  quantum predicts 0.9%), so its first repeat is not enough; every other currency is a full-
+  precision cross rate that repeated only on a day EUR/USD repeated too (CNY, DKK, INR, MYR,
+  ISK: 1-2 times each, always with EUR), so a cross rate repeating alone is a frozen feed.
+  Once a run is flagged, each further repeat of it is flagged too.
 - ``spike`` / ``level_shift`` (and ``volume_drop`` / ``volume_jump``, ``distinct_change``):
   robust and seasonal by weekday.  The baseline is the median of the same weekday over the
   training window (``training_days``, default 8 weeks) when that explains the series better
@@ -26,7 +53,9 @@ The detectors (which ones run depends on the measure's kind, see
   a log scale (a halving is the same size at 10 and at 10,000).  A spike is beyond
   ``z_spike`` robust sigmas *and* outside every residual the training window saw; a level
   shift is ``shift_run`` (3) points in a row beyond ``z_shift`` sigmas on the same side, and
-  outside the training range, flagged once, on the point that completes the run.
+  outside the training range (or ``shift_run + 1`` points on the same side beyond
+  ``z_shift / 2`` with ``shift_run`` of them beyond ``z_shift``), flagged on the point that
+  completes the run; from then on it is a fault (below).
 - ``jump``: for series that behave like a random walk (FX rates: day-to-day changes are much
   smaller than the spread of the level), the change since the last good point is judged
   against the series' own changes instead (an inverted rate moves 60 sigmas in one day).
@@ -36,17 +65,18 @@ The detectors (which ones run depends on the measure's kind, see
   least 80% of the weeks of the training window (a business-day series is not expected on a
   calendar holiday).
 
-The training window ends before the detection period (the last ``shift_run - 1`` points are
-kept out of it too).  Sensitivity presets (``low``, ``medium``, ``high``) set the thresholds.
+The training window ends before the detection period (the last ``shift_run`` points are kept
+out of it too: a level shift's run may be one point longer when one day of it is noisy).  Sensitivity presets (``low``, ``medium``, ``high``) set the thresholds.
 """
 
 from __future__ import annotations
 
+import math
 from datetime import date
 
 import numpy as np
 
-from splice.watch.level import _directed, _level
+from splice.watch.level import _level
 from splice.watch.panel import (
     WEEKDAYS,
     Finding,
@@ -104,6 +134,7 @@ def detect(panel: Panel) -> list[Finding]:
     level_from = (
         np.full(s_count, -1) if panel.level_from is None else np.asarray(panel.level_from).copy()
     )
+    fault = _open_faults(panel, values, new, bad, level_from)
     with _quiet():
         for t in range(t_count):
             found_t: list[Finding] = []
@@ -114,42 +145,83 @@ def detect(panel: Panel) -> list[Finding]:
                 if rows.size and dets & _LEVEL_DETECTORS:
                     flagged = {f.row for f in found_t}
                     rest = np.array([r for r in rows if r not in flagged], dtype=int)
-                    if rest.size:
-                        found_t += _level(panel, values, bad, t, rest, weekday, level_from)
+                    # a series in an open fault is judged against its level before the fault
+                    hi = np.where(fault.since[rest] >= 0, fault.since[rest], t)
+                    for h in np.unique(hi):
+                        part = rest[hi == h]
+                        found_t += _level(
+                            panel, values, bad, t, part, weekday, level_from,
+                            hi=int(h), fault_dir=fault.direction[part],
+                        )  # fmt: skip
                 if judge_missing and t >= (panel.judge_missing_from or 0):
                     found_t += _missing(panel, values, t, weekday, holiday)
             for f in found_t:
-                if f.detector in _SPIKES and not f.data.get("shift"):
-                    _persisting(panel, values, bad, f)
-                if f.data.get("shift"):
-                    level_from[f.row] = panel.days.index(date.fromisoformat(f.data["since"]))
-                elif f.detector != "missing":
-                    bad[f.row, t] = True
+                if f.detector != "missing":
+                    fault.open(f, values, bad, panel)
+            fault.close_good(values, bad, t)
             if moving is not None:
                 _update_moving(moving, values, bad, t, weekday, holiday)
             findings += found_t
     return findings
 
 
-_SPIKES = ("spike", "jump", "volume_drop", "volume_jump", "distinct_change")
+class _Faults:
+    """Per series, the open fault: the column its first bad interval is at (-1: none) and its
+    direction (+1 up, -1 down, 0 flat or unknown).  A fault stays open until a good point."""
+
+    def __init__(self, s: int) -> None:
+        self.since = np.full(s, -1)
+        self.direction = np.zeros(s, dtype=int)
+
+    def open(self, f: Finding, values: np.ndarray, bad: np.ndarray, panel: Panel) -> None:
+        r, t = f.row, f.col
+        if self.since[r] < 0:
+            since = f.data.get("since")
+            col = panel.days.index(date.fromisoformat(since)) if since else t
+            self.since[r] = min(col, t)
+            self.direction[r] = {"up": 1, "down": -1}.get(f.direction, 0)
+        s = int(self.since[r])
+        seg = np.isfinite(values[r, s : t + 1])
+        bad[r, s : t + 1] |= seg  # the whole fault stays out of training, not only flagged cells
+        f.data["since"] = panel.days[s].isoformat()
+        f.data["intervals"] = int(seg.sum())
+
+    def close_good(self, values: np.ndarray, bad: np.ndarray, t: int) -> None:
+        rows = np.flatnonzero(self.since >= 0)
+        if not rows.size:
+            return
+        good = np.zeros(len(self.since), dtype=bool)
+        good[rows] = np.isfinite(values[rows, t]) & ~bad[rows, t] & (self.since[rows] <= t)
+        self.since[good] = -1
+        self.direction[good] = 0
 
 
-def _persisting(panel: Panel, values: np.ndarray, bad: np.ndarray, f: Finding) -> None:
-    """A spike after ``shift_run - 1`` anomalous points in a row is a new level: report it as a
-    level shift, and let the run into training so the next points are judged against it."""
-    run_len = panel.sensitivity.shift_run - 1
-    row = values[f.row, : f.col]
-    cols = np.flatnonzero(np.isfinite(row))[-run_len:] if run_len > 0 else np.array([], int)
-    if run_len < 1 or len(cols) < run_len or not bad[f.row, cols].all():
-        return
-    since = panel.days[int(cols[0])]
-    f.detector = _directed(panel.kind, f.direction == "up", "level_shift")
-    f.data.update({"since": since.isoformat(), "shift": True})
-    f.reason = (
-        f"{run_len + 1} intervals in a row since {_day(since)}, so a new level, judged from now "
-        f"on against itself: {f.reason}"
+def _open_faults(
+    panel: Panel, values: np.ndarray, new: np.ndarray, bad: np.ndarray, level_from: np.ndarray
+) -> _Faults:
+    """The faults earlier watches left open: a series whose latest point before its new ones
+    was anomalous, with the fault's first interval (``panel.fault_since``) after any accepted
+    level.  The fault's points between are kept out of training."""
+    s_count, t_count = values.shape
+    out = _Faults(s_count)
+    if panel.fault_since is None:
+        return out
+    fs = np.asarray(panel.fault_since)
+    fd = (
+        np.zeros(s_count, dtype=int)
+        if panel.fault_direction is None
+        else np.asarray(panel.fault_direction)
     )
-    bad[f.row, cols] = False
+    present = np.isfinite(values)
+    for r in np.flatnonzero((fs >= 0) & (fs > level_from)):
+        first = int(np.argmax(new[r])) if new[r].any() else t_count
+        cols = np.flatnonzero(present[r, :first])
+        if not cols.size or not bad[r, cols[-1]] or cols[-1] < fs[r]:
+            continue  # the last judged point was good: the fault ended
+        out.since[r] = int(fs[r])
+        out.direction[r] = int(fd[r])
+        bad[r, int(fs[r]) : first] |= present[r, int(fs[r]) : first]
+    return out
 
 
 _LEVEL_DETECTORS = {
@@ -229,8 +301,22 @@ def _stopped_moving(
     p = (tot_rep + 0.5) / (tot_n + 1.0)
     k = st.streak[rows] + 1
     n_elig = int(eligible.sum())
-    single = same & (p**k < sens.alpha / n_elig)
     k_same = int(same.sum())
+    # a series that repeats alone, and changed on FIRST_REPEAT_CHANGED of its comparable days:
+    # the chance of an honest repeat is what its precision allows (see the module docstring)
+    p_quant = np.ones(len(rows))
+    rare = (
+        same
+        & (k_same == 1)
+        & (tot_n >= FIRST_REPEAT_MIN)
+        & (tot_n - tot_rep >= FIRST_REPEAT_CHANGED * tot_n)
+    )
+    for i in np.flatnonzero(rare):
+        p_quant[i] = _repeat_chance(values[int(rows[i]), max(0, t - sens.training) : t])
+    p_eff = np.where(rare, np.minimum(p, p_quant), p)
+    # a repeat that goes on repeating a flagged one is the same fault: flagged again
+    goes_on = (st.streak[rows] > 0) & (st.skipped[rows] > 0)
+    single = same & ((p_eff**k < sens.alpha / n_elig) | goes_on)
     lam = float(p[eligible].sum())
     # series that repeat together are not independent (a currency pegged to the euro repeats
     # with the euro): the joint test needs a few of them
@@ -242,7 +328,7 @@ def _stopped_moving(
         r = int(rows[i])
         last_day = panel.days[int(st.last_col[r])]
         since = panel.days[int(st.streak_col[r])] if k[i] > 1 else day
-        chance = float(p[i] ** k[i])
+        chance = float(p_eff[i] ** k[i])
         words = (
             f"{fmt(float(v[i]))} on {_day(day)} is the same as on {_day(last_day)}"
             + (f" ({int(k[i])} intervals in a row)" if k[i] > 1 else "")
@@ -257,6 +343,11 @@ def _stopped_moving(
             words += (
                 f", and {k_same} of {n_elig} series of {panel.name} did not move on this "
                 f"interval where {lam:.2g} would by chance (chance {min(joint, chance):.1g})"
+            )
+        elif p_eff[i] < p[i]:
+            words += (
+                f"; it repeated alone, and at its precision against its usual move a repeat "
+                f"has chance {p_quant[i]:.1g} (a repeat run {chance:.1g})"
             )
         else:
             words += f" (chance {chance:.1g})"
@@ -281,6 +372,43 @@ def _stopped_moving(
             )
         )
     return out
+
+
+#: A series alone is judged on its first repeat when it changed on at least this share of at
+#: least FIRST_REPEAT_MIN comparable days (see the module docstring).
+FIRST_REPEAT_CHANGED = 0.95
+FIRST_REPEAT_MIN = 20
+
+
+def _repeat_chance(win: np.ndarray) -> float:
+    """The chance that a series repeats its value honestly: its values' precision (the
+    quantum ``q``: 0.0001 for a rate given to 4 decimals, 1 for a count, 0 for a full-precision
+    float) against its usual move ``s`` (robust sigma of its interval-to-interval changes):
+    ``q / (sqrt(2 pi) s)``, the chance a move of that size rounds to nothing.
+
+    >>> eur = 1.10 + 0.0045 * np.cumsum(np.tile([1.0, -0.6, 0.3, -0.8], 10))
+    >>> round(_repeat_chance(np.round(eur, 4)), 3)  # EUR/USD to 4 decimals: about 1 in 100
+    0.01
+    >>> _repeat_chance(eur / 7.46)  # a cross rate at full precision: never by chance
+    0.0
+    """
+    v = win[np.isfinite(win)]
+    if v.size < 3:
+        return 1.0
+    d = np.abs(np.diff(v))
+    sigma = 1.4826 * float(np.median(d))
+    if sigma <= 0:
+        return 1.0
+    top = float(np.max(np.abs(v)))
+    q = 0.0
+    for k in range(16):
+        if top * 10.0**k > 1e12:
+            break
+        scaled = v * 10.0**k
+        if np.all(np.abs(scaled - np.round(scaled)) <= 1e-3):
+            q = 10.0**-k
+            break
+    return min(1.0, q / (math.sqrt(2 * math.pi) * sigma))
 
 
 def _missing(

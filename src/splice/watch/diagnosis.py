@@ -16,8 +16,10 @@
 - **blast radius** (:mod:`splice.watch.blast`): every node downstream of the origin in every
   project, the dashboards that read them, the declared metrics on them, and the environments
   that reprocess if the intervals are restated;
-- **scope**: the origin's anomalous intervals, checked against the source's stale days: the
-  narrowest range the evidence supports.
+- **scope**: the origin's anomalous intervals, checked against the source's stale days (the
+  narrowest range the evidence supports), from where the detectors say the fault started; then
+  the damage per node downstream and the intervals blocking audits kept from being built
+  (:mod:`splice.watch.scope`).
 """
 
 from __future__ import annotations
@@ -338,6 +340,8 @@ def diagnose(ws: Any, graph: Graph, anomalies: list[dict[str, Any]]) -> dict[str
             else "the origin's anomalous intervals"
         ),
     }
+    if origin is not None:
+        _extend_scope(ws, graph, origin, at_origin, out["scope"], gap=1 if confirmed else 3)
     out["cause"] = cause_text(fault, cause) or (
         f"{graph.nodes[origin].name} {DETECTOR_WORDS.get(headline or '', 'is anomalous')}; "
         "no record outside the project explains it"
@@ -348,6 +352,18 @@ def diagnose(ws: Any, graph: Graph, anomalies: list[dict[str, Any]]) -> dict[str
                        "series": len({str(a["dims"]) for a in head_items})}  # fmt: skip
     out["title"] = _title(graph, origin, headline, head_items, scope_days, fault)
     return out
+
+
+def _extend_scope(ws: Any, graph: Graph, origin: str, at_origin: list[dict[str, Any]],
+                  scope: dict[str, Any], *, gap: int) -> None:  # fmt: skip
+    """The scope as the damage (:mod:`splice.watch.scope`): from where the fault started, per
+    node downstream, and what blocking audits kept from being built; said why when it cannot."""
+    from splice.watch.scope import extend_scope
+
+    try:
+        extend_scope(ws, graph, origin, at_origin, scope, gap=gap)
+    except Exception as e:  # noqa: BLE001 - the origin's scope stands without it; say why
+        scope["nodes_error"] = str(e).splitlines()[0] if str(e) else type(e).__name__
 
 
 def _title(

@@ -23,9 +23,10 @@ from typing import Any
 
 import numpy as np
 
-#: Anomalies that do not keep their point out of later training windows: a level shift is the
-#: new normal once the window has seen enough of it, and a missing interval has no point.
-TRAINING_KEEPS = ("level_shift", "missing")
+#: Anomalies that do not keep their point out of later training windows: a missing interval
+#: has no point.  (A level that moved and stays is not the new normal until it is accepted,
+#: see :mod:`splice.watch.levels`: from an accepted level's start on, anomalies train again.)
+TRAINING_KEEPS = ("missing",)
 
 
 @dataclass
@@ -143,12 +144,15 @@ def point_arrays(
 def anomaly_cells(
     conn: sqlite3.Connection, series_ids: list[int], since: date | None = None
 ) -> set[tuple[int, date]]:
-    """(series id, interval) of stored anomalies that stay out of training windows."""
+    """(series id, interval) of stored anomalies that stay out of training windows: not those
+    of a series from its accepted level's start on that were found before the acceptance
+    (they are its new normal; anomalies found after it are new faults)."""
+    accepted = _accepted(conn, series_ids)
     out: set[tuple[int, date]] = set()
     for i in range(0, len(series_ids), 500):
         chunk = series_ids[i : i + 500]
         q = (
-            "SELECT series_id, interval_start FROM watch_anomalies "
+            "SELECT series_id, interval_start, detected_at FROM watch_anomalies "
             f"WHERE series_id IN ({','.join('?' * len(chunk))}) "
             f"AND detector NOT IN ({','.join('?' * len(TRAINING_KEEPS))})"
         )
@@ -156,24 +160,67 @@ def anomaly_cells(
         if since is not None:
             q += " AND interval_start >= ?"
             args.append(since.isoformat())
-        for sid, start in conn.execute(q, args):
-            out.add((int(sid), date.fromisoformat(start)))
+        for sid, start, found_at in conn.execute(q, args):
+            day = date.fromisoformat(start)
+            acc = accepted.get(int(sid))
+            if acc is None or day < acc[0] or found_at > acc[1]:
+                out.add((int(sid), day))
+    return out
+
+
+def _accepted(conn: sqlite3.Connection, series_ids: list[int]) -> dict[int, tuple[date, float]]:
+    """series id -> (start, time) of its latest accepted level."""
+    out: dict[int, tuple[date, float]] = {}
+    for i in range(0, len(series_ids), 500):
+        chunk = series_ids[i : i + 500]
+        q = (
+            "SELECT series_id, MAX(since), accepted_at FROM watch_levels WHERE how = 'accepted' "
+            f"AND series_id IN ({','.join('?' * len(chunk))}) GROUP BY series_id"
+        )
+        for sid, since, at in conn.execute(q, chunk):
+            out[int(sid)] = (date.fromisoformat(since), float(at))
     return out
 
 
 def level_starts(conn: sqlite3.Connection, series_ids: list[int]) -> dict[int, date]:
-    """series id -> where its current level starts (the latest level shift's first interval)."""
-    out: dict[int, date] = {}
+    """series id -> where its current level starts: the latest level a person accepted
+    (``splice incident accept-level``, :func:`splice.watch.levels.accepted_starts`).  A level
+    that moved and was not accepted is a fault, never a start."""
+    from splice.watch.levels import accepted_starts
+
+    return accepted_starts(conn, series_ids)
+
+
+@dataclass
+class OpenFault:
+    """A series' latest anomaly and the fault it belongs to (see :func:`open_faults`)."""
+
+    since: date  # the fault's first interval
+    last: date  # the latest anomalous interval
+    direction: str
+
+
+def open_faults(conn: sqlite3.Connection, series_ids: list[int]) -> dict[int, OpenFault]:
+    """series id -> its latest anomaly's fault (``data.since``, else its own interval), for
+    series whose fault was not accepted as a new level (the detectors decide whether it is
+    still open: the series' latest judged point was anomalous)."""
+    accepted = level_starts(conn, series_ids)
+    out: dict[int, OpenFault] = {}
     for i in range(0, len(series_ids), 500):
         chunk = series_ids[i : i + 500]
+        # SQLite: the bare columns come from the row holding MAX(interval_start)
         q = (
-            "SELECT series_id, MAX(json_extract(data, '$.since')) FROM watch_anomalies "
-            f"WHERE series_id IN ({','.join('?' * len(chunk))}) "
-            "AND json_extract(data, '$.shift') = 1 GROUP BY series_id"
+            "SELECT series_id, MAX(interval_start), json_extract(data, '$.since'), direction "
+            f"FROM watch_anomalies WHERE series_id IN ({','.join('?' * len(chunk))}) "
+            "AND detector != 'missing' GROUP BY series_id"
         )
-        for sid, since in conn.execute(q, chunk):
-            if since:
-                out[int(sid)] = date.fromisoformat(since)
+        for sid, last, since, direction in conn.execute(q, chunk):
+            last_d = date.fromisoformat(last)
+            since_d = min(date.fromisoformat(since), last_d) if since else last_d
+            acc = accepted.get(int(sid))
+            if acc is not None and acc >= since_d:
+                continue  # accepted: the new normal
+            out[int(sid)] = OpenFault(since_d, last_d, direction)
     return out
 
 

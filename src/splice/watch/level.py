@@ -37,31 +37,43 @@ def _level(
     rows: np.ndarray,
     weekday: np.ndarray | None,
     level_from: np.ndarray,
+    *,
+    hi: int | None = None,
+    fault_dir: np.ndarray | None = None,
 ) -> list[Finding]:
+    """Judge column ``t`` of ``rows``.  ``hi`` < ``t``: the rows are in a fault that started at
+    column ``hi`` and has not been accepted as the new normal; they are judged against the
+    training window before it (``fault_dir``: the fault's direction per row), and a point
+    still beyond ``z_shift`` on the fault's side is flagged (the fault goes on)."""
     sens = panel.sensitivity
     kind = panel.kind
     dets = set(panel.detectors)
-    lo = max(0, t - sens.training)
-    raw = values[rows, lo:t].copy()  # [r, w]
+    hi = t if hi is None else hi
+    in_fault = hi < t
+    f_dir = np.zeros(len(rows), dtype=int) if fault_dir is None or not in_fault else fault_dir
+    lo = max(0, hi - sens.training)
+    raw = values[rows, lo:hi].copy()  # [r, w]
     if raw.shape[1] == 0:
         return []
-    raw[np.arange(lo, t)[None, :] < level_from[rows][:, None]] = np.nan  # before a level shift
+    raw[np.arange(lo, hi)[None, :] < level_from[rows][:, None]] = np.nan  # before a new level
     good = raw.copy()
-    good[bad[rows, lo:t]] = np.nan  # anomalies never train
+    good[bad[rows, lo:hi]] = np.nan  # anomalies never train
     # the detection period (the last shift_run - 1 points) stays out of the training window
     present_raw = np.isfinite(raw)
     rank = np.cumsum(present_raw[:, ::-1], axis=1)[:, ::-1]  # 1 = the latest point before t
     run_len = sens.shift_run - 1
     win = good.copy()
-    win[present_raw & (rank <= run_len)] = np.nan
+    if not in_fault:  # a fault's window ends before it: nothing of it to keep out
+        win[present_raw & (rank <= run_len + 1)] = np.nan
     n_train = np.isfinite(win).sum(axis=1)
     ok = n_train >= sens.min_history
     if not ok.any():
         return []
     x = values[rows, t]
     # a repeat of the previous point (a forward-filled weekend) was judged with it
-    prev_raw, prev_col = last_finite(values[rows, lo:t])
-    prev_good = (prev_col >= 0) & ~bad[rows, lo + np.maximum(prev_col, 0)]
+    lo_t = max(0, t - sens.training)
+    prev_raw, prev_col = last_finite(values[rows, lo_t:t])
+    prev_good = (prev_col >= 0) & ~bad[rows, lo_t + np.maximum(prev_col, 0)]
     repeat = prev_good & (x == prev_raw) & (kind in ("value", "lag"))
     ok &= ~repeat
     if not ok.any():
@@ -107,7 +119,7 @@ def _level(
             & (np.isfinite(d7).sum(axis=1) >= 7)
         )
     if weekday is not None and kind not in ("null_rate", "duplicates"):
-        wd_win = weekday[lo:t]
+        wd_win = weekday[lo:hi]
         wd_t = int(weekday[t])
         med_w = np.full((len(rows), 7), np.nan)
         cnt_w = np.zeros((len(rows), 7))
@@ -150,13 +162,15 @@ def _level(
 
     max_d = np.nanmax(np.abs(d1 - med_d[:, None]), axis=1)
     ref1, ref1_col = last_finite(tg)
-    ref7, _ = last_finite(tg, (weekday[lo:t] == wd_t) if weekday is not None else None)
+    ref7, _ = last_finite(tg, (weekday[lo:hi] == wd_t) if weekday is not None else None)
     skipped = (present_raw & ~np.isfinite(good))[:, :]
     gap = 1.0 + np.where(
         ref1_col >= 0,
         (skipped & (np.arange(raw.shape[1])[None, :] > ref1_col[:, None])).sum(axis=1),
         0,
     )
+    # the fault's own points since the window's end: the reference is that much older
+    gap += np.isfinite(values[rows, hi:t]).sum(axis=1) if in_fault else 0
     change = np.where(seasonal, (tx - ref7) / np.maximum(scale_7 * math.sqrt(2), floor),
                       (tx - ref1 - med_d) / np.maximum(scale_d * np.sqrt(gap), floor))  # fmt: skip
     change = np.where(
@@ -169,11 +183,19 @@ def _level(
     if "jump" in dets:
         delta = tx - ref1 - med_d
         rel = np.abs(np.where(pos, tx - ref1, (x - ref1) / np.maximum(np.abs(ref1), floor)))
+        # in a fault, a move still beyond z_shift on the fault's side is the fault going on
+        off = _fault_median(tf(values[rows, hi:t]) - ref1[:, None]) if in_fault else ref1 * 0
+        goes_on = (
+            (f_dir != 0)
+            & (np.sign(change) == f_dir)
+            & (np.abs(change) >= sens.z_fault)
+            & (np.abs(tx - ref1) >= 0.5 * np.abs(np.nan_to_num(off, nan=np.inf)))
+        )
         jump = (
             integrated
             & ok
             & np.isfinite(ref1)
-            & (np.abs(change) >= sens.z_jump)
+            & ((np.abs(change) >= sens.z_jump) | goes_on)
             & (np.abs(delta) > max_d * np.sqrt(gap))
             & (rel >= math.log1p(sens.min_jump) if kind == "value" else True)
         )
@@ -182,6 +204,7 @@ def _level(
             lv = float(math.exp(ref1[i]) if pos[i] else ref1[i])
             last_day = panel.days[lo + int(ref1_col[i])]
             typical = lv * math.expm1(scale_d[i]) if pos[i] else scale_d[i]
+            threshold = sens.z_fault if goes_on[i] else sens.z_jump
             out.append(
                 Finding(
                     r,
@@ -191,18 +214,24 @@ def _level(
                     float(x[i]),
                     lv,
                     float(change[i]),
-                    f"{fmt(float(x[i]))} on {_day(panel.days[t])} after {fmt(lv)} on "
+                    _still(panel, values, r, hi, t, in_fault)
+                    + f"{fmt(float(x[i]))} on {_day(panel.days[t])} after {fmt(lv)} on "
                     f"{_day(last_day)}: a move of {pct_change(pos[i], tx[i] - ref1[i], float(x[i]) - lv)}"
                     f", {sigmas(change[i])} robust sigmas of its own interval-to-interval moves "
-                    f"(typically {fmt(abs(typical))}; threshold {sens.z_jump:g})",
-                    {"sigmas": float(change[i]), "since": last_day.isoformat()},
+                    + (f"over {int(gap[i])} intervals " if gap[i] > 1 else "")
+                    + f"(typically {fmt(abs(typical))}; threshold {threshold:g})",
+                    {
+                        "sigmas": float(change[i]),
+                        "since": panel.days[hi if in_fault else t].isoformat(),
+                        "last_good": last_day.isoformat(),
+                    },
                 )
             )
 
     level_rows = ok & ~integrated
     if not level_rows.any():
         return out
-    window_words = _WindowWords(panel, lo, t, seasonal, wd_t)
+    window_words = _WindowWords(panel, lo, hi, seasonal, wd_t)
     if kind in ("null_rate", "duplicates"):
         det = "null_rate_rise" if kind == "null_rate" else "duplicates"
         if det in dets:
@@ -224,8 +253,9 @@ def _level(
                         float(x[i]),
                         float(base[i]),
                         float(z[i]),
-                        f"{what} on any interval of {window_words[i]}",
-                        {"max_before": float(tmax[i])},
+                        _still(panel, values, int(rows[i]), hi, t, in_fault)
+                        + f"{what} on any interval of {window_words[i]}",
+                        {"max_before": float(tmax[i]), "since": panel.days[hi].isoformat()},
                     )
                 )
         return out
@@ -234,7 +264,7 @@ def _level(
     # than it is: it must be extreme on the linear scale too
     col_base = np.where(
         seasonal[:, None],
-        med_w[:, weekday[lo:t]] if med_w is not None and weekday is not None else med[:, None],
+        med_w[:, weekday[lo:hi]] if med_w is not None and weekday is not None else med[:, None],
         med[:, None],
     )
     lin_resid = win - np.exp(col_base)
@@ -259,8 +289,25 @@ def _level(
         & (np.abs(change) >= sens.z_shift)
         & (np.abs(z_lin) >= sens.z_spike)
     )
-    for i in np.flatnonzero(spike):
+    # in a fault: a point still beyond z_shift on the fault's side is the fault going on
+    goes_on = np.zeros(len(rows), dtype=bool)
+    if in_fault:
+        f_base = np.repeat(base[:, None], t - hi, axis=1)
+        if med_w is not None and weekday is not None:
+            f_base = np.where(seasonal[:, None], med_w[:, weekday[hi:t]], f_base)
+        f_res = _fault_median(tf(values[rows, hi:t]) - f_base)
+        goes_on = (
+            level_rows
+            & (f_dir != 0)
+            & (np.sign(z) == f_dir)
+            & (np.sign(z_lin) == f_dir)
+            & (np.abs(z) >= sens.z_fault)
+            & (np.abs(rx) >= 0.5 * np.abs(np.nan_to_num(f_res, nan=np.inf)))
+        )
+    for i in np.flatnonzero(spike | goes_on):
         name = _directed(kind, z[i] > 0, "spike")
+        if goes_on[i] and _directed(kind, z[i] > 0, "level_shift") in dets:
+            name = _directed(kind, z[i] > 0, "level_shift")  # a level that moved and stays
         if name not in dets:
             continue
         exp_v = back_transform(pos[i], base[i])
@@ -273,21 +320,33 @@ def _level(
                 float(x[i]),
                 exp_v,
                 float(z[i]),
-                (
+                _still(panel, values, int(rows[i]), hi, t, in_fault)
+                + (
                     f"{fmt(float(x[i]))} on {_day(panel.days[t])}; it was {fmt(exp_v)} on every "
                     f"interval of {window_words[i]}"
                     if scale[i] <= floor[i] * 1.000001 and rmax[i] == rmin[i]
                     else f"{fmt(float(x[i]))} on {_day(panel.days[t])} vs expected {fmt(exp_v)} "
                     f"({pct_change(pos[i], rx[i], float(x[i]) - (exp_v or 0.0))}), "
-                    f"{sigmas(z[i])} robust sigmas, outside anything seen in {window_words[i]} "
-                    f"(threshold {sens.z_spike:g})"
+                    + (
+                        f"{sigmas(z[i])} robust sigmas from {window_words[i]}, on the fault's "
+                        f"side and at least half way to its level (threshold {sens.z_fault:g})"
+                        if goes_on[i]
+                        else f"{sigmas(z[i])} robust sigmas, outside anything seen in "
+                        f"{window_words[i]} (threshold {sens.z_spike:g})"
+                    )
                 ),
-                {"sigmas": float(z[i]), "seasonal": bool(seasonal[i])},
+                {
+                    "sigmas": float(z[i]),
+                    "seasonal": bool(seasonal[i]),
+                    "since": panel.days[hi].isoformat(),
+                },
             )
         )
-    # level shift: the last shift_run points all beyond z_shift on one side, flagged once
+    # level shift: the last shift_run points all beyond z_shift on one side; from then on the
+    # series is in a fault, flagged on every interval at the shifted level (above) until the
+    # new level is accepted
     shift_names = {_directed(kind, True, "level_shift"), _directed(kind, False, "level_shift")}
-    if run_len < 1 or not (shift_names & dets):
+    if run_len < 1 or in_fault or not (shift_names & dets):
         return out
     shift_rows = level_rows & ~spike & outside
     shift_rows &= (np.abs(z) >= sens.z_shift) & (np.abs(z_lin) >= sens.z_shift)
@@ -296,8 +355,6 @@ def _level(
         cols_before = np.flatnonzero(present_raw[i])
         if cols_before.size < run_len + 1:
             continue
-        run_cols = cols_before[-run_len:] + lo
-        before_col = int(cols_before[-run_len - 1] + lo)
         sign = np.sign(z[i])
 
         def z_at(c: int, i: int = int(i), r: int = r) -> tuple[float, float, float]:
@@ -308,16 +365,34 @@ def _level(
                 b = med_w[i, int(weekday[c])]
             return tv, tv - b, (tv - b) / scale[i]
 
+        def strong(p: tuple[float, float, float], i: int = int(i), sgn: float = sign) -> bool:
+            _, rr, zz = p
+            return bool(np.isfinite(zz) and np.sign(zz) == sgn and abs(zz) >= sens.z_shift
+                        and (rr > rmax[i] or rr < rmin[i]))  # fmt: skip
+
+        # the run: the last shift_run - 1 points before this one beyond z_shift on its side;
+        # or, one point longer, all on its side beyond z_shift / 2 and shift_run of them beyond
+        # z_shift (one noisy day does not hide a level that moved)
+        run_cols = cols_before[-run_len:] + lo
+        run = [z_at(int(c)) for c in run_cols]
+        if not all(strong(p) for p in run):
+            if cols_before.size < run_len + 2:
+                continue
+            run_cols = cols_before[-run_len - 1 :] + lo
+            run = [z_at(int(c)) for c in run_cols]
+            weak = all(
+                np.isfinite(zz) and np.sign(zz) == sign and abs(zz) >= sens.z_shift / 2
+                for _, _, zz in run
+            )
+            if not (weak and strong(run[0]) and sum(strong(p) for p in run) >= run_len):
+                continue
         run_values = [values[r, int(c)] for c in run_cols] + [values[r, t]]
         if scale_p[i] > 0 and any(a == b for a, b in zip(run_values, run_values[1:], strict=False)):
             continue  # a repeated value (a forward-filled weekend) is one observation, not a run
-        run = [z_at(int(c)) for c in run_cols]
-        if not all(
-            np.isfinite(zz) and np.sign(zz) == sign and abs(zz) >= sens.z_shift
-            and (rr > rmax[i] or rr < rmin[i])
-            for _, rr, zz in run
-        ):  # fmt: skip
+        k_before = cols_before.size - len(run_cols) - 1
+        if k_before < 0:
             continue
+        before_col = int(cols_before[k_before] + lo)
         tb, _, zb = z_at(before_col)
         if np.isfinite(zb) and np.sign(zb) == sign and abs(zb) >= sens.z_shift:
             continue  # the run started earlier: already flagged
@@ -339,14 +414,31 @@ def _level(
                 float(x[i]),
                 exp_v,
                 float(z[i]),
-                f"{sens.shift_run} intervals in a row since {_day(since)} beyond "
-                f"{sens.z_shift:g} robust sigmas on the same side: {fmt(float(x[i]))} on "
+                f"{len(run_cols) + 1} intervals in a row since {_day(since)} beyond "
+                f"{sens.z_shift:g} robust sigmas on the same side, a level that moved (not the "
+                f"new normal until accepted): {fmt(float(x[i]))} on "
                 f"{_day(panel.days[t])} vs expected {fmt(exp_v)} "
                 f"({pct_change(pos[i], rx[i], float(x[i]) - (exp_v or 0.0))}), from {window_words[i]}",
-                {"since": since.isoformat(), "sigmas": float(z[i]), "shift": True},
+                {"since": since.isoformat(), "sigmas": float(z[i])},
             )
         )
     return out
+
+
+def _fault_median(a: np.ndarray) -> np.ndarray:
+    """Per row, the median of a fault's points (NaN without one)."""
+    return nanmedian_rows(np.where(np.isfinite(a), a, np.nan))
+
+
+def _still(panel: Panel, values: np.ndarray, r: int, hi: int, t: int, in_fault: bool) -> str:
+    """The words that open a finding in a fault that goes on."""
+    if not in_fault:
+        return ""
+    n = int(np.isfinite(values[r, hi : t + 1]).sum())
+    return (
+        f"still at the level it moved to on {_day(panel.days[hi])} ({n} intervals); not "
+        "accepted as the new normal: "
+    )
 
 
 def _names(kind: str) -> tuple[str, str]:

@@ -42,6 +42,10 @@ class Sensitivity:
     # hundreds of its own sigmas, and a market's real 3.5% day is not a data error
     min_value_change: float = 0.02
     min_jump: float = 0.10
+    # a point of a series in an open fault goes on with the fault when it is on the fault's side,
+    # at least half way from the old level to the fault's (median) level, and this many sigmas
+    # from the old level
+    z_fault: float = 2.0
     min_joint_series: int = 3  # stopped_moving across series: at least this many at once
     presence: float = 0.8
 
@@ -95,9 +99,13 @@ class Panel:
     calendar: Calendar = field(default_factory=lambda: publishing_calendar(None))
     grain: str = "day"
     judge_missing_from: int | None = None  # first column whose missing cells are judged
-    # per series, the column its current level started at (a level shift found earlier):
+    # per series, the column its accepted level starts at (splice.watch.levels, -1: none):
     # training never reaches back before it
     level_from: np.ndarray | None = None
+    # per series, the column of the first interval of a fault an earlier watch found and that
+    # was still open at its last point (-1: none), and its direction (+1 up, -1 down, 0 flat)
+    fault_since: np.ndarray | None = None
+    fault_direction: np.ndarray | None = None
 
     @property
     def shape(self) -> tuple[int, int]:

@@ -108,4 +108,7 @@ def incident_lines(inc: Incident) -> list[str]:
     scope = d.get("scope") or {}
     if scope.get("start"):
         lines.append(f"Scope: {scope['start']}..{scope['end']} ({scope.get('why', '')})")
+        from splice.watch.scope import scope_lines
+
+        lines += scope_lines(scope)
     return lines

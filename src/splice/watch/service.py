@@ -39,7 +39,9 @@ from splice.watch.results import Anomaly, MetricReport, WatchResult, _num
 
 Progress = Callable[[str], None]
 #: How much stored history is loaded to judge new points: the training window twice over,
-#: and at least this many days (the repeat rates of stopped_moving are learned from it).
+#: and at least this many days (the repeat rates of stopped_moving are learned from it).  A
+#: series in an open fault loads more: from its fault's first interval back one training
+#: window, so a fault that lasts is still judged against the level before it.
 HISTORY_DAYS = 120
 
 
@@ -445,6 +447,7 @@ class _SpecPlan:
         self.judged_through = self.ref_end or through
         self.ids: dict[tuple[str, str], int] = {}
         self.level_starts: dict[tuple[str, str], date] = {}
+        self.faults: dict[tuple[str, str], hist.OpenFault] = {}
 
     def _add(self, key: tuple[str, str], meta: tuple[str, str, dict[str, str | None]]) -> int:
         self.index[key] = len(self.keys)
@@ -509,6 +512,14 @@ class _SpecPlan:
                 [col.get(_epoch(self.level_starts[k]), -1) if k in self.level_starts else -1
                  for k in keys]
             )  # fmt: skip
+            fault_since = np.array(
+                [col.get(_epoch(self.faults[k].since), -1) if k in self.faults else -1
+                 for k in keys]
+            )  # fmt: skip
+            fault_dir = np.array(
+                [{"up": 1, "down": -1}.get(self.faults[k].direction, 0) if k in self.faults
+                 else 0 for k in keys]
+            )  # fmt: skip
             judge_from = None
             if "missing" in m.active_detectors:
                 jf = self.judge_missing_from
@@ -527,6 +538,8 @@ class _SpecPlan:
                 grain=spec.grain,
                 judge_missing_from=judge_from,
                 level_from=level_from,
+                fault_since=fault_since,
+                fault_direction=fault_dir,
             )
             for f in detect(panel):
                 k = keys[f.row]
@@ -573,6 +586,15 @@ def _plan_spec(
     ws: Any, job: _Job, conn: Any, ref_end: date | None, row: hist.MetricRow | None
 ) -> _SpecPlan:
     ids = [s.series_id for s in job.stored]
+    faults = hist.open_faults(conn, ids) if ids else {}
+    if faults and job.history_since is not None:
+        # a fault that lasts is judged against the level before it: load from its first
+        # interval back one training window (and the margin the walk needs)
+        sens = sensitivity(job.spec.sensitivity, ws.config.watch.training_days, job.spec.grain)
+        oldest = min(f.since for f in faults.values())
+        reach = _back(oldest, job.spec.grain, sens.training + 7)
+        if reach < job.history_since:
+            job.history_since = reach
     empty = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
     stored = hist.point_arrays(conn, ids, job.history_since) if ids else empty
     prior = hist.anomaly_cells(conn, ids, job.history_since) if ids else set()
@@ -581,4 +603,5 @@ def _plan_spec(
         starts = hist.level_starts(conn, ids)
         by_id = {i: key for key, i in plan.stored_ids.items()}
         plan.level_starts = {by_id[sid]: d for sid, d in starts.items() if sid in by_id}
+        plan.faults = {by_id[sid]: f for sid, f in faults.items() if sid in by_id}
     return plan

@@ -1,14 +1,16 @@
 """Incidents: open and past, newest first; one incident's diagnosis in words, a chart per
 anomalous metric, the lineage drawn from the ingestion job to the dashboards, the blast radius
-and the scope."""
+and the scope; and the decision to accept its new level (shown to those
+:func:`splice.api.incident_options` says may make it)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from splice import api
+from splice.errors import AccessError, ApprovalError
 from splice.web import svg
-from splice.web.core import Ctx, Web
+from splice.web.core import Ctx, PageError, Redirect, Web
 
 DETECTOR_WORDS = {
     "stopped_moving": "stopped moving",
@@ -65,8 +67,11 @@ def incident_page(ctx: Ctx) -> tuple[str, dict[str, Any]]:
         p.as_dict() for p, _who in api.list_proposals(ctx.ws, include_closed=True)
         if p.incident_id == data["id"]
     ]  # fmt: skip
+    levels = api.incident_levels(ctx.ws, data["id"])
     return "incident.html", {
         "title": f"{data['id']} {data.get('title', '')}",
+        "levels": levels,
+        "can": api.incident_options(ctx.ws, data["id"], ctx.principal),
         "inc": data,
         "d": d,
         "charts": charts,
@@ -81,6 +86,17 @@ def incident_page(ctx: Ctx) -> tuple[str, dict[str, Any]]:
     }
 
 
+def accept_level(ctx: Ctx) -> tuple[str, dict[str, Any]]:
+    """An owner accepts the incident's new level (decided again by the library: a forged
+    request from anyone else is refused, 403, and writes nothing)."""
+    note = ctx.form.get("note", "").strip() or None
+    try:
+        api.accept_level(ctx.ws, ctx.params["incident_id"], principal=ctx.principal, note=note)
+    except (AccessError, ApprovalError) as e:
+        raise PageError(e.message, status=403, fix=e.fix) from e
+    raise Redirect(f"/incidents/{ctx.params['incident_id']}")
+
+
 def routes(web: Web) -> list[Any]:
     from starlette.routing import Route
 
@@ -88,4 +104,9 @@ def routes(web: Web) -> list[Any]:
         Route("/", web.page(incident_list), methods=["GET"]),
         Route("/incidents", web.page(incident_list), methods=["GET"]),
         Route("/incidents/{incident_id}", web.page(incident_page), methods=["GET"]),
+        Route(
+            "/incidents/{incident_id}/accept-level",
+            web.page(accept_level, post=True),
+            methods=["POST"],
+        ),
     ]
