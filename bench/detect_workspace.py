@@ -214,6 +214,10 @@ def judge_scope(diagnosis: dict[str, Any], truth: dict[str, list[str]]) -> dict[
     if scope.get("nodes"):
         for n in scope["nodes"]:
             listed[n["node"]] = (set(n.get("intervals") or []), bool(n.get("full")))
+        # intervals a blocking audit kept from being built are damage the repair covers too
+        for b in scope.get("blocked") or []:
+            got, full = listed.get(b["node"], (set(), False))
+            listed[b["node"]] = (got | set(b.get("intervals") or []), full or bool(b.get("full")))
     else:
         origin = (diagnosis.get("origin") or {}).get("node")
         if origin:

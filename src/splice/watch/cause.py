@@ -43,6 +43,8 @@ from typing import Any
 
 #: The most specific cause first: a duplicated load explains the failed uniqueness audit it
 #: causes, a unit change explains the range audit it fails.
+#: Classes read from the values alone (not from the load records or the runs).
+VALUE_CLASSES = ("stopped_moving", "inverted", "unit_change")
 PRIORITY = (
     "duplicated_load",
     "late_rows",
@@ -130,6 +132,7 @@ def _stopped(anomalies: list[dict[str, Any]]) -> dict[str, Any] | None:
         "class": "stopped_moving",
         "words": words,
         "n": k,
+        "_cells": sum(len(r["days"]) for r in runs.values()),
         "evidence": {
             "series": len(runs),
             "series_eligible": eligible or None,
@@ -333,7 +336,7 @@ def _ratios(anomalies: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "evidence": {"series": series, "value": ex["value"], "expected": ex["expected"],
                              "ratio": ratio, "product": ex["value"] * ex["expected"],
                              "intervals": days},  # fmt: skip
-                "intervals": days, "_weight": len(series),
+                "intervals": days, "_weight": len(series), "_cells": len(items),
             })  # fmt: skip
         else:
             k = int(key.split(":")[1])
@@ -346,7 +349,7 @@ def _ratios(anomalies: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 ),
                 "evidence": {"series": series, "value": ex["value"], "expected": ex["expected"],
                              "ratio": ratio, "k": k, "factor": 10.0**k, "intervals": days},  # fmt: skip
-                "intervals": days, "_weight": len(series),
+                "intervals": days, "_weight": len(series), "_cells": len(items),
             })  # fmt: skip
     return out
 
@@ -547,6 +550,13 @@ def classify(
         return {"class": "unknown", "words": "no evidence names the fault", "evidence": {},
                 "n": None, "classes": ["unknown"], "intervals": []}  # fmt: skip
     found.sort(key=lambda f: PRIORITY.index(f["class"]))
+    values = [f for f in found if f["class"] in VALUE_CLASSES]
+    if values and found[0] is values[0]:
+        # the fault is in the values themselves: the class most of the bad points show (one
+        # currency x100 for two months is a unit change, though three others repeated once)
+        best = max(values, key=lambda f: f.get("_cells", 0))
+        found.remove(best)
+        found.insert(0, best)
     top = found[0]
     classes = list(dict.fromkeys(f["class"] for f in found))
     words = top["words"]

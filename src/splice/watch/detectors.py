@@ -321,6 +321,16 @@ def _stopped_moving(
     # series that repeat together are not independent (a currency pegged to the euro repeats
     # with the euro): the joint test needs a few of them
     joint = poisson_tail(k_same, lam) if k_same >= sens.min_joint_series else 1.0
+    if joint < sens.alpha and 2 * k_same < n_elig:
+        # a coarse series (a rate given to 4 decimals) repeats honestly now and then, and the
+        # cross rates derived from it can repeat with it: a narrow joint repeat that includes
+        # one is explained by it (a broad one, or one without it, is not)
+        anchors = [
+            _repeat_chance(values[int(rows[i]), max(0, t - sens.training) : t])
+            for i in np.flatnonzero(same)
+        ]
+        if max(anchors) >= sens.joint_anchor:
+            joint = 1.0
     flag = single | (same & (joint < sens.alpha))
     out: list[Finding] = []
     day = panel.days[t]

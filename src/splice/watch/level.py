@@ -279,9 +279,10 @@ def _level(
         (x - np.exp(base)) / np.maximum(np.nan_to_num(scale_lin), floor),
         z,
     )
-    if kind == "value":  # a value must also move by min_value_change, relatively
+    if kind in ("value", "volume", "distinct"):  # and must move this much, relatively
         rel_x = np.abs(np.where(pos, rx, rx / np.maximum(np.abs(base), floor)))
-        level_rows &= rel_x >= math.log1p(sens.min_value_change)
+        least = sens.min_value_change if kind == "value" else sens.min_count_change
+        level_rows &= rel_x >= math.log1p(least)
     spike = (
         level_rows
         & outside

@@ -41,12 +41,19 @@ class Sensitivity:
     # level shift, and a random walk this much to be a jump: a pegged currency's 0.4% is
     # hundreds of its own sigmas, and a market's real 3.5% day is not a data error
     min_value_change: float = 0.02
+    # a count (rows, distinct values) must move this much, relatively: a table of 30 currencies
+    # with one currency's day empty (29 rows) is Poisson noise of a small market, not a fault
+    min_count_change: float = 0.05
     min_jump: float = 0.10
     # a point of a series in an open fault goes on with the fault when it is on the fault's side,
     # at least half way from the old level to the fault's (median) level, and this many sigmas
     # from the old level
     z_fault: float = 2.0
     min_joint_series: int = 3  # stopped_moving across series: at least this many at once
+    # a series whose precision makes an honest repeat this likely (EUR/USD to 4 decimals: ~1%)
+    # explains the cross rates derived from it repeating with it: such a joint repeat is
+    # flagged only when it is broad (at least half of the eligible series)
+    joint_anchor: float = 0.002
     presence: float = 0.8
 
 
