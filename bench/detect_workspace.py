@@ -50,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 HISTORY_START = date(2026, 4, 1)
 BASE_THROUGH = date(2026, 7, 26)  # a Sunday: the long scenario's fault starts the next day
+THU = date(2026, 9, 24)  # a Thursday: the Friday scenario starts the next day
 CLEAN_THROUGH = date(2026, 9, 27)  # a Sunday: the short scenarios start the next day
 END = date(2026, 9, 30)
 RATES = "pricing:fx.daily_rates"
@@ -66,13 +67,15 @@ class Scenario:
     start: date  # the first bad interval at the origin
     incident: str | None = None  # the vendor's incident (vendor.json)
     bookings: str | None = None  # "duplicate" | "late"
-    base: str = "sep"  # "sep": the workspace of 2026-09-27; "jul": of 2026-07-26
+    base: str = "sep"  # "sep": the workspace of 2026-09-27; "thu": of 09-24; "jul": of 07-26
     results: dict[str, Any] = field(default_factory=dict)
 
 
 SCENARIOS: list[Scenario] = [
     Scenario("stale-rates", "all rates frozen Mon-Tue, as-of honest", "stopped_moving", RATES,
              MON, incident="stale-rates"),
+    Scenario("friday-freeze", "all rates frozen on a Friday: the weekend's GMV converts at it",
+             "stopped_moving", RATES, date(2026, 9, 25), incident="friday-freeze", base="thu"),
     Scenario("frozen-some", "JPY, CHF, SEK frozen Mon-Wed, as-of claims the day",
              "stopped_moving", RATES, MON, incident="frozen-some"),
     Scenario("late-honest", "rates a business day late from Mon, as-of honest", "late", RATES,
@@ -260,7 +263,7 @@ def run_scenario(s: Scenario, bases: dict[str, Path], truth: dict[str, Any],
     t0 = time.perf_counter()
     ws_dir = _copy(bases[s.base], tmp / s.name / "travel")
     set_incident(ws_dir, s.incident)
-    start = BASE_THROUGH + timedelta(1) if s.base == "jul" else CLEAN_THROUGH + timedelta(1)
+    start = {"jul": BASE_THROUGH, "thu": THU}.get(s.base, CLEAN_THROUGH) + timedelta(1)
     ran = _run_on(ws_dir, start, END, s.bookings)
     found = _watch(ws_dir)
     res: dict[str, Any] = {"scenario": s.name, "what": s.what, **ran}
@@ -343,8 +346,11 @@ def build_bases(tmp: Path, say: Callable[[str], None]) -> dict[str, Any]:
     base = _watch(jul, backfill=True)
     set_incident(jul, None)
     say(f"clean month(s): running on {BASE_THROUGH + timedelta(1)} .. {CLEAN_THROUGH}")
-    sep = _copy(jul, tmp / "base-sep" / "travel")
-    _run_on(sep, BASE_THROUGH + timedelta(1), CLEAN_THROUGH)
+    thu = _copy(jul, tmp / "base-thu" / "travel")
+    _run_on(thu, BASE_THROUGH + timedelta(1), THU)
+    w0 = _watch(thu)
+    sep = _copy(thu, tmp / "base-sep" / "travel")
+    _run_on(sep, THU + timedelta(1), CLEAN_THROUGH)
     w1 = _watch(sep)
     say(f"clean: running on {CLEAN_THROUGH + timedelta(1)} .. {END} (the truth)")
     ref = _copy(sep, tmp / "clean" / "travel")
@@ -352,16 +358,16 @@ def build_bases(tmp: Path, say: Callable[[str], None]) -> dict[str, Any]:
     w2 = _watch(ref)
     rels = _relations(ref)
     truth = _profile(ref, rels)
-    alarms = [a.as_dict() for a in list(w1.anomalies) + list(w2.anomalies)]
+    alarms = [a.as_dict() for a in list(w0.anomalies) + list(w1.anomalies) + list(w2.anomalies)]
     return {
-        "bases": {"jul": jul, "sep": sep},
+        "bases": {"jul": jul, "thu": thu, "sep": sep},
         "truth": truth,
         "rels": rels,
         "clean": {
             "days": (END - BASE_THROUGH).days,
             "baseline_anomalies": len(base.anomalies),
             "false_alarms": len(alarms),
-            "incidents": len(w1.incidents) + len(w2.incidents),
+            "incidents": len(w0.incidents) + len(w1.incidents) + len(w2.incidents),
             "examples": [
                 f"{a['node']} {a['metric']} {a['interval']} {a['detector']}" for a in alarms[:5]
             ],  # fmt: skip

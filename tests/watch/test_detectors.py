@@ -237,3 +237,53 @@ def test_sensitivity_presets_keep_clean_series_quiet(level: str) -> None:
     assert _found(_panel(_volume(200), "volume", sensitivity=sens)) == []
     if level != "high":  # high also flags the larger moves of a young random walk
         assert _found(_panel(_rates(200), "value", sensitivity=sens)) == []
+
+
+# -- joint repeats on the real ECB rates of 2026 (the demo's vendor serves them) ----------------
+def _ecb_2026(freeze: tuple[str, ...] = ()) -> tuple[list[str], Panel]:
+    """USD per unit of every demo currency, 2026-04-01..09-30, judged from 07-27; the
+    currencies in ``freeze`` repeat Friday 09-25's rate on 28..30 September."""
+    from splice.demo.ecb import CURRENCIES, rates_to_usd
+
+    cur = [c for c in CURRENCIES if c != "USD"]
+    days = [date(2026, 4, 1) + timedelta(i) for i in range(183)]
+    v = np.full((len(cur), len(days)), np.nan)
+    for j, d in enumerate(days):
+        r = rates_to_usd(d)
+        if r:
+            v[:, j] = [r[c] for c in cur]
+    fri = days.index(date(2026, 9, 25))
+    for c in freeze:
+        for d in (28, 29, 30):
+            v[cur.index(c), days.index(date(2026, 9, d))] = v[cur.index(c), fri]
+    new = np.isfinite(v) & np.array([d >= date(2026, 7, 27) for d in days])[None, :]
+    panel = Panel(name="fx_rate", kind="value", days=days, values=v, new=new,
+                  detectors=KIND_DETECTORS["value"], sensitivity=sensitivity("medium"),
+                  calendar=publishing_calendar("ECB"))  # fmt: skip
+    return cur, panel
+
+
+def test_an_honest_joint_repeat_anchored_by_the_coarse_euro_rate_is_no_alarm() -> None:
+    # Monday 2026-09-07 (US Labor Day): EUR/USD, given to 4 decimals, did not move, and the CHF
+    # and ISK cross rates derived from it repeated with it: three of 29, explained by EUR
+    cur, panel = _ecb_2026()
+    assert np.isclose(panel.values[cur.index("CHF"), panel.days.index(date(2026, 9, 7))],
+                      panel.values[cur.index("CHF"), panel.days.index(date(2026, 9, 4))])  # fmt: skip
+    assert detect(panel) == []
+
+
+def test_three_full_precision_rates_frozen_together_are_found_on_their_first_day() -> None:
+    cur, panel = _ecb_2026(("JPY", "CHF", "SEK"))
+    found = {(cur[f.row], panel.days[f.col].day, f.detector) for f in detect(panel)}
+    assert found == {(c, d, "stopped_moving") for c in ("JPY", "CHF", "SEK") for d in (28, 29, 30)}
+
+
+def test_a_count_that_moves_by_one_in_thirty_is_no_alarm_but_a_third_is() -> None:
+    # thirty currencies book every day; one small market has an empty day (29), later ten do (20)
+    v = np.full(120, 30.0)
+    v[100] = 29.0
+    assert _found(_panel(v, "distinct")) == []
+    v[110] = 20.0
+    assert [(d, det) for d, det, _ in _found(_panel(v, "distinct"))] == [
+        (_days(120)[110], "distinct_change")
+    ]

@@ -76,6 +76,12 @@ INCIDENTS: dict[str, dict[str, Any]] = {
         "incident": "stale-rates",
         "freeze": {"from": "2026-09-28", "to": "2026-09-29", "serve_as_of": "2026-09-25"},
     },
+    # Friday 2026-09-25: the vendor re-serves Thursday's rates; the weekend's bookings are
+    # converted at Friday's rate, so the damage downstream runs through Sunday
+    "friday-freeze": {
+        "incident": "friday-freeze",
+        "freeze": {"from": "2026-09-25", "to": "2026-09-25", "serve_as_of": "2026-09-24"},
+    },
     # three currencies stop moving from Monday on (the as-of still says the day)
     "frozen-some": _faults(
         "frozen-some",

@@ -35,17 +35,22 @@ The detectors (which ones run depends on the measure's kind, see
   number expected (a Poisson tail of the summed chances): 29 currencies repeating Friday on a
   Monday is flagged on its first day.
 
-  One series alone is flagged on its *first* repeat when its own history says repeats are
-  rare: it changed on at least 95% of at least 20 comparable days, it repeats alone (no other
-  series of the measure repeats that interval), and its precision makes an honest repeat rarer
+  A series is flagged on its *first* repeat when its own history says repeats are
+  rare: it changed on at least 95% of at least 20 comparable days, no *anchor* repeats with it
+  (a series whose precision makes honest repeats likely, below), and its precision makes an
+  honest repeat rarer
   than ``alpha / N``: the chance is ``q / (sqrt(2 pi) s)``, a move of its usual size ``s``
   rounding to nothing at its quantum ``q`` (the decimals its values are given to; a full-
   precision float has none).  The rule comes from the real ECB rates (USD per unit, 2023-2025,
   766 business days): EUR/USD, published to 4 decimals, repeats on 1% of days (7 times; the
   quantum predicts 0.9%), so its first repeat is not enough; every other currency is a full-
   precision cross rate that repeated only on a day EUR/USD repeated too (CNY, DKK, INR, MYR,
-  ISK: 1-2 times each, always with EUR), so a cross rate repeating alone is a frozen feed.
-  Once a run is flagged, each further repeat of it is flagged too.
+  ISK: 1-2 times each, always with EUR), so a cross rate repeating without EUR is a frozen
+  feed.  So a repeat that includes an anchor (an honest-repeat chance of at least
+  ``joint_anchor``, 0.2%: EUR/USD) is explained by it when it is narrow (fewer than half of the
+  series): on US Labor Day 2026 EUR, CHF and ISK all repeated, honestly.  Once a run is
+  flagged, each further repeat of it is flagged too; the run's own repeats never count as the
+  series' history (an unflagged first repeat would make the second look ordinary).
 - ``spike`` / ``level_shift`` (and ``volume_drop`` / ``volume_jump``, ``distinct_change``):
   robust and seasonal by weekday.  The baseline is the median of the same weekday over the
   training window (``training_days``, default 8 weeks) when that explains the series better
@@ -298,39 +303,40 @@ def _stopped_moving(
     same = np.isclose(v, last, rtol=1e-12, atol=0.0) & eligible
     if not same.any():
         return []
-    p = (tot_rep + 0.5) / (tot_n + 1.0)
     k = st.streak[rows] + 1
+    # the repeats of the run being judged are not history: an unflagged first repeat must not
+    # make the second look ordinary
+    tot_rep = np.maximum(tot_rep - st.streak[rows], 0)
+    tot_n = np.maximum(tot_n - st.streak[rows], 0)
+    p = (tot_rep + 0.5) / (tot_n + 1.0)
     n_elig = int(eligible.sum())
     k_same = int(same.sum())
-    # a series that repeats alone, and changed on FIRST_REPEAT_CHANGED of its comparable days:
-    # the chance of an honest repeat is what its precision allows (see the module docstring)
+    # the chance of an honest repeat that each repeating series' precision allows (see the
+    # module docstring): a coarse one (a rate given to 4 decimals) repeats now and then, and the
+    # cross rates derived from it can repeat with it: it "anchors" their repeats
     p_quant = np.ones(len(rows))
+    for i in np.flatnonzero(same):
+        p_quant[i] = _repeat_chance(values[int(rows[i]), max(0, t - sens.training) : t])
+    anchored = bool((p_quant[same] >= sens.joint_anchor).any())
+    # a series that changed on FIRST_REPEAT_CHANGED of its comparable days, repeating alone or
+    # with others but no anchor: judged by what its precision allows
     rare = (
         same
-        & (k_same == 1)
+        & ((k_same == 1) | (not anchored))
         & (tot_n >= FIRST_REPEAT_MIN)
         & (tot_n - tot_rep >= FIRST_REPEAT_CHANGED * tot_n)
     )
-    for i in np.flatnonzero(rare):
-        p_quant[i] = _repeat_chance(values[int(rows[i]), max(0, t - sens.training) : t])
     p_eff = np.where(rare, np.minimum(p, p_quant), p)
     # a repeat that goes on repeating a flagged one is the same fault: flagged again
     goes_on = (st.streak[rows] > 0) & (st.skipped[rows] > 0)
     single = same & ((p_eff**k < sens.alpha / n_elig) | goes_on)
     lam = float(p[eligible].sum())
     # series that repeat together are not independent (a currency pegged to the euro repeats
-    # with the euro): the joint test needs a few of them
+    # with the euro): the joint test needs a few of them, and a narrow joint repeat with an
+    # anchor among them is explained by it (a broad one, or one without an anchor, is not)
     joint = poisson_tail(k_same, lam) if k_same >= sens.min_joint_series else 1.0
-    if joint < sens.alpha and 2 * k_same < n_elig:
-        # a coarse series (a rate given to 4 decimals) repeats honestly now and then, and the
-        # cross rates derived from it can repeat with it: a narrow joint repeat that includes
-        # one is explained by it (a broad one, or one without it, is not)
-        anchors = [
-            _repeat_chance(values[int(rows[i]), max(0, t - sens.training) : t])
-            for i in np.flatnonzero(same)
-        ]
-        if max(anchors) >= sens.joint_anchor:
-            joint = 1.0
+    if anchored and 2 * k_same < n_elig:
+        joint = 1.0
     flag = single | (same & (joint < sens.alpha))
     out: list[Finding] = []
     day = panel.days[t]
