@@ -114,6 +114,34 @@ class IdentityProvider:
         self.httpd.server_close()
 
 
+def served_copy(src: Path, dest: Path) -> tuple[Path, IdentityProvider, int]:
+    """A copy of workspace ``src`` at ``dest``, set up for ``splice serve`` on a free port with
+    a test identity provider: (workspace, provider, port)."""
+    import shutil
+
+    from splice.demo import relocate
+
+    shutil.copytree(src, dest, symlinks=True)
+    relocate(dest)
+    idp = IdentityProvider()
+    port = free_port()
+    with (dest / "splice.toml").open("a") as f:
+        f.write(serve_config(port, idp))
+    return dest, idp, port
+
+
+class Served:
+    """A running ``splice serve`` of a workspace: its URL, identity provider and API keys."""
+
+    def __init__(self, ws: Path, base: str, idp: IdentityProvider, keys: dict[str, str]):
+        self.ws, self.base, self.idp, self.keys = ws, base, idp, keys
+        self.audience = f"{base}/mcp"
+
+    def token(self, **kw: Any) -> str:
+        """A token of the identity provider for this server's /mcp."""
+        return self.idp.token(self.audience, **kw)
+
+
 def serve_config(port: int, idp: IdentityProvider | None) -> str:
     lines = ["", "[serve]", f"port = {port}", "housekeeping_seconds = 1"]
     if idp is not None:

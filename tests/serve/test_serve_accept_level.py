@@ -4,34 +4,25 @@ nothing written, and the owner accepts with her identity provider's token (recor
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 from tests.mcp_server.mcp_support import ToolFailed, call, stdio_session
 from tests.serve.serve_support import (
-    IdentityProvider,
-    free_port,
+    Served as ServedBase,
+)
+from tests.serve.serve_support import (
     http_session,
     make_key,
     running_server,
-    serve_config,
+    served_copy,
 )
 
-from splice.demo import relocate
 
-
-class Served:
-    def __init__(self, ws: Path, base: str, idp: IdentityProvider, keys: dict[str, str]):
-        self.ws, self.base, self.idp, self.keys = ws, base, idp, keys
-
-    def token(self, **kw: Any) -> str:
-        return self.idp.token(f"{self.base}/mcp", **kw)
-
+class Served(ServedBase):
     def written(self) -> tuple[int, int, str]:
         """(accepted levels, audit-log entries, INC-1's status)."""
         con = sqlite3.connect(self.ws / ".splice" / "state.db")
@@ -49,13 +40,9 @@ class Served:
 
 @pytest.fixture(scope="module")
 def served(stale_story: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    ws = tmp_path_factory.mktemp("accept") / "travel"
-    shutil.copytree(stale_story.build.workspace, ws, symlinks=True)
-    relocate(ws)
-    idp = IdentityProvider()
-    port = free_port()
-    with (ws / "splice.toml").open("a") as f:
-        f.write(serve_config(port, idp))
+    ws, idp, port = served_copy(
+        stale_story.build.workspace, tmp_path_factory.mktemp("accept") / "travel"
+    )
     keys = {
         "agent": make_key(ws, "ci-agent", "agent", "read,propose"),
         "lee": make_key(ws, "lee", "person", "read,propose,approve"),

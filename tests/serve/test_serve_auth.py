@@ -8,9 +8,7 @@ import base64
 import hashlib
 import hmac
 import json
-import shutil
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -21,27 +19,19 @@ from cryptography.hazmat.primitives import serialization
 from tests.mcp_server.mcp_support import ToolFailed, call
 from tests.serve.serve_support import (
     ISSUER,
-    IdentityProvider,
-    free_port,
     http_session,
     make_key,
     raw_post,
     running_server,
-    serve_config,
+    served_copy,
     splice,
 )
+from tests.serve.serve_support import (
+    Served as ServedBase,
+)
 
-from splice.demo import relocate
 
-
-class Served:
-    def __init__(self, ws: Path, base: str, idp: IdentityProvider, keys: dict[str, str]):
-        self.ws, self.base, self.idp, self.keys = ws, base, idp, keys
-        self.audience = f"{base}/mcp"
-
-    def token(self, **kw: Any) -> str:
-        return self.idp.token(self.audience, **kw)
-
+class Served(ServedBase):
     def written(self) -> tuple[int, int]:
         """(audit-log entries, proposals): what a refused caller must not change."""
         import sqlite3
@@ -60,14 +50,10 @@ class Served:
 def served(stale_story: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     from splice.demo.vendor import set_incident
 
-    ws = tmp_path_factory.mktemp("serve") / "travel"
-    shutil.copytree(stale_story.build.workspace, ws, symlinks=True)
-    relocate(ws)
+    ws, idp, port = served_copy(
+        stale_story.build.workspace, tmp_path_factory.mktemp("serve") / "travel"
+    )
     set_incident(ws, None)  # the vendor has fixed its feed: the repair can reload good rates
-    idp = IdentityProvider()
-    port = free_port()
-    with (ws / "splice.toml").open("a") as f:
-        f.write(serve_config(port, idp))
     keys = {
         "agent": make_key(ws, "ci-agent", "agent", "read,propose"),
         "sam": make_key(ws, "sam", "person", "read,propose,approve"),

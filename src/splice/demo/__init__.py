@@ -4,8 +4,8 @@ The names below are imported lazily, so ``import splice.demo`` stays cheap and
 ``python -m splice.demo.vendor`` runs cleanly.
 
 >>> from splice.demo import build_demo, set_incident, INCIDENTS
->>> sorted(INCIDENTS)
-['stale-rates']
+>>> sorted(INCIDENTS)[:4]
+['friday-freeze', 'frozen-some', 'inverted-rate', 'late-honest']
 """
 
 from __future__ import annotations

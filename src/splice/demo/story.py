@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -111,7 +111,14 @@ def tell_stale_rates(
     )
 
 
-def _record_clock(workspace: Path, rates: Any) -> None:
+def _record_clock(
+    workspace: Path,
+    rates: Any,
+    *,
+    incident: str = "stale-rates",
+    freeze_from: date = FREEZE_FROM,
+    clean_through: date = CLEAN_THROUGH,
+) -> None:
     """The demo record now says the quarter is loaded and the clock is 2026-10-01."""
     import json
 
@@ -123,10 +130,10 @@ def _record_clock(workspace: Path, rates: Any) -> None:
         {
             "end": Q3_END.isoformat(),
             "execution_time": EXECUTION_TIME.isoformat(),
-            "incident": "stale-rates",
+            "incident": incident,
             "story": {
-                "clean_through": CLEAN_THROUGH.isoformat(),
-                "freeze_from": FREEZE_FROM.isoformat(),
+                "clean_through": clean_through.isoformat(),
+                "freeze_from": freeze_from.isoformat(),
             },  # fmt: skip
         }
     )
@@ -171,3 +178,60 @@ def tell_repair(
         say(f"Applying {p.proposal_id}: reload, restatement, dbt rebuild")
         applied = api.apply(ws, p.proposal_id, principal=owner, progress=say)
     return RepairStory(p, applied)
+
+
+#: The Friday story: clean through Thursday, the vendor frozen on Friday 2026-09-25.
+FRIDAY = date(2026, 9, 25)
+
+
+@dataclass
+class FridayStory:
+    workspace: Path
+    run: Any  # RunReport of production running on from Friday
+    watch: Any  # WatchResult of the watch that found it
+
+
+def tell_friday_freeze(
+    directory: Path,
+    *,
+    before_run: Callable[[Path], None] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> FridayStory:
+    """Build through Thursday 2026-09-24, baseline, let the vendor re-serve Thursday's rates
+    for Friday (``friday-freeze``), run on to the quarter's end and watch.
+
+    Friday's bad rate converts Friday's, Saturday's and Sunday's bookings (the as-of join takes
+    the latest business-day rate) and every later day of the quarter-to-date running total.
+    ``before_run(workspace)`` may change the raw data the production run reads (the run may
+    then fail, as a blocking audit makes it)."""
+    from splice import api
+    from splice.demo.bookings import load_bookings
+    from splice.demo.build import build_demo
+    from splice.demo.ingest import ingest_fx_rates
+    from splice.demo.layout import Q3_END
+    from splice.demo.vendor import set_incident
+
+    say = progress or (lambda _m: None)
+    built = build_demo(directory, through=FRIDAY - timedelta(days=1), progress=progress)
+    ws_dir = built.workspace
+    with api.open_workspace(ws_dir) as ws:
+        say("Baselining every metric and monitor (splice watch --backfill)")
+        api.watch(ws, backfill=True)
+    say(f"Friday {FRIDAY}: the rates vendor re-serves Thursday's rates; production runs on")
+    set_incident(ws_dir, "friday-freeze")
+    rates = ingest_fx_rates(ws_dir, FRIDAY, Q3_END)
+    load_bookings(ws_dir, FRIDAY, Q3_END)
+    _record_clock(ws_dir, rates, incident="friday-freeze", freeze_from=FRIDAY,
+                  clean_through=FRIDAY - timedelta(days=1))  # fmt: skip
+    if before_run is not None:
+        before_run(ws_dir)
+    with api.open_workspace(ws_dir) as ws:
+        report = api.run(ws, execution_time=EXECUTION_TIME)
+        if not report.ok and before_run is None:
+            raise DemoError(
+                f"the Friday story's production run {report.run_id} did not succeed: "
+                f"{report.summary()}",
+                fix=f"splice runs show {report.run_id}; the tools' output is in {ws.log_path}",
+            )
+        found = api.watch(ws)
+    return FridayStory(ws_dir, report, found)
