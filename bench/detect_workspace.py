@@ -178,19 +178,29 @@ def _profile(ws_dir: Path, rels: dict[str, tuple[str, str | None, list[str]]]) -
                     f'SELECT "{tc}"::DATE, COUNT(*){sums} FROM {rel} GROUP BY 1'
                 ).fetchall()
                 out[node] = {r[0].isoformat(): tuple(r[1:]) for r in rows}
-            else:
-                row = con.execute(f"SELECT COUNT(*){sums} FROM {rel}").fetchone()
-                out[node] = {"*": tuple(row or ())}
+            else:  # no date column: its rows themselves (sums over the table can cancel out)
+                rows = con.execute(f"SELECT * FROM {rel} ORDER BY ALL").fetchall()
+                out[node] = {"*": tuple(tuple(_norm(v) for v in r) for r in rows)}
     finally:
         con.close()
     return out
+
+
+def _norm(v: Any) -> Any:
+    """A cell as compared: numbers to 10 significant digits, the rest as text."""
+    if isinstance(v, bool) or v is None:
+        return v
+    try:
+        return float(f"{float(v):.10g}")
+    except (TypeError, ValueError):
+        return str(v)
 
 
 def _same(a: tuple[Any, ...] | None, b: tuple[Any, ...] | None) -> bool:
     if a is None or b is None or len(a) != len(b):
         return a == b
     for x, y in zip(a, b, strict=True):
-        if x is None or y is None:
+        if isinstance(x, tuple) or isinstance(y, tuple) or x is None or y is None:
             if x != y:
                 return False
         elif abs(float(x) - float(y)) > 1e-6 * max(1.0, abs(float(x)), abs(float(y))):
