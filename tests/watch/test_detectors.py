@@ -287,3 +287,27 @@ def test_a_count_that_moves_by_one_in_thirty_is_no_alarm_but_a_third_is() -> Non
     assert [(d, det) for d, det, _ in _found(_panel(v, "distinct"))] == [
         (_days(120)[110], "distinct_change")
     ]
+
+
+def test_a_repeat_left_unflagged_does_not_make_the_next_one_ordinary() -> None:
+    # 29 rates given to 4 decimals (each repeats honestly now and then, so three of them
+    # repeating together on one day is no alarm); on the second day of the freeze the three are
+    # judged against their history before the run, not against their own first repeat
+    rng = np.random.default_rng(21)
+    cal = publishing_calendar("ECB")
+    days = _days(200)
+    v = np.full((29, 200), np.nan)
+    level = np.full(29, 2.0)
+    for j, d in enumerate(days):
+        if cal.is_publishing(d):
+            level = level * np.exp(rng.normal(0, 0.005, 29))
+            v[:, j] = np.round(level, 4)
+    cols = np.flatnonzero(np.isfinite(v[0]))
+    quiet = [r for r in range(29) if (np.diff(v[r, cols]) == 0).sum() == 0][:3]
+    assert len(quiet) == 3
+    for r in quiet:
+        v[r, cols[-3:]] = v[r, cols[-4]]
+    found = _found(_panel(v, "value", new_from=int(cols[-3])))
+    assert sorted(found) == sorted(
+        (days[int(c)], "stopped_moving", r) for r in quiet for c in cols[-2:]
+    )
