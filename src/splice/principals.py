@@ -38,6 +38,15 @@ from splice.names import name_key, normalise_name
 SCOPES = ("read", "propose", "approve")
 KINDS = ("person", "agent")
 AUTH_METHODS = ("os-user", "cli-as", "api-key", "oauth", "stdio", "system")
+#: How a principal was authenticated, in words (resolutions, receipts, the page).
+AUTH_WORDS = {
+    "api-key": "signed in with an API key",
+    "oauth": "signed in through the identity provider",
+    "cli-as": "named with --as on the command line, not authenticated",
+    "os-user": "the operating-system user on the command line",
+    "stdio": "a local MCP client",
+    "system": "Splice itself",
+}
 
 
 def parse_scopes(raw: str | list[str] | tuple[str, ...] | frozenset[str] | None) -> frozenset[str]:

@@ -103,6 +103,17 @@ def format_number(v: Any) -> str:
     return fmt(v)
 
 
+def detector_words(detector: str) -> str:
+    """What a detector found, in the words of the diagnosis ("stopped moving", "jumped").
+
+    >>> detector_words("stopped_moving"), detector_words("something_new")
+    ('stopped moving', 'something_new')
+    """
+    from splice.watch.diagnosis import DETECTOR_WORDS
+
+    return DETECTOR_WORDS.get(detector, detector)
+
+
 # -- notifications (splice.notify) ----------------------------------------------------------------
 def notify_pending(ws: Workspace, *, now: float | None = None) -> Any:
     """Tell the ``[[notify]]`` channels what happened since the last call: queue the new events

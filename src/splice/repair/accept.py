@@ -37,21 +37,12 @@ from typing import Any
 
 from splice.errors import ApprovalError, InputError
 from splice.names import name_key, normalise_name
-from splice.principals import Principal
+from splice.principals import AUTH_WORDS, Principal
 
 #: The status of an incident whose every series' new level was accepted.
 ACCEPTED = "accepted"
 #: The audit-log kind of the decision.
 KIND = "accept-level"
-#: How a principal was authenticated, in words (for the resolution a reader sees).
-AUTH_WORDS = {
-    "api-key": "signed in with an API key",
-    "oauth": "signed in through the identity provider",
-    "cli-as": "named with --as on the command line, not authenticated",
-    "os-user": "the operating-system user on the command line",
-    "stdio": "a local MCP client",
-    "system": "Splice itself",
-}
 
 
 @dataclass(frozen=True)

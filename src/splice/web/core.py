@@ -22,7 +22,7 @@ import anyio.to_thread
 
 from splice import api
 from splice.errors import AccessError, NodeNotFoundError, SpliceError
-from splice.principals import Principal
+from splice.principals import AUTH_WORDS, Principal
 from splice.web.session import COOKIE, Sessions, csrf_ok, server_secret
 
 log = logging.getLogger("splice.web")
@@ -71,6 +71,7 @@ class Web:
         env.globals["fmt"] = api.format_number
         env.filters["when"] = _when
         env.globals["methods"] = serve.auth.methods()
+        env.globals["auth_words"] = AUTH_WORDS
 
     # -- sessions ---------------------------------------------------------------------------
     def session(self, request: Any) -> dict[str, Any] | None:

@@ -12,19 +12,6 @@ from splice.errors import AccessError, ApprovalError
 from splice.web import svg
 from splice.web.core import Ctx, PageError, Redirect, Web
 
-DETECTOR_WORDS = {
-    "stopped_moving": "stopped moving",
-    "spike": "spiked",
-    "level_shift": "shifted level",
-    "jump": "jumped",
-    "volume_drop": "lost rows",
-    "volume_jump": "gained rows",
-    "missing": "missed intervals",
-    "null_rate_rise": "gained nulls",
-    "duplicates": "gained duplicates",
-    "distinct_change": "changed its distinct values",
-}
-
 
 def incident_list(ctx: Ctx) -> tuple[str, dict[str, Any]]:
     rows = [i.as_dict(with_diagnosis=False) for i in api.list_incidents(ctx.ws, status=None)]
@@ -57,7 +44,7 @@ def incident_page(ctx: Ctx) -> tuple[str, dict[str, Any]]:
     charts = api.incident_charts(ctx.ws, data["id"])
     for i, c in enumerate(charts, 1):
         c["svg"] = svg.metric_chart(c, uid=f"chart-{i}")
-        c["words"] = [DETECTOR_WORDS.get(x, x) for x in c["detectors"]]
+        c["words"] = [api.detector_words(x) for x in c["detectors"]]
     charted = {c["metric"] for c in charts}
     uncharted = list(dict.fromkeys(
         e["metric"] for e in d.get("evidence") or [] if e["metric"] not in charted
