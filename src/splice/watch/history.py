@@ -142,12 +142,19 @@ def point_arrays(
 
 
 def anomaly_cells(
-    conn: sqlite3.Connection, series_ids: list[int], since: date | None = None
+    conn: sqlite3.Connection,
+    series_ids: list[int],
+    since: date | None = None,
+    accepted: dict[int, tuple[date, float]] | None = None,
 ) -> set[tuple[int, date]]:
     """(series id, interval) of stored anomalies that stay out of training windows: not those
     of a series from its accepted level's start on that were found before the acceptance
-    (they are its new normal; anomalies found after it are new faults)."""
-    accepted = _accepted(conn, series_ids)
+    (they are its new normal; anomalies found after it are new faults).  ``accepted``: the
+    series' accepted levels when the caller has read them (:func:`levels.accepted_levels`)."""
+    from splice.watch.levels import accepted_levels
+
+    if accepted is None:
+        accepted = accepted_levels(conn, series_ids)
     out: set[tuple[int, date]] = set()
     for i in range(0, len(series_ids), 500):
         chunk = series_ids[i : i + 500]
@@ -165,20 +172,6 @@ def anomaly_cells(
             acc = accepted.get(int(sid))
             if acc is None or day < acc[0] or found_at > acc[1]:
                 out.add((int(sid), day))
-    return out
-
-
-def _accepted(conn: sqlite3.Connection, series_ids: list[int]) -> dict[int, tuple[date, float]]:
-    """series id -> (start, time) of its latest accepted level."""
-    out: dict[int, tuple[date, float]] = {}
-    for i in range(0, len(series_ids), 500):
-        chunk = series_ids[i : i + 500]
-        q = (
-            "SELECT series_id, MAX(since), accepted_at FROM watch_levels WHERE how = 'accepted' "
-            f"AND series_id IN ({','.join('?' * len(chunk))}) GROUP BY series_id"
-        )
-        for sid, since, at in conn.execute(q, chunk):
-            out[int(sid)] = (date.fromisoformat(since), float(at))
     return out
 
 
@@ -200,11 +193,17 @@ class OpenFault:
     direction: str
 
 
-def open_faults(conn: sqlite3.Connection, series_ids: list[int]) -> dict[int, OpenFault]:
+def open_faults(
+    conn: sqlite3.Connection,
+    series_ids: list[int],
+    accepted: dict[int, date] | None = None,
+) -> dict[int, OpenFault]:
     """series id -> its latest anomaly's fault (``data.since``, else its own interval), for
     series whose fault was not accepted as a new level (the detectors decide whether it is
-    still open: the series' latest judged point was anomalous)."""
-    accepted = level_starts(conn, series_ids)
+    still open: the series' latest judged point was anomalous).  ``accepted``: the series'
+    level starts when the caller has read them (:func:`level_starts`)."""
+    if accepted is None:
+        accepted = level_starts(conn, series_ids)
     out: dict[int, OpenFault] = {}
     for i in range(0, len(series_ids), 500):
         chunk = series_ids[i : i + 500]

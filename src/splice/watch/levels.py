@@ -33,20 +33,28 @@ from typing import Any
 HOWS = ("accepted", "repair")
 
 
-def accepted_starts(conn: sqlite3.Connection, series_ids: list[int]) -> dict[int, date]:
-    """series id -> the start of its latest accepted level (series without one left out)."""
-    out: dict[int, date] = {}
+def accepted_levels(
+    conn: sqlite3.Connection, series_ids: list[int]
+) -> dict[int, tuple[date, float]]:
+    """series id -> (start, time accepted) of its latest accepted level (series without one
+    left out)."""
+    out: dict[int, tuple[date, float]] = {}
     for i in range(0, len(series_ids), 500):
         chunk = series_ids[i : i + 500]
         q = (
-            "SELECT series_id, MAX(since) FROM watch_levels "
+            "SELECT series_id, MAX(since), accepted_at FROM watch_levels "
             f"WHERE how = 'accepted' AND series_id IN ({','.join('?' * len(chunk))}) "
             "GROUP BY series_id"
         )
-        for sid, since in conn.execute(q, chunk):
+        for sid, since, at in conn.execute(q, chunk):
             if since:
-                out[int(sid)] = date.fromisoformat(since)
+                out[int(sid)] = (date.fromisoformat(since), float(at))
     return out
+
+
+def accepted_starts(conn: sqlite3.Connection, series_ids: list[int]) -> dict[int, date]:
+    """series id -> the start of its latest accepted level (series without one left out)."""
+    return {sid: since for sid, (since, _) in accepted_levels(conn, series_ids).items()}
 
 
 def record_levels(

@@ -585,8 +585,12 @@ class _SpecPlan:
 def _plan_spec(
     ws: Any, job: _Job, conn: Any, ref_end: date | None, row: hist.MetricRow | None
 ) -> _SpecPlan:
+    from splice.watch.levels import accepted_levels
+
     ids = [s.series_id for s in job.stored]
-    faults = hist.open_faults(conn, ids) if ids else {}
+    accepted = accepted_levels(conn, ids) if ids else {}  # read once for the three uses below
+    starts = {sid: since for sid, (since, _) in accepted.items()}
+    faults = hist.open_faults(conn, ids, starts) if ids else {}
     if faults and job.history_since is not None:
         # a fault that lasts is judged against the level before it: load from its first
         # interval back one training window (and the margin the walk needs)
@@ -597,10 +601,9 @@ def _plan_spec(
             job.history_since = reach
     empty = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
     stored = hist.point_arrays(conn, ids, job.history_since) if ids else empty
-    prior = hist.anomaly_cells(conn, ids, job.history_since) if ids else set()
+    prior = hist.anomaly_cells(conn, ids, job.history_since, accepted) if ids else set()
     plan = _SpecPlan(ws, job, stored, prior, ref_end, row)
     if ids:
-        starts = hist.level_starts(conn, ids)
         by_id = {i: key for key, i in plan.stored_ids.items()}
         plan.level_starts = {by_id[sid]: d for sid, d in starts.items() if sid in by_id}
         plan.faults = {by_id[sid]: f for sid, f in faults.items() if sid in by_id}
