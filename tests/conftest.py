@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.pg_support import pg_server, pg_url  # noqa: F401  (fixtures)
 
 from splice.demo import DemoResult, build_demo, relocate
 

@@ -23,6 +23,7 @@ from pydantic import (
     Field,
     ValidationError,
     field_validator,
+    model_validator,
 )
 
 from splice.config_notify import NotifySection
@@ -46,15 +47,76 @@ class WorkspaceSection(_Strict):
 
 
 class WarehouseSection(_Strict):
-    type: Literal["duckdb"] = "duckdb"
+    """``[warehouse]``: where the projects write. DuckDB (a file, the default) or PostgreSQL
+    (a server: ``url``, or ``host``/``port``/``user``/``database``, the password always from the
+    environment variable named by ``password_env``; or ``local``, a data directory in the
+    workspace whose server Splice starts itself).
+
+    >>> w = WarehouseSection(type="postgres", url="postgresql://me@db:5433/wh")
+    >>> (w.dialect, w.pg_fields()["port"], w.pg_fields()["database"])
+    ('postgres', 5433, 'wh')
+    """
+
+    type: Literal["duckdb", "postgres"] = "duckdb"
     path: str = "warehouse.duckdb"
-    dialect: str = "duckdb"
+    dialect: str = ""
+    # PostgreSQL
+    url: str | None = None
+    host: str | None = None
+    port: int | None = None
+    user: str | None = None
+    database: str | None = None
+    password_env: str | None = None
+    local: str | None = None  # a data directory (relative to the workspace) Splice starts
+
+    @model_validator(mode="after")
+    def _by_type(self) -> WarehouseSection:
+        if not self.dialect:
+            self.dialect = "postgres" if self.type == "postgres" else "duckdb"
+        pg_keys = [k for k in ("url", "host", "port", "user", "database", "password_env",
+                               "local") if getattr(self, k) is not None]  # fmt: skip
+        if self.type == "duckdb" and pg_keys:
+            raise ValueError(
+                f'{", ".join(pg_keys)} belong to a PostgreSQL warehouse: set type = "postgres" '
+                "or remove them"
+            )
+        if self.type == "postgres":
+            if self.url and self.url.split("://", 1)[0].split("+", 1)[0] not in (
+                "postgresql", "postgres"):  # fmt: skip
+                raise ValueError(f"url {self.url!r} is not a postgresql:// URL")
+            if self.url and (self.host or self.port or self.user or self.database):
+                raise ValueError("give either url or host/port/user/database, not both")
+            if not (self.url or self.host or self.local):
+                raise ValueError("a PostgreSQL warehouse needs url, host or local")
+        return self
+
+    def pg_fields(self) -> dict[str, Any]:
+        """host, port, user, database of a PostgreSQL warehouse (from ``url`` or the fields;
+        the password is not among them: see :func:`splice.warehouse.pg_conninfo`)."""
+        if self.url:
+            from urllib.parse import unquote, urlsplit
+
+            u = urlsplit(self.url)
+            return {
+                "host": u.hostname or "127.0.0.1",
+                "port": u.port or 5432,
+                "user": unquote(u.username) if u.username else None,
+                "database": (u.path or "/").lstrip("/") or None,
+                "url_password": unquote(u.password) if u.password else None,
+            }
+        return {
+            "host": self.host or "127.0.0.1",
+            "port": self.port or 5432,
+            "user": self.user,
+            "database": self.database,
+            "url_password": None,
+        }
 
     @field_validator("dialect")
     @classmethod
     def _known_dialect(cls, v: str) -> str:
         """A dialect sqlglot knows (imported only when it is not the default)."""
-        if v == "duckdb":
+        if v in ("duckdb", "postgres", ""):
             return v
         from sqlglot.dialects.dialect import Dialect
 

@@ -56,9 +56,7 @@ class Workspace:
             )
         self.dialect = config.warehouse.dialect
         self.default_catalog = (
-            normalise_identifier(Path(config.warehouse.path).stem, self.dialect)
-            if self.has_config
-            else None
+            normalise_identifier(self._catalog_name(), self.dialect) if self.has_config else None
         )
         self._providers: dict[str, Any] = {}
         self._graph: Graph | None = None
@@ -73,6 +71,14 @@ class Workspace:
         )
         self.graph_key: str | None = None
         self.graph_cached = False  # True when graph() came from the cache
+
+    def _catalog_name(self) -> str:
+        """The catalog relations live in: DuckDB names it after the file's stem, PostgreSQL
+        is the database connected to."""
+        wh = self.config.warehouse
+        if wh.type == "postgres":
+            return str(wh.pg_fields()["database"] or "postgres")
+        return Path(wh.path).stem
 
     @classmethod
     def open(
