@@ -1,0 +1,271 @@
+"""Benchmark: the same work on DuckDB and on PostgreSQL, in one run, on the same generated data.
+
+    python bench/warehouses.py                 # everything, a throwaway local PostgreSQL
+    python bench/warehouses.py --quick         # 2,000 series instead of 10,000; one repeat
+    python bench/warehouses.py --pg-url URL    # a PostgreSQL server of yours (a new database
+                                               # is made on it and dropped at the end)
+    python bench/warehouses.py --json
+
+What it measures:
+
+1. ``splice watch`` over one declared metric with 10,000 series (365 days of history each: the
+   rows are generated once by DuckDB, written to CSV and loaded into both warehouses, so both
+   hold the same 3.6 million rows): the first watch (the whole history, judged walk-forward)
+   and the next day's (one new interval per series), split into measure / history / detect /
+   write as ``splice watch`` times them;
+2. the demo story's repair (``splice.demo.story.tell_stale_rates`` on each warehouse, then
+   propose, approve and apply the proposal: undo capture, reload, restatement, rebuild,
+   verification), the apply's time and its steps;
+3. ``splice run`` against the tools by hand on PostgreSQL: the built demo with the next day due,
+   ``sqlmesh run`` + ``dbt build`` by hand (subprocess CLIs) against ``splice run`` (subprocess
+   CLI), median of ``--repeat`` fresh databases; the target is at most 10% overhead, as on
+   DuckDB (bench/run.py).
+
+Wall times on a shared 2-core machine; the load average is printed with the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+N_DAYS = 365
+TARGET_OVERHEAD = 0.10
+
+
+@contextmanager
+def postgres(url: str | None) -> Iterator[Any]:
+    """A PostgreSQL server for the run: the one at ``url``, or a throwaway local one."""
+    from splice.pglocal import LocalPostgres
+
+    if url:
+        yield url
+        return
+    base = Path(tempfile.mkdtemp(prefix="splice-bench-pg-"))
+    base.chmod(0o755)
+    server = LocalPostgres(base / "data").start()
+    try:
+        yield server.url("postgres")
+    finally:
+        server.stop()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def new_database(server_url: str, name: str) -> str:
+    """Create database ``name`` on the server (dropping an older one) and return its URL."""
+    import psycopg
+    from sqlglot import exp
+
+    ident = exp.to_identifier(name, quoted=True)
+    with psycopg.connect(server_url, autocommit=True) as con:
+        drop = exp.Drop(this=exp.Table(this=ident), kind="DATABASE", exists=True)
+        con.execute(drop.sql("postgres").encode())
+        create = exp.Create(this=exp.Table(this=ident), kind="DATABASE")
+        con.execute(create.sql("postgres").encode())
+    head, _, _ = server_url.rpartition("/")
+    return f"{head}/{name}"
+
+
+# -- 1. splice watch over a 10,000-series metric ---------------------------------------------------
+def generate_events(csv: Path, n_series: int, n_days: int) -> None:
+    """The metric's rows (day, series, amount) for ``n_days - 1`` days, as CSV (seeded)."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("SELECT setseed(0.16)")
+    con.execute(
+        f"COPY (SELECT DATE '2025-01-01' + d.i::INTEGER AS day, 's' || s.i AS series, "
+        "round(1000 * (1 + 0.1 * sin(d.i / 58.0)) * (0.95 + 0.1 * random()), 4) AS amount "
+        f"FROM range({n_days - 1}) d(i), range({n_series}) s(i)) TO '{csv}' (HEADER false)"
+    )
+    con.close()
+
+
+def next_day_rows(n_series: int, n_days: int) -> list[tuple[str, str, float]]:
+    import random
+
+    rnd = random.Random(16)
+    from datetime import date, timedelta
+
+    day = (date(2025, 1, 1) + timedelta(days=n_days - 1)).isoformat()
+    return [(day, f"s{i}", round(1000 * (0.95 + 0.1 * rnd.random()), 4)) for i in range(n_series)]
+
+
+def _toml(warehouse: str) -> str:
+    return (
+        f'[workspace]\nname = "bench"\n[warehouse]\n{warehouse}\n'
+        "[watch]\ndefault_monitors = false\n"
+        '[[metrics]]\nname = "amount"\nnode = "bench:source:events"\ntime = "day"\n'
+        'value = "sum(amount)"\ndimensions = ["series"]\n'
+    )
+
+
+def load_duckdb(root: Path, csv: Path) -> float:
+    import duckdb
+
+    (root / "splice.toml").write_text(_toml('path = "bench.duckdb"'))
+    t0 = time.perf_counter()
+    con = duckdb.connect(str(root / "bench.duckdb"))
+    con.execute("CREATE SCHEMA raw")
+    con.execute("CREATE TABLE raw.events (day DATE, series TEXT, amount DOUBLE PRECISION)")
+    con.execute(f"COPY raw.events FROM '{csv}' (HEADER false)")
+    con.close()
+    return time.perf_counter() - t0
+
+
+def load_postgres(root: Path, url: str, csv: Path) -> float:
+    import psycopg
+
+    (root / "splice.toml").write_text(_toml(f'type = "postgres"\nurl = "{url}"'))
+    t0 = time.perf_counter()
+    with psycopg.connect(url, autocommit=True) as con:
+        con.execute("CREATE SCHEMA raw")
+        con.execute("CREATE TABLE raw.events (day DATE, series TEXT, amount DOUBLE PRECISION)")
+        with (
+            con.cursor().copy("COPY raw.events FROM STDIN WITH (FORMAT csv)") as cp,
+            csv.open("rb") as f,
+        ):
+            while chunk := f.read(1 << 20):
+                cp.write(chunk)
+        con.execute("ANALYZE raw.events")
+    return time.perf_counter() - t0
+
+
+def add_next_day(
+    kind: str, root: Path, url: str | None, rows: list[tuple[str, str, float]]
+) -> None:
+    if kind == "duckdb":
+        import duckdb
+
+        con = duckdb.connect(str(root / "bench.duckdb"))
+        con.executemany("INSERT INTO raw.events VALUES (CAST(? AS DATE), ?, ?)", rows)
+        con.close()
+        return
+    import psycopg
+
+    assert url
+    with psycopg.connect(url, autocommit=True) as con, con.cursor() as cur:
+        cur.executemany("INSERT INTO raw.events VALUES (%s::date, %s, %s)", rows)
+
+
+def _events_graph() -> Any:
+    from splice.graph.model import Graph, Node, Relation
+
+    g = Graph()
+    g.add_node(
+        Node(
+            id="bench:source:events",
+            project="bench",
+            name="source:events",
+            kind="source",
+            tool="declared",
+            writes=Relation("bench", "raw", "events"),
+            columns={"day": "DATE", "series": "TEXT", "amount": "DOUBLE"},
+        )
+    )
+    return g
+
+
+def watch_once(root: Path) -> tuple[float, Any]:
+    from splice.watch.service import watch
+    from splice.workspace import Workspace
+
+    with Workspace.open(root) as ws:
+        g = _events_graph()
+        # the declared source's relation lives in the workspace's catalog
+        node = g.nodes["bench:source:events"]
+        node.writes = type(node.writes)(ws.default_catalog, "raw", "events")
+        ws._graph = g
+        t0 = time.perf_counter()
+        result = watch(ws)
+        return time.perf_counter() - t0, result
+
+
+def watch_bench(server_url: str, n_series: int) -> dict[str, Any]:
+    out: dict[str, Any] = {"series": n_series, "days": N_DAYS}
+    with tempfile.TemporaryDirectory() as tmp:
+        csv = Path(tmp) / "events.csv"
+        generate_events(csv, n_series, N_DAYS)
+        rows = next_day_rows(n_series, N_DAYS)
+        for kind in ("duckdb", "postgres"):
+            root = Path(tmp) / kind
+            root.mkdir()
+            url = new_database(server_url, "splice_bench_watch") if kind == "postgres" else None
+            load = (
+                load_duckdb(root, csv) if kind == "duckdb" else load_postgres(root, url or "", csv)
+            )
+            first_s, first = watch_once(root)
+            add_next_day(kind, root, url, rows)
+            next_s, nxt = watch_once(root)
+            out[kind] = {
+                "load": load,
+                "first watch": first_s,
+                "first watch: points": first.points,
+                "first watch: anomalies": len(first.anomalies),
+                "next watch": next_s,
+                "next day: points": nxt.points,
+                "next day: anomalies": len(nxt.anomalies),
+                **{f"next day: {k}": v for k, v in nxt.timings.items()},
+            }
+    return out
+
+
+def _fmt_watch(w: dict[str, Any]) -> list[str]:
+    lines = [f"1. splice watch, one metric x {w['series']:,} series x {w['days']} days"]
+    head = f"   {'':10} {'load':>7} {'first watch':>12} {'next watch':>11}  next day split"
+    lines.append(head)
+    for kind in ("duckdb", "postgres"):
+        r = w[kind]
+        split = " + ".join(
+            f"{k.split(': ', 1)[1]} {v:.2f}"
+            for k, v in r.items()
+            if k.startswith("next day: ") and k not in ("next day: points", "next day: anomalies")
+        )
+        lines.append(
+            f"   {kind:10} {r['load']:6.1f}s {r['first watch']:11.1f}s {r['next watch']:10.2f}s  "
+            f"{split}  ({r['next day: points']:,} points, {r['next day: anomalies']} anomalies)"
+        )
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--pg-url", help="a PostgreSQL server (URL of any database on it)")
+    ap.add_argument("--quick", action="store_true", help="2,000 series, one repeat")
+    ap.add_argument("--repeat", type=int, default=3, help="fresh databases per run figure")
+    ap.add_argument("--only", help="comma-separated parts: watch,repair,run")
+    ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = ap.parse_args(argv)
+    parts = set((args.only or "watch,repair,run").split(","))
+    n_series = 2_000 if args.quick else 10_000
+    report: dict[str, Any] = {"load_average": os.getloadavg()}
+    t0 = time.perf_counter()
+    with postgres(args.pg_url) as server_url:
+        if "watch" in parts:
+            report["watch"] = watch_bench(server_url, n_series)
+    report["seconds"] = time.perf_counter() - t0
+    if args.json:
+        print(json.dumps(report, indent=2, default=str))
+        return 0
+    print("Warehouses benchmark: DuckDB and PostgreSQL, same data, one run")
+    print(f"(load average {', '.join(f'{x:.2f}' for x in report['load_average'])})\n")
+    if "watch" in report:
+        print("\n".join(_fmt_watch(report["watch"])))
+    print(f"\ntotal {report['seconds']:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
