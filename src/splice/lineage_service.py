@@ -164,13 +164,13 @@ def warehouse_columns(
     unchanged the warehouse is not opened at all, and while another process holds its lock (a
     run writing it) the last columns read are used instead of failing. ``stamp_key``: the
     :func:`_warehouse_memo_key` the caller took already."""
+    if ws.config.warehouse.type == "postgres":
+        return _relations_of(ws, _pg_columns(ws))
     path = ws.warehouse_path
     if not path.exists() or ws.config.warehouse.type != "duckdb":
         return {}
     import duckdb
     from sqlglot import exp
-
-    from splice.graph.relations import relation_from_parts
 
     memo_key = stamp_key or _warehouse_memo_key(ws)
     stamp = memo_key[1]
@@ -213,15 +213,41 @@ def warehouse_columns(
                     WAREHOUSE_KIND,
                     {str(path): {"stamp": stamp, "rows": [list(map(str, r)) for r in rows]}},
                 )
-    out: dict[Relation, dict[str, str]] = {}
-    for cat, sch, tbl, col, typ in rows:
-        rel = relation_from_parts(cat, sch, tbl, dialect=ws.dialect)
-        out.setdefault(rel, {})[col.lower()] = str(typ)
+    out = _relations_of(ws, rows)
     with _WAREHOUSE_LOCK:  # a long-lived process (splice serve) reads it once per change
         if len(_WAREHOUSE_MEMO) >= 8:
             _WAREHOUSE_MEMO.pop(next(iter(_WAREHOUSE_MEMO)))
         _WAREHOUSE_MEMO[memo_key] = out
     return out
+
+
+def _relations_of(ws: Workspace, rows: list[Any]) -> dict[Relation, dict[str, str]]:
+    from splice.graph.relations import relation_from_parts
+
+    out: dict[Relation, dict[str, str]] = {}
+    for cat, sch, tbl, col, typ in rows:
+        rel = relation_from_parts(cat, sch, tbl, dialect=ws.dialect)
+        out.setdefault(rel, {})[col.lower()] = str(typ)
+    return out
+
+
+def _pg_columns(ws: Workspace) -> list[Any]:
+    """information_schema.columns of a PostgreSQL warehouse (its own schemas, not the
+    system's): read afresh each time, a server has no file stamp to remember it by."""
+    from sqlglot import exp
+
+    from splice.warehouse import connect
+
+    system = [exp.Literal.string(s) for s in ("pg_catalog", "information_schema")]
+    query = (
+        exp.select("table_catalog", "table_schema", "table_name", "column_name", "data_type")
+        .from_(exp.table_("columns", db="information_schema"))
+        .where(exp.not_(exp.column("table_schema").isin(*system)))
+        .order_by("table_catalog", "table_schema", "table_name", "ordinal_position")
+        .sql(dialect="postgres")
+    )
+    with connect(ws, "reading the warehouse's columns") as con:
+        return list(con.execute(query).fetchall())
 
 
 def _nest(schema: dict[Relation, dict[str, str]]) -> dict[str, Any]:

@@ -56,10 +56,30 @@ def count_query(relation: str, time_column: str | None, start: date | None, end:
     return _where(q, in_range(time_column, start, end)).sql(dialect=dialect)
 
 
-def checksum_select(source: exp.Expr, where: exp.Expr | None = None) -> exp.Select:
+def row_hash(dialect: str = "duckdb") -> exp.Expr:
+    """A 64-bit hash of the whole row :data:`ROW`, widened so that summing never overflows.
+
+    DuckDB hashes the row itself; PostgreSQL has no row hash, so the row's text form is hashed
+    (the first 64 bits of its MD5) and summed as NUMERIC.
+
+    >>> print(row_hash("postgres").sql("postgres"))
+    CAST(CAST(CAST('x' || SUBSTRING(MD5(CAST("_row" AS TEXT)) FROM 1 FOR 16) AS BIT(64)) AS BIGINT) AS DECIMAL)
+    """
+    row = exp.column(ROW, quoted=True)
+    if dialect != "postgres":
+        return exp.cast(exp.func("HASH", row), exp.DataType.build("INT128"))
+    md5 = exp.func("MD5", exp.cast(row, exp.DataType.build("TEXT")))
+    first16 = exp.Substring(this=md5, start=exp.Literal.number(1), length=exp.Literal.number(16))
+    bits = exp.cast(exp.DPipe(this=exp.Literal.string("x"), expression=first16),
+                    exp.DataType.build("BIT(64)", dialect="postgres"))  # fmt: skip
+    return exp.cast(exp.cast(bits, exp.DataType.build("BIGINT")), exp.DataType.build("NUMERIC"))
+
+
+def checksum_select(source: exp.Expr, where: exp.Expr | None = None,
+                    dialect: str = "duckdb") -> exp.Select:  # fmt: skip
     """Row count and an order-independent checksum (the sum of the rows' hashes) of
     ``source``, which must be aliased :data:`ROW`."""
-    h = exp.cast(exp.func("HASH", exp.column(ROW, quoted=True)), exp.DataType.build("INT128"))
+    h = row_hash(dialect)
     total = exp.func("COALESCE", exp.Sum(this=h), exp.Literal.number(0))
     q = exp.select(exp.Count(this=exp.Star()), exp.cast(total, exp.DataType.build("TEXT")))
     return _where(q.from_(source), where)
@@ -69,4 +89,4 @@ def checksum_query(relation: str, time_column: str | None, start: date | None, e
                    dialect: str) -> str:  # fmt: skip
     """:func:`checksum_select` of ``relation``'s rows in the range, as SQL."""
     source = table(relation, dialect, ROW)
-    return checksum_select(source, in_range(time_column, start, end)).sql(dialect=dialect)
+    return checksum_select(source, in_range(time_column, start, end), dialect).sql(dialect=dialect)

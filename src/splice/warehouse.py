@@ -149,3 +149,22 @@ def pg_connect(ws: Any, what: str, *, autocommit: bool = True) -> Iterator[Any]:
         yield con
     finally:
         con.close()
+
+
+def ensure_local_server(root: Any, wh: Any) -> None:
+    """Start the workspace's own PostgreSQL (``[warehouse] local``: a data directory in the
+    workspace) when it is not running; the tools and Splice then find it on ``port``."""
+    from pathlib import Path
+
+    from splice.pglocal import LocalPostgres
+
+    data = Path(root) / wh.local
+    if not (data / "PG_VERSION").exists():
+        raise WarehouseError(
+            f"[warehouse] local = {wh.local!r}: {data} holds no PostgreSQL data directory.",
+            fix="rebuild the workspace (splice demo DIR --warehouse postgres --force), or point "
+            "[warehouse] at a server (url)",
+        )
+    server = LocalPostgres(data, port=int(wh.port or 5432))
+    if not server.running:
+        server.start()

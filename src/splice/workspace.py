@@ -97,7 +97,12 @@ class Workspace:
                 f"workspace {root} does not exist.",
                 fix="pass --workspace DIR of an existing directory",
             )
-        return cls(root, load_config(root), target, new_state=new_state, use_cache=use_cache)
+        config = load_config(root)
+        if config.warehouse.local:
+            from splice.warehouse import ensure_local_server
+
+            ensure_local_server(root, config.warehouse)
+        return cls(root, config, target, new_state=new_state, use_cache=use_cache)
 
     def __enter__(self) -> Workspace:
         return self

@@ -148,10 +148,28 @@ def doctor_cmd(ctx: click.Context, as_json: bool, no_lineage: bool) -> None:
     help="Switch on a production incident in the vendor feed.",
 )
 @click.option("--force", is_flag=True, help="Replace DIRECTORY if it exists.")
+@click.option(
+    "--warehouse",
+    type=click.Choice(["duckdb", "postgres"]),
+    default="duckdb",
+    show_default=True,
+    help="Build on a DuckDB file, or on PostgreSQL.",
+)
+@click.option(
+    "--warehouse-url",
+    help="PostgreSQL: postgresql://USER[:PASSWORD]@HOST:PORT/DATABASE to build in (without it, "
+    "a throwaway local server Splice starts in DIRECTORY/.splice/postgres).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
 def demo_cmd(
-    ctx: click.Context, directory: Path, incident: str | None, force: bool, as_json: bool
+    ctx: click.Context,
+    directory: Path,
+    incident: str | None,
+    force: bool,
+    warehouse: str,
+    warehouse_url: str | None,
+    as_json: bool,
 ) -> None:
     """Write and build the travel-marketplace demo workspace in DIRECTORY.
 
@@ -159,32 +177,20 @@ def demo_cmd(
     Sunday 2026-09-27, the vendor freezes on Monday, production runs on (every audit passes),
     and splice watch opens the incident and prints its diagnosis.
     """
-    from splice.api import demo_tour
-    from splice.demo import build_demo
+    from splice.api import demo_tour, story_tour
+    from splice.demo.story import tell
 
-    if incident == "stale-rates":
-        from splice.api import story_tour
-        from splice.demo.story import tell_repair, tell_stale_rates
-
-        if as_json:
-            told = tell_stale_rates(directory, force=force)
-            fixed = tell_repair(told.build.workspace, told.incidents[0].incident_id)
-            emit_json({**told.as_dict(), "repair": fixed.as_dict()})
-            return
-        with console().status("Building the demo workspace...") as status:
-            story = tell_stale_rates(directory, force=force, progress=status.update)
-            fixed = tell_repair(
-                story.build.workspace, story.incidents[0].incident_id, progress=status.update
-            )
-        console().print(demo_tour(story.build))
-        console().print(story_tour(story, fixed))
-        return
     if as_json:
-        res = build_demo(directory, incident=incident, force=force)
-        emit_json(res.as_dict())
+        told, fixed = tell(directory, incident=incident, force=force, warehouse=warehouse,
+                           warehouse_url=warehouse_url)  # fmt: skip
+        out = told.as_dict()
+        emit_json({**out, "repair": fixed.as_dict()} if fixed is not None else out)
         return
     with console().status("Building the demo workspace...") as status:
-        res = build_demo(
-            directory, incident=incident, force=force, progress=lambda msg: status.update(msg)
-        )
-    console().print(demo_tour(res))
+        told, fixed = tell(directory, incident=incident, force=force, progress=status.update,
+                           warehouse=warehouse, warehouse_url=warehouse_url)  # fmt: skip
+    if fixed is None:
+        console().print(demo_tour(told))
+        return
+    console().print(demo_tour(told.build))
+    console().print(story_tour(told, fixed))

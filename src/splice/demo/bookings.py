@@ -30,7 +30,7 @@ import sys
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from splice.demo.ecb import CURRENCIES, rates_to_usd
 from splice.demo.layout import BOOKINGS_SEED, Q3_END, Q3_START, days_between, warehouse_path
@@ -138,7 +138,7 @@ CREATE TABLE IF NOT EXISTS raw.bookings (
     booked_at    TIMESTAMP NOT NULL,
     booking_date DATE NOT NULL,
     currency     TEXT NOT NULL,
-    amount       DOUBLE NOT NULL,
+    amount       DOUBLE PRECISION NOT NULL,
     channel      TEXT NOT NULL
 );
 ALTER TABLE raw.bookings ADD COLUMN IF NOT EXISTS _load_id TEXT;
@@ -200,6 +200,11 @@ def load_bookings(
     frame["booking_date"] = pd.to_datetime(frame["booking_date"])
     loaded_at = datetime.now(UTC).replace(tzinfo=None)
     load_id = f"{loaded_at:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
+    from splice.demo.pg import target_of
+
+    if target_of(workspace) is not None:
+        _load_postgres(workspace, frame, start, end, append, load_id, loaded_at)
+        return BookingsResult(start=start, end=end, rows=len(rows), load_id=load_id)
     con = duckdb.connect(str(warehouse_path(workspace)))
     try:
         con.execute(DDL)
@@ -217,6 +222,29 @@ def load_bookings(
     finally:
         con.close()
     return BookingsResult(start=start, end=end, rows=len(rows), load_id=load_id)
+
+
+def _load_postgres(workspace: Path, frame: Any, start: date, end: date, append: bool,
+                   load_id: str, loaded_at: datetime) -> None:  # fmt: skip
+    """The same load into a PostgreSQL warehouse, in one transaction (COPY of the rows)."""
+    from splice.demo.pg import connect
+
+    frame = frame.sort_values(["booked_at", "booking_id"])
+    with connect(workspace) as con:
+        for stmt in [s for s in DDL.split(";") if s.strip()]:
+            con.execute(stmt)
+        with con.transaction():
+            if not append:
+                con.execute(
+                    "DELETE FROM raw.bookings WHERE booking_date BETWEEN %s AND %s", (start, end)
+                )
+            with con.cursor().copy(
+                "COPY raw.bookings (booking_id, booked_at, booking_date, currency, amount, "
+                "channel, _load_id, _loaded_at) FROM STDIN"
+            ) as cp:
+                for r in frame.itertuples(index=False):
+                    cp.write_row((r.booking_id, r.booked_at, r.booking_date.date(), r.currency,
+                                  float(r.amount), r.channel, load_id, loaded_at))  # fmt: skip
 
 
 def main(argv: list[str] | None = None, *, workspace: Path | None = None) -> int:

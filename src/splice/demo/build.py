@@ -10,6 +10,7 @@ check the warehouse and record what was built in ``.splice/demo.json``.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from collections.abc import Callable, Iterator
@@ -25,7 +26,6 @@ from splice.demo.capture import ToolOutput
 from splice.demo.ecb import CURRENCIES
 from splice.demo.layout import (
     BOOKINGS_SEED,
-    CATALOG,
     CONFIG_FILE,
     FINANCE_DIR,
     LOG_FILE,
@@ -73,7 +73,7 @@ class DemoResult:
     """What :func:`build_demo` built."""
 
     workspace: Path
-    warehouse: Path
+    warehouse: Path | str  # the DuckDB file, or the PostgreSQL server (a URL without password)
     log_path: Path
     incident: str | None
     start: date
@@ -182,6 +182,10 @@ def relocate(workspace: Path) -> None:
     location and need nothing.)
     """
     workspace = Path(workspace).resolve()
+    from splice.demo.pg import target_of
+
+    if (workspace / CONFIG_FILE).exists() and target_of(workspace) is not None:
+        return  # a PostgreSQL demo's profile names a server, not a path: nothing moves
     if not (workspace / PROFILES).exists():
         raise ConfigError(
             f"{workspace} is not a demo workspace (no {PROFILES}).",
@@ -240,26 +244,39 @@ def _start_models_at(workspace: Path, start: date) -> None:
 def _check_warehouse(
     workspace: Path, through: date = Q3_END, start: date = Q3_START
 ) -> dict[str, int]:
-    import duckdb
+    from sqlglot import exp
 
-    con = duckdb.connect(str(warehouse_path(workspace)))
+    from splice.demo.pg import catalog_of, target_of
+    from splice.demo.pg import connect as pg_connect
+
+    postgres = target_of(workspace) is not None
+    catalog = catalog_of(workspace)
+    if postgres:
+        con = pg_connect(workspace)
+    else:
+        import duckdb
+
+        con = duckdb.connect(str(warehouse_path(workspace)))
     try:
 
-        def one(sql: str) -> int:
-            row = con.execute(sql).fetchone()
+        def one(table: str, what: str | None = None) -> int:
+            schema, name = table.split(".")
+            count = exp.Count(
+                this=exp.Distinct(expressions=[exp.column(what)]) if what else exp.Star()
+            )
+            q = exp.select(count).from_(exp.table_(name, db=schema, catalog=catalog))
+            row = con.execute(q.sql("postgres" if postgres else "duckdb")).fetchone()
             return int(row[0]) if row and row[0] is not None else 0
 
         counts = {
-            "currencies": one(f"SELECT COUNT(DISTINCT currency) FROM {CATALOG}.raw.fx_rates"),
-            "rate_days": one(f"SELECT COUNT(DISTINCT rate_date) FROM {CATALOG}.raw.fx_rates"),
-            "fx_rates": one(f"SELECT COUNT(*) FROM {CATALOG}.raw.fx_rates"),
-            "bookings": one(f"SELECT COUNT(*) FROM {CATALOG}.raw.bookings"),
-            "booking_days": one(f"SELECT COUNT(DISTINCT booking_date) FROM {CATALOG}.raw.bookings"),
-            "gmv_days": one(
-                f"SELECT COUNT(DISTINCT booking_date) FROM {CATALOG}.marts.agg_gmv_daily"
-            ),
-            "converted_bookings": one(f"SELECT COUNT(*) FROM {CATALOG}.marts.fct_bookings_usd"),
-            "qtd_days": one(f"SELECT COUNT(*) FROM {CATALOG}.finance.fct_gmv_qtd"),
+            "currencies": one("raw.fx_rates", "currency"),
+            "rate_days": one("raw.fx_rates", "rate_date"),
+            "fx_rates": one("raw.fx_rates"),
+            "bookings": one("raw.bookings"),
+            "booking_days": one("raw.bookings", "booking_date"),
+            "gmv_days": one("marts.agg_gmv_daily", "booking_date"),
+            "converted_bookings": one("marts.fct_bookings_usd"),
+            "qtd_days": one("finance.fct_gmv_qtd"),
         }
     finally:
         con.close()
@@ -281,6 +298,12 @@ def _check_warehouse(
 
 
 # -- the build -----------------------------------------------------------------------------
+def _pg_message(pg: Any) -> str:
+    if pg is None:
+        return "Starting a throwaway PostgreSQL in the workspace (.splice/postgres)"
+    return f"Pointing the projects at PostgreSQL {pg.host}:{pg.port}/{pg.database}"
+
+
 def build_demo(
     directory: Path,
     *,
@@ -289,8 +312,15 @@ def build_demo(
     progress: Callable[[str], None] | None = None,
     through: date = Q3_END,
     start: date = Q3_START,
+    warehouse: str = "duckdb",
+    warehouse_url: str | None = None,
 ) -> DemoResult:
     """Write the demo workspace into ``directory`` and build Q3 2026 in it.
+
+    ``warehouse="postgres"`` builds it on PostgreSQL: in the database ``warehouse_url`` names
+    (its password, if any, is handed to the tools through ``$SPLICE_DEMO_PG_PASSWORD``), or,
+    with no URL, on a throwaway server Splice starts in the workspace and stops when the
+    build is done (:mod:`splice.demo.pg`).
 
     ``incident="stale-rates"`` switches the vendor to re-serve Friday 2026-09-25's rates on
     2026-09-28 and 2026-09-29 before anything is loaded.  ``force`` replaces a demo workspace
@@ -303,6 +333,19 @@ def build_demo(
     """
     t0 = time.perf_counter()
     check_incident(incident)
+    if warehouse not in ("duckdb", "postgres"):
+        raise ConfigError(
+            f"--warehouse {warehouse!r} is not one the demo builds on.",
+            fix="pass --warehouse duckdb (the default) or --warehouse postgres",
+        )
+    if warehouse_url and warehouse != "postgres":
+        raise ConfigError(
+            "--warehouse-url names a PostgreSQL server, but the warehouse is DuckDB.",
+            fix="add --warehouse postgres, or drop --warehouse-url",
+        )
+    from splice.demo.pg import PgTarget
+
+    pg = PgTarget.from_url(warehouse_url) if warehouse_url else None
     workspace = Path(directory).expanduser().resolve()
     _prepare_directory(workspace, force)
     log_path = workspace / LOG_FILE
@@ -349,6 +392,16 @@ def build_demo(
             write_workspace(workspace, incident=incident)
             if start != Q3_START:
                 _start_models_at(workspace, start)
+        if warehouse == "postgres":
+            from splice.demo import pg as demo_pg
+
+            with step("postgres", _pg_message(pg)):
+                if pg is None:
+                    pg = demo_pg.start_local(workspace)
+                elif pg.password:
+                    os.environ[demo_pg.PASSWORD_ENV] = pg.password
+                demo_pg.write_configs(workspace, pg)
+                result.warehouse = f"postgresql://{pg.user}@{pg.host}:{pg.port}/{pg.database}"
         if incident:
             say(f"Incident {incident!r} is switched on at the vendor (vendor/vendor.json)")
 
@@ -397,4 +450,5 @@ def build_demo(
         }
         (workspace / RECORD_FILE).write_text(json.dumps(record, indent=2) + "\n")
         say(f"Built the demo in {result.elapsed_seconds:.1f} s")
+
     return result

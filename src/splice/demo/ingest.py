@@ -120,6 +120,18 @@ def _explain(exc: BaseException) -> DemoError:
     )
 
 
+def _destination(workspace: Path) -> Any:
+    """dlt's destination for the workspace's warehouse: its DuckDB file, or its PostgreSQL."""
+    import dlt
+
+    from splice.demo.pg import dlt_credentials, ensure_local, target_of
+
+    if target_of(workspace) is None:
+        return dlt.destinations.duckdb(str(warehouse_path(workspace)))
+    ensure_local(workspace)
+    return dlt.destinations.postgres(credentials=dlt_credentials(workspace))
+
+
 def ingest_fx_rates(
     workspace: Path,
     start: date,
@@ -153,7 +165,7 @@ def ingest_fx_rates(
         )
         pipeline = dlt.pipeline(
             pipeline_name=PIPELINE_NAME,
-            destination=dlt.destinations.duckdb(str(warehouse_path(workspace))),
+            destination=_destination(workspace),
             dataset_name=DATASET,
             pipelines_dir=str(workspace / PIPELINES_DIR),
         )

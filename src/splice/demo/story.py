@@ -55,9 +55,11 @@ def tell_stale_rates(
     force: bool = False,
     progress: Callable[[str], None] | None = None,
     start: date | None = None,
+    warehouse: str = "duckdb",
+    warehouse_url: str | None = None,
 ) -> StoryResult:
     """Build the clean quarter (from ``start``: a longer history), baseline it, let the
-    vendor freeze, run on, and watch."""
+    vendor freeze, run on, and watch (on DuckDB, or on PostgreSQL: see :func:`build_demo`)."""
     from splice import api
     from splice.demo.bookings import load_bookings
     from splice.demo.build import build_demo
@@ -73,6 +75,8 @@ def tell_stale_rates(
         progress=progress,
         through=CLEAN_THROUGH,
         start=start or Q3_START,
+        warehouse=warehouse,
+        warehouse_url=warehouse_url,
     )
     ws_dir = built.workspace
     with api.open_workspace(ws_dir) as ws:
@@ -235,3 +239,34 @@ def tell_friday_freeze(
             )
         found = api.watch(ws)
     return FridayStory(ws_dir, report, found)
+
+
+def tell(
+    directory: Path,
+    *,
+    incident: str | None = None,
+    force: bool = False,
+    progress: Callable[[str], None] | None = None,
+    warehouse: str = "duckdb",
+    warehouse_url: str | None = None,
+) -> tuple[Any, RepairStory | None]:
+    """What ``splice demo`` does: the build (no incident), or the whole stale-rates story and
+    its repair. A throwaway PostgreSQL Splice started for it is stopped at the end, whatever
+    happened (a later command that needs the warehouse starts it again)."""
+    from splice.demo.build import build_demo
+    from splice.demo.pg import stop_local
+
+    workspace = Path(directory).expanduser().resolve()
+    try:
+        if incident != "stale-rates":
+            built = build_demo(workspace, incident=incident, force=force, progress=progress,
+                               warehouse=warehouse, warehouse_url=warehouse_url)  # fmt: skip
+            return built, None
+        story = tell_stale_rates(workspace, force=force, progress=progress, warehouse=warehouse,
+                                 warehouse_url=warehouse_url)  # fmt: skip
+        fixed = tell_repair(story.build.workspace, story.incidents[0].incident_id,
+                            progress=progress)  # fmt: skip
+        return story, fixed
+    finally:
+        if warehouse == "postgres" and not warehouse_url and (workspace / "splice.toml").exists():
+            stop_local(workspace)

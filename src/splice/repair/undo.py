@@ -29,6 +29,7 @@ from sqlglot import exp
 from splice.errors import RepairError
 from splice.graph.relations import parse_relation
 from splice.principals import Principal
+from splice.repair import undo_pg
 from splice.repair.model import UndoEntry
 from splice.sqlrows import ROW, checksum_query, checksum_select, in_range, rows_query, table
 
@@ -64,7 +65,20 @@ def _parquet(path: str, columns: list[tuple[str, str]]) -> exp.Expr:
     )
 
 
+def _on_postgres(ws: Any) -> bool:
+    return bool(ws.config.warehouse.type == "postgres")
+
+
 def _typed_columns(con: Any, relation: str, dialect: str) -> list[tuple[str, str]]:
+    if dialect == "postgres":
+        found = undo_pg.typed_columns(con, relation)
+        if not found:
+            raise RepairError(
+                f"the relation {relation} does not exist in the warehouse, so its rows cannot "
+                "be saved for the undo.",
+                fix="build it first (splice run), then propose again",
+            )
+        return found
     rel = parse_relation(relation, dialect=dialect)
     q = exp.select("column_name", "data_type").from_(exp.table_("columns", db="information_schema"))
     conds = [exp.column("table_name").eq(exp.Literal.string(rel.name))]
@@ -104,29 +118,47 @@ def capture(ws: Any, proposal_id: str, targets: list[Target]) -> list[UndoEntry]
     folder = undo_dir(ws, proposal_id)
     folder.mkdir(parents=True, exist_ok=True)
     out: list[UndoEntry] = []
+    pg = _on_postgres(ws)
     with connect(ws, "the undo capture") as con:
         for i, (node_id, relation, time_col, start, end) in enumerate(targets):
             cols = _typed_columns(con, relation, ws.dialect)
-            path = folder / f"{i:02d}_{node_id.replace(':', '__').replace('/', '_')}.parquet"
-            con.execute(copy_out_sql(relation, time_col, start, end, str(path), ws.dialect))
-            rows, checksum = _sum(con, checksum_query(relation, time_col, start, end, ws.dialect))
+            suffix = undo_pg.SUFFIX if pg else ".parquet"
+            path = folder / f"{i:02d}_{node_id.replace(':', '__').replace('/', '_')}{suffix}"
+            checksum_sql = checksum_query(relation, time_col, start, end, ws.dialect)
+            if pg:
+                rows, checksum = undo_pg.capture_one(con, relation, time_col, start, end, path,
+                                                     checksum_sql)  # fmt: skip
+            else:
+                con.execute(copy_out_sql(relation, time_col, start, end, str(path), ws.dialect))
+                rows, checksum = _sum(con, checksum_sql)
             saved = path.relative_to(ws.root) if path.is_relative_to(ws.root) else path
             out.append(UndoEntry(node_id, relation, time_col, start, end, rows, checksum,
                                  str(saved), cols))  # fmt: skip
     return out
 
 
-def _file_checksum(con: Any, ws: Any, e: UndoEntry) -> tuple[int, str]:
+def _saved(con: Any, ws: Any, e: UndoEntry, index: int) -> exp.Expr:
+    """The saved rows of ``e`` as a source aliased :data:`ROW` (on PostgreSQL, loaded into a
+    temporary table: call inside the restore's transaction)."""
     path = _abs(ws, e.saved_to)
     if not path.exists():
         raise RepairError(
             f"the undo of {e.relation} is missing: {path} was deleted.",
             fix="the saved rows cannot be recovered; propose the repair again to take a new undo",
         )
-    return _sum(con, checksum_select(_parquet(str(path), e.columns), None).sql(dialect="duckdb"))
+    if _on_postgres(ws):
+        return undo_pg.load_saved(con, path, e.columns, index)
+    return _parquet(str(path), e.columns)
 
 
-def _restore_one(con: Any, ws: Any, e: UndoEntry) -> None:
+def _file_checksum(con: Any, ws: Any, e: UndoEntry, source: exp.Expr | None = None
+                   ) -> tuple[int, str]:  # fmt: skip
+    src = source if source is not None else _saved(con, ws, e, 0)
+    dialect = "postgres" if _on_postgres(ws) else "duckdb"
+    return _sum(con, checksum_select(src, None, dialect).sql(dialect=dialect))
+
+
+def _restore_one(con: Any, ws: Any, e: UndoEntry, saved: exp.Expr | None = None) -> None:
     where = in_range(e.time_column, e.start, e.end)
     target = table(e.relation, ws.dialect)
     delete = exp.Delete(this=target, where=exp.Where(this=where) if where is not None else None)
@@ -139,9 +171,8 @@ def _restore_one(con: Any, ws: Any, e: UndoEntry) -> None:
             "the saved rows cannot be put back.",
             fix="restore by hand from " + str(_abs(ws, e.saved_to)),
         )
-    rows = exp.select(*[exp.column(c, quoted=True) for c, _ in e.columns]).from_(
-        _parquet(str(_abs(ws, e.saved_to)), e.columns)
-    )
+    source = saved if saved is not None else _parquet(str(_abs(ws, e.saved_to)), e.columns)
+    rows = exp.select(*[exp.column(c, quoted=True) for c, _ in e.columns]).from_(source)
     insert = exp.insert(rows, target, columns=[c for c, _ in e.columns])  # type: ignore[arg-type]
     con.execute(insert.sql(dialect=ws.dialect))
 
@@ -161,20 +192,23 @@ def current_checksums(ws: Any, entries: list[UndoEntry]) -> list[str]:
 def _put_back(con: Any, ws: Any, entries: list[UndoEntry], *, keep: bool) -> list[str]:
     """Restore every entry in one transaction, each checked against its recorded checksum;
     commit when ``keep``, else roll back (a test).  Returns the checksums after."""
-    for e in entries:  # every saved file is there and intact before anything is deleted
-        got = _file_checksum(con, ws, e)
-        if got[1] != e.checksum:
-            raise RepairError(
-                f"the saved rows of {e.relation} do not match what was copied "
-                f"({got[0]} rows, checksum {got[1]}; expected {e.rows}, {e.checksum}); "
-                "nothing was restored.",
-                fix="propose again to take a new undo",
-            )
     con.execute("BEGIN TRANSACTION")
     try:
+        saved = []
+        for i, e in enumerate(entries):  # every saved file is there and intact first
+            source = _saved(con, ws, e, i)
+            got = _file_checksum(con, ws, e, source)
+            if got[1] != e.checksum:
+                raise RepairError(
+                    f"the saved rows of {e.relation} do not match what was copied "
+                    f"({got[0]} rows, checksum {got[1]}; expected {e.rows}, {e.checksum}); "
+                    "nothing was restored.",
+                    fix="propose again to take a new undo",
+                )
+            saved.append(source)
         after = []
-        for e in entries:
-            _restore_one(con, ws, e)
+        for e, source in zip(entries, saved, strict=True):
+            _restore_one(con, ws, e, source)
             got = _current(con, ws, e)
             if got[1] != e.checksum:
                 raise RepairError(

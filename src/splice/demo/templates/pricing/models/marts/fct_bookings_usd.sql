@@ -25,12 +25,14 @@ MODEL (
 );
 
 WITH rates AS (
-  /* rates from a week before the interval, so weekend bookings find Friday's rate */
+  /* rates from a week before the interval, so weekend bookings find Friday's rate; each rate
+     holds until the next business day's (one SQL for DuckDB and PostgreSQL: no ASOF join) */
   SELECT
     rate_date,
     currency,
     rate_to_usd,
-    as_of
+    as_of,
+    LEAD(rate_date) OVER (PARTITION BY currency ORDER BY rate_date) AS next_rate_date
   FROM fx.daily_rates
   WHERE
     rate_date BETWEEN @start_date - INTERVAL 7 DAY AND @end_date
@@ -48,7 +50,11 @@ SELECT
   /* money is DECIMAL so that sums are exact and the same on every build */
   CAST(b.amount * r.rate_to_usd AS DECIMAL(18, 4)) AS amount_usd
 FROM raw.bookings AS b
-ASOF LEFT JOIN rates AS r
-  ON b.currency = r.currency AND b.booking_date >= r.rate_date
+LEFT JOIN rates AS r
+  ON b.currency = r.currency
+  AND b.booking_date >= r.rate_date
+  AND (
+    r.next_rate_date IS NULL OR b.booking_date < r.next_rate_date
+  )
 WHERE
   b.booking_date BETWEEN @start_ds AND @end_ds
