@@ -66,13 +66,21 @@ def _foreign_models(ws: Workspace, g: Any) -> dict[str, dict[str, str]]:
 
 def _warehouse_checks(ws: Workspace, g: Any) -> list[Check]:
     from splice.config import CONFIG_FILE
+    from splice.graph.doctor_server import server_checks
     from splice.graph.doctor_warehouse import warehouse_checks
 
-    return warehouse_checks(
+    locations = warehouses(ws)
+    wh = ws.config.warehouse
+    postgres = wh.type == "postgres"
+    server = {k: v for k, v in wh.pg_fields().items() if k != "url_password"} if postgres else None
+    checks = warehouse_checks(
         g,
-        warehouses(ws),
+        locations,
         {p.name: (ws.root / p.path).resolve() for p in ws.config.projects},
-        workspace_warehouse=ws.warehouse_path if ws.has_config else None,
+        workspace_warehouse=ws.warehouse_path if ws.has_config and not postgres else None,
         workspace_file=str(ws.root / CONFIG_FILE),
         foreign_models=_foreign_models(ws, g),
     )
+    if ws.has_config:
+        checks += server_checks(locations, server, str(ws.root / CONFIG_FILE))
+    return checks

@@ -122,7 +122,9 @@ def test_a_restore_that_fails_midway_changes_nothing(
         con.execute("CREATE SCHEMA s")
         con.execute("CREATE TABLE s.a (d DATE, v NUMERIC(18,4))")
         con.execute("CREATE TABLE s.b (d DATE, v DOUBLE PRECISION)")
-        con.execute("INSERT INTO s.a SELECT DATE '2026-09-01' + i, i * 1.5 FROM generate_series(0, 9) i")
+        con.execute(
+            "INSERT INTO s.a SELECT DATE '2026-09-01' + i, i * 1.5 FROM generate_series(0, 9) i"
+        )
         con.execute("INSERT INTO s.b SELECT DATE '2026-09-01' + i, i FROM generate_series(0, 9) i")
     (tmp_path / "splice.toml").write_text(
         f'[workspace]\nname = "u"\n[warehouse]\ntype = "postgres"\nurl = "{url}"\n'

@@ -178,19 +178,20 @@ def demo_cmd(
     and splice watch opens the incident and prints its diagnosis.
     """
     from splice.api import demo_tour, story_tour
-    from splice.demo.story import tell
+    from splice.demo.story import tell, throwaway_server
 
-    if as_json:
-        told, fixed = tell(directory, incident=incident, force=force, warehouse=warehouse,
-                           warehouse_url=warehouse_url)  # fmt: skip
-        out = told.as_dict()
-        emit_json({**out, "repair": fixed.as_dict()} if fixed is not None else out)
-        return
-    with console().status("Building the demo workspace...") as status:
-        told, fixed = tell(directory, incident=incident, force=force, progress=status.update,
-                           warehouse=warehouse, warehouse_url=warehouse_url)  # fmt: skip
-    if fixed is None:
-        console().print(demo_tour(told))
-        return
-    console().print(demo_tour(told.build))
-    console().print(story_tour(told, fixed))
+    with throwaway_server(directory, warehouse, warehouse_url):
+        if as_json:
+            told, fixed = tell(directory, incident=incident, force=force, warehouse=warehouse,
+                               warehouse_url=warehouse_url)  # fmt: skip
+            out = told.as_dict()
+            emit_json({**out, "repair": fixed.as_dict()} if fixed is not None else out)
+            return
+        with console().status("Building the demo workspace...") as status:
+            told, fixed = tell(directory, incident=incident, force=force, warehouse=warehouse,
+                               progress=status.update, warehouse_url=warehouse_url)  # fmt: skip
+        if fixed is None:
+            console().print(demo_tour(told))
+            return
+        console().print(demo_tour(told.build))
+        console().print(story_tour(told, fixed))

@@ -115,8 +115,9 @@ def dlt_credentials(workspace: Path) -> str:
 
     t = target_of(workspace)
     assert t is not None
-    password = os.environ.get(PASSWORD_ENV)
-    auth = quote(t.user, safe="") + (f":{quote(password, safe='')}" if password else "")
+    # dlt insists on a password; a server that trusts 127.0.0.1 (the local one) ignores it
+    password = os.environ.get(PASSWORD_ENV) or "unused"
+    auth = quote(t.user, safe="") + f":{quote(password, safe='')}"
     return f"postgresql://{auth}@{t.host}:{t.port}/{t.database}"
 
 
@@ -159,8 +160,9 @@ def _warehouse_toml(t: PgTarget) -> str:
         f"port = {t.port}",
         f'user = "{t.user}"',
         f'database = "{t.database}"   # the catalog relations live in',
-        f'password_env = "{PASSWORD_ENV}"',
     ]
+    if t.password:  # the server asks for one: every tool reads it from the environment
+        lines.append(f'password_env = "{PASSWORD_ENV}"')
     if t.local:
         lines.append(
             f'local = "{t.local}"   # a server Splice starts itself (data in the workspace)'

@@ -13,7 +13,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
@@ -251,22 +252,30 @@ def tell(
     warehouse_url: str | None = None,
 ) -> tuple[Any, RepairStory | None]:
     """What ``splice demo`` does: the build (no incident), or the whole stale-rates story and
-    its repair. A throwaway PostgreSQL Splice started for it is stopped at the end, whatever
-    happened (a later command that needs the warehouse starts it again)."""
+    its repair (see :func:`throwaway_server` for the PostgreSQL Splice starts itself)."""
     from splice.demo.build import build_demo
+
+    workspace = Path(directory).expanduser().resolve()
+    if incident != "stale-rates":
+        built = build_demo(workspace, incident=incident, force=force, progress=progress,
+                           warehouse=warehouse, warehouse_url=warehouse_url)  # fmt: skip
+        return built, None
+    story = tell_stale_rates(workspace, force=force, progress=progress, warehouse=warehouse,
+                             warehouse_url=warehouse_url)  # fmt: skip
+    fixed = tell_repair(story.build.workspace, story.incidents[0].incident_id, progress=progress)
+    return story, fixed
+
+
+@contextmanager
+def throwaway_server(directory: Path, warehouse: str, warehouse_url: str | None) -> Iterator[None]:
+    """Around ``splice demo``: a PostgreSQL Splice started in the workspace (no URL given) is
+    stopped when the block ends, whatever happened (a later command that needs the warehouse
+    starts it again)."""
     from splice.demo.pg import stop_local
 
     workspace = Path(directory).expanduser().resolve()
     try:
-        if incident != "stale-rates":
-            built = build_demo(workspace, incident=incident, force=force, progress=progress,
-                               warehouse=warehouse, warehouse_url=warehouse_url)  # fmt: skip
-            return built, None
-        story = tell_stale_rates(workspace, force=force, progress=progress, warehouse=warehouse,
-                                 warehouse_url=warehouse_url)  # fmt: skip
-        fixed = tell_repair(story.build.workspace, story.incidents[0].incident_id,
-                            progress=progress)  # fmt: skip
-        return story, fixed
+        yield
     finally:
         if warehouse == "postgres" and not warehouse_url and (workspace / "splice.toml").exists():
             stop_local(workspace)

@@ -16,7 +16,11 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-Kind = Literal["file", "memory", "other"]
+Kind = Literal["file", "memory", "server", "other"]
+
+#: The keys of a PostgreSQL connection compared across the tools (the user may differ: one
+#: login per tool is common; the password is never read or shown).
+SERVER_KEYS = ("host", "port", "database")
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,8 @@ class WarehouseLocation:
     # SQLMesh only: its state ("FILE#SCHEMA" when on a DuckDB file, else None) and `project:`
     state: str | None = None
     sqlmesh_project: str | None = None
+    # kind "server" (PostgreSQL): key -> [where it is set (config key), its value]
+    server: dict[str, list[Any]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -108,6 +114,10 @@ def _sqlmesh_connection(
     if conn is None:
         return WarehouseLocation(project, "sqlmesh", "memory", None, cfg_file, prefix, None)
     ctype = str(getattr(conn, "type_", "") or "")
+    if ctype == "postgres":
+        server = {k: [f"{prefix}.{k}", getattr(conn, k, None)] for k in ("user", *SERVER_KEYS)}
+        return WarehouseLocation(project, "sqlmesh", "server", ctype, cfg_file, prefix, None,
+                                 server=server)  # fmt: skip
     if ctype != "duckdb":
         return WarehouseLocation(project, "sqlmesh", "other", ctype, cfg_file, prefix, None)
     database = getattr(conn, "database", None)
@@ -145,6 +155,16 @@ def dbt_location(
     if not isinstance(out, dict):
         return None
     key = f"{name}.outputs.{target}"
+    if out.get("type") == "postgres":
+        server: dict[str, list[Any]] = {}
+        for k, names in (("user", ("user",)), ("host", ("host",)), ("port", ("port",)),
+                         ("database", ("dbname", "database"))):  # fmt: skip
+            name_set = next((n for n in names if n in out), names[0])
+            raw_value = out.get(name_set)
+            value = _render_env(str(raw_value)) if raw_value is not None else None
+            server[k] = [f"{key}.{name_set}", value]
+        return WarehouseLocation(project, "dbt", "server", "postgres", str(prof_file), key, None,
+                                 server=server)  # fmt: skip
     if out.get("type") != "duckdb":
         return WarehouseLocation(
             project, "dbt", "other", str(out.get("type")), str(prof_file), key, None

@@ -1,0 +1,52 @@
+"""``splice demo DIR --warehouse postgres`` with no URL: a throwaway PostgreSQL in the workspace,
+stopped when the demo is done and started again by the next command that needs it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.pg_support import ensure_postgres
+
+from splice.pglocal import LocalPostgres
+
+
+def _splice(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "splice", *args], capture_output=True,
+                          text=True, timeout=600)  # fmt: skip
+
+
+def test_the_throwaway_server_is_stopped_after_the_demo_and_started_on_demand(
+    tmp_path: Path,
+) -> None:
+    ensure_postgres()
+    ws = tmp_path / "travel"
+    data = ws / ".splice" / "postgres"
+    try:
+        r = _splice("demo", str(ws), "--warehouse", "postgres", "--json")
+        assert r.returncode == 0, r.stderr[-3000:]
+        built = json.loads(r.stdout)
+        assert built["warehouse"].startswith("postgresql://splice@127.0.0.1:")
+        assert built["counts"]["qtd_days"] == 92
+        assert not (data / "postmaster.pid").exists()  # stopped when the demo was done
+        toml = (ws / "splice.toml").read_text()
+        assert 'type = "postgres"' in toml and 'local = ".splice/postgres"' in toml
+        assert (
+            "password: \"{{ env_var('SPLICE_DEMO_PG_PASSWORD'"
+            in (ws / "finance" / "profiles.yml").read_text()
+        )
+        r = _splice("-w", str(ws), "watch", "--backfill", "--json")
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert json.loads(r.stdout)["points"] > 8000
+        assert (data / "postmaster.pid").exists()  # the command started it
+    finally:
+        LocalPostgres(data).stop()
+
+
+def test_a_url_for_a_duckdb_demo_is_refused_in_one_line(tmp_path: Path) -> None:
+    r = _splice("demo", str(tmp_path / "x"), "--warehouse-url", "postgresql://u@h/db")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "--warehouse postgres" in r.stderr
+    assert not (tmp_path / "x").exists()
