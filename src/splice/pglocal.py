@@ -181,7 +181,8 @@ class LocalPostgres:
         self._chown(self.log_path)
         opts = (
             f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.data_dir} -c fsync=off "
-            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200 "
+            "-c client_connection_check_interval=1000"
         )
         self._run(
             [

@@ -61,11 +61,12 @@ def recover_interrupted_applies(ws: Any, *, lock_held: bool = False) -> list[str
         return [_recover(ws, p) for p in stuck]
     from splice.run.journal import Journal
     from splice.run.locks import RunLock, RunLockedError
-    from splice.run.runner import lock_names
+    from splice.run.runner import lock_names, server_lock_ws
 
     with Journal.for_workspace(ws) as journal:
         lock = RunLock(ws.splice_dir / "locks", journal, lock_names(ws),
-                       command="splice: recover an interrupted repair")  # fmt: skip
+                       command="splice: recover an interrupted repair",
+                       server_ws=server_lock_ws(ws))  # fmt: skip
         try:
             lock.acquire()
         except RunLockedError:

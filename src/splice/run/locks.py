@@ -46,6 +46,7 @@ class _Held:
     name: str
     fd: int
     path: Path
+    server: Any = None  # the connection holding the PostgreSQL advisory lock, if any
 
 
 _HELD_FDS: set[int] = set()
@@ -73,6 +74,9 @@ class RunLock:
     #: seconds to wait for a lock another process holds before refusing (0: refuse at once)
     wait: float = 0.0
     notes: list[str] = field(default_factory=list)
+    #: a workspace whose warehouse is PostgreSQL: target locks are also advisory locks there
+    #: (:mod:`splice.run.pg_lock`), so runs from other machines are refused too
+    server_ws: Any = None
     _held: list[_Held] = field(default_factory=list)
     _stale: list[tuple[Any, list[str]]] = field(default_factory=list)
     _note_at: list[int] = field(default_factory=list)
@@ -110,6 +114,19 @@ class RunLock:
             _HELD_FDS.discard(fd)
             os.close(fd)
             raise
+        server = None
+        if self.server_ws is not None and name.startswith("target:"):
+            from splice.run.pg_lock import try_advisory_lock
+
+            try:
+                server = try_advisory_lock(self.server_ws, name)
+            except BaseException:
+                _release_fd(fd)
+                raise
+            if server is None:  # a run on another machine holds it
+                holder = self._holder(name) or {}
+                _release_fd(fd)
+                raise _refusal(name, holder, waited=self.wait)
         # We hold the OS lock. A leftover row means its holder died without releasing.
         stale = self._holder(name)
         if stale:
@@ -130,7 +147,7 @@ class RunLock:
             )
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(info).encode(), 0)
-        self._held.append(_Held(name, fd, path))
+        self._held.append(_Held(name, fd, path, server))
 
     def _took_over(self, name: str, stale: dict[str, Any]) -> None:
         """Note a takeover; the locks one dead holder left share one note."""
@@ -170,17 +187,24 @@ class RunLock:
                 )
             with contextlib.suppress(OSError):
                 os.ftruncate(h.fd, 0)
-            with contextlib.suppress(OSError):
-                fcntl.flock(h.fd, fcntl.LOCK_UN)
-            _HELD_FDS.discard(h.fd)
-            with contextlib.suppress(OSError):
-                os.close(h.fd)
+            if h.server is not None:  # the session ends: the server frees the advisory lock
+                with contextlib.suppress(Exception):
+                    h.server.close()
+            _release_fd(h.fd)
 
     def __enter__(self) -> RunLock:
         return self.acquire()
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def _release_fd(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    _HELD_FDS.discard(fd)
+    with contextlib.suppress(OSError):
+        os.close(fd)
 
 
 def is_held(lock_dir: Path, name: str) -> bool:

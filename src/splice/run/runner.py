@@ -69,6 +69,11 @@ def resolve_execution_time(
     return planner_clock(ws, None)
 
 
+def server_lock_ws(ws: Any) -> Any:
+    """The workspace, when its warehouse takes runs' locks too (PostgreSQL); else None."""
+    return ws if ws.config.warehouse.type == "postgres" else None
+
+
 def lock_names(ws: Any) -> list[str]:
     names = [target_lock(ws.target)]
     if not warehouse_capabilities(ws.config.warehouse.type).concurrent_writers:
@@ -148,6 +153,7 @@ def run_session(
         lock_names(ws),
         run_id=run_id,
         command=command or "splice.run.run_plan",
+        server_ws=server_lock_ws(ws),
     )
     try:
         lock.acquire()

@@ -27,6 +27,8 @@ class WarehouseCapabilities:
 
 WAREHOUSES: dict[str, WarehouseCapabilities] = {
     "duckdb": WarehouseCapabilities(concurrent_writers=False, max_parallel=1),
+    # a server: several writers at once; a run's lock is per target (and an advisory lock)
+    "postgres": WarehouseCapabilities(concurrent_writers=True, max_parallel=4),
 }
 DEFAULT_WAREHOUSE = WarehouseCapabilities(concurrent_writers=True, max_parallel=4)
 
