@@ -318,8 +318,34 @@ class PolicySection(_Strict):
         return self.expiry_seconds / max(1, owners)
 
 
+class StateSection(_Strict):
+    """``[state]``: where Splice keeps its own state when the team shares it: a PostgreSQL
+    database (``url``, the password from the variable ``password_env`` names). Without it the
+    state is the SQLite file ``[workspace] state``.
+
+    >>> StateSection(url="postgresql+psycopg://splice@db:5432/splice").url is not None
+    True
+    """
+
+    url: str | None = None
+    password_env: str | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _postgres_url(cls, v: str | None) -> str | None:
+        if v is not None and v.split("://", 1)[0].split("+", 1)[0] not in (
+            "postgresql",
+            "postgres",
+        ):
+            raise ValueError(
+                f"{v!r} is not a postgresql:// URL (postgresql+psycopg://USER@HOST/DB)"
+            )
+        return v
+
+
 class WorkspaceConfig(_Strict):
     workspace: WorkspaceSection = Field(default_factory=WorkspaceSection)
+    state: StateSection = Field(default_factory=StateSection)
     warehouse: WarehouseSection = Field(default_factory=WarehouseSection)
     projects: list[ProjectSection] = Field(default_factory=list)
     bindings: list[BindingSection] = Field(default_factory=list)

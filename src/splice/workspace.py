@@ -225,7 +225,7 @@ class Workspace:
 
             key = self.inputs_key()
             t0 = time.perf_counter()
-            hit = graph_cache.lookup(self, key) if self.state_path.exists() else None
+            hit = graph_cache.lookup(self, key) if self.state_exists else None
             if hit is not None:
                 self.timings.add("cache_read", time.perf_counter() - t0)
                 self._graph = hit
@@ -243,9 +243,7 @@ class Workspace:
         """Whether the graph cache is used. It lives in Splice's state: read only where a
         state exists, and a state is started for it only in a workspace with a splice.toml
         (opening a lone dbt or SQLMesh project, or failing to load one, leaves no state)."""
-        return self.use_cache and (
-            self._state is not None or self.state_path.exists() or self.has_config
-        )
+        return self.use_cache and (self._state is not None or self.state_exists or self.has_config)
 
     def inputs_key(self) -> str:
         """The graph key (:func:`splice.graph_cache.graph_key`), taken once per Workspace:
@@ -291,12 +289,40 @@ class Workspace:
         return (self.root / self.config.workspace.state).resolve()
 
     @property
+    def state_url(self) -> str | None:
+        """``[state] url`` with the password from ``[state] password_env`` (None: SQLite)."""
+        st = self.config.state
+        if not st.url:
+            return None
+        if not st.password_env:
+            return st.url
+        password = os.environ.get(st.password_env)
+        if password is None:
+            from splice.errors import StateError
+
+            raise StateError(
+                f"[state] password_env names {st.password_env}, which is not set.",
+                fix=f"export {st.password_env}=... (the state database user's password)",
+            )
+        from urllib.parse import quote
+
+        scheme, rest = st.url.split("://", 1)
+        user, _, host = rest.rpartition("@")
+        user = user.split(":", 1)[0]
+        return f"{scheme}://{user}:{quote(password, safe='')}@{host}" if user else st.url
+
+    @property
+    def state_exists(self) -> bool:
+        return self.config.state.url is not None or self.state_path.exists()
+
+    @property
     def state(self) -> StateStore:
         if self._state is None:
             from splice.state.witnessed import open_witnessed
 
+            url = self.state_url
             self._state = open_witnessed(
-                self.state_path, self.witness_path, new_state=self.new_state
+                url if url else self.state_path, self.witness_path, new_state=self.new_state
             )
         return self._state
 

@@ -314,13 +314,15 @@ def build_demo(
     start: date = Q3_START,
     warehouse: str = "duckdb",
     warehouse_url: str | None = None,
+    state_url: str | None = None,
 ) -> DemoResult:
     """Write the demo workspace into ``directory`` and build Q3 2026 in it.
 
     ``warehouse="postgres"`` builds it on PostgreSQL: in the database ``warehouse_url`` names
     (its password, if any, is handed to the tools through ``$SPLICE_DEMO_PG_PASSWORD``), or,
     with no URL, on a throwaway server Splice starts in the workspace and stops when the
-    build is done (:mod:`splice.demo.pg`).
+    build is done (:mod:`splice.demo.pg`). ``state_url``: keep Splice's own state in that
+    PostgreSQL database (``[state] url``) instead of ``.splice/state.db``.
 
     ``incident="stale-rates"`` switches the vendor to re-serve Friday 2026-09-25's rates on
     2026-09-28 and 2026-09-29 before anything is loaded.  ``force`` replaces a demo workspace
@@ -402,6 +404,10 @@ def build_demo(
                     os.environ[demo_pg.PASSWORD_ENV] = pg.password
                 demo_pg.write_configs(workspace, pg)
                 result.warehouse = f"postgresql://{pg.user}@{pg.host}:{pg.port}/{pg.database}"
+        if state_url:
+            from splice.demo.pg import write_state
+
+            write_state(workspace, state_url)
         if incident:
             say(f"Incident {incident!r} is switched on at the vendor (vendor/vendor.json)")
 

@@ -226,3 +226,20 @@ def write_configs(workspace: Path, t: PgTarget) -> None:
          f"database: {t.database}"),
     ):  # fmt: skip
         path.write_text(path.read_text().replace(old, new))
+
+
+def write_state(workspace: Path, url: str) -> None:
+    """``[state] url`` in the workspace's splice.toml (the password, if the URL has one, goes
+    to ``$SPLICE_DEMO_PG_PASSWORD``, never into the file)."""
+    from urllib.parse import unquote, urlsplit
+
+    from splice.state.store import redact
+
+    u = urlsplit(url)
+    lines = ["", "[state]", "# Splice's own state, shared by the team: PostgreSQL",
+             f'url = "{redact(url)}"']  # fmt: skip
+    if u.password:
+        os.environ[PASSWORD_ENV] = unquote(u.password)
+        lines.append(f'password_env = "{PASSWORD_ENV}"')
+    cfg = Path(workspace) / CONFIG_FILE
+    cfg.write_text(cfg.read_text().rstrip("\n") + "\n" + "\n".join(lines) + "\n")

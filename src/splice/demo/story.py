@@ -58,6 +58,7 @@ def tell_stale_rates(
     start: date | None = None,
     warehouse: str = "duckdb",
     warehouse_url: str | None = None,
+    state_url: str | None = None,
 ) -> StoryResult:
     """Build the clean quarter (from ``start``: a longer history), baseline it, let the
     vendor freeze, run on, and watch (on DuckDB, or on PostgreSQL: see :func:`build_demo`)."""
@@ -78,6 +79,7 @@ def tell_stale_rates(
         start=start or Q3_START,
         warehouse=warehouse,
         warehouse_url=warehouse_url,
+        state_url=state_url,
     )
     ws_dir = built.workspace
     with api.open_workspace(ws_dir) as ws:
@@ -250,6 +252,7 @@ def tell(
     progress: Callable[[str], None] | None = None,
     warehouse: str = "duckdb",
     warehouse_url: str | None = None,
+    state_url: str | None = None,
 ) -> tuple[Any, RepairStory | None]:
     """What ``splice demo`` does: the build (no incident), or the whole stale-rates story and
     its repair (see :func:`throwaway_server` for the PostgreSQL Splice starts itself)."""
@@ -258,10 +261,11 @@ def tell(
     workspace = Path(directory).expanduser().resolve()
     if incident != "stale-rates":
         built = build_demo(workspace, incident=incident, force=force, progress=progress,
-                           warehouse=warehouse, warehouse_url=warehouse_url)  # fmt: skip
+                           warehouse=warehouse, warehouse_url=warehouse_url,
+                           state_url=state_url)  # fmt: skip
         return built, None
     story = tell_stale_rates(workspace, force=force, progress=progress, warehouse=warehouse,
-                             warehouse_url=warehouse_url)  # fmt: skip
+                             warehouse_url=warehouse_url, state_url=state_url)  # fmt: skip
     fixed = tell_repair(story.build.workspace, story.incidents[0].incident_id, progress=progress)
     return story, fixed
 

@@ -118,20 +118,26 @@ def pid_alive(pid: int) -> bool:
 class Journal:
     """The journal of one workspace's state file. Thread-safe; close it when done."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path | str) -> None:
+        from splice.state.store import is_url, pg_connect
+
         self.path = path
         self._lock = threading.RLock()
-        self.conn = sqlite3.connect(
-            str(path), timeout=30, isolation_level=None, check_same_thread=False
-        )
-        self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.execute("PRAGMA foreign_keys=ON")
+        if is_url(path):
+            self.conn = pg_connect(str(path))
+        else:
+            self.conn = sqlite3.connect(
+                str(path), timeout=30, isolation_level=None, check_same_thread=False
+            )
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA foreign_keys=ON")
         self._ensure_schema()
 
     @classmethod
     def for_workspace(cls, ws: Any) -> Journal:
         """The journal in ``ws``'s state (opening the state runs its migrations first)."""
-        return cls(Path(ws.state.path))
+        p = ws.state.path
+        return cls(p if isinstance(p, str) else Path(p))
 
     def _ensure_schema(self) -> None:
         have = {

@@ -7,6 +7,7 @@ whose schema is newer than this Splice knows is refused, never overwritten.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -32,6 +33,53 @@ def read_audit_head(conn: sqlite3.Connection) -> tuple[int, str] | None:
         return int(h["seq"]), str(h["hash"])
     except (ValueError, KeyError, TypeError):
         return None
+
+
+def is_url(target: Path | str) -> bool:
+    """True when ``target`` names a PostgreSQL state (a URL), not a SQLite file."""
+    return isinstance(target, str) and target.split("://", 1)[0].split("+", 1)[0] in (
+        "postgresql", "postgres")  # fmt: skip
+
+
+def pg_connect(url: str, password: str | None = None) -> sqlite3.Connection:
+    """A connection to a PostgreSQL state with the sqlite3 surface (:mod:`splice.state.pg`);
+    a server that cannot be used is a one-line StateError naming ``[state] url``."""
+    import psycopg
+
+    from splice.state.pg import Connection
+
+    plain = re.sub(r"^postgres(?:ql)?\+\w+://", "postgresql://", url)
+    info: dict[str, object] = {"conninfo": plain, "connect_timeout": 10,
+                               "application_name": "splice-state"}  # fmt: skip
+    if password is not None:
+        info["password"] = password
+    try:
+        return Connection(url, info)  # type: ignore[return-value]
+    except psycopg.OperationalError as e:
+        raise _pg_error(url, e) from None
+
+
+def _pg_error(url: str, e: Exception) -> StateError:
+    where = redact(url)
+    low = str(e).lower()
+    text = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
+    if "password authentication failed" in low or "no password supplied" in low:
+        return StateError(f"Splice state {where}: the server refused the password ({text}).",
+                          fix="correct the password in [state] password_env's variable")  # fmt: skip
+    if "does not exist" in low and "database" in low:
+        return StateError(f"Splice state {where}: {text}.",
+                          fix="create the database (createdb) or correct [state] url")  # fmt: skip
+    return StateError(f"Splice state {where} cannot be reached: {text}.",
+                      fix="start the server or correct [state] url", retry=True)  # fmt: skip
+
+
+def redact(url: str) -> str:
+    """A state URL without its password.
+
+    >>> redact("postgresql+psycopg://me:secret@db:5432/splice")
+    'postgresql+psycopg://me@db:5432/splice'
+    """
+    return re.sub(r"://([^:/@]+):[^@]*@", r"://\1@", url)
 
 
 def _open_error(path: Path, e: sqlite3.DatabaseError) -> StateError:
@@ -65,14 +113,28 @@ class StateStore:
     >>> s.close()
     """
 
-    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+    def __init__(self, conn: sqlite3.Connection, path: Path | str) -> None:
         self.conn = conn
         self.path = path
         #: called after every COMMIT (the workspace keeps its witness up to date with it)
         self.after_commit: list[Callable[[StateStore], None]] = []
 
+    @property
+    def on_postgres(self) -> bool:
+        return not isinstance(self.path, Path)
+
     @classmethod
-    def open(cls, path: Path) -> StateStore:
+    def open(cls, path: Path | str, *, password: str | None = None) -> StateStore:
+        """The state at ``path`` (a SQLite file), or in the PostgreSQL database a
+        ``postgresql://`` URL names (:mod:`splice.state.pg`)."""
+        if isinstance(path, str):
+            store = cls(pg_connect(path, password), path)  # type: ignore[arg-type]
+            try:
+                store._migrate()
+            except BaseException:
+                store.conn.close()
+                raise
+            return store
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
             conn = sqlite3.connect(str(path), timeout=30, isolation_level=None)
@@ -86,6 +148,13 @@ class StateStore:
 
     @property
     def schema_version(self) -> int:
+        if self.on_postgres:  # a missing table would abort a PostgreSQL transaction: ask first
+            found = self.conn.execute(
+                "SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema() "
+                "AND table_name = 'splice_meta'"
+            ).fetchone()
+            if not found:
+                return 0
         try:
             row = self.conn.execute(
                 "SELECT value FROM splice_meta WHERE key='schema_version'"

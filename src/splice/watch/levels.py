@@ -42,9 +42,11 @@ def accepted_levels(
     for i in range(0, len(series_ids), 500):
         chunk = series_ids[i : i + 500]
         q = (
-            "SELECT series_id, MAX(since), accepted_at FROM watch_levels "
-            f"WHERE how = 'accepted' AND series_id IN ({','.join('?' * len(chunk))}) "
-            "GROUP BY series_id"
+            "SELECT l.series_id, l.since, l.accepted_at FROM watch_levels AS l JOIN "
+            "(SELECT series_id, MAX(since) AS since FROM watch_levels WHERE how = 'accepted' "
+            f"AND series_id IN ({','.join('?' * len(chunk))}) GROUP BY series_id) AS m "
+            "ON l.series_id = m.series_id AND l.since = m.since "
+            "WHERE l.how = 'accepted' ORDER BY l.level_id"
         )
         for sid, since, at in conn.execute(q, chunk):
             if since:
