@@ -198,6 +198,14 @@ def authenticate_key(ws: Workspace, raw_key: str) -> Principal:
     return authenticate(ws.state, raw_key)
 
 
+def move_state(ws: Workspace, url: str, *, progress: Any = None) -> Any:
+    """Move the workspace's SQLite state into an empty PostgreSQL database, verified
+    (:class:`splice.state.move.MoveReport`)."""
+    from splice.state.move import move_state as _move
+
+    return _move(ws, url, progress=progress)
+
+
 def verify_audit_log(ws: Workspace) -> Any:
     """The audit log's chain checked end to end, and against the witness kept outside the state
     (:class:`splice.repair.auditlog.AuditReport`)."""

@@ -187,6 +187,7 @@ COMMAND_MODULES = (
     "serve_cmds",
     "notify_cmds",
     "keys_cmds",
+    "state_cmds",
 )
 
 

@@ -65,7 +65,8 @@ def _pg_error(url: str, e: Exception) -> StateError:
     text = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
     if "password authentication failed" in low or "no password supplied" in low:
         return StateError(f"Splice state {where}: the server refused the password ({text}).",
-                          fix="correct the password in [state] password_env's variable")  # fmt: skip
+                          fix="correct the user in [state] url, or the password in the "
+                              "variable [state] password_env names")  # fmt: skip
     if "does not exist" in low and "database" in low:
         return StateError(f"Splice state {where}: {text}.",
                           fix="create the database (createdb) or correct [state] url")  # fmt: skip
