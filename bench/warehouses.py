@@ -240,6 +240,148 @@ def _fmt_watch(w: dict[str, Any]) -> list[str]:
     return lines
 
 
+# -- 2. the demo story's repair ----------------------------------------------------------------
+def repair_bench(server_url: str) -> dict[str, Any]:
+    """The stale-rates story on each warehouse, then its repair timed step by step."""
+    from splice import api
+    from splice.demo.story import DEMO_AGENT, DEMO_OWNER, tell_stale_rates
+    from splice.demo.vendor import set_incident
+    from splice.principals import Principal
+
+    out: dict[str, Any] = {}
+    agent = Principal.of(DEMO_AGENT, kind="agent", auth="cli-as", scopes="read,propose")
+    owner = Principal.of(DEMO_OWNER, kind="person", auth="cli-as")
+    with tempfile.TemporaryDirectory() as tmp:
+        for kind in ("duckdb", "postgres"):
+            url = new_database(server_url, "splice_bench_story") if kind == "postgres" else None
+            t0 = time.perf_counter()
+            story = tell_stale_rates(Path(tmp) / kind / "travel", warehouse=kind, warehouse_url=url)
+            told = time.perf_counter() - t0
+            ws_dir = story.build.workspace
+            set_incident(ws_dir, None)
+            with api.open_workspace(ws_dir) as ws:
+                t1 = time.perf_counter()
+                p = api.propose(ws, story.incidents[0].incident_id, principal=agent)
+                t2 = time.perf_counter()
+                api.approve(ws, p.proposal_id, principal=owner, comment="bench")
+                t3 = time.perf_counter()
+                applied = api.apply(ws, p.proposal_id, principal=owner)
+                t4 = time.perf_counter()
+            out[kind] = {
+                "story (build, baseline, run on, watch)": told,
+                "propose (draft + undo capture)": t2 - t1,
+                "approve": t3 - t2,
+                "apply (check, reload, restate, rebuild, verify)": t4 - t3,
+                "undo rows": sum(u.rows for u in p.undo),
+                "verified": bool(applied.verification and applied.verification.passed),
+            }
+    return out
+
+
+def _fmt_repair(r: dict[str, Any]) -> list[str]:
+    lines = ["2. the demo story's repair (stale rates 2026-09-28..29)"]
+    for kind in ("duckdb", "postgres"):
+        x = r[kind]
+        lines.append(
+            f"   {kind:10} story {x['story (build, baseline, run on, watch)']:5.1f}s; propose "
+            f"{x['propose (draft + undo capture)']:5.2f}s ({x['undo rows']:,} rows saved); "
+            f"approve {x['approve']:4.2f}s; apply {x['apply (check, reload, restate, rebuild, verify)']:5.2f}s; "
+            f"{'verified' if x['verified'] else 'NOT VERIFIED'}"
+        )
+    return lines
+
+
+# -- 3. splice run against the tools by hand, on PostgreSQL ------------------------------------
+NEXT_DAY = "2026-10-02"
+LAST_DAY = "2026-10-01"
+BIN = Path(sys.executable).parent
+CONFIG_FILES = ("splice.toml", "finance/profiles.yml", "pricing/config.py",
+                "pricing/external_models.yaml", "finance/models/sources.yml")  # fmt: skip
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("SPLICE_WORKSPACE", "SPLICE_TARGET")}
+    env.update(DBT_SEND_ANONYMOUS_USAGE_STATS="false", DO_NOT_TRACK="1",
+               SQLMESH__DISABLE_ANONYMIZED_ANALYTICS="true", PYTHONPATH=str(ROOT / "src"))  # fmt: skip
+    return env
+
+
+def _timed(cmd: list[str], cwd: Path) -> float:
+    import subprocess
+
+    t0 = time.perf_counter()
+    res = subprocess.run(cmd, cwd=cwd, env=_env(), capture_output=True, text=True)
+    elapsed = time.perf_counter() - t0
+    if res.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({res.returncode}):\n{res.stdout}\n{res.stderr}")
+    return elapsed
+
+
+def _clone(server_url: str, base_ws: Path, base_db: str, name: str, dest: Path) -> Path:
+    """A copy of the built workspace on a copy of its database (CREATE DATABASE .. TEMPLATE)."""
+    import psycopg
+    from sqlglot import exp
+
+    with psycopg.connect(server_url, autocommit=True) as con:
+        drop = exp.Drop(this=exp.to_table(name, quoted=True), kind="DATABASE", exists=True)
+        con.execute(drop.sql("postgres").encode())
+        from psycopg import sql as pgsql
+
+        # CREATE DATABASE .. TEMPLATE (sqlglot has no TEMPLATE clause): identifiers quoted by psycopg
+        con.execute(pgsql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+            pgsql.Identifier(name), pgsql.Identifier(base_db)))  # fmt: skip
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(base_ws, dest, symlinks=True)
+    for rel in CONFIG_FILES:
+        f = dest / rel
+        f.write_text(f.read_text().replace(base_db, name))
+    return dest
+
+
+def run_bench(server_url: str, repeat: int) -> dict[str, Any]:
+    import statistics
+
+    from splice.demo import build_demo
+
+    times: dict[str, list[float]] = {"hand_sqlmesh": [], "hand_dbt": [], "hand": [], "splice": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        base_db = "splice_bench_run_base"
+        url = new_database(server_url, base_db)
+        base = build_demo(
+            root / "base" / "travel", warehouse="postgres", warehouse_url=url
+        ).workspace
+        for i in range(repeat):
+            hand = _clone(server_url, base, base_db, f"splice_bench_hand_{i}", root / f"hand-{i}")
+            t_sm = _timed(
+                [str(BIN / "sqlmesh"), "-p", "pricing", "run", "prod", "--end", LAST_DAY], hand
+            )
+            t_dbt = _timed([str(BIN / "dbt"), "build", "--project-dir", "finance", "--profiles-dir",
+                            "finance"], hand)  # fmt: skip
+            times["hand_sqlmesh"].append(t_sm)
+            times["hand_dbt"].append(t_dbt)
+            times["hand"].append(t_sm + t_dbt)
+            sp = _clone(server_url, base, base_db, f"splice_bench_splice_{i}", root / f"splice-{i}")
+            times["splice"].append(
+                _timed([str(BIN / "splice"), "run", "--execution-time", NEXT_DAY], sp)
+            )
+    med = {k: statistics.median(v) for k, v in times.items()}
+    return {"repeat": repeat, "median": med, "all": times,
+            "overhead": med["splice"] / med["hand"] - 1.0}  # fmt: skip
+
+
+def _fmt_run(r: dict[str, Any]) -> list[str]:
+    m = r["median"]
+    verdict = "within" if r["overhead"] <= TARGET_OVERHEAD else "OVER"
+    return [
+        f"3. splice run vs the tools by hand on PostgreSQL (next day due; median of {r['repeat']})",
+        f"   by hand: sqlmesh run {m['hand_sqlmesh']:.2f}s + dbt build {m['hand_dbt']:.2f}s = "
+        f"{m['hand']:.2f}s; splice run {m['splice']:.2f}s: overhead {100 * r['overhead']:+.1f}% "
+        f"({verdict} the {100 * TARGET_OVERHEAD:.0f}% target)",
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--pg-url", help="a PostgreSQL server (URL of any database on it)")
@@ -255,6 +397,10 @@ def main(argv: list[str] | None = None) -> int:
     with postgres(args.pg_url) as server_url:
         if "watch" in parts:
             report["watch"] = watch_bench(server_url, n_series)
+        if "repair" in parts:
+            report["repair"] = repair_bench(server_url)
+        if "run" in parts:
+            report["run"] = run_bench(server_url, 1 if args.quick else args.repeat)
     report["seconds"] = time.perf_counter() - t0
     if args.json:
         print(json.dumps(report, indent=2, default=str))
@@ -263,6 +409,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"(load average {', '.join(f'{x:.2f}' for x in report['load_average'])})\n")
     if "watch" in report:
         print("\n".join(_fmt_watch(report["watch"])))
+    if "repair" in report:
+        print("\n".join(_fmt_repair(report["repair"])))
+    if "run" in report:
+        print("\n".join(_fmt_run(report["run"])))
     print(f"\ntotal {report['seconds']:.0f} s")
     return 0
 

@@ -98,6 +98,7 @@ INFRASTRUCTURE: tuple[str, ...] = (
     "splice.faults_env",
     "splice.sqlmesh_import",
     "splice.warehouse",
+    "splice.pglocal",
     "splice.layers",
 )
 

@@ -8,6 +8,7 @@ import base64
 import hashlib
 import hmac
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -147,6 +148,7 @@ def test_protected_resource_metadata_is_served(served: Served) -> None:
 def test_rotated_keys_are_fetched_once_and_unknown_kids_refused(served: Served) -> None:
     s = served
     assert raw_post(s.base, s.token())[0] == 200
+    time.sleep(0.6)  # past the served refetch_interval (0.5 s): a new kid may be fetched
     fetched = s.idp.fetches
     s.idp.add_key("k2")  # the provider rotates: a new key is published
     assert raw_post(s.base, s.token(kid="k2"))[0] == 200

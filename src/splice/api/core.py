@@ -401,3 +401,23 @@ def incident(ws: Workspace, incident_id: str) -> Any:
     from splice.watch.incidents import get_incident
 
     return get_incident(ws.state.conn, incident_id)
+
+
+def workspace_config(root: Any) -> Any:
+    """The splice.toml of the workspace at ``root``, validated (:class:`WorkspaceConfig`)."""
+    from pathlib import Path
+
+    from splice.config import load_config
+
+    return load_config(Path(root))
+
+
+def redact_url(url: str) -> str:
+    """A connection URL without its password.
+
+    >>> redact_url("postgresql://me:secret@db:5432/wh")
+    'postgresql://me@db:5432/wh'
+    """
+    from splice.state.store import redact
+
+    return redact(url)

@@ -200,8 +200,8 @@ def authenticate_key(ws: Workspace, raw_key: str) -> Principal:
 
 def move_state(ws: Workspace, url: str, *, progress: Any = None) -> Any:
     """Move the workspace's SQLite state into an empty PostgreSQL database, verified
-    (:class:`splice.state.move.MoveReport`)."""
-    from splice.state.move import move_state as _move
+    (:class:`splice.repair.state_move.MoveReport`)."""
+    from splice.repair.state_move import move_state as _move
 
     return _move(ws, url, progress=progress)
 

@@ -74,9 +74,11 @@ class PgTarget:
 
 def target_of(workspace: Path) -> PgTarget | None:
     """The PostgreSQL server a demo workspace's splice.toml names (None for DuckDB)."""
-    from splice.config import load_config
+    from splice.api import workspace_config
 
-    wh = load_config(Path(workspace)).warehouse
+    if not (Path(workspace) / CONFIG_FILE).exists():  # a bare directory: DuckDB, as ever
+        return None
+    wh = workspace_config(workspace).warehouse
     if wh.type != "postgres":
         return None
     f = wh.pg_fields()
@@ -130,10 +132,12 @@ def local_server(workspace: Path, port: int = 0) -> Any:
 
 def ensure_local(workspace: Path) -> None:
     """Start the workspace's own server (``[warehouse] local``) when it is not running."""
-    from splice.config import load_config
+    from splice.api import workspace_config
     from splice.warehouse import ensure_local_server
 
-    wh = load_config(Path(workspace)).warehouse
+    if not (Path(workspace) / CONFIG_FILE).exists():
+        return
+    wh = workspace_config(workspace).warehouse
     if wh.type == "postgres" and wh.local:
         ensure_local_server(workspace, wh)
 
@@ -233,7 +237,7 @@ def write_state(workspace: Path, url: str) -> None:
     to ``$SPLICE_DEMO_PG_PASSWORD``, never into the file)."""
     from urllib.parse import unquote, urlsplit
 
-    from splice.state.store import redact
+    from splice.api import redact_url as redact
 
     u = urlsplit(url)
     lines = ["", "[state]", "# Splice's own state, shared by the team: PostgreSQL",

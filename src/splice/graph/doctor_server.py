@@ -10,9 +10,9 @@ SPL407   error     one workspace, two engines: a project builds into DuckDB whil
                    [warehouse] is PostgreSQL, or the other way round
 =======  ========  =================================================================
 
->>> from splice.providers.locations import WarehouseLocation
->>> loc = WarehouseLocation("finance", "dbt", "server", "postgres", "finance/profiles.yml",
-...     "finance.outputs.prod", None, server={"host": ["finance.outputs.prod.host", "db"],
+>>> from types import SimpleNamespace
+>>> loc = SimpleNamespace(kind="server", config_file="finance/profiles.yml",
+...     key="finance.outputs.prod", server={"host": ["finance.outputs.prod.host", "db"],
 ...     "port": ["finance.outputs.prod.port", 5433], "database": ["finance.outputs.prod.dbname",
 ...     "wh"]})
 >>> [c.message for c in server_checks({"finance": loc}, {"host": "db", "port": 5432,
@@ -26,7 +26,10 @@ from __future__ import annotations
 from typing import Any
 
 from splice.graph.doctor import Check
-from splice.providers.locations import SERVER_KEYS
+
+#: The keys of a PostgreSQL connection compared across the tools (the user may differ: one
+#: login per tool is common; the password is never read or shown).
+SERVER_KEYS = ("host", "port", "database")
 
 CODES = {"SPL406": "server-mismatch", "SPL407": "mixed-warehouse-engines"}
 

@@ -16,11 +16,9 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-Kind = Literal["file", "memory", "server", "other"]
+from splice.graph.doctor_server import SERVER_KEYS
 
-#: The keys of a PostgreSQL connection compared across the tools (the user may differ: one
-#: login per tool is common; the password is never read or shown).
-SERVER_KEYS = ("host", "port", "database")
+Kind = Literal["file", "memory", "server", "other"]
 
 
 @dataclass(frozen=True)
