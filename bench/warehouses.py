@@ -295,8 +295,6 @@ def _fmt_repair(r: dict[str, Any]) -> list[str]:
 NEXT_DAY = "2026-10-02"
 LAST_DAY = "2026-10-01"
 BIN = Path(sys.executable).parent
-CONFIG_FILES = ("splice.toml", "finance/profiles.yml", "pricing/config.py",
-                "pricing/external_models.yaml", "finance/models/sources.yml")  # fmt: skip
 
 
 def _env() -> dict[str, str]:
@@ -317,43 +315,23 @@ def _timed(cmd: list[str], cwd: Path) -> float:
     return elapsed
 
 
-def _clone(server_url: str, base_ws: Path, base_db: str, name: str, dest: Path) -> Path:
-    """A copy of the built workspace on a copy of its database (CREATE DATABASE .. TEMPLATE)."""
-    import psycopg
-    from sqlglot import exp
+def _fresh(server_url: str, name: str, dest: Path) -> Path:
+    """The demo built anew on a database of its own (SQLMesh's state names its catalog, so
+    a copied database under another name is not the same project)."""
+    from splice.demo import build_demo
 
-    with psycopg.connect(server_url, autocommit=True) as con:
-        drop = exp.Drop(this=exp.to_table(name, quoted=True), kind="DATABASE", exists=True)
-        con.execute(drop.sql("postgres").encode())
-        from psycopg import sql as pgsql
-
-        # CREATE DATABASE .. TEMPLATE (sqlglot has no TEMPLATE clause): identifiers quoted by psycopg
-        con.execute(pgsql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
-            pgsql.Identifier(name), pgsql.Identifier(base_db)))  # fmt: skip
-    if dest.exists():
-        shutil.rmtree(dest)
-    shutil.copytree(base_ws, dest, symlinks=True)
-    for rel in CONFIG_FILES:
-        f = dest / rel
-        f.write_text(f.read_text().replace(base_db, name))
-    return dest
+    url = new_database(server_url, name)
+    return build_demo(dest, warehouse="postgres", warehouse_url=url).workspace
 
 
 def run_bench(server_url: str, repeat: int) -> dict[str, Any]:
     import statistics
 
-    from splice.demo import build_demo
-
     times: dict[str, list[float]] = {"hand_sqlmesh": [], "hand_dbt": [], "hand": [], "splice": []}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        base_db = "splice_bench_run_base"
-        url = new_database(server_url, base_db)
-        base = build_demo(
-            root / "base" / "travel", warehouse="postgres", warehouse_url=url
-        ).workspace
         for i in range(repeat):
-            hand = _clone(server_url, base, base_db, f"splice_bench_hand_{i}", root / f"hand-{i}")
+            hand = _fresh(server_url, f"splice_bench_hand_{i}", root / f"hand-{i}" / "travel")
             t_sm = _timed(
                 [str(BIN / "sqlmesh"), "-p", "pricing", "run", "prod", "--end", LAST_DAY], hand
             )
@@ -362,7 +340,7 @@ def run_bench(server_url: str, repeat: int) -> dict[str, Any]:
             times["hand_sqlmesh"].append(t_sm)
             times["hand_dbt"].append(t_dbt)
             times["hand"].append(t_sm + t_dbt)
-            sp = _clone(server_url, base, base_db, f"splice_bench_splice_{i}", root / f"splice-{i}")
+            sp = _fresh(server_url, f"splice_bench_splice_{i}", root / f"splice-{i}" / "travel")
             times["splice"].append(
                 _timed([str(BIN / "splice"), "run", "--execution-time", NEXT_DAY], sp)
             )

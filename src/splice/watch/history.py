@@ -207,14 +207,15 @@ def open_faults(
     out: dict[int, OpenFault] = {}
     for i in range(0, len(series_ids), 500):
         chunk = series_ids[i : i + 500]
-        # the row(s) holding each series' latest anomaly (the latest written wins a tie)
+        # the row holding each series' latest anomaly (the first written wins a tie, as SQLite's
+        # bare columns beside MAX() read it: rows come newest first, so the oldest is kept)
         q = (
             "SELECT a.series_id, a.interval_start, json_extract(a.data, '$.since'), a.direction "
             "FROM watch_anomalies AS a JOIN (SELECT series_id, MAX(interval_start) AS last "
             f"FROM watch_anomalies WHERE series_id IN ({','.join('?' * len(chunk))}) "
             "AND detector != 'missing' GROUP BY series_id) AS m "
             "ON a.series_id = m.series_id AND a.interval_start = m.last "
-            "WHERE a.detector != 'missing' ORDER BY a.anomaly_id"
+            "WHERE a.detector != 'missing' ORDER BY a.anomaly_id DESC"
         )
         for sid, last, since, direction in conn.execute(q, chunk):
             last_d = date.fromisoformat(last)

@@ -46,7 +46,7 @@ def accepted_levels(
             "(SELECT series_id, MAX(since) AS since FROM watch_levels WHERE how = 'accepted' "
             f"AND series_id IN ({','.join('?' * len(chunk))}) GROUP BY series_id) AS m "
             "ON l.series_id = m.series_id AND l.since = m.since "
-            "WHERE l.how = 'accepted' ORDER BY l.level_id"
+            "WHERE l.how = 'accepted' ORDER BY l.level_id DESC"
         )
         for sid, since, at in conn.execute(q, chunk):
             if since:
