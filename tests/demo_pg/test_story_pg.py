@@ -22,11 +22,14 @@ from splice.principals import Principal
 
 @pytest.fixture(scope="module")
 def pg_story(pg_server: LocalPostgres, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """The story told on a database of its own (read it; tests that change it say so)."""
+    """The story told on a database of its own, Splice's state in another of the same server
+    (read it; tests that change it say so)."""
     url = pg_server.create_database(f"story_{uuid.uuid4().hex[:8]}")
+    state = pg_server.create_database(f"state_{uuid.uuid4().hex[:8]}")
     told, fixed = tell(tmp_path_factory.mktemp("pg_story") / "travel", incident="stale-rates",
-                       warehouse="postgres", warehouse_url=url)  # fmt: skip
-    return told, fixed, url
+                       warehouse="postgres", warehouse_url=url,
+                       state_url=state.replace("postgresql://", "postgresql+psycopg://"))  # fmt: skip
+    return told, fixed, url, state
 
 
 def _gmv(url: str) -> dict[date, Decimal]:
@@ -38,7 +41,7 @@ def _gmv(url: str) -> dict[date, Decimal]:
 
 
 def test_the_incident_is_found_and_diagnosed_on_postgres(pg_story: Any) -> None:
-    told, _fixed, _url = pg_story
+    told, _fixed, _url, _state = pg_story
     assert told.run.ok  # every audit and test passed on the wrong inputs
     assert [i.incident_id for i in told.incidents] == ["INC-1"]
     d = told.incidents[0].as_dict()
@@ -58,7 +61,7 @@ def test_the_repair_verifies_and_gives_the_clean_numbers(pg_story: Any, demo_bui
     so a day of ~1,000 bookings may differ in the 4th decimal)."""
     import duckdb
 
-    _told, fixed, url = pg_story
+    _told, fixed, url, _state = pg_story
     applied = fixed.applied.as_dict()
     assert applied["proposal"]["status"] == "applied"
     assert applied["verification"]["summary"].startswith("verified:")
@@ -83,11 +86,19 @@ def test_the_repair_verifies_and_gives_the_clean_numbers(pg_story: Any, demo_bui
 def test_the_receipt_names_the_owner_and_says_verified(pg_story: Any) -> None:
     from splice import api
 
-    told, fixed, _url = pg_story
+    told, fixed, _url, state = pg_story
     with api.open_workspace(told.build.workspace) as ws:
         r = api.receipt(ws, fixed.proposal.proposal_id)
         text = api.receipt_markdown(r)
+        assert api.verify_audit_log(ws).intact
     assert "Approved by: maria" in text and "Passed: verified" in text
+    # the decisions live in PostgreSQL, not in a file of the workspace
+    assert not (told.build.workspace / ".splice" / "state.db").exists()
+    with psycopg.connect(state) as con:
+        kinds = [r[0] for r in con.execute("SELECT kind FROM repair_audit_log ORDER BY seq")]
+        status = con.execute("SELECT status FROM repair_proposals").fetchall()
+    assert kinds[0] == "propose" and "approve" in kinds and kinds[-1] == "receipt"
+    assert status == [("applied",)]
 
 
 def test_undo_restores_the_frozen_rows_exactly(pg_story: Any) -> None:
@@ -95,7 +106,7 @@ def test_undo_restores_the_frozen_rows_exactly(pg_story: Any) -> None:
     from splice import api
     from splice.repair import undo
 
-    told, fixed, url = pg_story
+    told, fixed, url, _state = pg_story
     repaired = _gmv(url)
     p = fixed.proposal
     owner = Principal.of("maria", kind="person", auth="cli-as")

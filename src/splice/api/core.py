@@ -326,21 +326,19 @@ def run_plan(
 
 def list_runs(ws: Workspace, *, limit: int = 20) -> list[dict[str, Any]]:
     """The runs in the journal, newest first (a run whose process died shows as interrupted)."""
-    from pathlib import Path
 
     from splice.run.journal import Journal
     from splice.run.runner import recover_interrupted
 
     if not (ws.root / ws.config.workspace.state).exists():
         return []
-    with Journal(Path(ws.state.path)) as journal:
+    with Journal.for_workspace(ws) as journal:
         recover_interrupted(ws, journal)
         return [r.to_dict() for r in journal.runs(limit=limit)]
 
 
 def run_journal(ws: Workspace, run_id: str) -> dict[str, Any]:
     """One run (an id or a unique prefix of one) and its events, in order."""
-    from pathlib import Path
 
     from splice.run.journal import Journal, RunNotFoundError
     from splice.run.runner import recover_interrupted
@@ -349,7 +347,7 @@ def run_journal(ws: Workspace, run_id: str) -> dict[str, Any]:
         raise RunNotFoundError(
             f"no run {run_id!r}: the workspace has no runs yet.", fix="`splice run` starts one"
         )
-    with Journal(Path(ws.state.path)) as journal:
+    with Journal.for_workspace(ws) as journal:
         recover_interrupted(ws, journal)
         rec = journal.run(run_id)
         return {"run": rec.to_dict(), "events": [e.to_dict() for e in journal.events(rec.run_id)]}

@@ -77,7 +77,7 @@ def notify_after(ctx: click.Context) -> None:
         from splice.api import notify_pending, open_workspace
 
         with open_workspace(ctx.obj["workspace"], target=ctx.obj.get("target")) as ws:
-            if ws.state_path.exists():  # never the one to make a state
+            if ws.state_exists:  # never the one to make a state
                 notify_pending(ws)
     except KeyboardInterrupt:  # what was not sent stays queued for the next command
         return

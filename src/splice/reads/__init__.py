@@ -20,7 +20,7 @@ from typing import Any
 def state_conn(ws: Any) -> sqlite3.Connection | None:
     """The state's connection, or None when the workspace has no state yet (a read never
     creates one)."""
-    if ws._state is None and not ws.state_path.exists():
+    if ws._state is None and not ws.state_exists:
         return None
     return ws.state.conn
 

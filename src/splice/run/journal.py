@@ -115,6 +115,12 @@ def pid_alive(pid: int) -> bool:
         return True
 
 
+def _where(path: Path | str) -> str:
+    from splice.state.store import redact
+
+    return redact(path) if isinstance(path, str) else str(path)
+
+
 class Journal:
     """The journal of one workspace's state file. Thread-safe; close it when done."""
 
@@ -150,7 +156,7 @@ class Journal:
         if len(have) != 3:
             self.conn.close()
             raise StateError(
-                f"Splice state {self.path} has no run journal (state migration 3).",
+                f"Splice state {_where(self.path)} has no run journal (state migration 3).",
                 fix="open the state through the workspace (StateStore applies its migrations)",
             )
 
@@ -273,7 +279,7 @@ class Journal:
         if not rows:
             recent = ", ".join(r.run_id for r in self.runs(limit=3)) or "none yet"
             raise RunNotFoundError(
-                f"no run {run_id!r} in the journal {self.path}.",
+                f"no run {run_id!r} in the journal {_where(self.path)}.",
                 fix=f"`splice runs` lists the runs (latest: {recent})",
             )
         raise RunNotFoundError(

@@ -124,6 +124,11 @@ class StateStore:
     def on_postgres(self) -> bool:
         return not isinstance(self.path, Path)
 
+    @property
+    def where(self) -> str:
+        """The state's file, or its URL without the password (for messages)."""
+        return redact(self.path) if isinstance(self.path, str) else str(self.path)
+
     @classmethod
     def open(cls, path: Path | str, *, password: str | None = None) -> StateStore:
         """The state at ``path`` (a SQLite file), or in the PostgreSQL database a
@@ -174,7 +179,7 @@ class StateStore:
         if current > SCHEMA_VERSION:
             self.conn.close()
             raise StateError(
-                f"Splice state {self.path} has schema version {current}, newer than this Splice "
+                f"Splice state {self.where} has schema version {current}, newer than this Splice "
                 f"understands ({SCHEMA_VERSION}); it was not changed.",
                 fix="upgrade Splice (pip install -U splice) to open this workspace",
             )
