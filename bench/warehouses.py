@@ -160,34 +160,13 @@ def add_next_day(
         cur.executemany("INSERT INTO raw.events VALUES (%s::date, %s, %s)", rows)
 
 
-def _events_graph() -> Any:
-    from splice.graph.model import Graph, Node, Relation
-
-    g = Graph()
-    g.add_node(
-        Node(
-            id="bench:source:events",
-            project="bench",
-            name="source:events",
-            kind="source",
-            tool="declared",
-            writes=Relation("bench", "raw", "events"),
-            columns={"day": "DATE", "series": "TEXT", "amount": "DOUBLE"},
-        )
-    )
-    return g
-
-
 def watch_once(root: Path) -> tuple[float, Any]:
+    from detect import events_graph
     from splice.watch.service import watch
     from splice.workspace import Workspace
 
     with Workspace.open(root) as ws:
-        g = _events_graph()
-        # the declared source's relation lives in the workspace's catalog
-        node = g.nodes["bench:source:events"]
-        node.writes = type(node.writes)(ws.default_catalog, "raw", "events")
-        ws._graph = g
+        ws._graph = events_graph(ws.default_catalog)  # in the workspace's catalog
         t0 = time.perf_counter()
         result = watch(ws)
         return time.perf_counter() - t0, result
@@ -199,15 +178,20 @@ def watch_bench(server_url: str, n_series: int) -> dict[str, Any]:
         csv = Path(tmp) / "events.csv"
         generate_events(csv, n_series, N_DAYS)
         rows = next_day_rows(n_series, N_DAYS)
-        for kind in ("duckdb", "postgres"):
+        for kind in KINDS:
             root = Path(tmp) / kind
             root.mkdir()
-            url = new_database(server_url, "splice_bench_watch") if kind == "postgres" else None
+            url = new_database(server_url, "splice_bench_watch") if kind != "duckdb" else None
             load = (
                 load_duckdb(root, csv) if kind == "duckdb" else load_postgres(root, url or "", csv)
             )
+            if kind == "postgres+state":  # Splice's own state in PostgreSQL as well
+                state = new_database(server_url, "splice_bench_state")
+                state = state.replace("postgresql://", "postgresql+psycopg://", 1)
+                with (root / "splice.toml").open("a") as f:
+                    f.write(f'\n[state]\nurl = "{state}"\n')
             first_s, first = watch_once(root)
-            add_next_day(kind, root, url, rows)
+            add_next_day("duckdb" if kind == "duckdb" else "postgres", root, url, rows)
             next_s, nxt = watch_once(root)
             out[kind] = {
                 "load": load,
@@ -222,11 +206,16 @@ def watch_bench(server_url: str, n_series: int) -> dict[str, Any]:
     return out
 
 
+#: the warehouse (and where Splice's state is): DuckDB + SQLite, PostgreSQL + SQLite, both in
+#: PostgreSQL
+KINDS = ("duckdb", "postgres", "postgres+state")
+
+
 def _fmt_watch(w: dict[str, Any]) -> list[str]:
     lines = [f"1. splice watch, one metric x {w['series']:,} series x {w['days']} days"]
-    head = f"   {'':10} {'load':>7} {'first watch':>12} {'next watch':>11}  next day split"
+    head = f"   {'':14} {'load':>7} {'first watch':>12} {'next watch':>11}  next day split"
     lines.append(head)
-    for kind in ("duckdb", "postgres"):
+    for kind in KINDS:
         r = w[kind]
         split = " + ".join(
             f"{k.split(': ', 1)[1]} {v:.2f}"
@@ -234,7 +223,7 @@ def _fmt_watch(w: dict[str, Any]) -> list[str]:
             if k.startswith("next day: ") and k not in ("next day: points", "next day: anomalies")
         )
         lines.append(
-            f"   {kind:10} {r['load']:6.1f}s {r['first watch']:11.1f}s {r['next watch']:10.2f}s  "
+            f"   {kind:14} {r['load']:6.1f}s {r['first watch']:11.1f}s {r['next watch']:10.2f}s  "
             f"{split}  ({r['next day: points']:,} points, {r['next day: anomalies']} anomalies)"
         )
     return lines
@@ -297,24 +286,6 @@ LAST_DAY = "2026-10-01"
 BIN = Path(sys.executable).parent
 
 
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("SPLICE_WORKSPACE", "SPLICE_TARGET")}
-    env.update(DBT_SEND_ANONYMOUS_USAGE_STATS="false", DO_NOT_TRACK="1",
-               SQLMESH__DISABLE_ANONYMIZED_ANALYTICS="true", PYTHONPATH=str(ROOT / "src"))  # fmt: skip
-    return env
-
-
-def _timed(cmd: list[str], cwd: Path) -> float:
-    import subprocess
-
-    t0 = time.perf_counter()
-    res = subprocess.run(cmd, cwd=cwd, env=_env(), capture_output=True, text=True)
-    elapsed = time.perf_counter() - t0
-    if res.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed ({res.returncode}):\n{res.stdout}\n{res.stderr}")
-    return elapsed
-
-
 def _fresh(server_url: str, name: str, dest: Path) -> Path:
     """The demo built anew on a database of its own (SQLMesh's state names its catalog, so
     a copied database under another name is not the same project)."""
@@ -326,6 +297,8 @@ def _fresh(server_url: str, name: str, dest: Path) -> Path:
 
 def run_bench(server_url: str, repeat: int) -> dict[str, Any]:
     import statistics
+
+    from run import _timed  # the same subprocess timing as bench/run.py (DuckDB)
 
     times: dict[str, list[float]] = {"hand_sqlmesh": [], "hand_dbt": [], "hand": [], "splice": []}
     with tempfile.TemporaryDirectory() as tmp:

@@ -264,10 +264,21 @@ class Connection:
                 raise
 
     def executemany(self, sql: str, seq: Any) -> Cursor:
-        total = 0
-        for params in seq:
-            total += max(self.execute(sql, params).rowcount, 0)
-        return Cursor([], None, total, None)
+        """One statement over many rows, in one round trip batch (psycopg's pipeline)."""
+        import psycopg
+
+        q = translate(sql).encode()
+        rows = [
+            {k: _param(v) for k, v in p.items()} if isinstance(p, dict) else [_param(v) for v in p]
+            for p in seq
+        ]
+        with self._lock:
+            try:
+                with self._con.cursor() as cur:
+                    cur.executemany(q, rows)
+                    return Cursor([], None, cur.rowcount, None)
+            except psycopg.Error as e:
+                raise _error(e) from e
 
     def executescript(self, script: str) -> None:
         for stmt in [s for s in script.split(";") if s.strip()]:

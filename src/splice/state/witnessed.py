@@ -16,67 +16,39 @@ FIX_MISSING = (
 
 
 def open_witnessed(path: Path | str, witness_path: Path, *, new_state: bool = False) -> StateStore:
-    """The state at ``path``, refused when the witness says this workspace had another one.
+    """The state at ``path`` (a SQLite file, or a PostgreSQL URL), refused when the witness
+    says this workspace had another one.
 
     A first open (no witness) makes the witness; ``new_state`` starts afresh on purpose and
     makes a new witness. Every commit that moves the audit log's head rewrites the witness.
     """
+    from splice.state.store import pg_connect, redact
+
     w = witness.read(witness_path)
-    if isinstance(path, str):  # PostgreSQL: a database with no schema is a state never made
-        return _open_pg(path, witness_path, w, new_state)
+    where = redact(path) if isinstance(path, str) else str(path)
     if w is not None and not new_state:
-        missing = not path.exists()
-        if missing or path.stat().st_size == 0:
+        if isinstance(path, str):  # PostgreSQL: a database with no schema is a state never made
+            probe = StateStore(pg_connect(path), path)
+            try:
+                lost = "empty" if probe.schema_version == 0 else None
+            finally:
+                probe.close()
+        else:
+            lost = "missing" if not path.exists() else "empty" if path.stat().st_size == 0 else None
+        if lost:
             raise StateError(
-                f"Splice's state {path} is {'missing' if missing else 'empty'}, but this "
-                f"workspace has had state: {witness_path} records {w.state_id} with "
-                f"{w.audit_seq} audit-log entries.",
-                fix=FIX_MISSING.format(state=path),
+                f"Splice's state {where} is {lost}, but this workspace has had state: "
+                f"{witness_path} records {w.state_id} with {w.audit_seq} audit-log entries.",
+                fix=FIX_MISSING.format(state=where),
             )
     store = StateStore.open(path)
     try:
         sid = store.state_id()
         if w is not None and not new_state and w.state_id != sid:
             raise StateError(
-                f"Splice's state {path} is not this workspace's: it is {sid}, but {witness_path} "
+                f"Splice's state {where} is not this workspace's: it is {sid}, but {witness_path} "
                 f"records {w.state_id}.",
-                fix=FIX_MISSING.format(state=path),
-            )
-    except BaseException:
-        store.close()
-        raise
-    if w is None or new_state:
-        head = store.audit_head()
-        w = witness.Witness(sid, time.time(), *(head or (0, None)))
-        witness.write(witness_path, w)
-    store.after_commit.append(_keeper(witness_path, w))
-    return store
-
-
-def _open_pg(url: str, witness_path: Path, w: witness.Witness | None, new_state: bool
-             ) -> StateStore:  # fmt: skip
-    from splice.state.store import StateStore, pg_connect, redact
-
-    if w is not None and not new_state:
-        probe = StateStore(pg_connect(url), url)
-        try:
-            empty = probe.schema_version == 0
-        finally:
-            probe.close()
-        if empty:
-            raise StateError(
-                f"Splice's state {redact(url)} is empty, but this workspace has had state: "
-                f"{witness_path} records {w.state_id} with {w.audit_seq} audit-log entries.",
-                fix=FIX_MISSING.format(state=redact(url)),
-            )
-    store = StateStore.open(url)
-    try:
-        sid = store.state_id()
-        if w is not None and not new_state and w.state_id != sid:
-            raise StateError(
-                f"Splice's state {redact(url)} is not this workspace's: it is {sid}, but "
-                f"{witness_path} records {w.state_id}.",
-                fix=FIX_MISSING.format(state=redact(url)),
+                fix=FIX_MISSING.format(state=where),
             )
     except BaseException:
         store.close()
