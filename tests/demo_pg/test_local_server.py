@@ -4,28 +4,33 @@ stopped when the demo is done and started again by the next command that needs i
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.pg_support import ensure_postgres
+import psycopg
+from tests.pg_support import PG_PASSWORD, ensure_postgres
 
 from splice.pglocal import LocalPostgres
 
 
-def _splice(*args: str) -> subprocess.CompletedProcess[str]:
+def _splice(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "splice", *args], capture_output=True,
-                          text=True, timeout=600)  # fmt: skip
+                          text=True, timeout=600, env={**os.environ, **(env or {})})  # fmt: skip
 
 
 def test_the_throwaway_server_is_stopped_after_the_demo_and_started_on_demand(
-    tmp_path: Path,
+    tmp_path: Path, pg_url: str
 ) -> None:
+    """The warehouse on a throwaway server in the workspace; Splice's state on another
+    server's database (--state-url)."""
     ensure_postgres()
     ws = tmp_path / "travel"
     data = ws / ".splice" / "postgres"
+    state_url = pg_url.replace("postgresql://", "postgresql+psycopg://", 1)
     try:
-        r = _splice("demo", str(ws), "--warehouse", "postgres", "--json")
+        r = _splice("demo", str(ws), "--warehouse", "postgres", "--state-url", state_url, "--json")
         assert r.returncode == 0, r.stderr[-3000:]
         built = json.loads(r.stdout)
         assert built["warehouse"].startswith("postgresql://splice@127.0.0.1:")
@@ -37,10 +42,16 @@ def test_the_throwaway_server_is_stopped_after_the_demo_and_started_on_demand(
             "password: \"{{ env_var('SPLICE_DEMO_PG_PASSWORD'"
             in (ws / "finance" / "profiles.yml").read_text()
         )
-        r = _splice("-w", str(ws), "watch", "--backfill", "--json")
+        # the state's password is not in any file: a later command is given it as the demo said
+        r = _splice("-w", str(ws), "watch", "--backfill", "--json",
+                    env={"SPLICE_DEMO_PG_PASSWORD": PG_PASSWORD})  # fmt: skip
         assert r.returncode == 0, r.stderr[-3000:]
         assert json.loads(r.stdout)["points"] > 8000
         assert (data / "postmaster.pid").exists()  # the command started it
+        assert not (ws / ".splice" / "state.db").exists()
+        with psycopg.connect(pg_url) as con:  # the run and the watch are in the state database
+            assert con.execute("SELECT COUNT(*) FROM runs").fetchone()[0] >= 1
+            assert con.execute("SELECT COUNT(*) FROM watch_points").fetchone()[0] > 8000
     finally:
         LocalPostgres(data).stop()
 

@@ -160,6 +160,11 @@ def doctor_cmd(ctx: click.Context, as_json: bool, no_lineage: bool) -> None:
     help="PostgreSQL: postgresql://USER[:PASSWORD]@HOST:PORT/DATABASE to build in (without it, "
     "a throwaway local server Splice starts in DIRECTORY/.splice/postgres).",
 )
+@click.option(
+    "--state-url",
+    help="Keep Splice's own state in this PostgreSQL database ([state] url) instead of "
+    "DIRECTORY/.splice/state.db.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
 def demo_cmd(
@@ -169,6 +174,7 @@ def demo_cmd(
     force: bool,
     warehouse: str,
     warehouse_url: str | None,
+    state_url: str | None,
     as_json: bool,
 ) -> None:
     """Write and build the travel-marketplace demo workspace in DIRECTORY.
@@ -183,13 +189,14 @@ def demo_cmd(
     with throwaway_server(directory, warehouse, warehouse_url):
         if as_json:
             told, fixed = tell(directory, incident=incident, force=force, warehouse=warehouse,
-                               warehouse_url=warehouse_url)  # fmt: skip
+                               warehouse_url=warehouse_url, state_url=state_url)  # fmt: skip
             out = told.as_dict()
             emit_json({**out, "repair": fixed.as_dict()} if fixed is not None else out)
             return
         with console().status("Building the demo workspace...") as status:
             told, fixed = tell(directory, incident=incident, force=force, warehouse=warehouse,
-                               progress=status.update, warehouse_url=warehouse_url)  # fmt: skip
+                               progress=status.update, warehouse_url=warehouse_url,
+                               state_url=state_url)  # fmt: skip
         if fixed is None:
             console().print(demo_tour(told))
             return
