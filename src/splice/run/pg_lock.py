@@ -9,7 +9,7 @@ number derived from the database and the lock's name, the same in every process.
 >>> advisory_key("wh", "target:prod") == advisory_key("wh", "target:prod")
 True
 >>> print(try_lock_sql(advisory_key("wh", "target:prod")))
-SELECT PG_TRY_ADVISORY_LOCK(-1383960470718383416)
+SELECT PG_TRY_ADVISORY_LOCK(8639450935615235563)
 """
 
 from __future__ import annotations
