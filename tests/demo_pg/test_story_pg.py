@@ -101,6 +101,16 @@ def test_the_receipt_names_the_owner_and_says_verified(pg_story: Any) -> None:
     assert status == [("applied",)]
 
 
+def test_after_the_story_the_plan_reuses_everything(pg_story: Any) -> None:
+    """Every build's evidence (SQLMesh's, dbt's, the reload's) is in the PostgreSQL state."""
+    from splice import api
+
+    told, _fixed, _url, _state = pg_story
+    with api.open_workspace(told.build.workspace) as ws:
+        plan = api.plan(ws)
+    assert plan.to_build == []
+
+
 def test_undo_restores_the_frozen_rows_exactly(pg_story: Any) -> None:
     """Runs last in this module: it changes the warehouse back to the frozen days."""
     from splice import api

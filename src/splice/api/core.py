@@ -330,7 +330,7 @@ def list_runs(ws: Workspace, *, limit: int = 20) -> list[dict[str, Any]]:
     from splice.run.journal import Journal
     from splice.run.runner import recover_interrupted
 
-    if not (ws.root / ws.config.workspace.state).exists():
+    if not ws.state_exists:
         return []
     with Journal.for_workspace(ws) as journal:
         recover_interrupted(ws, journal)
@@ -343,7 +343,7 @@ def run_journal(ws: Workspace, run_id: str) -> dict[str, Any]:
     from splice.run.journal import Journal, RunNotFoundError
     from splice.run.runner import recover_interrupted
 
-    if not (ws.root / ws.config.workspace.state).exists():
+    if not ws.state_exists:
         raise RunNotFoundError(
             f"no run {run_id!r}: the workspace has no runs yet.", fix="`splice run` starts one"
         )

@@ -17,6 +17,10 @@ module catches the same exceptions on either backend.
 SELECT value FROM splice_meta WHERE key = %s
 >>> print(translate("INSERT OR IGNORE INTO notify_cursor(name, position) VALUES(:n, 0)"))
 INSERT INTO notify_cursor (name, position) VALUES (%(n)s, 0) ON CONFLICT DO NOTHING
+>>> print(translate("SELECT 1 FROM runs WHERE run_id IS ? AND pid IS NOT NULL"))
+SELECT 1 FROM runs WHERE run_id IS NOT DISTINCT FROM %s AND NOT pid IS NULL
+>>> print(translate("SELECT SUM(status = 'open') FROM incidents"))
+SELECT SUM(CAST(status = 'open' AS INT)) FROM incidents
 """
 
 from __future__ import annotations
@@ -152,6 +156,13 @@ def translate(sql: str) -> str:
                                 expression=exp.cast(fn.expressions[0], "TIMESTAMP"))  # fmt: skip
             days = exp.Div(this=epoch, expression=exp.Literal.number("86400.0"))
             fn.replace(exp.Paren(this=exp.Add(this=days, expression=exp.Literal.number(2440587.5))))
+    for node in list(tree.find_all(exp.Is)):  # SQLite's a IS b compares, NULLs equal
+        if not isinstance(node.expression, exp.Null | exp.Boolean):
+            node.replace(exp.NullSafeEQ(this=node.this, expression=node.expression))
+    for agg in list(tree.find_all(exp.Sum)):  # SUM(a = b): SQLite counts a true as 1
+        arg = agg.this
+        if isinstance(arg, exp.Predicate | exp.Not | exp.And | exp.Or):
+            arg.replace(exp.cast(arg.copy(), "INTEGER"))
     for coll in list(tree.find_all(exp.Collate)):  # a = b COLLATE NOCASE: lower(a) = lower(b)
         parent = coll.parent
         coll.replace(exp.Lower(this=coll.this))
