@@ -78,22 +78,29 @@ def state_probe(ws: Any) -> list[str] | None:
     specs = [s for s in ws.config.projects if s.format == "sqlmesh"]
     if not specs:
         return []
-    if ws.config.warehouse.type != "duckdb" or any(_own_state_connection(ws, s) for s in specs):
+    kind = ws.config.warehouse.type
+    if kind not in ("duckdb", "postgres") or any(_own_state_connection(ws, s) for s in specs):
         return None
-    import duckdb
-
     from splice.errors import WarehouseError
     from splice.warehouse import connect
 
+    if kind == "duckdb":
+        import duckdb
+
+        errors: tuple[type[BaseException], ...] = (duckdb.Error, WarehouseError)
+    else:
+        import psycopg
+
+        errors = (psycopg.Error, WarehouseError)
     out: list[str] = []
     try:
         with connect(ws, "the plan memo", read_only=True) as con:
             for t in STATE_TABLES:
                 n, total = con.execute(
-                    checksum_query(f"sqlmesh.{t}", None, None, None, "duckdb")
+                    checksum_query(f"sqlmesh.{t}", None, None, None, ws.dialect)
                 ).fetchone()
                 out.append(f"{t}:{n}:{total}")
-    except (duckdb.Error, WarehouseError):
+    except errors:
         return None
     return out
 

@@ -156,9 +156,9 @@ def translate(sql: str) -> str:
                                 expression=exp.cast(fn.expressions[0], "TIMESTAMP"))  # fmt: skip
             days = exp.Div(this=epoch, expression=exp.Literal.number("86400.0"))
             fn.replace(exp.Paren(this=exp.Add(this=days, expression=exp.Literal.number(2440587.5))))
-    for node in list(tree.find_all(exp.Is)):  # SQLite's a IS b compares, NULLs equal
-        if not isinstance(node.expression, exp.Null | exp.Boolean):
-            node.replace(exp.NullSafeEQ(this=node.this, expression=node.expression))
+    for is_ in list(tree.find_all(exp.Is)):  # SQLite's a IS b compares, NULLs equal
+        if not isinstance(is_.expression, exp.Null | exp.Boolean):
+            is_.replace(exp.NullSafeEQ(this=is_.this, expression=is_.expression))
     for agg in list(tree.find_all(exp.Sum)):  # SUM(a = b): SQLite counts a true as 1
         arg = agg.this
         if isinstance(arg, exp.Predicate | exp.Not | exp.And | exp.Or):
