@@ -111,6 +111,36 @@ def test_after_the_story_the_plan_reuses_everything(pg_story: Any) -> None:
     assert plan.to_build == []
 
 
+def test_an_agent_reads_the_incident_over_mcp_from_the_team_server(pg_story: Any) -> None:
+    """``splice serve`` on the PostgreSQL workspace: an agent's API key (kept in the PostgreSQL
+    state) reads the incident and the runs through /mcp."""
+    import anyio
+    from tests.mcp_server.mcp_support import call
+    from tests.serve.serve_support import (
+        free_port,
+        http_session,
+        make_key,
+        running_server,
+        serve_config,
+    )
+
+    told, _fixed, _url, _state = pg_story
+    ws = told.build.workspace
+    port = free_port()
+    with (ws / "splice.toml").open("a") as f:
+        f.write(serve_config(port, None))
+    key = make_key(ws, "ci-agent", "agent", "read,propose")
+
+    async def main(base: str) -> tuple[Any, Any]:
+        async with http_session(base, key, client="ci-agent") as s:
+            return await call(s, "get_incident", incident_id="INC-1"), await call(s, "list_runs")
+
+    with running_server(ws, port) as base:
+        incident, runs = anyio.run(main, base)
+    assert incident["origin"] == "pricing:fx.daily_rates" and incident["status"] == "resolved"
+    assert runs["count"] >= 3 and {r["status"] for r in runs["runs"]} == {"success"}
+
+
 def test_undo_restores_the_frozen_rows_exactly(pg_story: Any) -> None:
     """Runs last in this module: it changes the warehouse back to the frozen days."""
     from splice import api
