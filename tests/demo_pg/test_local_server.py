@@ -61,3 +61,13 @@ def test_a_url_for_a_duckdb_demo_is_refused_in_one_line(tmp_path: Path) -> None:
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "--warehouse postgres" in r.stderr
     assert not (tmp_path / "x").exists()
+
+
+def test_an_unreachable_server_is_named_before_anything_is_loaded(tmp_path: Path) -> None:
+    from splice.pglocal import free_port
+
+    url = f"postgresql://splice@127.0.0.1:{free_port()}/travel"
+    r = _splice("demo", str(tmp_path / "x"), "--warehouse", "postgres", "--warehouse-url", url)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert "failed at step 'postgres'" in r.stderr and "correct --warehouse-url" in r.stderr

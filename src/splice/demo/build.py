@@ -384,7 +384,11 @@ def build_demo(
                 raise DemoError(
                     f"building the demo failed at step '{name}': {detail} "
                     f"(the tools' output is in {log_path}).",
-                    fix=f"read {log_path}; then rebuild with --force",
+                    fix=(
+                        f"{e.fix}; then rebuild with --force"
+                        if isinstance(e, SpliceError) and e.fix
+                        else f"read {log_path}; then rebuild with --force"
+                    ),  # fmt: skip
                     retry=isinstance(e, SpliceError) and e.retry,
                 ) from e
             finally:
@@ -403,6 +407,7 @@ def build_demo(
                 elif pg.password:
                     os.environ[demo_pg.PASSWORD_ENV] = pg.password
                 demo_pg.write_configs(workspace, pg)
+                demo_pg.connect(workspace).close()  # reachable now, before anything is loaded
                 result.warehouse = f"postgresql://{pg.user}@{pg.host}:{pg.port}/{pg.database}"
         if state_url:
             from splice.demo.pg import write_state

@@ -103,11 +103,11 @@ def connect(workspace: Path) -> Any:
     try:
         return psycopg.connect(autocommit=True, **t.conninfo())
     except psycopg.OperationalError as e:
+        detail = " ".join(str(e).split())
         raise DemoError(
-            f"cannot connect to PostgreSQL {t.host}:{t.port}/{t.database}: "
-            f"{str(e).strip().splitlines()[-1]}.",
-            fix=f"start the server, or check the URL and ${PASSWORD_ENV}",
-            retry=True,
+            f"cannot connect to PostgreSQL {t.host}:{t.port}/{t.database}: {detail[:300]}",
+            fix=f"start the server, or correct --warehouse-url (and ${PASSWORD_ENV})",
+            retry="refused" in detail or "timeout" in detail,
         ) from None
 
 
