@@ -22,6 +22,8 @@ def test_checksum_is_stable_over_a_no_op_and_moves_on_a_change(pg_url: str) -> N
             "INSERT INTO fx VALUES ('2026-09-28', 'EUR', 1.08), ('2026-09-29', 'EUR', 1.09)"
         )
     before = _checksum(pg_url, "public.fx")
+    # an unqualified name resolves as PostgreSQL resolves it: schema public (not DuckDB's main)
+    assert _checksum(pg_url, "fx") == before
     with psycopg.connect(pg_url, autocommit=True) as con:
         con.execute("UPDATE fx SET rate = rate")  # a no-op rewrite
     assert _checksum(pg_url, "public.fx") == before

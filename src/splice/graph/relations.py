@@ -20,6 +20,18 @@ from sqlglot.dialects.dialect import Dialect
 
 from splice.graph.model import Relation
 
+#: The schema an unqualified name resolves to, by dialect (DuckDB's "main" otherwise).
+DEFAULT_SCHEMA = {"postgres": "public"}
+
+
+def default_schema(dialect: str) -> str:
+    """The schema an unqualified relation name is in.
+
+    >>> default_schema("postgres"), default_schema("duckdb")
+    ('public', 'main')
+    """
+    return DEFAULT_SCHEMA.get(dialect, "main")
+
 
 @lru_cache(maxsize=65536)
 def _parse(text: str, dialect: str, read: str | None = None) -> tuple[str | None, str, str]:
@@ -38,7 +50,7 @@ def _parse(text: str, dialect: str, read: str | None = None) -> tuple[str | None
     catalog, schema, name = parts
     if not name:
         raise ValueError(f"not a relation name: {text!r}")
-    return catalog, schema or "main", name
+    return catalog, schema or default_schema(dialect), name
 
 
 def parse_relation(
@@ -78,6 +90,6 @@ def relation_from_parts(
 ) -> Relation:
     return Relation(
         normalise_identifier(catalog, dialect) if catalog else None,
-        normalise_identifier(schema, dialect) if schema else "main",
+        normalise_identifier(schema, dialect) if schema else default_schema(dialect),
         normalise_identifier(name, dialect),
     )
