@@ -11,15 +11,14 @@ Fixtures (registered in tests/conftest.py):
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.debian_support import apt_install
 
 from splice.pglocal import LocalPostgres, find_bindir
 
@@ -31,20 +30,10 @@ def ensure_postgres() -> Path:
     found = find_bindir()
     if found:
         return found
-    if os.geteuid() != 0:
-        pytest.fail("PostgreSQL is missing and only root can install it: run "
-                    "`sudo apt-get install -y postgresql`, then the tests again.")  # fmt: skip
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    cmd = ["apt-get", "install", "-y", "--no-install-recommends", "postgresql"]
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
-    if r.returncode != 0:  # a fresh machine may not have the package lists yet
-        subprocess.run(["apt-get", "update"], capture_output=True, env=env, timeout=900)
-        r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+    apt_install("postgresql")
     found = find_bindir()
-    if r.returncode != 0 or found is None:
-        pytest.fail(
-            f"could not install PostgreSQL (apt-get install postgresql):\n{r.stderr[-2000:]}"
-        )
+    if found is None:
+        pytest.fail("apt-get installed postgresql, but no initdb/pg_ctl was found after it")
     return found
 
 

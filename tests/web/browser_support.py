@@ -11,13 +11,13 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.debian_support import apt_install
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [
@@ -32,17 +32,9 @@ def ensure_chromium() -> str:
     found = shutil.which("chromium") or (CHROMIUM if os.path.exists(CHROMIUM) else None)
     if found:
         return found
-    if os.geteuid() != 0:
-        pytest.fail("Chromium is missing and only root can install it: run "
-                    "`sudo apt-get install -y chromium`, then the tests again.")  # fmt: skip
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    cmd = ["apt-get", "install", "-y", "--no-install-recommends", "chromium"]
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
-    if r.returncode != 0:  # a fresh machine may not have the package lists yet
-        subprocess.run(["apt-get", "update"], capture_output=True, env=env, timeout=900)
-        r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
-    if r.returncode != 0 or not os.path.exists(CHROMIUM):
-        pytest.fail(f"could not install Chromium (apt-get install chromium):\n{r.stderr[-2000:]}")
+    apt_install("chromium")
+    if not os.path.exists(CHROMIUM):
+        pytest.fail(f"apt-get installed chromium, but {CHROMIUM} is not there")
     return CHROMIUM
 
 
