@@ -12,6 +12,7 @@ from __future__ import annotations
 from splice.errors import (
     ConfigError,
     NodeNotFoundError,
+    OrchestratorError,
     ProjectError,
     SelectorError,
     SpliceError,
@@ -24,6 +25,7 @@ __version__ = "0.1.0"
 __all__ = [
     "ConfigError",
     "NodeNotFoundError",
+    "OrchestratorError",
     "ProjectError",
     "SelectorError",
     "SpliceError",

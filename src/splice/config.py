@@ -27,6 +27,7 @@ from pydantic import (
 )
 
 from splice.config_notify import NotifySection
+from splice.config_orchestrators import DagsterJob
 from splice.config_serve import ServeSection
 from splice.errors import ConfigError
 
@@ -161,6 +162,26 @@ class IngestionSection(_Strict):
     dataset: str | None = None
     owner: str | None = None
     description: str | None = None
+    dagster: DagsterJob | None = None  # [ingestion.dagster], with runner = "dagster"
+
+    @model_validator(mode="after")
+    def _runner_settings(self) -> IngestionSection:
+        if self.runner == "dagster" and self.dagster is None:
+            raise ValueError(
+                f'ingestion {self.name!r} has runner = "dagster" but no [ingestion.dagster] '
+                "table: give it url (the webserver) and job"
+            )
+        if self.dagster is not None and self.runner != "dagster":
+            raise ValueError(
+                f"ingestion {self.name!r} has an [ingestion.dagster] table but runner = "
+                f'{self.runner!r}: set runner = "dagster" (or remove the table)'
+            )
+        return self
+
+    @property
+    def orchestrated(self) -> bool:
+        """Whether an orchestrator (not Splice) runs the job."""
+        return self.dagster is not None
 
 
 class DashboardSection(_Strict):

@@ -10,6 +10,8 @@ The tree::
     ├── NodeNotFoundError          a node, column, incident, proposal or run named does not exist
     ├── InputError                 a value given on the command line is malformed or out of range
     ├── StateError                 Splice's own state is newer than this Splice, or corrupt
+    ├── OrchestratorError          the orchestrator running an ingestion job (Dagster) cannot be
+    │                              reached, does not know the job, or refused the run
     ├── AccessError                the principal may not do this (a missing scope, an agent
     │                              deciding, a revoked key, [policy] sends it to the server)
     └── RepairError                a repair cannot be proposed, captured, applied or undone as asked
@@ -73,6 +75,10 @@ class NodeNotFoundError(SpliceError):
 
 class InputError(SpliceError):
     """A value given on the command line (or to the API) is malformed or out of range."""
+
+
+class OrchestratorError(SpliceError):
+    """The orchestrator that runs an ingestion job cannot be reached or refused what was asked."""
 
 
 class AccessError(SpliceError):

@@ -19,7 +19,8 @@ module-level and inside functions).
     plan            the planner, evidence, the no-op memo
     lineage         column lineage; the workspace's checks (doctor_service)
     providers       dbt, SQLMesh, ingestion and dashboards loaders; the Workspace
-    graph           the joined graph, selectors, splice.toml (config), the graph cache
+    graph           the joined graph, selectors, splice.toml (config), the graph cache, the
+                    orchestrators that run ingestion jobs (Dagster)
     state           the SQLite state store and its witness
 
     infrastructure  small modules any layer may use: errors, names, principals, the clock,
@@ -81,6 +82,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "splice.config",
             "splice.config_serve",
             "splice.config_notify",
+            "splice.config_orchestrators",
+            "splice.orchestrators",
             "splice.sqlrows",
         ),
     ),

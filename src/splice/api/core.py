@@ -394,11 +394,58 @@ def list_incidents(ws: Workspace, *, status: str | None = "open") -> list[Any]:
     return _list(ws.state.conn, ws.target, status=status)
 
 
-def incident(ws: Workspace, incident_id: str) -> Any:
-    """One incident with its diagnosis (raises NodeNotFoundError naming the known ids)."""
+def incident(ws: Workspace, incident_id: str, *, live: bool = True) -> Any:
+    """One incident with its diagnosis (raises NodeNotFoundError naming the known ids).
+
+    ``live``: when an orchestrator runs the incident's source job (Dagster), the job's recent
+    runs there (status, start, end, link) are read now and shown beside the load records, as
+    ``diagnosis["source"]["orchestrator"]`` (with ``error`` when they could not be read)."""
+    from splice.reads.connectors import orchestrator_runs
     from splice.watch.incidents import get_incident
 
-    return get_incident(ws.state.conn, incident_id)
+    inc = get_incident(ws.state.conn, incident_id)
+    src = (inc.diagnosis or {}).get("source") or {}
+    name = str(src.get("node") or "").removeprefix("ingestion:")
+    job = next((j for j in ws.config.ingestion if j.name == name), None)
+    if live and job is not None and job.dagster is not None:
+        src["orchestrator"] = orchestrator_runs(ws, job, limit=5)
+    return inc
+
+
+def queue_ingestion(
+    ws: Workspace, name: str, start: Any, end: Any, *, tags: dict[str, str] | None = None
+) -> list[Any]:
+    """Run ingestion job ``name`` for ``start..end`` through the orchestrator that owns it
+    (``[ingestion.dagster]``) and wait: its runs there (:class:`OrchestratorRun`). A job Splice
+    runs itself is refused (``splice propose`` reloads those)."""
+    from splice.errors import InputError
+    from splice.orchestrators import for_job
+
+    job = next((j for j in ws.config.ingestion if j.name == name), None)
+    orch = for_job(job, ws.root) if job is not None else None
+    if orch is None:
+        raise InputError(
+            f"ingestion job {name!r} is not run by an orchestrator in splice.toml.",
+            fix='give it runner = "dagster" and an [ingestion.dagster] table',
+        )
+    orch.check()
+    return orch.reload(start, end, tags={"splice/workspace": ws.config.workspace.name,
+                                         **(tags or {})})  # fmt: skip
+
+
+def stop_local_orchestrators(root: Any) -> list[str]:
+    """Stop every orchestrator server Splice started for the workspace at ``root``
+    (``[ingestion.dagster] local``); the URLs of those that ran."""
+    from pathlib import Path
+
+    from splice.config import load_config
+    from splice.orchestrators.dagster_local import home_of, stop
+
+    stopped: list[str] = []
+    for job in load_config(Path(root)).ingestion:
+        if job.dagster is not None and job.dagster.local and stop(home_of(job.dagster, Path(root))):
+            stopped.append(job.dagster.url)
+    return stopped
 
 
 def workspace_config(root: Any) -> Any:

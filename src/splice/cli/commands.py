@@ -165,6 +165,13 @@ def doctor_cmd(ctx: click.Context, as_json: bool, no_lineage: bool) -> None:
     help="Keep Splice's own state in this PostgreSQL database ([state] url) instead of "
     "DIRECTORY/.splice/state.db.",
 )
+@click.option(
+    "--orchestrator",
+    type=click.Choice(["dagster"]),
+    default=None,
+    help="Run the rates feed as a Dagster job (a local Dagster on 127.0.0.1): the repair's "
+    "reload is queued there.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
 def demo_cmd(
@@ -175,6 +182,7 @@ def demo_cmd(
     warehouse: str,
     warehouse_url: str | None,
     state_url: str | None,
+    orchestrator: str | None,
     as_json: bool,
 ) -> None:
     """Write and build the travel-marketplace demo workspace in DIRECTORY.
@@ -189,14 +197,15 @@ def demo_cmd(
     with throwaway_server(directory, warehouse, warehouse_url):
         if as_json:
             told, fixed = tell(directory, incident=incident, force=force, warehouse=warehouse,
-                               warehouse_url=warehouse_url, state_url=state_url)  # fmt: skip
+                               warehouse_url=warehouse_url, state_url=state_url,
+                               orchestrator=orchestrator)  # fmt: skip
             out = told.as_dict()
             emit_json({**out, "repair": fixed.as_dict()} if fixed is not None else out)
             return
         with console().status("Building the demo workspace...") as status:
             told, fixed = tell(directory, incident=incident, force=force, warehouse=warehouse,
                                progress=status.update, warehouse_url=warehouse_url,
-                               state_url=state_url)  # fmt: skip
+                               state_url=state_url, orchestrator=orchestrator)  # fmt: skip
         if fixed is None:
             console().print(demo_tour(told))
             return

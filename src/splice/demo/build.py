@@ -81,6 +81,7 @@ class DemoResult:
     counts: dict[str, int] = field(default_factory=dict)
     steps: dict[str, float] = field(default_factory=dict)  # step -> seconds
     elapsed_seconds: float = 0.0
+    orchestrator: str | None = None  # the Dagster webserver the rates feed runs in
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready summary (for ``splice demo --json``)."""
@@ -94,6 +95,7 @@ class DemoResult:
             "counts": dict(self.counts),
             "steps": dict(self.steps),
             "elapsed_seconds": self.elapsed_seconds,
+            "orchestrator": self.orchestrator,
         }
 
 
@@ -315,6 +317,7 @@ def build_demo(
     warehouse: str = "duckdb",
     warehouse_url: str | None = None,
     state_url: str | None = None,
+    orchestrator: str | None = None,
 ) -> DemoResult:
     """Write the demo workspace into ``directory`` and build Q3 2026 in it.
 
@@ -323,6 +326,10 @@ def build_demo(
     with no URL, on a throwaway server Splice starts in the workspace and stops when the
     build is done (:mod:`splice.demo.pg`). ``state_url``: keep Splice's own state in that
     PostgreSQL database (``[state] url``) instead of ``.splice/state.db``.
+
+    ``orchestrator="dagster"``: the rates feed is the Dagster job ``fx_rates_ingest``
+    (``orchestration/definitions.py``), served on a free 127.0.0.1 port the first time Splice
+    needs it (:mod:`splice.demo.dagster`); the build itself still loads in process.
 
     ``incident="stale-rates"`` switches the vendor to re-serve Friday 2026-09-25's rates on
     2026-09-28 and 2026-09-29 before anything is loaded.  ``force`` replaces a demo workspace
@@ -339,6 +346,11 @@ def build_demo(
         raise ConfigError(
             f"--warehouse {warehouse!r} is not one the demo builds on.",
             fix="pass --warehouse duckdb (the default) or --warehouse postgres",
+        )
+    if orchestrator not in (None, "dagster"):
+        raise ConfigError(
+            f"--orchestrator {orchestrator!r} is not one the demo runs its rates feed in.",
+            fix="pass --orchestrator dagster, or leave it out (Splice runs the feed itself)",
         )
     if warehouse_url and warehouse != "postgres":
         raise ConfigError(
@@ -409,6 +421,11 @@ def build_demo(
                 demo_pg.write_configs(workspace, pg)
                 demo_pg.connect(workspace).close()  # reachable now, before anything is loaded
                 result.warehouse = f"postgresql://{pg.user}@{pg.host}:{pg.port}/{pg.database}"
+        if orchestrator == "dagster":
+            from splice.demo.dagster import use_dagster
+
+            with step("dagster", "Moving the rates feed into Dagster (orchestration/)"):
+                result.orchestrator = use_dagster(workspace)
         if state_url:
             from splice.demo.pg import write_state
 

@@ -59,9 +59,12 @@ def tell_stale_rates(
     warehouse: str = "duckdb",
     warehouse_url: str | None = None,
     state_url: str | None = None,
+    orchestrator: str | None = None,
 ) -> StoryResult:
     """Build the clean quarter (from ``start``: a longer history), baseline it, let the
-    vendor freeze, run on, and watch (on DuckDB, or on PostgreSQL: see :func:`build_demo`)."""
+    vendor freeze, run on, and watch (on DuckDB, or on PostgreSQL: see :func:`build_demo`).
+    ``orchestrator="dagster"``: the rates feed runs in Dagster; production's load of the
+    frozen days is a run of its job there."""
     from splice import api
     from splice.demo.bookings import load_bookings
     from splice.demo.build import build_demo
@@ -80,6 +83,7 @@ def tell_stale_rates(
         warehouse=warehouse,
         warehouse_url=warehouse_url,
         state_url=state_url,
+        orchestrator=orchestrator,
     )
     ws_dir = built.workspace
     with api.open_workspace(ws_dir) as ws:
@@ -90,7 +94,10 @@ def tell_stale_rates(
         "production runs on"
     )
     set_incident(ws_dir, "stale-rates")
-    rates = ingest_fx_rates(ws_dir, FREEZE_FROM, Q3_END)
+    if orchestrator == "dagster":
+        rates = _load_in_dagster(ws_dir, say)
+    else:
+        rates = ingest_fx_rates(ws_dir, FREEZE_FROM, Q3_END)
     load_bookings(ws_dir, FREEZE_FROM, Q3_END)
     _record_clock(ws_dir, rates)
     with api.open_workspace(ws_dir) as ws:
@@ -116,6 +123,34 @@ def tell_stale_rates(
         watch=found,
         incidents=list(found.incidents),
     )
+
+
+def _load_in_dagster(ws_dir: Path, say: Callable[[str], None]) -> Any:
+    """Production's morning load of the frozen days, as a run of the Dagster job (it succeeds:
+    the vendor answers, with Friday's rates)."""
+    from types import SimpleNamespace
+
+    from splice import api
+    from splice.demo.ingest import IngestResult
+    from splice.demo.layout import days_between
+    from splice.demo.vendor import _frozen_as_of, read_settings
+
+    say("Dagster runs fx_rates_ingest for the new days (starting the local Dagster first)")
+    with api.open_workspace(ws_dir) as ws:
+        runs = api.queue_ingestion(ws, "fx_rates_ingest", FREEZE_FROM, Q3_END,
+                                   tags={"splice/reason": "demo: the morning load"})  # fmt: skip
+    bad = [r for r in runs if not r.ok]
+    if bad:
+        raise DemoError(f"Dagster run {bad[0].run_id} of fx_rates_ingest {bad[0].status}: "
+                        f"{bad[0].message}.", fix=f"open {bad[0].url}")  # fmt: skip
+    say(f"Dagster run {runs[0].run_id[:8]} succeeded ({runs[0].url})")
+    settings = read_settings(ws_dir)
+    result = IngestResult(FREEZE_FROM, Q3_END)
+    for day in days_between(FREEZE_FROM, Q3_END):
+        as_of = _frozen_as_of(day, settings)
+        if as_of is not None:
+            result.stale_days[day] = as_of
+    return SimpleNamespace(stale_days=result.stale_days)
 
 
 def _record_clock(
@@ -253,28 +288,32 @@ def tell(
     warehouse: str = "duckdb",
     warehouse_url: str | None = None,
     state_url: str | None = None,
+    orchestrator: str | None = None,
 ) -> tuple[Any, RepairStory | None]:
     """What ``splice demo`` does: the build (no incident), or the whole stale-rates story and
-    its repair (see :func:`throwaway_server` for the PostgreSQL Splice starts itself)."""
+    its repair (see :func:`throwaway_server` for the PostgreSQL and the Dagster Splice starts
+    itself)."""
     from splice.demo.build import build_demo
 
     workspace = Path(directory).expanduser().resolve()
     if incident != "stale-rates":
         built = build_demo(workspace, incident=incident, force=force, progress=progress,
                            warehouse=warehouse, warehouse_url=warehouse_url,
-                           state_url=state_url)  # fmt: skip
+                           state_url=state_url, orchestrator=orchestrator)  # fmt: skip
         return built, None
     story = tell_stale_rates(workspace, force=force, progress=progress, warehouse=warehouse,
-                             warehouse_url=warehouse_url, state_url=state_url)  # fmt: skip
+                             warehouse_url=warehouse_url, state_url=state_url,
+                             orchestrator=orchestrator)  # fmt: skip
     fixed = tell_repair(story.build.workspace, story.incidents[0].incident_id, progress=progress)
     return story, fixed
 
 
 @contextmanager
 def throwaway_server(directory: Path, warehouse: str, warehouse_url: str | None) -> Iterator[None]:
-    """Around ``splice demo``: a PostgreSQL Splice started in the workspace (no URL given) is
-    stopped when the block ends, whatever happened (a later command that needs the warehouse
-    starts it again)."""
+    """Around ``splice demo``: a PostgreSQL Splice started in the workspace (no URL given) and
+    the local Dagster are stopped when the block ends, whatever happened (a later command that
+    needs either starts it again)."""
+    from splice.demo import dagster
     from splice.demo.pg import stop_local
 
     workspace = Path(directory).expanduser().resolve()
@@ -283,3 +322,5 @@ def throwaway_server(directory: Path, warehouse: str, warehouse_url: str | None)
     finally:
         if warehouse == "postgres" and not warehouse_url and (workspace / "splice.toml").exists():
             stop_local(workspace)
+        if (workspace / "splice.toml").exists():
+            dagster.stop(workspace)

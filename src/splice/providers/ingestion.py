@@ -1,7 +1,9 @@
 """Ingestion jobs (dlt pipelines, shell commands, orchestrator jobs) as graph nodes.
 
 A job writes raw relations; a dlt pipeline's tables can be read from its own stored schema, so
-``writes`` may be left out of splice.toml for a pipeline that has run once.
+``writes`` may be left out of splice.toml for a pipeline that has run once. A Dagster job's
+relations can be read from its asset keys (``["raw", "fx_rates"]`` is ``raw.fx_rates``): read
+once from the webserver and kept in ``.splice/orchestrators/NAME.json``.
 """
 
 from __future__ import annotations
@@ -46,6 +48,34 @@ def dlt_tables(
     return dataset, out, facts
 
 
+def dagster_writes(job: IngestionSection, root: Path) -> tuple[list[str], str | None]:
+    """The relations a Dagster job's asset keys name (kept from the last read), or why not.
+
+    Never starts a local Dagster: the graph loads without one; the keys are read when the
+    webserver answers and kept, so later loads need no network."""
+    import json
+
+    from splice.errors import OrchestratorError
+    from splice.orchestrators.dagster import Dagster
+
+    assert job.dagster is not None
+    kept = root / ".splice" / "orchestrators" / f"{job.name}.json"
+    if kept.is_file():
+        try:
+            return list(json.loads(kept.read_text())["writes"]), None
+        except (ValueError, KeyError, OSError):
+            pass
+    cfg = job.dagster.model_copy(update={"local": None})
+    try:
+        writes = Dagster(cfg, cfg.job or job.name, root=root, ingestion=job.name).asset_relations()
+    except OrchestratorError as e:
+        return [], e.message
+    if writes:
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        kept.write_text(json.dumps({"writes": writes, "url": job.dagster.url}))
+    return writes, None if writes else f"Dagster job {cfg.job or job.name!r} has no asset keys"
+
+
 def ingestion_nodes(
     jobs: list[IngestionSection], root: Path, *, dialect: str, default_catalog: str | None
 ) -> list[Node]:
@@ -62,7 +92,20 @@ def ingestion_nodes(
                     f"splice.toml: ingestion[{i}].writes: {w!r} is not a relation name ({e}).",
                     fix="write schema.table or catalog.schema.table",
                 ) from None
-        if job.runner == "dlt" and job.pipeline_name:
+        meta: dict[str, object] = {}
+        if job.dagster is not None:
+            d = job.dagster
+            meta["orchestrator"] = {"system": "dagster", "url": d.url, "job": d.job or job.name,
+                                    "days": d.days, "link": f"{d.url}/jobs/{d.job or job.name}"}  # fmt: skip
+            if not writes:
+                found, why = dagster_writes(job, root)
+                for w in found:
+                    writes.append(
+                        parse_relation(w, dialect=dialect, default_catalog=default_catalog)
+                    )
+                if why:
+                    meta["writes_unknown"] = why
+        if job.runner in ("dlt", "dagster") and job.pipeline_name:
             pdir = root / (job.pipelines_dir or ".dlt/pipelines")
             _dataset, tables, facts = dlt_tables(job.pipeline_name, pdir, dialect, default_catalog)
             for rel, cols in sorted(tables.items()):
@@ -83,7 +126,13 @@ def ingestion_nodes(
                 language="none",
                 owner=job.owner,
                 description=job.description,
-                meta={"runner": job.runner, "command": job.command, "reads": job.reads, **facts},
+                meta={
+                    "runner": job.runner,
+                    "command": job.command,
+                    "reads": job.reads,
+                    **facts,
+                    **meta,
+                },
             )
         )
     return nodes

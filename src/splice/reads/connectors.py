@@ -73,6 +73,24 @@ def _domain(ws: Any, g: Graph, node_id: str) -> str | None:
     return d.name if d is not None else None
 
 
+def orchestrator_runs(ws: Any, job: Any, *, limit: int = LOADS_SHOWN) -> dict[str, Any]:
+    """The orchestrator of ``job`` (None when Splice runs it) and the job's latest runs there
+    (status, start, end, link); ``error`` says why they could not be read (never raises)."""
+    from splice.errors import OrchestratorError
+    from splice.orchestrators import for_job
+
+    orch = for_job(job, ws.root)
+    if orch is None:
+        return {}
+    cfg = job.dagster
+    rec: dict[str, Any] = {"system": orch.system, "url": cfg.url, "job": orch.job, "runs": []}
+    try:
+        rec["runs"] = [r.as_dict() for r in orch.recent_runs(limit)]
+    except OrchestratorError as e:
+        rec["error"] = e.one_line()
+    return rec
+
+
 def ingestion_jobs(ws: Any, *, loads: int = LOADS_SHOWN) -> list[dict[str, Any]]:
     """Each ``[[ingestion]]`` job: how it runs, the tables it writes (whether they exist and
     their rows), the nodes reading them, and for a dlt job its newest ``loads`` from dlt's
@@ -91,7 +109,7 @@ def ingestion_jobs(ws: Any, *, loads: int = LOADS_SHOWN) -> list[dict[str, Any]]
         writes = node.all_writes if node is not None else []
         loads_at = (
             Relation(writes[0].catalog, writes[0].schema, DLT_LOADS)
-            if job.runner == "dlt" and writes
+            if (job.runner == "dlt" or job.pipeline_name) and writes
             else None
         )
         rec: dict[str, Any] = {
@@ -122,7 +140,9 @@ def ingestion_jobs(ws: Any, *, loads: int = LOADS_SHOWN) -> list[dict[str, Any]]
             "loads_table": loads_at.key if loads_at else None,
             "last_load": None,
         }
-        if job.runner != "dlt":
+        if job.dagster is not None:
+            rec["orchestrator"] = orchestrator_runs(ws, job)
+        if loads_at is None:
             rec["loads_note"] = f"a {job.runner} job keeps no load records Splice can read"
         wanted += list(writes) + ([loads_at] if loads_at else [])
         jobs.append(rec)

@@ -3,7 +3,8 @@
 One segment per step, each depending on the one before (a failed reload skips the
 restatement and the rebuild; a failed restatement skips the rebuild):
 
-- ``reload``  -> format ``ingestion``: the job's command for the scope's days
+- ``reload``  -> format ``ingestion``: the job's command for the scope's days, or the runs
+  queued through the orchestrator that owns the job (Dagster), exactly as approved
   (:class:`splice.run.ingestion.IngestionExecutor`);
 - ``restate`` -> format ``sqlmesh`` with ``tool_view["restate"]`` on the restated model:
   SQLMesh's own plan with ``restate_models``, ``start`` and ``end`` (the cascade is SQLMesh's),
@@ -67,6 +68,8 @@ def repair_plan(ws: Any, proposal: Any) -> Plan:
             view: dict[str, Any] = {}
             if step.kind == "reload":
                 view = {"command": list(step.command)}
+                if step.detail.get("orchestrator"):  # queued through Dagster, as approved
+                    view["orchestrator"] = dict(step.detail["orchestrator"])
             elif step.kind == "restate":
                 # the origin's restatement, then those of models downstream whose damage
                 # reaches beyond its cascade (each one SQLMesh plan, in order)

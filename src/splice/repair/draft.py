@@ -68,15 +68,12 @@ class Draft:
 def _ingestion_step(ws: Any, node_id: str, start: date, end: date) -> tuple[dict[str, Any], str]:
     name = node_id.split(":", 1)[1]
     job = next((i for i in ws.config.ingestion if i.name == name), None)
+    if job is not None and job.dagster is not None:
+        return _orchestrated_step(ws, job, node_id, start, end)
     if job is None or not job.command:
         raise RepairError(
             f"the incident's source {node_id} has no command to reload it with.",
             fix=f"give [[ingestion]] {name!r} a command with {{start}} and {{end}} in splice.toml",
-        )
-    if job.runner == "dagster":
-        raise RepairError(
-            f"{node_id} runs in Dagster; reloading Dagster jobs is not supported yet.",
-            fix="reload it in Dagster for the scope's days, then propose again without --reload",
         )
     argv = [a.format(start=start.isoformat(), end=end.isoformat()) for a in job.command]
     step = {
@@ -89,6 +86,43 @@ def _ingestion_step(ws: Any, node_id: str, start: date, end: date) -> tuple[dict
         "detail": {"runner": job.runner, "writes": list(job.writes), "cwd": str(ws.root)},
     }
     return step, shlex.join(argv)
+
+
+def _orchestrated_step(
+    ws: Any, job: Any, node_id: str, start: date, end: date
+) -> tuple[dict[str, Any], str]:
+    """A reload queued through the orchestrator that owns the job: the runs it will submit
+    (run config or partition tags, filled in now, so the approval is of exactly these), after
+    checking that the orchestrator answers and knows the job."""
+    from splice.orchestrators import for_job
+
+    orch = for_job(job, ws.root)
+    assert orch is not None
+    where = orch.check()  # unreachable or unknown job: a one-line OrchestratorError
+    runs = [{"run_config": c, "tags": t} for c, t in orch.requests(start, end, {})]
+    cfg = job.dagster
+    step = {
+        "kind": "reload",
+        "project": "ingestion",
+        "nodes": [node_id],
+        "start": start,
+        "end": end,
+        "command": [],
+        "detail": {
+            "runner": job.runner,
+            "writes": list(job.writes),
+            "cwd": str(ws.root),
+            "orchestrator": {
+                "system": orch.system,
+                "url": cfg.url,
+                "job": orch.job,
+                **where,
+                "days": cfg.days,
+                "runs": runs,
+            },  # fmt: skip
+        },
+    }
+    return step, orch.describe(start, end)
 
 
 def _cascade_of(ws: Any, ctx: Any, env_name: str, fqn: str, start: date, end: date,
@@ -288,7 +322,7 @@ def draft_repair(ws: Any, incident: Any, *, execution_time: datetime | None = No
     if src.get("node", "").startswith("ingestion:"):
         step, cmd = _ingestion_step(ws, src["node"], start, end)
         draft.steps.append(step)
-        draft.commands.append(f"(cd {ws.root} && {cmd})")
+        draft.commands.append(cmd if not step["command"] else f"(cd {ws.root} && {cmd})")
         time_col = src.get("time_column")
         draft.touches.append(Touch(src["node"], src["relation"], time_col, start, end))
     rebuild_from: list[str] = sorted(graph.descendants(origin))

@@ -221,6 +221,7 @@ def apply(
     if p.status != "approved":
         p = _approve_autonomously(ws, p, now=now)
     check_may_apply(ws, principal)
+    _check_orchestrators(ws, p)  # unreachable or unknown job: refused before anything changes
     say("Checking the warehouse still holds what the undo recorded")
     undo.check_as_requested(ws, p)
     undo.check_unchanged(ws, p.undo)
@@ -257,6 +258,26 @@ def apply(
     result = Applied(p, report, verification)
     result.receipt = write_receipt(ws, p.proposal_id, principal=principal)
     return result
+
+
+def _check_orchestrators(ws: Any, p: Proposal) -> None:
+    """Every orchestrator a reload step queues in answers and still knows its job."""
+    from splice.orchestrators import for_job
+
+    for step in p.steps:
+        spec = step.detail.get("orchestrator")
+        if step.kind != "reload" or not spec:
+            continue
+        name = step.nodes[0].split(":", 1)[1]
+        job = next((j for j in ws.config.ingestion if j.name == name), None)
+        orch = for_job(job, ws.root) if job is not None else None
+        if orch is None or orch.job != spec["job"]:
+            raise RepairError(
+                f"{step.nodes[0]} is no longer run by {spec['system']} job {spec['job']!r} in "
+                f"splice.toml; proposal {p.proposal_id} was made for it.",
+                fix=f"splice propose {p.incident_id} again",
+            )
+        orch.check()
 
 
 def _restore_after_failure(ws: Any, p: Proposal, run_id: str) -> None:
@@ -320,7 +341,16 @@ def receipt(ws: Any, proposal_id: str) -> dict[str, Any]:
     with Journal.for_workspace(ws) as j:
         for rid in run_ids:
             r = j.run(rid)
-            runs.append({"run_id": rid, "status": r.status, "duration": r.duration})
+            rec: dict[str, Any] = {"run_id": rid, "status": r.status, "duration": r.duration}
+            external = [x for e in j.events(rid) if e.kind == "node_finished"
+                        for x in (e.data or {}).get("external") or []]  # fmt: skip
+            if external:  # the orchestrator's runs (a reload queued through Dagster)
+                rec["orchestrator_runs"] = [
+                    {k: x.get(k) for k in ("system", "job", "run_id", "status", "url",
+                                           "partition", "started", "ended")}
+                    for x in external
+                ]  # fmt: skip
+            runs.append(rec)
     inc = get_incident(state.conn, p.incident_id)
     return build_receipt(p.as_dict(), inc.as_dict(with_diagnosis=False), decisions, runs,
                          verification, audit_head=state.audit_head())  # fmt: skip

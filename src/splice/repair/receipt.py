@@ -66,6 +66,15 @@ def build_receipt(
                 "project": s.get("project"),
                 "nodes": s.get("nodes"),
                 "command": s.get("command"),
+                **(
+                    {
+                        "orchestrator": {
+                            k: v for k, v in s["detail"]["orchestrator"].items() if k != "runs"
+                        }
+                    }
+                    if (s.get("detail") or {}).get("orchestrator")
+                    else {}
+                ),
             }
             for s in proposal.get("steps") or []
         ],  # fmt: skip
@@ -117,9 +126,16 @@ def receipt_markdown(r: dict[str, Any]) -> str:
         lines.append(f"{i}. {s['kind']} {s['project']}: {', '.join(s.get('nodes') or [])}")
         if s.get("command"):
             lines.append(f"   `{' '.join(s['command'])}`")
+        if s.get("orchestrator"):
+            o = s["orchestrator"]
+            lines.append(f"   queued in {o.get('system')}: job {o.get('job')} at {o.get('url')}")
     for run in r.get("runs") or []:
         lines.append(f"- run {run.get('run_id')}: {run.get('status')} "
                      f"({_num(run.get('duration'))} s)")  # fmt: skip
+        for x in run.get("orchestrator_runs") or []:
+            part = f", partition {x['partition']}" if x.get("partition") else ""
+            lines.append(f"  - {x.get('system')} run {x.get('run_id')}: {x.get('status')}"
+                         f"{part} ({x.get('url')})")  # fmt: skip
     v = r.get("verification")
     lines += ["", "## Verification", ""]
     if not v:

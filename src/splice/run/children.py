@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,40 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
+def remote_run(splice_dir: Path, run: Any, *, url: str, ingestion: str) -> Path:
+    """Record a run queued in an orchestrator on this run's behalf (removed when it ends)."""
+    registry = splice_dir / "locks" / "children"
+    registry.mkdir(parents=True, exist_ok=True)
+    mark = registry / f"{run.system}-{run.run_id}.json"
+    mark.write_text(json.dumps({"orchestrator": run.system, "run_id": run.run_id, "url": url,
+                                "ingestion": ingestion, "parent": os.getpid()}))  # fmt: skip
+    return mark
+
+
+def _stop_remote(splice_dir: Path, info: dict[str, Any]) -> bool:
+    """Stop an orchestrator's run whose Splice run died (best effort: it may have ended)."""
+    from splice.config import load_config
+    from splice.errors import SpliceError
+    from splice.orchestrators import for_job
+
+    try:
+        cfg = load_config(splice_dir.parent)
+        job = next(j for j in cfg.ingestion if j.name == info.get("ingestion"))
+        orch = for_job(job, splice_dir.parent)
+        if orch is None:
+            return False
+        rid = str(info["run_id"])
+        if orch.status(rid).finished:
+            return False
+        orch.terminate(rid)
+        deadline = time.monotonic() + 60  # the restore must not race the run's last writes
+        while time.monotonic() < deadline and not orch.status(rid).finished:
+            time.sleep(0.5)
+        return True
+    except (SpliceError, StopIteration, KeyError):
+        return False
+
+
 def kill_orphans(splice_dir: Path) -> list[dict[str, Any]]:
     """Kill the process groups of children whose parent is gone; returns what was killed.
 
@@ -95,6 +130,11 @@ def kill_orphans(splice_dir: Path) -> list[dict[str, Any]]:
         parent = int(info.get("parent") or 0)
         if parent and parent != os.getpid() and pid_alive(parent):
             continue  # its run is alive: not ours to kill
+        if info.get("orchestrator"):
+            if _stop_remote(splice_dir, info):
+                killed.append(info)
+            mark.unlink(missing_ok=True)
+            continue
         if pid_alive(int(info.get("pid") or 0)):
             _kill_group(int(info.get("pgid") or info.get("pid") or 0))
             killed.append(info)

@@ -407,6 +407,7 @@ class _Run:
                 skipped_because=nr.skipped_because,
                 checks_failed=nr.checks_failed or None,
                 intervals=len(nr.intervals) if nr.intervals is not None else None,
+                external=nr.external,
             ),
         )
 

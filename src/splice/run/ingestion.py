@@ -6,6 +6,13 @@ pipeline script or any shell command), in the workspace directory, with ``{start
 ``{end}`` filled in; ``python`` as the first word means this Python.  Its output goes to the
 tools' log; a non-zero exit fails the segment (and so skips the restatement and the rebuild
 after it), with the last lines of its output as the reason.
+
+A job an orchestrator owns (``[ingestion.dagster]``) is not run here: its runs are queued
+there exactly as the proposal recorded them (run config or partition tags), tagged with the
+proposal, and polled to the end; each run's id, status and link go into the journal
+(``NodeResult.external``) and so into the receipt. A failed or cancelled run fails the
+segment. While a run is queued, ``.splice/locks/children/`` names it, so that whoever takes
+over a killed apply stops it in the orchestrator too (:func:`splice.run.children.kill_orphans`).
 """
 
 from __future__ import annotations
@@ -50,6 +57,10 @@ class IngestionExecutor:
         for node in job.nodes:
             decision = job.decisions.get(node.id)
             view = decision.tool_view if decision is not None else {}
+            if view.get("orchestrator"):
+                outcome.method = f"{view['orchestrator']['system']} reload"
+                outcome.nodes[node.id] = self._orchestrated(job, node, decision, view, sink)
+                continue
             argv = job_argv(list(view.get("command") or []))
             sink.node_started(node.id)
             t0 = time.perf_counter()
@@ -76,3 +87,64 @@ class IngestionExecutor:
                 message=(tail or None) if ok else f"exit {code}: {tail or 'no output'}",
             )
         return outcome
+
+    def _orchestrated(self, job: SegmentJob, node: Any, decision: Any, view: dict[str, Any],
+                      sink: Sink) -> NodeResult:  # fmt: skip
+        """Queue the approved runs in the orchestrator that owns the job and wait for them."""
+        from splice.errors import OrchestratorError
+        from splice.orchestrators import for_job
+        from splice.run.children import remote_run
+
+        spec = view["orchestrator"]
+        name = node.id.split(":", 1)[1]
+        cfg = next((i for i in self.ws.config.ingestion if i.name == name), None)
+        sink.node_started(node.id)
+        t0 = time.perf_counter()
+        runs: list[Any] = []
+        error: str | None = None
+        orch = for_job(cfg, self.ws.root) if cfg is not None else None
+        proposal = next((r.data.get("proposal") for r in decision.reasons if r.data), None)
+        tags = {"splice/workspace": self.ws.config.workspace.name, "splice/node": node.id,
+                **({"splice/proposal": str(proposal)} if proposal else {})}  # fmt: skip
+        marks: list[Any] = []
+        try:
+            if orch is None or orch.job != spec["job"]:
+                raise OrchestratorError(
+                    f"{node.id} is no longer run by {spec['system']} job {spec['job']!r} "
+                    "in splice.toml; the approved reload was not queued.",
+                    fix="propose the repair again",
+                )
+            requests = [(r["run_config"], {**r["tags"], **tags}) for r in spec["runs"]]
+
+            def submitted(run: Any) -> None:
+                marks.append(remote_run(self.ws.splice_dir, run, url=spec["url"],
+                                        ingestion=name))  # fmt: skip
+                with open(self.ws.log_path, "a") as log:
+                    log.write(f"\n===== reload {node.id}: {run.system} run {run.run_id} "
+                              f"queued ({run.url})\n")  # fmt: skip
+
+            runs = orch.run_requests(requests, on_submit=submitted)
+        except OrchestratorError as e:
+            error = e.one_line()
+        finally:
+            for m in marks:
+                m.unlink(missing_ok=True)
+        duration = time.perf_counter() - t0
+        bad = [r for r in runs if not r.ok]
+        ok = error is None and not bad and bool(runs)
+        sink.node_reported(node.id, "success" if ok else "error", duration)
+        if error is None and bad:
+            r = bad[0]
+            error = (f"{r.system} run {r.run_id} {r.status}"
+                     + (f": {r.message}" if r.message else "") + f" ({r.url})")  # fmt: skip
+        done = ", ".join(f"{r.system} run {r.run_id} {r.status}" for r in runs)
+        return NodeResult(
+            node_id=node.id,
+            project=node.project,
+            segment_id=job.segment.id,
+            kind=node.kind,
+            status="success" if ok else "failed",
+            duration=duration,
+            message=done if ok else error,
+            external=[r.as_dict() for r in runs] or None,
+        )

@@ -39,6 +39,8 @@ class NodeResult:
     version: int | None = None  # the evidence version recorded for it
     intervals: list[list[int]] | None = None  # SQLMesh: the model's intervals after the run
     checks_failed: list[str] = field(default_factory=list)  # failed tests/audits of this node
+    # runs an orchestrator made for it (a reload queued through Dagster): id, status, link
+    external: list[dict[str, Any]] | None = None
 
     @property
     def failed(self) -> bool:

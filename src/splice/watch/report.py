@@ -15,6 +15,19 @@ def _fmt(v: Any) -> str:
     return "-" if v is None else str(v)
 
 
+def _when(ts: Any) -> str:
+    """An epoch time as UTC, to the second.
+
+    >>> _when(0), _when(None)
+    ('1970-01-01 00:00:00Z', '-')
+    """
+    from datetime import UTC, datetime
+
+    if ts is None:
+        return "-"
+    return datetime.fromtimestamp(float(ts), UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
 def path_line(path: list[dict[str, Any]]) -> str:
     """The column path as one line, nearest first.
 
@@ -60,6 +73,17 @@ def incident_lines(inc: Incident) -> list[str]:
             f"  load {load['load_id']} of {src['node']}: status {load['status']} "
             f"({'succeeded' if load['succeeded'] else 'failed'}) at {str(load['at'])[:19]}, "
             f"{load['rows']} rows for {load['first']}..{load['last']}"
+        )
+    orch = src.get("orchestrator") or {}
+    if orch.get("error"):
+        lines.append(
+            f"  {orch.get('system')} runs of {orch.get('job')}: not read ({orch['error']})"
+        )
+    for run in orch.get("runs") or []:
+        part = f" partition {run['partition']}" if run.get("partition") else ""
+        lines.append(
+            f"  {run['system']} run {run['run_id'][:8]} of {run['job']}{part}: {run['status']}, "
+            f"{_when(run.get('started'))} .. {_when(run.get('ended'))} ({run['url']})"
         )
     for p in src.get("payload_dates") or []:
         stale = [x for x in p["days"] if x["stale"]]

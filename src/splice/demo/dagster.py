@@ -1,0 +1,70 @@
+"""The demo with its rates feed in Dagster (``splice demo --orchestrator dagster``).
+
+The workspace's ``orchestration/definitions.py`` is a Dagster code location whose job
+``fx_rates_ingest`` runs the demo's dlt pipeline. This module points splice.toml's
+``fx_rates_ingest`` at it (``runner = "dagster"``, ``[ingestion.dagster]`` with ``local``, so
+Splice serves it with ``dagster dev`` on a free 127.0.0.1 port the first time it is needed)
+and stops that server.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from splice.demo.layout import DemoError
+
+DEFINITIONS = "orchestration/definitions.py"
+HOME = ".splice/dagster"
+
+_DLT_RUNNER = """[[ingestion]]
+name = "fx_rates_ingest"
+runner = "dlt"
+"""
+
+
+def _table(port: int) -> str:
+    return f"""
+# The rates feed runs in Dagster: a repair's reload is queued there as a run of this job (visible
+# in Dagster's UI), and `splice incident show` reads the job's runs. `local` lets Splice serve the
+# code location itself (dagster dev) when nothing answers at url.
+[ingestion.dagster]
+url = "http://127.0.0.1:{port}"
+job = "fx_rates_ingest"
+days = "run_config"
+run_config = {{ ops = {{ raw__fx_rates = {{ config = {{ start = "{{start}}", end = "{{end}}" }} }} }} }}
+timeout = "15m"
+poll = 0.5
+local = "{DEFINITIONS}"
+home = "{HOME}"
+"""
+
+
+def use_dagster(workspace: Path, port: int | None = None) -> str:
+    """Make ``fx_rates_ingest`` a Dagster job in the workspace's splice.toml; its URL."""
+    from splice.pglocal import free_port
+
+    port = port or free_port()
+    toml = workspace / "splice.toml"
+    text = toml.read_text()
+    if _DLT_RUNNER not in text:
+        raise DemoError("the demo's splice.toml has no dlt fx_rates_ingest to move to Dagster.",
+                        fix="rebuild the demo with --force")  # fmt: skip
+    head, tail = text.split(_DLT_RUNNER, 1)
+    block, sep, rest = tail.partition("\n[[")
+    text = head + _DLT_RUNNER.replace('"dlt"', '"dagster"') + block + _table(port) + sep + rest
+    toml.write_text(text)
+    return f"http://127.0.0.1:{port}"
+
+
+def stop(workspace: Path) -> bool:
+    """Stop the demo's local Dagster, if one runs. Whether one ran."""
+    from splice import api
+
+    return bool(api.stop_local_orchestrators(workspace))
+
+
+def server(workspace: Path) -> dict[str, object] | None:
+    """The local Dagster's record (pid, port), or None when none was started."""
+    rec = workspace / HOME / "server.json"
+    return json.loads(rec.read_text()) if rec.is_file() else None

@@ -1,0 +1,31 @@
+"""Orchestrators that run ingestion jobs (Dagster), seen from Splice.
+
+A team's pipelines already run somewhere: an ``[[ingestion]]`` job with ``runner = "dagster"``
+is reloaded by queueing a run in Dagster (its run visible there, its id and link in the
+journal and the receipt), and Dagster's record of the job's runs is read as evidence.
+
+- :mod:`splice.orchestrators.base`: the run record and what every orchestrator offers;
+- :mod:`splice.orchestrators.dagster`: Dagster through its GraphQL API (the
+  ``dagster-graphql`` client submits; status, runs and asset keys are plain GraphQL reads);
+- :mod:`splice.orchestrators.dagster_local`: a local ``dagster dev`` that Splice starts for a
+  workspace that asks for it (``[ingestion.dagster] local``: demos and tests).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from splice.orchestrators.base import Orchestrator, OrchestratorRun, fill_days
+
+__all__ = ["Orchestrator", "OrchestratorRun", "fill_days", "for_job"]
+
+
+def for_job(job: Any, root: Path) -> Orchestrator | None:
+    """The orchestrator that runs ``job`` (an ``IngestionSection``), or None when Splice runs
+    it itself (``runner = "command"`` / ``"dlt"``)."""
+    if job.dagster is not None:
+        from splice.orchestrators.dagster import Dagster
+
+        return Dagster(job.dagster, job.dagster.job or job.name, root=root, ingestion=job.name)
+    return None

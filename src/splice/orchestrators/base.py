@@ -1,0 +1,108 @@
+"""What Splice needs of an orchestrator, and the record of one of its runs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import date
+from typing import Any, Protocol
+
+#: Statuses after which a run does nothing more (Dagster's names; others map onto them).
+FINISHED = ("SUCCESS", "FAILURE", "CANCELED")
+
+
+@dataclass
+class OrchestratorRun:
+    """One run of a job, as the orchestrator records it (times are epoch seconds)."""
+
+    system: str  # "dagster"
+    job: str
+    run_id: str
+    status: str  # QUEUED, STARTED, SUCCESS, FAILURE, CANCELED...
+    url: str  # the run's page in the orchestrator's UI
+    started: float | None = None
+    ended: float | None = None
+    partition: str | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+    message: str | None = None  # why it failed, when the orchestrator says
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "SUCCESS"
+
+    @property
+    def finished(self) -> bool:
+        return self.status in FINISHED
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Orchestrator(Protocol):
+    """An orchestrator that runs one ingestion job."""
+
+    system: str
+    job: str
+
+    def check(self) -> dict[str, str]:
+        """Reach the orchestrator and find the job; raises OrchestratorError (one line) if not."""
+        ...
+
+    def reload(
+        self,
+        start: date,
+        end: date,
+        *,
+        tags: dict[str, str],
+        on_submit: Callable[[OrchestratorRun], None] | None = None,
+    ) -> list[OrchestratorRun]:
+        """Queue the job for ``start..end``, wait for every run it takes, return them."""
+        ...
+
+    def requests(
+        self, start: date, end: date, tags: dict[str, str]
+    ) -> list[tuple[dict[str, Any], dict[str, str]]]:
+        """The runs a reload of ``start..end`` takes: (run config, tags) each."""
+        ...
+
+    def describe(self, start: date, end: date) -> str:
+        """The reload in words, for the proposal and the receipt."""
+        ...
+
+    def run_requests(
+        self,
+        requests: list[tuple[dict[str, Any], dict[str, str]]],
+        *,
+        on_submit: Callable[[OrchestratorRun], None] | None = None,
+    ) -> list[OrchestratorRun]:
+        """Submit runs exactly as approved (run config, tags), wait for all of them."""
+        ...
+
+    def recent_runs(self, limit: int = 10) -> list[OrchestratorRun]:
+        """The job's latest runs, newest first."""
+        ...
+
+    def status(self, run_id: str) -> OrchestratorRun:
+        """One run as the orchestrator records it now."""
+        ...
+
+    def terminate(self, run_id: str) -> None:
+        """Stop a run Splice started (a killed or timed-out reload)."""
+        ...
+
+
+def fill_days(value: Any, start: date, end: date) -> Any:
+    """``value`` with ``{start}`` and ``{end}`` replaced by ISO days in every string it holds
+    (dicts and lists walked; other values kept).
+
+    >>> fill_days({"ops": {"load": {"config": {"start": "{start}", "n": 3,
+    ...            "days": ["{start}", "{end}"]}}}}, date(2026, 9, 28), date(2026, 9, 29))
+    {'ops': {'load': {'config': {'start': '2026-09-28', 'n': 3, 'days': ['2026-09-28', '2026-09-29']}}}}
+    """
+    if isinstance(value, str):
+        return value.replace("{start}", start.isoformat()).replace("{end}", end.isoformat())
+    if isinstance(value, dict):
+        return {k: fill_days(v, start, end) for k, v in value.items()}
+    if isinstance(value, list):
+        return [fill_days(v, start, end) for v in value]
+    return value
