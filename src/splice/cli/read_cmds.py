@@ -173,7 +173,8 @@ def monitors_cmd(ctx: click.Context, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
 def ingestion_cmd(ctx: click.Context, as_json: bool) -> None:
-    """List the ingestion jobs, their tables and their recent loads (dlt's _dlt_loads)."""
+    """List the ingestion jobs, their tables, their recent loads (dlt's _dlt_loads) and, for a
+    job an orchestrator runs, its recent runs there (Dagster)."""
     from splice.api import ingestion_jobs
 
     with open_workspace(ctx) as ws:
@@ -195,6 +196,15 @@ def ingestion_cmd(ctx: click.Context, as_json: bool) -> None:
             _print(f"  load {escape(ld['load_id'])} {ok} at {ld['inserted_at']}")
         if len(j["loads"]) > 5:
             _print(f"  [dim](+{len(j['loads']) - 5} older loads; --json lists them)[/]")
+        orch = j.get("orchestrator") or {}
+        if orch:
+            _print(f"  runs in {orch['system']}: job {escape(orch['job'])} at {escape(orch['url'])}")
+        if orch.get("error"):
+            _print(f"  [yellow]{escape(orch['error'])}[/]")
+        for run in orch.get("runs", [])[:5]:
+            color = "green" if run["status"] == "SUCCESS" else "red"
+            _print(f"  {orch['system']} run {escape(run['run_id'])} [{color}]{run['status']}[/] "
+                   f"({escape(run['url'])})")  # fmt: skip
         if j.get("loads_note"):
             _print(f"  [dim]{escape(j['loads_note'])}[/]")
 

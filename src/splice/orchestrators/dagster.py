@@ -13,6 +13,7 @@ does know), a run config Dagster rejects.
 from __future__ import annotations
 
 import json
+import re
 import time
 import urllib.error
 import urllib.request
@@ -42,7 +43,11 @@ _RUN = """query($id: ID!) { runOrError(runId: $id) { __typename
   ... on RunNotFoundError { message } ... on PythonError { message } } }"""
 
 _FAILURE = """query($id: ID!) { logsForRun(runId: $id, limit: 400) { __typename
-  ... on EventConnection { events { __typename ... on MessageEvent { message level } } } } }"""
+  ... on EventConnection { events { __typename ... on MessageEvent { message level }
+  ... on ExecutionStepFailureEvent { stepKey error { message } } } } } }"""
+
+#: The exception's dotted class name Dagster puts before its message.
+_CLASS = re.compile(r"^[\w.]+(Error|Failure|Exception): ")
 
 _ASSETS = """query { assetNodes { assetKey { path } jobNames } }"""
 
@@ -173,8 +178,12 @@ class Dagster:
             data = self.graphql(_FAILURE, {"id": run_id})["logsForRun"]
         except OrchestratorError:
             return None
-        errors = [e.get("message") for e in data.get("events") or []
-                  if e.get("level") in ("ERROR", "CRITICAL") and e.get("message")]  # fmt: skip
+        events = data.get("events") or []
+        # a step's own error (the op's exception) says more than the run's summary
+        steps = [f"step {e.get('stepKey')}: {_CLASS.sub('', e['error']['message'])}" for e in events
+                 if e.get("__typename") == "ExecutionStepFailureEvent" and e.get("error")]  # fmt: skip
+        errors = steps or [e.get("message") for e in events
+                           if e.get("level") in ("ERROR", "CRITICAL") and e.get("message")]  # fmt: skip
         return str(errors[-1]).strip().splitlines()[0][:300] if errors else None
 
     # -- running --------------------------------------------------------------------------

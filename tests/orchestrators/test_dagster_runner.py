@@ -1,0 +1,91 @@
+"""Splice's Dagster runner against a real Dagster (``dagster dev`` on 127.0.0.1, started by the
+test): a daily-partitioned job reloaded one run per day, its asset keys as relations, and the
+one-line refusals (unknown job, rejected run config, unreachable webserver)."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Iterator
+from datetime import date
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from splice.config_orchestrators import DagsterJob
+from splice.errors import OrchestratorError
+from splice.orchestrators.dagster import Dagster
+from splice.orchestrators.dagster_local import ensure_running, stop
+from splice.pglocal import free_port
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "dagster" / "partitioned.py"
+
+
+@pytest.fixture(scope="module")
+def location(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, DagsterJob]]:
+    root = tmp_path_factory.mktemp("dagster")
+    shutil.copy(FIXTURE, root / "definitions.py")
+    cfg = DagsterJob(url=f"http://127.0.0.1:{free_port()}", days="partitions", poll=0.3,
+                     local="definitions.py", home="home")  # fmt: skip
+    ensure_running(cfg, root)
+    try:
+        yield root, cfg
+    finally:
+        stop(root / "home")
+
+
+def test_a_partitioned_job_reloads_one_run_per_day(location: tuple[Path, DagsterJob]) -> None:
+    root, cfg = location
+    job = Dagster(cfg, "events_load", root=root, ingestion="events")
+    assert job.check()["location"]  # found, with its code location
+    assert job.asset_relations() == ["raw.events"]
+    t0 = time.time()
+    runs = job.reload(date(2026, 9, 28), date(2026, 9, 30), tags={"splice/proposal": "PR-9"})
+    assert [r.status for r in runs] == ["SUCCESS"] * 3
+    assert [r.partition for r in runs] == ["2026-09-28", "2026-09-29", "2026-09-30"]
+    assert all(r.url == f"{cfg.url}/runs/{r.run_id}" for r in runs)
+    con = duckdb.connect(str(root / "loads.duckdb"), read_only=True)
+    try:
+        loaded = dict(con.execute("SELECT day, loaded_at FROM events").fetchall())
+    finally:
+        con.close()
+    assert sorted(loaded) == [date(2026, 9, 28), date(2026, 9, 29), date(2026, 9, 30)]
+    assert all(at >= t0 for at in loaded.values())
+    # Dagster's own record: the runs, newest first, tagged with the proposal
+    seen = {r.run_id: r for r in job.recent_runs(10)}
+    assert {r.run_id for r in runs} <= set(seen)
+    assert all(seen[r.run_id].tags.get("splice/proposal") == "PR-9" for r in runs)
+
+
+def test_an_unknown_job_is_refused_naming_the_jobs_there(
+    location: tuple[Path, DagsterJob],
+) -> None:
+    root, cfg = location
+    with pytest.raises(OrchestratorError) as e:
+        Dagster(cfg, "events_lod", root=root, ingestion="events").check()
+    assert "has no job 'events_lod' (its jobs: events_load)" in e.value.one_line()
+    assert "[ingestion.dagster] job of 'events'" in e.value.one_line()
+
+
+def test_a_run_config_dagster_rejects_is_refused_naming_the_setting(
+    location: tuple[Path, DagsterJob],
+) -> None:
+    root, cfg = location
+    bad = cfg.model_copy(update={"days": "run_config", "run_config": {"ops": {"nope": {}}}})
+    with pytest.raises(OrchestratorError) as e:
+        Dagster(bad, "events_load", root=root, ingestion="events").reload(
+            date(2026, 9, 28), date(2026, 9, 28), tags={}
+        )
+    assert "Dagster refused a run of 'events_load'" in e.value.one_line()
+    assert "run_config of 'events'" in e.value.one_line()
+
+
+def test_an_unreachable_webserver_is_one_line_that_a_retry_may_help() -> None:
+    cfg = DagsterJob(url=f"http://127.0.0.1:{free_port()}")
+    with pytest.raises(OrchestratorError) as e:
+        Dagster(cfg, "events_load", root=Path("."), ingestion="events").check()
+    line = e.value.one_line()
+    assert line.startswith(f"cannot reach Dagster at {cfg.url}")
+    assert "nothing was submitted" in line and "(a retry may help)" in line
+    assert "\n" not in line
