@@ -62,3 +62,13 @@ def test_every_setting_is_in_the_configuration_reference(section):
     ]
     missing = [f"{section}.{k}" for m in models for k in m.model_fields if f"`{k}`" not in block]
     assert not missing, "undocumented in docs/configuration.md: " + ", ".join(missing)
+
+
+def test_every_orchestrator_setting_is_in_the_configuration_reference():
+    from splice.config_orchestrators import DagsterJob
+
+    text = (ROOT / "docs" / "configuration.md").read_text()
+    block = _block(text, "ingestion.dagster")
+    assert block is not None, "docs/configuration.md has no section for [ingestion.dagster]"
+    missing = [k for k in DagsterJob.model_fields if f"`{k}`" not in block]
+    assert not missing, "undocumented in [ingestion.dagster]: " + ", ".join(missing)
