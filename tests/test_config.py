@@ -21,14 +21,23 @@ PROJECT = '[[projects]]\nname = "a"\nformat = "dbt"\npath = "."\n'
         ('[[projects]]\nname = "a"\nformat = "dbtt"\npath = "."\n', "projects[0].format"),
         ('[[projects]]\nname = "a"\nformat = "dbt"\n', "missing key 'projects[0].path'"),
         ("[workspace\n", "not valid TOML"),
-        ('[[ingestion]]\nname = "fx"\nrunner = "dagster"\n',
-         'ingestion \'fx\' has runner = "dagster" but no [ingestion.dagster] table'),
-        ('[[ingestion]]\nname = "fx"\n[ingestion.dagster]\nurl = "http://h:1"\n',
-         "set runner = \"dagster\""),
-        ('[[ingestion]]\nname = "fx"\nrunner = "dagster"\n[ingestion.dagster]\nurl = "h:1"\n',
-         "is not an http(s):// URL of a Dagster webserver"),
-        ('[[ingestion]]\nname = "fx"\nrunner = "dagster"\n[ingestion.dagster]\n'
-         'url = "http://h:1"\ndays = "weekly"\n', "ingestion[0].dagster.days"),
+        (
+            '[[ingestion]]\nname = "fx"\nrunner = "dagster"\n',
+            "ingestion 'fx' has runner = \"dagster\" but no [ingestion.dagster] table",
+        ),
+        (
+            '[[ingestion]]\nname = "fx"\n[ingestion.dagster]\nurl = "http://h:1"\n',
+            'set runner = "dagster"',
+        ),
+        (
+            '[[ingestion]]\nname = "fx"\nrunner = "dagster"\n[ingestion.dagster]\nurl = "h:1"\n',
+            "is not an http(s):// URL of a Dagster webserver",
+        ),
+        (
+            '[[ingestion]]\nname = "fx"\nrunner = "dagster"\n[ingestion.dagster]\n'
+            'url = "http://h:1"\ndays = "weekly"\n',
+            "ingestion[0].dagster.days",
+        ),
     ],
 )
 def test_bad_config_is_a_clear_error(text: str, needle: str) -> None:

@@ -198,7 +198,9 @@ def ingestion_cmd(ctx: click.Context, as_json: bool) -> None:
             _print(f"  [dim](+{len(j['loads']) - 5} older loads; --json lists them)[/]")
         orch = j.get("orchestrator") or {}
         if orch:
-            _print(f"  runs in {orch['system']}: job {escape(orch['job'])} at {escape(orch['url'])}")
+            _print(
+                f"  runs in {orch['system']}: job {escape(orch['job'])} at {escape(orch['url'])}"
+            )
         if orch.get("error"):
             _print(f"  [yellow]{escape(orch['error'])}[/]")
         for run in orch.get("runs", [])[:5]:

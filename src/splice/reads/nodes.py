@@ -258,7 +258,7 @@ def node_details(ws: Any, node_id: str) -> dict[str, Any]:
         else {"name": n.project, "format": n.project, "path": None, "environment": None}
     )  # fmt: skip
     if n.meta.get("orchestrator"):  # the job runs in Dagster: where, and its page there
-        rec["orchestrator"] = dict(n.meta["orchestrator"])  # type: ignore[arg-type]
+        rec["orchestrator"] = dict(n.meta["orchestrator"])  # type: ignore[call-overload]
     d = domain_for(g, ws.config, n.id)
     rec["domain"] = (
         {"name": d.name, "owners": owners_of(d), "autonomy": d.autonomy} if d is not None else None
