@@ -102,6 +102,7 @@ INFRASTRUCTURE: tuple[str, ...] = (
     "splice.sqlmesh_import",
     "splice.warehouse",
     "splice.pglocal",
+    "splice.procs",
     "splice.layers",
 )
 

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 from splice.config_orchestrators import DagsterJob
 from splice.errors import OrchestratorError
+from splice.procs import pid_alive
 
 #: ``dagster dev`` loads its code location in about 5-30 s on a small machine.
 START_TIMEOUT_S = 180.0
@@ -115,7 +116,7 @@ def _wait_loaded(url: str, home: Path) -> None:
     while time.monotonic() < deadline:
         if _answers(url) and _loaded(url):
             return
-        if pid and not _alive(int(pid)):
+        if pid and not pid_alive(int(pid)):
             break
         time.sleep(0.5)
     tail = ""
@@ -128,16 +129,6 @@ def _wait_loaded(url: str, home: Path) -> None:
     )
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def stop(home: Path, *, timeout: float = 20.0) -> bool:
     """Stop the local Dagster recorded in ``home`` (its whole process group). Whether one ran."""
     rec = home / "server.json"
@@ -147,7 +138,7 @@ def stop(home: Path, *, timeout: float = 20.0) -> bool:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and _alive(pid):
+    while time.monotonic() < deadline and pid_alive(pid):
         time.sleep(0.2)
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, os.WNOHANG)

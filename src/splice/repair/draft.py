@@ -76,16 +76,26 @@ def _ingestion_step(ws: Any, node_id: str, start: date, end: date) -> tuple[dict
             fix=f"give [[ingestion]] {name!r} a command with {{start}} and {{end}} in splice.toml",
         )
     argv = [a.format(start=start.isoformat(), end=end.isoformat()) for a in job.command]
-    step = {
+    return _reload(ws, job, node_id, start, end, argv), shlex.join(argv)
+
+
+def _reload(ws: Any, job: Any, node_id: str, start: date, end: date, argv: list[str],
+            **detail: Any) -> dict[str, Any]:  # fmt: skip
+    """A reload step of ``job`` (as plain data, like every step of a proposal)."""
+    return {
         "kind": "reload",
         "project": "ingestion",
         "nodes": [node_id],
         "start": start,
         "end": end,
         "command": argv,
-        "detail": {"runner": job.runner, "writes": list(job.writes), "cwd": str(ws.root)},
+        "detail": {
+            "runner": job.runner,
+            "writes": list(job.writes),
+            "cwd": str(ws.root),
+            **detail,
+        },  # fmt: skip
     }
-    return step, shlex.join(argv)
 
 
 def _orchestrated_step(

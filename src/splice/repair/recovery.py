@@ -39,7 +39,8 @@ def applier(ws: Any, p: Proposal) -> dict[str, Any]:
 
 
 def _alive(info: dict[str, Any]) -> bool:
-    from splice.run.journal import pid_alive, this_host
+    from splice.procs import pid_alive
+    from splice.run.journal import this_host
 
     pid = int(info.get("pid") or 0)
     if not pid:

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from splice.run.journal import pid_alive
+from splice.procs import pid_alive
 
 _PR_SET_PDEATHSIG = 1
 

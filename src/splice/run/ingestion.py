@@ -77,15 +77,8 @@ class IngestionExecutor:
             ok = code == 0
             sink.node_reported(node.id, "success" if ok else "error", duration)
             tail = " | ".join([ln for ln in out.strip().splitlines() if ln.strip()][-3:])
-            outcome.nodes[node.id] = NodeResult(
-                node_id=node.id,
-                project=node.project,
-                segment_id=job.segment.id,
-                kind=node.kind,
-                status="success" if ok else "failed",
-                duration=duration,
-                message=(tail or None) if ok else f"exit {code}: {tail or 'no output'}",
-            )
+            msg = (tail or None) if ok else f"exit {code}: {tail or 'no output'}"
+            outcome.nodes[node.id] = _result(job, node, ok, duration, msg)
         return outcome
 
     def _orchestrated(self, job: SegmentJob, node: Any, decision: Any, view: dict[str, Any],
@@ -138,13 +131,19 @@ class IngestionExecutor:
             error = (f"{r.system} run {r.run_id} {r.status}"
                      + (f": {r.message}" if r.message else "") + f" ({r.url})")  # fmt: skip
         done = ", ".join(f"{r.system} run {r.run_id} {r.status}" for r in runs)
-        return NodeResult(
-            node_id=node.id,
-            project=node.project,
-            segment_id=job.segment.id,
-            kind=node.kind,
-            status="success" if ok else "failed",
-            duration=duration,
-            message=done if ok else error,
-            external=[r.as_dict() for r in runs] or None,
-        )
+        return _result(job, node, ok, duration, done if ok else error,
+                       external=[r.as_dict() for r in runs] or None)  # fmt: skip
+
+
+def _result(job: SegmentJob, node: Any, ok: bool, duration: float, message: str | None,
+            external: list[dict[str, Any]] | None = None) -> NodeResult:  # fmt: skip
+    return NodeResult(
+        node_id=node.id,
+        project=node.project,
+        segment_id=job.segment.id,
+        kind=node.kind,
+        status="success" if ok else "failed",
+        duration=duration,
+        message=message,
+        external=external,
+    )

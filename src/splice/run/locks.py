@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from splice.errors import SpliceError
-from splice.run.journal import Journal, pid_alive, this_host
+from splice.procs import pid_alive
+from splice.run.journal import Journal, this_host
 
 
 class RunLockedError(SpliceError):

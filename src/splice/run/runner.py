@@ -28,13 +28,14 @@ from pathlib import Path
 from typing import Any
 
 from splice.plan.model import Plan
+from splice.procs import pid_alive
 from splice.run.commit import evidence_available
 from splice.run.execution import Progress, _error_text, _Run
 from splice.run.executors import (
     CAPABILITIES,
     release_all,
 )
-from splice.run.journal import Journal, new_run_id, pid_alive, this_host
+from splice.run.journal import Journal, new_run_id, this_host
 from splice.run.locks import WAREHOUSE_LOCK, RunLock, target_lock
 from splice.run.report import RunReport
 from splice.run.scheduler import schedule, warehouse_capabilities
