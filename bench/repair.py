@@ -107,10 +107,10 @@ def scoped(ws_dir: Path, incident_id: str) -> dict[str, Any]:
 def with_dagster(ws_dir: Path) -> float:
     """Move the copy's rates feed into Dagster and start its local Dagster; the start time."""
     from splice.config import load_config
-    from splice.demo.dagster import use_dagster
+    from splice.demo.orchestration import use_orchestrator
     from splice.orchestrators import for_job
 
-    use_dagster(ws_dir)
+    use_orchestrator(ws_dir)
     job = next(j for j in load_config(ws_dir).ingestion if j.name == "fx_rates_ingest")
     orch = for_job(job, ws_dir)
     assert orch is not None

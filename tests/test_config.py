@@ -31,7 +31,7 @@ PROJECT = '[[projects]]\nname = "a"\nformat = "dbt"\npath = "."\n'
         ),
         (
             '[[ingestion]]\nname = "fx"\nrunner = "dagster"\n[ingestion.dagster]\nurl = "h:1"\n',
-            "is not an http(s):// URL of a Dagster webserver",
+            "is not an http(s):// URL of the orchestrator's webserver",
         ),
         (
             '[[ingestion]]\nname = "fx"\nrunner = "dagster"\n[ingestion.dagster]\n'

@@ -27,7 +27,7 @@ from pydantic import (
 )
 
 from splice.config_notify import NotifySection
-from splice.config_orchestrators import DagsterJob
+from splice.config_orchestrators import AirflowDag, DagsterJob
 from splice.config_serve import ServeSection
 from splice.errors import ConfigError
 
@@ -153,7 +153,7 @@ class TargetSection(_Strict):
 
 class IngestionSection(_Strict):
     name: str = Field(pattern=NAME_PATTERN)
-    runner: Literal["dlt", "command", "dagster"] = "command"
+    runner: Literal["dlt", "command", "dagster", "airflow"] = "command"
     writes: list[str] = Field(default_factory=list)  # relations, e.g. raw.fx_rates
     reads: list[str] = Field(default_factory=list)  # external systems, free text (vendor URLs)
     command: list[str] = Field(default_factory=list)  # for runner=command (and dlt scripts)
@@ -163,25 +163,34 @@ class IngestionSection(_Strict):
     owner: str | None = None
     description: str | None = None
     dagster: DagsterJob | None = None  # [ingestion.dagster], with runner = "dagster"
+    airflow: AirflowDag | None = None  # [ingestion.airflow], with runner = "airflow"
 
     @model_validator(mode="after")
     def _runner_settings(self) -> IngestionSection:
-        if self.runner == "dagster" and self.dagster is None:
-            raise ValueError(
-                f'ingestion {self.name!r} has runner = "dagster" but no [ingestion.dagster] '
-                "table: give it url (the webserver) and job"
-            )
-        if self.dagster is not None and self.runner != "dagster":
-            raise ValueError(
-                f"ingestion {self.name!r} has an [ingestion.dagster] table but runner = "
-                f'{self.runner!r}: set runner = "dagster" (or remove the table)'
-            )
+        for system in ("dagster", "airflow"):
+            table = getattr(self, system)
+            if self.runner == system and table is None:
+                what = "url (the webserver) and job" if system == "dagster" else "url and dag"
+                raise ValueError(
+                    f'ingestion {self.name!r} has runner = "{system}" but no '
+                    f"[ingestion.{system}] table: give it {what}"
+                )
+            if table is not None and self.runner != system:
+                raise ValueError(
+                    f"ingestion {self.name!r} has an [ingestion.{system}] table but runner = "
+                    f'{self.runner!r}: set runner = "{system}" (or remove the table)'
+                )
         return self
 
     @property
     def orchestrated(self) -> bool:
         """Whether an orchestrator (not Splice) runs the job."""
-        return self.dagster is not None
+        return self.dagster is not None or self.airflow is not None
+
+    @property
+    def orchestrator(self) -> DagsterJob | AirflowDag | None:
+        """The orchestrator's table of the job (``[ingestion.dagster]`` / ``[ingestion.airflow]``)."""
+        return self.dagster or self.airflow
 
 
 class DashboardSection(_Strict):

@@ -236,10 +236,10 @@ def graph_inputs(ws: Any) -> tuple[str, dict[str, Any]]:
         for name in ("config.yaml", "config.yml", "config.py"):
             hs.file(f"sqlmesh home {name}", home / name)
     for job in ws.config.ingestion:
-        if job.dagster is not None and not job.writes:  # its asset keys, as last read
+        if job.orchestrated and not job.writes:  # its assets, as last read
             kept = ws.root / ".splice" / "orchestrators" / f"{job.name}.json"
-            hs.file(f"dagster {job.name} assets", kept, scan=False)
-        if job.runner in ("dlt", "dagster") and job.pipeline_name:
+            hs.file(f"orchestrator {job.name} assets", kept, scan=False)
+        if job.runner != "command" and job.pipeline_name:
             pdir = ws.root / (job.pipelines_dir or ".dlt/pipelines") / job.pipeline_name
             hs.text(f"dlt {job.name} state", _dlt_state(pdir / "state.json"))
             schemas = pdir / "schemas"

@@ -64,11 +64,13 @@ def test_every_setting_is_in_the_configuration_reference(section):
     assert not missing, "undocumented in docs/configuration.md: " + ", ".join(missing)
 
 
-def test_every_orchestrator_setting_is_in_the_configuration_reference():
-    from splice.config_orchestrators import DagsterJob
+@pytest.mark.parametrize("table", ["dagster", "airflow"])
+def test_every_orchestrator_setting_is_in_the_configuration_reference(table):
+    from splice.config_orchestrators import AirflowDag, DagsterJob
 
+    model = {"dagster": DagsterJob, "airflow": AirflowDag}[table]
     text = (ROOT / "docs" / "configuration.md").read_text()
-    block = _block(text, "ingestion.dagster")
-    assert block is not None, "docs/configuration.md has no section for [ingestion.dagster]"
-    missing = [k for k in DagsterJob.model_fields if f"`{k}`" not in block]
-    assert not missing, "undocumented in [ingestion.dagster]: " + ", ".join(missing)
+    block = _block(text, f"ingestion.{table}")
+    assert block is not None, f"docs/configuration.md has no section for [ingestion.{table}]"
+    missing = [k for k in model.model_fields if f"`{k}`" not in block]
+    assert not missing, f"undocumented in [ingestion.{table}]: " + ", ".join(missing)

@@ -8,23 +8,23 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import time
 from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
-from typing import Any
 
-import duckdb
 import pytest
+from tests.orchestrators.orchestrator_support import (
+    FX,
+    cli,
+    copy_workspace,
+    fx_rows,
+    orchestrator_run,
+    stop,
+)
 from tests.repair.principals_support import as_principal
 
-from splice import api
-from splice.demo import relocate
 from splice.demo.story import StoryResult, tell_stale_rates
-from splice.pglocal import free_port
-
-FX = "ingestion:fx_rates_ingest"
 
 
 @pytest.fixture(scope="module")
@@ -35,82 +35,41 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StoryResult]:
     try:
         yield told
     finally:
-        api.stop_local_orchestrators(told.build.workspace)
+        stop(told.build.workspace)
 
 
 @pytest.fixture
 def copy(story: StoryResult, tmp_path: Path) -> Iterator[Path]:
-    """A private copy with a Dagster of its own (a new port and instance: the original's
-    Dagster would run the original's code location)."""
-    dest = tmp_path / "travel"
-
-    def skip(d: str, names: list[str]) -> list[str]:
-        return ["dagster"] if d.endswith(".splice") else []
-
-    shutil.copytree(story.build.workspace, dest, symlinks=True, ignore=skip)
-    relocate(dest)
-    toml = dest / "splice.toml"
-    toml.write_text(re.sub(r'url = "http://127\.0\.0\.1:\d+"',
-                           f'url = "http://127.0.0.1:{free_port()}"', toml.read_text()))  # fmt: skip
+    dest = copy_workspace(story.build.workspace, tmp_path / "travel")
     try:
         yield dest
     finally:
-        api.stop_local_orchestrators(dest)
-
-
-def _cli(ws: Path, *args: str) -> Any:
-    from click.testing import CliRunner
-
-    from splice.cli.main import cli, register_commands
-
-    register_commands()
-    return CliRunner().invoke(cli, ["-w", str(ws), *args])
-
-
-def _fx_rows(ws: Path) -> list[tuple[Any, ...]]:
-    con = duckdb.connect(str(ws / "warehouse.duckdb"), read_only=True)
-    try:
-        return con.execute(
-            "SELECT rate_date, currency, rate_to_usd, as_of FROM warehouse.raw.fx_rates "
-            "WHERE rate_date BETWEEN '2026-09-28' AND '2026-09-29' ORDER BY 1, 2"
-        ).fetchall()
-    finally:
-        con.close()
-
-
-def _dagster_run(ws: Path, run_id: str) -> Any:
-    from splice.config import load_config
-    from splice.orchestrators import for_job
-
-    job = next(j for j in load_config(ws).ingestion if j.name == "fx_rates_ingest")
-    orch = for_job(job, ws)
-    assert orch is not None
-    return orch.status(run_id)
+        stop(dest)
 
 
 def test_the_job_is_in_the_graph_and_its_runs_are_incident_evidence(story: StoryResult) -> None:
     ws = story.build.workspace
-    node = json.loads(_cli(ws, "show", FX, "--json").stdout)
+    node = json.loads(cli(ws, "show", FX, "--json").stdout)
     assert node["tool"] == "dagster" and node["writes"] == "warehouse.raw.fx_rates"
     assert node["orchestrator"]["job"] == "fx_rates_ingest"
     assert node["orchestrator"]["link"].endswith("/jobs/fx_rates_ingest")
     assert "pricing:raw.fx_rates" in [c["id"] for c in node["children"]]  # its reader
     # the writer of raw.fx_rates in column lineage is the Dagster job
-    up = _cli(ws, "lineage", "pricing:fx.daily_rates.rate_to_usd", "--upstream", "--json")
+    up = cli(ws, "lineage", "pricing:fx.daily_rates.rate_to_usd", "--upstream", "--json")
     assert up.exit_code == 0, up.output
     assert FX in up.stdout
 
     # splice incident show reads the job's runs from Dagster beside the load records
-    shown = _cli(ws, "incident", "show", story.incidents[0].incident_id, "--json")
+    shown = cli(ws, "incident", "show", story.incidents[0].incident_id, "--json")
     assert shown.exit_code == 0, shown.output
     orch = json.loads(shown.stdout)["diagnosis"]["source"]["orchestrator"]
     assert orch["system"] == "dagster" and not orch.get("error")
     morning = [r for r in orch["runs"] if r["tags"].get("splice/reason")]
     assert morning and morning[0]["status"] == "SUCCESS"  # it succeeded, on frozen rates
     assert morning[0]["started"] <= morning[0]["ended"]
-    text = _cli(ws, "incident", "show", story.incidents[0].incident_id).stdout
+    text = cli(ws, "incident", "show", story.incidents[0].incident_id).stdout
     assert f"dagster run {morning[0]['run_id'][:8]} of fx_rates_ingest: SUCCESS" in text
-    listed = json.loads(_cli(ws, "ingestion", "--json").stdout)
+    listed = json.loads(cli(ws, "ingestion", "--json").stdout)
     fx = next(j for j in listed if j["name"] == "fx_rates_ingest")
     assert fx["orchestrator"]["runs"] and fx["loads"]  # Dagster's runs and dlt's loads
 
@@ -122,7 +81,7 @@ def test_the_repair_reload_is_a_dagster_run_named_in_the_journal_and_receipt(cop
     toml = copy / "splice.toml"
     good = toml.read_text()
     toml.write_text(good.replace('job = "fx_rates_ingest"', 'job = "fx_rates_load"'))
-    bad = _cli(copy, "propose", "INC-1", "--as", "splice-agent")
+    bad = cli(copy, "propose", "INC-1", "--as", "splice-agent")
     assert bad.exit_code == 2, bad.output
     assert "has no job 'fx_rates_load' (its jobs: fx_rates_ingest)" in bad.output
     toml.write_text(good)
@@ -134,28 +93,28 @@ def test_the_repair_reload_is_a_dagster_run_named_in_the_journal_and_receipt(cop
         "ops": {"raw__fx_rates": {"config": {"start": "2026-09-28", "end": "2026-09-29"}}}
     }
     assert res.run.ok and res.verification.passed
-    assert all(d == a for d, _c, _r, a in _fx_rows(copy))  # the days carry their own rates now
+    assert all(d == a for d, _c, _r, a in fx_rows(copy))  # the days carry their own rates now
 
     # the journal: the reload's node carries the Dagster run, its status and link
     rec = res.run.nodes[FX]
     assert rec.external and rec.external[0]["status"] == "SUCCESS"
     run_id = rec.external[0]["run_id"]
-    shown = json.loads(_cli(copy, "runs", "show", res.run.run_id, "--json").stdout)
+    shown = json.loads(cli(copy, "runs", "show", res.run.run_id, "--json").stdout)
     done = [e for e in shown["events"] if e["node_id"] == FX and e["kind"] == "node_finished"]
     assert done[0]["data"]["external"][0]["run_id"] == run_id
     # Dagster's own record: the run, succeeded, tagged with the proposal
-    there = _dagster_run(copy, run_id)
+    there = orchestrator_run(copy, run_id)
     assert there.status == "SUCCESS" and there.tags["splice/proposal"] == p.proposal_id
     # the receipt: the run id and its link
-    receipt = json.loads(_cli(copy, "receipt", p.proposal_id, "--json").stdout)
+    receipt = json.loads(cli(copy, "receipt", p.proposal_id, "--json").stdout)
     ext = receipt["runs"][0]["orchestrator_runs"][0]
     assert ext["run_id"] == run_id and ext["url"].endswith(f"/runs/{run_id}")
-    md = _cli(copy, "receipt", p.proposal_id).stdout
+    md = cli(copy, "receipt", p.proposal_id).stdout
     assert f"dagster run {run_id}: SUCCESS" in md
 
     # with no relations declared, the job's asset keys say what it writes
     toml.write_text(good.replace('writes = ["raw.fx_rates"]\n', "", 1))
-    node = json.loads(_cli(copy, "show", FX, "--json").stdout)
+    node = json.loads(cli(copy, "show", FX, "--json").stdout)
     assert node["writes"] == "warehouse.raw.fx_rates"
     kept = json.loads((copy / ".splice/orchestrators/fx_rates_ingest.json").read_text())
     assert kept["writes"] == ["raw.fx_rates"]
@@ -169,7 +128,7 @@ def test_a_run_that_fails_in_dagster_fails_the_step_and_the_undo_puts_rows_back(
     from splice.repair.flow import apply, propose
     from splice.workspace import Workspace
 
-    before = _fx_rows(copy)
+    before = fx_rows(copy)
     # the vendor breaks: it answers 500 for the days (a freeze onto a day without rates)
     settings_path(copy).write_text(json.dumps({"incident": "broken", "freeze": {
         "from": "2026-09-28", "to": "2026-09-29", "serve_as_of": "2026-09-27"}}))  # fmt: skip
@@ -189,8 +148,8 @@ def test_a_run_that_fails_in_dagster_fails_the_step_and_the_undo_puts_rows_back(
         ), msg
         assert store.load(ws.state, p.proposal_id).status == "undone"
         run_id = done.run.nodes[FX].external[0]["run_id"]
-    assert _dagster_run(copy, run_id).status == "FAILURE"
-    assert _fx_rows(copy) == before  # the undo put back exactly what was there
+    assert orchestrator_run(copy, run_id).status == "FAILURE"
+    assert fx_rows(copy) == before  # the undo put back exactly what was there
 
 
 def test_an_unreachable_dagster_is_one_line_and_changes_nothing(copy: Path) -> None:
@@ -203,24 +162,24 @@ def test_an_unreachable_dagster_is_one_line_and_changes_nothing(copy: Path) -> N
     with Workspace.open(copy) as ws:
         p = propose(ws, "INC-1", principal=as_principal("splice-agent"))
         approvals.approve(ws, p.proposal_id, principal=as_principal("maria"))
-    api.stop_local_orchestrators(copy)
+    stop(copy)
     toml = copy / "splice.toml"
     toml.write_text(re.sub(r'local = ".*"\n', "", toml.read_text()))  # Dagster stays down
-    before = _fx_rows(copy)
+    before = fx_rows(copy)
     t0 = time.monotonic()
-    out = _cli(copy, "apply", p.proposal_id, "--as", "maria")
+    out = cli(copy, "apply", p.proposal_id, "--as", "maria")
     assert out.exit_code == 2, out.output
     assert time.monotonic() - t0 < 30
     lines = [ln for ln in out.output.strip().splitlines() if ln.strip()]
     assert len(lines) == 1 and "cannot reach Dagster at http://127.0.0.1:" in lines[0]
     assert "[ingestion.dagster] url of 'fx_rates_ingest'" in lines[0]
     assert "Traceback" not in out.output
-    assert _fx_rows(copy) == before
+    assert fx_rows(copy) == before
     with Workspace.open(copy) as ws:
         assert store.load(ws.state, p.proposal_id).status == "approved"  # it can run later
-    rejected = _cli(copy, "reject", p.proposal_id, "--as", "maria", "--reason", "Dagster is down")
+    rejected = cli(copy, "reject", p.proposal_id, "--as", "maria", "--reason", "Dagster is down")
     assert rejected.exit_code == 0, rejected.output
-    again = _cli(copy, "propose", "INC-1", "--as", "splice-agent")
+    again = cli(copy, "propose", "INC-1", "--as", "splice-agent")
     assert again.exit_code == 2 and "cannot reach Dagster" in again.output
 
 

@@ -407,7 +407,7 @@ def incident(ws: Workspace, incident_id: str, *, live: bool = True) -> Any:
     src = (inc.diagnosis or {}).get("source") or {}
     name = str(src.get("node") or "").removeprefix("ingestion:")
     job = next((j for j in ws.config.ingestion if j.name == name), None)
-    if live and job is not None and job.dagster is not None:
+    if live and job is not None and job.orchestrated:
         src["orchestrator"] = orchestrator_runs(ws, job, limit=5)
     return inc
 
@@ -435,16 +435,17 @@ def queue_ingestion(
 
 def stop_local_orchestrators(root: Any) -> list[str]:
     """Stop every orchestrator server Splice started for the workspace at ``root``
-    (``[ingestion.dagster] local``); the URLs of those that ran."""
+    (``[ingestion.dagster]`` / ``[ingestion.airflow]`` ``local``); the URLs of those that ran."""
     from pathlib import Path
 
     from splice.config import load_config
-    from splice.orchestrators.dagster_local import home_of, stop
+    from splice.orchestrators import for_job
 
     stopped: list[str] = []
     for job in load_config(Path(root)).ingestion:
-        if job.dagster is not None and job.dagster.local and stop(home_of(job.dagster, Path(root))):
-            stopped.append(job.dagster.url)
+        orch = for_job(job, Path(root))
+        if orch is not None and orch.stop_local():
+            stopped.append(orch.cfg.url)
     return stopped
 
 

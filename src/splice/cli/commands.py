@@ -167,10 +167,10 @@ def doctor_cmd(ctx: click.Context, as_json: bool, no_lineage: bool) -> None:
 )
 @click.option(
     "--orchestrator",
-    type=click.Choice(["dagster"]),
+    type=click.Choice(["dagster", "airflow"]),
     default=None,
-    help="Run the rates feed as a Dagster job (a local Dagster on 127.0.0.1): the repair's "
-    "reload is queued there.",
+    help="Run the rates feed as a Dagster job or an Airflow DAG (served locally on 127.0.0.1): "
+    "the repair's reload is queued there.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context

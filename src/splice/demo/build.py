@@ -328,8 +328,9 @@ def build_demo(
     PostgreSQL database (``[state] url``) instead of ``.splice/state.db``.
 
     ``orchestrator="dagster"``: the rates feed is the Dagster job ``fx_rates_ingest``
-    (``orchestration/definitions.py``), served on a free 127.0.0.1 port the first time Splice
-    needs it (:mod:`splice.demo.dagster`); the build itself still loads in process.
+    (``orchestration/definitions.py``); ``"airflow"``: the Airflow DAG ``fx_rates_ingest``
+    (``orchestration/airflow/``); either served on a free 127.0.0.1 port the first time Splice
+    needs it (:mod:`splice.demo.orchestration`); the build itself still loads in process.
 
     ``incident="stale-rates"`` switches the vendor to re-serve Friday 2026-09-25's rates on
     2026-09-28 and 2026-09-29 before anything is loaded.  ``force`` replaces a demo workspace
@@ -347,10 +348,11 @@ def build_demo(
             f"--warehouse {warehouse!r} is not one the demo builds on.",
             fix="pass --warehouse duckdb (the default) or --warehouse postgres",
         )
-    if orchestrator not in (None, "dagster"):
+    if orchestrator not in (None, "dagster", "airflow"):
         raise ConfigError(
             f"--orchestrator {orchestrator!r} is not one the demo runs its rates feed in.",
-            fix="pass --orchestrator dagster, or leave it out (Splice runs the feed itself)",
+            fix="pass --orchestrator dagster or airflow, or leave it out (Splice runs the "
+            "feed itself)",
         )
     if warehouse_url and warehouse != "postgres":
         raise ConfigError(
@@ -421,11 +423,11 @@ def build_demo(
                 demo_pg.write_configs(workspace, pg)
                 demo_pg.connect(workspace).close()  # reachable now, before anything is loaded
                 result.warehouse = f"postgresql://{pg.user}@{pg.host}:{pg.port}/{pg.database}"
-        if orchestrator == "dagster":
-            from splice.demo.dagster import use_dagster
+        if orchestrator is not None:
+            from splice.demo.orchestration import use_orchestrator
 
-            with step("dagster", "Moving the rates feed into Dagster (orchestration/)"):
-                result.orchestrator = use_dagster(workspace)
+            with step(orchestrator, f"Moving the rates feed into {orchestrator} (orchestration/)"):
+                result.orchestrator = use_orchestrator(workspace, system=orchestrator)
         if state_url:
             from splice.demo.pg import write_state
 

@@ -63,8 +63,8 @@ def tell_stale_rates(
 ) -> StoryResult:
     """Build the clean quarter (from ``start``: a longer history), baseline it, let the
     vendor freeze, run on, and watch (on DuckDB, or on PostgreSQL: see :func:`build_demo`).
-    ``orchestrator="dagster"``: the rates feed runs in Dagster; production's load of the
-    frozen days is a run of its job there."""
+    ``orchestrator="dagster"`` (or ``"airflow"``): the rates feed runs there; production's
+    load of the frozen days is a run of its job there."""
     from splice import api
     from splice.demo.bookings import load_bookings
     from splice.demo.build import build_demo
@@ -94,8 +94,8 @@ def tell_stale_rates(
         "production runs on"
     )
     set_incident(ws_dir, "stale-rates")
-    if orchestrator == "dagster":
-        rates = _load_in_dagster(ws_dir, say)
+    if orchestrator is not None:
+        rates = _load_in_orchestrator(ws_dir, orchestrator, say)
     else:
         rates = ingest_fx_rates(ws_dir, FREEZE_FROM, Q3_END)
     load_bookings(ws_dir, FREEZE_FROM, Q3_END)
@@ -125,9 +125,9 @@ def tell_stale_rates(
     )
 
 
-def _load_in_dagster(ws_dir: Path, say: Callable[[str], None]) -> Any:
-    """Production's morning load of the frozen days, as a run of the Dagster job (it succeeds:
-    the vendor answers, with Friday's rates)."""
+def _load_in_orchestrator(ws_dir: Path, system: str, say: Callable[[str], None]) -> Any:
+    """Production's morning load of the frozen days, as a run of the job in the orchestrator
+    (it succeeds: the vendor answers, with Friday's rates)."""
     from types import SimpleNamespace
 
     from splice import api
@@ -135,15 +135,15 @@ def _load_in_dagster(ws_dir: Path, say: Callable[[str], None]) -> Any:
     from splice.demo.layout import days_between
     from splice.demo.vendor import _frozen_as_of, read_settings
 
-    say("Dagster runs fx_rates_ingest for the new days (starting the local Dagster first)")
+    say(f"{system} runs fx_rates_ingest for the new days (starting the local {system} first)")
     with api.open_workspace(ws_dir) as ws:
         runs = api.queue_ingestion(ws, "fx_rates_ingest", FREEZE_FROM, Q3_END,
                                    tags={"splice/reason": "demo: the morning load"})  # fmt: skip
     bad = [r for r in runs if not r.ok]
     if bad:
-        raise DemoError(f"Dagster run {bad[0].run_id} of fx_rates_ingest {bad[0].status}: "
+        raise DemoError(f"{system} run {bad[0].run_id} of fx_rates_ingest {bad[0].status}: "
                         f"{bad[0].message}.", fix=f"open {bad[0].url}")  # fmt: skip
-    say(f"Dagster run {runs[0].run_id[:8]} succeeded ({runs[0].url})")
+    say(f"{system} run {runs[0].run_id} succeeded ({runs[0].url})")
     settings = read_settings(ws_dir)
     result = IngestResult(FREEZE_FROM, Q3_END)
     for day in days_between(FREEZE_FROM, Q3_END):
@@ -311,9 +311,9 @@ def tell(
 @contextmanager
 def throwaway_server(directory: Path, warehouse: str, warehouse_url: str | None) -> Iterator[None]:
     """Around ``splice demo``: a PostgreSQL Splice started in the workspace (no URL given) and
-    the local Dagster are stopped when the block ends, whatever happened (a later command that
+    the local orchestrator (Dagster, Airflow) are stopped when the block ends, whatever happened (a later command that
     needs either starts it again)."""
-    from splice.demo import dagster
+    from splice.demo import orchestration
     from splice.demo.pg import stop_local
 
     workspace = Path(directory).expanduser().resolve()
@@ -323,4 +323,4 @@ def throwaway_server(directory: Path, warehouse: str, warehouse_url: str | None)
         if warehouse == "postgres" and not warehouse_url and (workspace / "splice.toml").exists():
             stop_local(workspace)
         if (workspace / "splice.toml").exists():
-            dagster.stop(workspace)
+            orchestration.stop(workspace)

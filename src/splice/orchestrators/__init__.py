@@ -8,7 +8,9 @@ journal and the receipt), and Dagster's record of the job's runs is read as evid
 - :mod:`splice.orchestrators.dagster`: Dagster through its GraphQL API (the
   ``dagster-graphql`` client submits; status, runs and asset keys are plain GraphQL reads);
 - :mod:`splice.orchestrators.dagster_local`: a local ``dagster dev`` that Splice starts for a
-  workspace that asks for it (``[ingestion.dagster] local``: demos and tests).
+  workspace that asks for it (``[ingestion.dagster] local``: demos and tests);
+- :mod:`splice.orchestrators.airflow`: Airflow 3 through its REST API (``/api/v2``: trigger a
+  DAG run with the days in its conf, poll its state), and a local ``airflow standalone``.
 """
 
 from __future__ import annotations
@@ -28,4 +30,8 @@ def for_job(job: Any, root: Path) -> Orchestrator | None:
         from splice.orchestrators.dagster import Dagster
 
         return Dagster(job.dagster, job.dagster.job or job.name, root=root, ingestion=job.name)
+    if job.airflow is not None:
+        from splice.orchestrators.airflow import Airflow
+
+        return Airflow(job.airflow, job.airflow.dag or job.name, root=root, ingestion=job.name)
     return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import date
@@ -43,6 +44,19 @@ class Orchestrator(Protocol):
 
     system: str
     job: str
+    cfg: Any  # its table in splice.toml ([ingestion.dagster] / [ingestion.airflow])
+
+    def job_link(self) -> str:
+        """The job's page in the orchestrator's UI."""
+        ...
+
+    def asset_relations(self) -> list[str]:
+        """The relations the job says it writes (Dagster asset keys, Airflow assets)."""
+        ...
+
+    def stop_local(self) -> bool:
+        """Stop the local server Splice started for the job (``local``); whether one ran."""
+        ...
 
     def check(self) -> dict[str, str]:
         """Reach the orchestrator and find the job; raises OrchestratorError (one line) if not."""
@@ -106,3 +120,79 @@ def fill_days(value: Any, start: date, end: date) -> Any:
     if isinstance(value, list):
         return [fill_days(v, start, end) for v in value]
     return value
+
+
+class Polling:
+    """What Dagster and Airflow share: submit each approved request, then poll every run to
+    the end (stopping those still going at the deadline). A subclass gives ``submit``,
+    ``status``, ``terminate``, ``failure_message``, ``requests`` and ``run_link``."""
+
+    system: str
+    job: str
+    cfg: Any
+
+    def submit(self, body: dict[str, Any], tags: dict[str, str]) -> str:
+        raise NotImplementedError
+
+    def status(self, run_id: str) -> OrchestratorRun:
+        raise NotImplementedError
+
+    def terminate(self, run_id: str) -> None:
+        raise NotImplementedError
+
+    def failure_message(self, run_id: str) -> str | None:
+        raise NotImplementedError
+
+    def run_link(self, run_id: str) -> str:
+        raise NotImplementedError
+
+    def requests(
+        self, start: date, end: date, tags: dict[str, str]
+    ) -> list[tuple[dict[str, Any], dict[str, str]]]:
+        raise NotImplementedError
+
+    def wait(self, run_id: str, *, deadline: float) -> OrchestratorRun:
+        """Poll the run until it finishes or ``deadline`` (monotonic) passes (then stop it)."""
+        while True:
+            run = self.status(run_id)
+            if run.finished:
+                if not run.ok:
+                    run.message = self.failure_message(run_id)
+                return run
+            if time.monotonic() > deadline:
+                self.terminate(run_id)
+                run.status = "CANCELED"
+                run.message = (f"Splice stopped it after {self.cfg.timeout} "
+                               f"([ingestion.{self.system}] timeout)")  # fmt: skip
+                return run
+            time.sleep(self.cfg.poll)
+
+    def reload(
+        self,
+        start: date,
+        end: date,
+        *,
+        tags: dict[str, str],
+        on_submit: Callable[[OrchestratorRun], None] | None = None,
+    ) -> list[OrchestratorRun]:
+        """Queue the reload of ``start..end`` and wait for every run it takes."""
+        return self.run_requests(self.requests(start, end, tags), on_submit=on_submit)
+
+    def run_requests(
+        self,
+        requests: list[tuple[dict[str, Any], dict[str, str]]],
+        *,
+        on_submit: Callable[[OrchestratorRun], None] | None = None,
+    ) -> list[OrchestratorRun]:
+        """Submit each (body, tags), then wait for every run to finish."""
+        deadline = time.monotonic() + self.cfg.timeout_s
+        submitted: list[str] = []
+        for body, tags in requests:
+            rid = self.submit(body, tags)
+            submitted.append(rid)
+            if on_submit is not None:
+                on_submit(OrchestratorRun(self.system, self.job, rid, "QUEUED",
+                                          self.run_link(rid), tags=tags,
+                                          partition=tags.get("dagster/partition")
+                                          or tags.get("partition")))  # fmt: skip
+        return [self.wait(rid, deadline=deadline) for rid in submitted]

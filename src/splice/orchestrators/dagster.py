@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import json
 import re
-import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
@@ -25,7 +23,7 @@ from urllib.parse import urlsplit
 
 from splice.config_orchestrators import DagsterJob
 from splice.errors import OrchestratorError
-from splice.orchestrators.base import OrchestratorRun, fill_days
+from splice.orchestrators.base import OrchestratorRun, Polling, fill_days
 
 #: How long a read may take before the webserver counts as unreachable.
 READ_TIMEOUT_S = 5.0
@@ -54,7 +52,7 @@ _ASSETS = """query { assetNodes { assetKey { path } jobNames } }"""
 _TERMINATE = """mutation($id: String!) { terminateRun(runId: $id) { __typename } }"""
 
 
-class Dagster:
+class Dagster(Polling):
     """One Dagster job of one ``[[ingestion]]`` entry."""
 
     system = "dagster"
@@ -223,55 +221,11 @@ class Dagster:
                 retry=kind in ("PythonError", "ConnectionError"),
             ) from None
 
-    def wait(self, run_id: str, *, deadline: float) -> OrchestratorRun:
-        """Poll the run until it finishes or ``deadline`` (monotonic) passes (then stop it)."""
-        while True:
-            run = self.status(run_id)
-            if run.finished:
-                if not run.ok:
-                    run.message = self.failure_message(run_id)
-                return run
-            if time.monotonic() > deadline:
-                self.terminate(run_id)
-                run.status = "CANCELED"
-                run.message = (
-                    f"Splice stopped it after {self.cfg.timeout} ([ingestion.dagster] timeout)"
-                )
-                return run
-            time.sleep(self.cfg.poll)
-
     def terminate(self, run_id: str) -> None:
         self.graphql(_TERMINATE, {"id": run_id})
 
-    def reload(
-        self,
-        start: date,
-        end: date,
-        *,
-        tags: dict[str, str],
-        on_submit: Callable[[OrchestratorRun], None] | None = None,
-    ) -> list[OrchestratorRun]:
-        """Queue the reload of ``start..end``: one run with the days in its run config, or one
-        run per day's partition; wait for all of them."""
-        return self.run_requests(self.requests(start, end, tags), on_submit=on_submit)
-
-    def run_requests(
-        self,
-        requests: list[tuple[dict[str, Any], dict[str, str]]],
-        *,
-        on_submit: Callable[[OrchestratorRun], None] | None = None,
-    ) -> list[OrchestratorRun]:
-        """Submit each (run config, tags), then wait for every run to finish."""
-        deadline = time.monotonic() + self.cfg.timeout_s
-        submitted: list[str] = []
-        for run_config, run_tags in requests:
-            rid = self.submit(run_config, run_tags)
-            submitted.append(rid)
-            if on_submit is not None:
-                on_submit(OrchestratorRun(self.system, self.job, rid, "QUEUED",
-                                          self.cfg.link_for(rid), tags=run_tags,
-                                          partition=run_tags.get("dagster/partition")))  # fmt: skip
-        return [self.wait(rid, deadline=deadline) for rid in submitted]
+    def run_link(self, run_id: str) -> str:
+        return self.cfg.link_for(run_id)
 
     def requests(
         self, start: date, end: date, tags: dict[str, str]
@@ -302,7 +256,15 @@ class Dagster:
                if self.cfg.days == "run_config" else f"{n} partition run(s) {start}..{end}")  # fmt: skip
         return f"Dagster job {self.job} at {self.cfg.url}: {how}"
 
+    def job_link(self) -> str:
+        return f"{self.cfg.url}/jobs/{self.job}"
+
     # -- a local instance -------------------------------------------------------------------
+    def stop_local(self) -> bool:
+        from splice.orchestrators.dagster_local import home_of, stop
+
+        return bool(self.cfg.local) and stop(home_of(self.cfg, self.root))
+
     def _ensure_local(self) -> None:
         if self.cfg.local:
             from splice.orchestrators.dagster_local import ensure_running

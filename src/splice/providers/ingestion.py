@@ -2,8 +2,9 @@
 
 A job writes raw relations; a dlt pipeline's tables can be read from its own stored schema, so
 ``writes`` may be left out of splice.toml for a pipeline that has run once. A Dagster job's
-relations can be read from its asset keys (``["raw", "fx_rates"]`` is ``raw.fx_rates``): read
-once from the webserver and kept in ``.splice/orchestrators/NAME.json``.
+relations can be read from its asset keys (``["raw", "fx_rates"]`` is ``raw.fx_rates``), an
+Airflow DAG's from the assets its tasks produce: read once from the webserver and kept in
+``.splice/orchestrators/NAME.json``.
 """
 
 from __future__ import annotations
@@ -48,32 +49,36 @@ def dlt_tables(
     return dataset, out, facts
 
 
-def dagster_writes(job: IngestionSection, root: Path) -> tuple[list[str], str | None]:
-    """The relations a Dagster job's asset keys name (kept from the last read), or why not.
+def orchestrated_writes(job: IngestionSection, root: Path) -> tuple[list[str], str | None]:
+    """The relations an orchestrated job's assets name (kept from the last read), or why not.
 
-    Never starts a local Dagster: the graph loads without one; the keys are read when the
-    webserver answers and kept, so later loads need no network."""
+    Never starts a local orchestrator: the graph loads without one; the assets are read when
+    the webserver answers and kept, so later loads need no network."""
     import json
 
     from splice.errors import OrchestratorError
-    from splice.orchestrators.dagster import Dagster
+    from splice.orchestrators import for_job
 
-    assert job.dagster is not None
+    cfg = job.orchestrator
+    assert cfg is not None
     kept = root / ".splice" / "orchestrators" / f"{job.name}.json"
     if kept.is_file():
         try:
             return list(json.loads(kept.read_text())["writes"]), None
         except (ValueError, KeyError, OSError):
             pass
-    cfg = job.dagster.model_copy(update={"local": None})
+    system = "dagster" if job.dagster is not None else "airflow"
+    quiet = job.model_copy(update={system: cfg.model_copy(update={"local": None})})
+    orch = for_job(quiet, root)
+    assert orch is not None
     try:
-        writes = Dagster(cfg, cfg.job or job.name, root=root, ingestion=job.name).asset_relations()
+        writes = orch.asset_relations()
     except OrchestratorError as e:
         return [], e.message
     if writes:
         kept.parent.mkdir(parents=True, exist_ok=True)
-        kept.write_text(json.dumps({"writes": writes, "url": job.dagster.url}))
-    return writes, None if writes else f"Dagster job {cfg.job or job.name!r} has no asset keys"
+        kept.write_text(json.dumps({"writes": writes, "url": cfg.url}))
+    return writes, None if writes else f"{system} job {orch.job!r} names no assets it writes"
 
 
 def ingestion_nodes(
@@ -93,19 +98,22 @@ def ingestion_nodes(
                     fix="write schema.table or catalog.schema.table",
                 ) from None
         meta: dict[str, object] = {}
-        if job.dagster is not None:
-            d = job.dagster
-            meta["orchestrator"] = {"system": "dagster", "url": d.url, "job": d.job or job.name,
-                                    "days": d.days, "link": f"{d.url}/jobs/{d.job or job.name}"}  # fmt: skip
+        if job.orchestrated:
+            from splice.orchestrators import for_job
+
+            orch = for_job(job, root)
+            assert orch is not None
+            meta["orchestrator"] = {"system": orch.system, "url": orch.cfg.url, "job": orch.job,
+                                    "days": orch.cfg.days, "link": orch.job_link()}  # fmt: skip
             if not writes:
-                found, why = dagster_writes(job, root)
+                found, why = orchestrated_writes(job, root)
                 for w in found:
                     writes.append(
                         parse_relation(w, dialect=dialect, default_catalog=default_catalog)
                     )
                 if why:
                     meta["writes_unknown"] = why
-        if job.runner in ("dlt", "dagster") and job.pipeline_name:
+        if job.runner != "command" and job.pipeline_name:
             pdir = root / (job.pipelines_dir or ".dlt/pipelines")
             _dataset, tables, facts = dlt_tables(job.pipeline_name, pdir, dialect, default_catalog)
             for rel, cols in sorted(tables.items()):

@@ -82,8 +82,8 @@ def orchestrator_runs(ws: Any, job: Any, *, limit: int = LOADS_SHOWN) -> dict[st
     orch = for_job(job, ws.root)
     if orch is None:
         return {}
-    cfg = job.dagster
-    rec: dict[str, Any] = {"system": orch.system, "url": cfg.url, "job": orch.job, "runs": []}
+    rec: dict[str, Any] = {"system": orch.system, "url": orch.cfg.url, "job": orch.job,
+                           "runs": []}  # fmt: skip
     try:
         rec["runs"] = [r.as_dict() for r in orch.recent_runs(limit)]
     except OrchestratorError as e:
@@ -140,7 +140,7 @@ def ingestion_jobs(ws: Any, *, loads: int = LOADS_SHOWN) -> list[dict[str, Any]]
             "loads_table": loads_at.key if loads_at else None,
             "last_load": None,
         }
-        if job.dagster is not None:
+        if job.orchestrated:
             rec["orchestrator"] = orchestrator_runs(ws, job)
         if loads_at is None:
             rec["loads_note"] = f"a {job.runner} job keeps no load records Splice can read"

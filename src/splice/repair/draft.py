@@ -68,7 +68,7 @@ class Draft:
 def _ingestion_step(ws: Any, node_id: str, start: date, end: date) -> tuple[dict[str, Any], str]:
     name = node_id.split(":", 1)[1]
     job = next((i for i in ws.config.ingestion if i.name == name), None)
-    if job is not None and job.dagster is not None:
+    if job is not None and job.orchestrated:
         return _orchestrated_step(ws, job, node_id, start, end)
     if job is None or not job.command:
         raise RepairError(
@@ -110,29 +110,9 @@ def _orchestrated_step(
     assert orch is not None
     where = orch.check()  # unreachable or unknown job: a one-line OrchestratorError
     runs = [{"run_config": c, "tags": t} for c, t in orch.requests(start, end, {})]
-    cfg = job.dagster
-    step = {
-        "kind": "reload",
-        "project": "ingestion",
-        "nodes": [node_id],
-        "start": start,
-        "end": end,
-        "command": [],
-        "detail": {
-            "runner": job.runner,
-            "writes": list(job.writes),
-            "cwd": str(ws.root),
-            "orchestrator": {
-                "system": orch.system,
-                "url": cfg.url,
-                "job": orch.job,
-                **where,
-                "days": cfg.days,
-                "runs": runs,
-            },  # fmt: skip
-        },
-    }
-    return step, orch.describe(start, end)
+    spec = {"system": orch.system, "url": orch.cfg.url, "job": orch.job, **where,
+            "days": orch.cfg.days, "runs": runs}  # fmt: skip
+    return _reload(ws, job, node_id, start, end, [], orchestrator=spec), orch.describe(start, end)
 
 
 def _cascade_of(ws: Any, ctx: Any, env_name: str, fqn: str, start: date, end: date,

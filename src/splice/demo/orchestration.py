@@ -1,10 +1,11 @@
-"""The demo with its rates feed in Dagster (``splice demo --orchestrator dagster``).
+"""The demo with its rates feed in an orchestrator (``splice demo --orchestrator dagster|airflow``).
 
 The workspace's ``orchestration/definitions.py`` is a Dagster code location whose job
-``fx_rates_ingest`` runs the demo's dlt pipeline. This module points splice.toml's
-``fx_rates_ingest`` at it (``runner = "dagster"``, ``[ingestion.dagster]`` with ``local``, so
-Splice serves it with ``dagster dev`` on a free 127.0.0.1 port the first time it is needed)
-and stops that server.
+``fx_rates_ingest`` runs the demo's dlt pipeline; ``orchestration/airflow/`` is a DAGs folder
+whose DAG ``fx_rates_ingest`` does the same. This module points splice.toml's
+``fx_rates_ingest`` at one of them (``runner = "dagster"`` or ``"airflow"``, its table with
+``local``, so Splice serves it, with ``dagster dev`` or ``airflow standalone``, on a free
+127.0.0.1 port the first time it is needed) and stops that server.
 """
 
 from __future__ import annotations
@@ -16,10 +17,30 @@ from splice.demo.layout import DemoError
 
 DEFINITIONS = "orchestration/definitions.py"
 HOME = ".splice/dagster"
+AIRFLOW_DAGS = "orchestration/airflow"
+AIRFLOW_HOME = ".splice/airflow"
+ORCHESTRATORS = ("dagster", "airflow")
 
 _DLT_RUNNER = """[[ingestion]]
 name = "fx_rates_ingest"
 runner = "dlt"
+"""
+
+
+def _airflow_table(port: int) -> str:
+    return f"""
+# The rates feed runs in Airflow: a repair's reload is a run of this DAG (visible in Airflow's
+# UI), the days in its conf, and `splice incident show` reads the DAG's runs. `local` lets
+# Splice serve the DAGs folder itself (airflow standalone) when nothing answers at url.
+[ingestion.airflow]
+url = "http://127.0.0.1:{port}"
+dag = "fx_rates_ingest"
+days = "conf"
+conf = {{ start = "{{start}}", end = "{{end}}" }}
+timeout = "15m"
+poll = 0.5
+local = "{AIRFLOW_DAGS}"
+home = "{AIRFLOW_HOME}"
 """
 
 
@@ -40,8 +61,9 @@ home = "{HOME}"
 """
 
 
-def use_dagster(workspace: Path, port: int | None = None) -> str:
-    """Make ``fx_rates_ingest`` a Dagster job in the workspace's splice.toml; its URL."""
+def use_orchestrator(workspace: Path, port: int | None = None, *, system: str = "dagster") -> str:
+    """Make ``fx_rates_ingest`` a job of ``system`` (Dagster, or Airflow) in the workspace's
+    splice.toml; its URL."""
     from splice.pglocal import free_port
 
     port = port or free_port()
@@ -52,7 +74,8 @@ def use_dagster(workspace: Path, port: int | None = None) -> str:
                         fix="rebuild the demo with --force")  # fmt: skip
     head, tail = text.split(_DLT_RUNNER, 1)
     block, sep, rest = tail.partition("\n[[")
-    text = head + _DLT_RUNNER.replace('"dlt"', '"dagster"') + block + _table(port) + sep + rest
+    table = _table(port) if system == "dagster" else _airflow_table(port)
+    text = head + _DLT_RUNNER.replace('"dlt"', f'"{system}"') + block + table + sep + rest
     toml.write_text(text)
     return f"http://127.0.0.1:{port}"
 

@@ -1,0 +1,66 @@
+"""A local Airflow for a workspace that asks for one (``[ingestion.airflow] local``).
+
+``airflow standalone`` (API server, scheduler, DAG processor, triggerer; SQLite metadata and
+the local executor) on 127.0.0.1 at the port of ``[ingestion.airflow] url``, with
+``AIRFLOW_HOME`` in the workspace (``home``) and the DAGs folder ``local``, started and
+stopped as :mod:`splice.orchestrators.local_server` says. Every local user is an admin (no
+sign-in): it is a demo's and a test's Airflow, never a team's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from splice.config_orchestrators import AirflowDag
+from splice.orchestrators import local_server
+from splice.orchestrators.local_server import LocalServer
+
+
+def _healthy(url: str) -> bool:
+    """Whether the scheduler and the DAG processor report healthy (runs would start)."""
+    try:
+        with urllib.request.urlopen(f"{url}/api/v2/monitor/health", timeout=5) as r:  # noqa: S310
+            health = json.load(r)
+    except (OSError, ValueError):
+        return False
+    return all((health.get(k) or {}).get("status") == "healthy"
+               for k in ("metadatabase", "scheduler", "dag_processor"))  # fmt: skip
+
+
+def server(cfg: AirflowDag, root: Path) -> LocalServer:
+    """``airflow standalone`` serving the DAGs folder ``cfg.local`` on ``cfg.url``'s port."""
+    assert cfg.local is not None
+    dags = (root / cfg.local).resolve()
+    home = (root / cfg.home).resolve()
+    port = urlsplit(cfg.url).port or 8080
+    bindir = Path(sys.executable).parent  # standalone runs its parts as `airflow ...`
+    env = {
+        "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}",
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
+        "AIRFLOW__API__HOST": "127.0.0.1",
+        "AIRFLOW__API__PORT": str(port),
+        "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
+        "AIRFLOW__USAGE_DATA_COLLECTION__ENABLED": "False",
+    }
+    argv = [str(bindir / "airflow"), "standalone"]
+    return LocalServer("airflow", cfg.url, home, dags, argv, env=env,
+                       probe="/api/v2/monitor/health", ready=_healthy)  # fmt: skip
+
+
+def ensure_running(cfg: AirflowDag, root: Path) -> None:
+    """Start the workspace's local Airflow unless something already answers at its URL."""
+    local_server.ensure_running(server(cfg, root))
+
+
+def stop(home: Path) -> bool:
+    return local_server.stop(home)

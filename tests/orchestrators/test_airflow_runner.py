@@ -1,0 +1,81 @@
+"""Splice's Airflow runner against a real Airflow 3 (``airflow standalone`` on 127.0.0.1,
+started by the test): a DAG reloaded one run per logical date, its assets as relations, and
+the one-line refusals (a paused DAG, an unknown DAG, an unreachable API server)."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Iterator
+from datetime import date
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from splice.config_orchestrators import AirflowDag
+from splice.errors import OrchestratorError
+from splice.orchestrators.airflow import Airflow
+from splice.orchestrators.airflow_local import ensure_running, stop
+from splice.pglocal import free_port
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "airflow" / "dags"
+
+
+@pytest.fixture(scope="module")
+def airflow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, AirflowDag]]:
+    root = tmp_path_factory.mktemp("airflow")
+    shutil.copytree(FIXTURE, root / "dags")
+    cfg = AirflowDag(url=f"http://127.0.0.1:{free_port()}", days="logical_date", poll=0.3,
+                     local="dags", home="home")  # fmt: skip
+    ensure_running(cfg, root)
+    try:
+        yield root, cfg
+    finally:
+        stop(root / "home")
+
+
+def test_a_dag_reloads_one_run_per_logical_date(airflow: tuple[Path, AirflowDag]) -> None:
+    root, cfg = airflow
+    dag = Airflow(cfg, "events_load", root=root, ingestion="events")
+    dag.check()  # waits for the DAG file to be parsed
+    assert dag.asset_relations() == ["raw.events"]
+    t0 = time.time()
+    runs = dag.reload(date(2026, 9, 28), date(2026, 9, 29), tags={"splice/proposal": "PR-7"})
+    assert [r.status for r in runs] == ["SUCCESS", "SUCCESS"], [r.message for r in runs]
+    assert [r.partition for r in runs] == ["2026-09-28", "2026-09-29"]
+    assert all(r.run_id.startswith("splice__PR-7__") for r in runs)
+    assert all(r.url == f"{cfg.url}/dags/events_load/runs/{r.run_id}" for r in runs)
+    con = duckdb.connect(str(root / "loads.duckdb"), read_only=True)
+    try:
+        loaded = dict(con.execute("SELECT day, loaded_at FROM events").fetchall())
+    finally:
+        con.close()
+    assert sorted(loaded) == [date(2026, 9, 28), date(2026, 9, 29)]
+    assert all(at >= t0 for at in loaded.values())
+    seen = {r.run_id: r for r in dag.recent_runs(10)}
+    assert {r.run_id for r in runs} <= set(seen)
+    assert "splice/proposal=PR-7" in seen[runs[0].run_id].tags["note"]
+
+
+def test_a_paused_or_unknown_dag_is_refused_in_one_line(airflow: tuple[Path, AirflowDag]) -> None:
+    root, cfg = airflow
+    Airflow(cfg, "events_load", root=root, ingestion="events").check()  # parsed by now
+    with pytest.raises(OrchestratorError) as e:
+        Airflow(cfg, "paused_load", root=root, ingestion="paused").check()
+    assert "DAG 'paused_load' is paused" in e.value.one_line()
+    assert "airflow dags unpause paused_load" in e.value.one_line()
+    running = cfg.model_copy(update={"local": None})
+    with pytest.raises(OrchestratorError) as e:
+        Airflow(running, "events_lod", root=root, ingestion="events").check()
+    assert "has no DAG 'events_lod'" in e.value.one_line()
+    assert "[ingestion.airflow] dag of 'events'" in e.value.one_line()
+
+
+def test_an_unreachable_api_server_is_one_line_that_a_retry_may_help() -> None:
+    cfg = AirflowDag(url=f"http://127.0.0.1:{free_port()}")
+    with pytest.raises(OrchestratorError) as e:
+        Airflow(cfg, "events_load", root=Path("."), ingestion="events").check()
+    line = e.value.one_line()
+    assert line.startswith(f"cannot reach Airflow at {cfg.url}")
+    assert "nothing was triggered" in line and "(a retry may help)" in line
