@@ -4,23 +4,36 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 DEMO_DIR ?= demo-workspace
 STAMP  := $(VENV)/.installed
+# Airflow lives in an environment of its own: installed beside dlt it makes every pipeline
+# import it (dlt reads Airflow's secrets when Airflow is importable). Splice talks to it over
+# its REST API; the tests and `splice demo --orchestrator airflow` start `airflow standalone`.
+AIRFLOW_VENV  ?= .venv-airflow
+AIRFLOW_STAMP := $(AIRFLOW_VENV)/.installed
+export SPLICE_AIRFLOW ?= $(CURDIR)/$(AIRFLOW_VENV)/bin/airflow
 
 export RUNTIME__DLTHUB_TELEMETRY := false
 export DO_NOT_TRACK := 1
 
-.PHONY: demo test lint bench install clean
+.PHONY: demo test lint bench install airflow clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check -c constraints.txt -e ".[dev]"
 	touch $(STAMP)
 
+$(AIRFLOW_STAMP): constraints-airflow.txt
+	$(PYTHON) -m venv $(AIRFLOW_VENV)
+	$(AIRFLOW_VENV)/bin/pip install -q --disable-pip-version-check -c constraints-airflow.txt apache-airflow
+	touch $(AIRFLOW_STAMP)
+
 install: $(STAMP)
+
+airflow: $(AIRFLOW_STAMP)
 
 demo: $(STAMP)
 	$(BIN)/splice demo $(DEMO_DIR) --force --incident stale-rates
 
-test: $(STAMP)
+test: $(STAMP) $(AIRFLOW_STAMP)
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
@@ -39,4 +52,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/cli_latency.py
 
 clean:
-	rm -rf $(VENV) $(DEMO_DIR)
+	rm -rf $(VENV) $(AIRFLOW_VENV) $(DEMO_DIR)

@@ -21,11 +21,12 @@ What it measures, in one run, with the real tools (dlt, SQLMesh, dbt, DuckDB):
    rewritten (every row of the same relations);
 4. both end states compared: the GMV of every day, which must be identical (the scoped repair
    is not a shortcut to a different answer);
-5. the same scoped repair on a third copy whose rates feed runs in Dagster (``[ingestion.dagster]``,
-   a local ``dagster dev`` started once beforehand and timed apart): the reload step queued as
-   a Dagster run against the reload run directly, and Dagster's own overhead (queueing and
-   launching the run: the step's time minus the run's own start-to-end) stated separately
-   (``--no-dagster`` skips it).
+5. the same scoped repair on further copies whose rates feed runs in Dagster
+   (``[ingestion.dagster]``, a local ``dagster dev``) and in Airflow (``[ingestion.airflow]``,
+   a local ``airflow standalone``), each started once beforehand and timed apart: the reload
+   step queued as a run there against the reload run directly, and the orchestrator's own
+   overhead (queueing and launching the run: the step's time minus the run's own
+   start-to-end) stated separately (``--orchestrators ''`` skips them).
 """
 
 from __future__ import annotations
@@ -97,25 +98,25 @@ def scoped(ws_dir: Path, incident_id: str) -> dict[str, Any]:
     reload = res.run.nodes.get("ingestion:fx_rates_ingest")
     out["reload_s"] = reload.duration if reload is not None else None
     ext = (reload.external or []) if reload is not None else []
-    out["dagster_runs"] = [
+    out["orchestrator_runs"] = [
         {"run_id": x["run_id"], "status": x["status"],
          "run_s": (x["ended"] or 0) - (x["started"] or 0)} for x in ext
     ]  # fmt: skip
     return out
 
 
-def with_dagster(ws_dir: Path) -> float:
-    """Move the copy's rates feed into Dagster and start its local Dagster; the start time."""
+def with_orchestrator(ws_dir: Path, system: str) -> float:
+    """Move the copy's rates feed into ``system`` and start it locally; the start time."""
     from splice.config import load_config
     from splice.demo.orchestration import use_orchestrator
     from splice.orchestrators import for_job
 
-    use_orchestrator(ws_dir)
+    use_orchestrator(ws_dir, system=system)
     job = next(j for j in load_config(ws_dir).ingestion if j.name == "fx_rates_ingest")
     orch = for_job(job, ws_dir)
     assert orch is not None
     t0 = time.perf_counter()
-    orch.check()  # starts dagster dev for the copy and waits for its code location
+    orch.check()  # starts the local server for the copy and waits until it knows the job
     return time.perf_counter() - t0
 
 
@@ -160,7 +161,11 @@ def main(argv: list[str] | None = None) -> int:
         default="2025-10-01",
         help="first day of the history (default: a year before the quarter's end)",
     )
-    ap.add_argument("--no-dagster", action="store_true", help="skip the reload through Dagster")
+    ap.add_argument(
+        "--orchestrators",
+        default="dagster,airflow",
+        help="reload through these too (comma-separated; '' for none)",
+    )
     args = ap.parse_args(argv)
     from datetime import date
 
@@ -181,21 +186,21 @@ def main(argv: list[str] | None = None) -> int:
         ours = scoped(splice_ws, inc)
         peer = full_rebuild(peer_ws, since)
         same = _gmv(splice_ws) == _gmv(peer_ws)
-        dagster: dict[str, Any] | None = None
-        if not args.no_dagster:
+        through: dict[str, dict[str, Any]] = {}
+        for system in [o for o in args.orchestrators.split(",") if o]:
             from splice import api
 
-            dg_ws = _copy(story.build.workspace, root / "dagster")
+            o_ws = _copy(story.build.workspace, root / system)
             try:
-                start_s = with_dagster(dg_ws)
-                dagster = {"dagster_start_s": start_s, **scoped(dg_ws, inc)}
-                dagster["same_gmv_as_direct"] = _gmv(dg_ws) == _gmv(splice_ws)
+                start_s = with_orchestrator(o_ws, system)
+                through[system] = {"start_s": start_s, **scoped(o_ws, inc)}
+                through[system]["same_gmv_as_direct"] = _gmv(o_ws) == _gmv(splice_ws)
             finally:
-                api.stop_local_orchestrators(dg_ws)
+                api.stop_local_orchestrators(o_ws)
     speedup = peer["total_s"] / ours["total_s"] if ours["total_s"] else None
     report = {"since": since.isoformat(), "story_s": story_s, "splice": ours,
               "peer_full_rebuild": peer, "speedup": speedup,
-              "same_gmv_every_day": same, "through_dagster": dagster}  # fmt: skip
+              "same_gmv_every_day": same, "through": through}  # fmt: skip
     if args.json:
         print(json.dumps(report, indent=2, default=str))
         return 0
@@ -228,18 +233,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nscoped repair, safety steps included, is {speedup:.1f}x faster than the full "
           "rebuild (target: 5x)")  # fmt: skip
     print(f"same GMV on every day after both repairs: {'yes' if same else 'NO'}")
-    if dagster is not None:
-        d = dagster
-        run_s = sum(r["run_s"] for r in d["dagster_runs"])
+    for system, d in through.items():
+        run_s = sum(r["run_s"] for r in d["orchestrator_runs"])
         overhead = d["reload_s"] - run_s
-        print(f"\nthe same repair with the rates feed in Dagster (local dagster dev, started "
-              f"once beforehand in {d['dagster_start_s']:.1f} s, not counted):")  # fmt: skip
+        print(f"\nthe same repair with the rates feed in {system} (local server, started "
+              f"once beforehand in {d['start_s']:.1f} s, not counted):")  # fmt: skip
         print(
-            f"  reload step: {d['reload_s']:.2f} s through Dagster against "
+            f"  reload step: {d['reload_s']:.2f} s through {system} against "
             f"{s['reload_s']:.2f} s run directly ({d['reload_s'] - s['reload_s']:+.2f} s)"
         )
-        print(f"  of which the Dagster run itself {run_s:.2f} s (start to end) and Dagster's "
-              f"own overhead (queue, launch, polling) {overhead:.2f} s")  # fmt: skip
+        print(f"  of which the {system} run itself {run_s:.2f} s (start to end) and "
+              f"{system}'s own overhead (queue, launch, polling) {overhead:.2f} s")  # fmt: skip
         print(f"  whole repair: {d['total_s']:.2f} s against {s['total_s']:.2f} s; "
               f"{d['run_status']}, verified={d['verified']}, same GMV on every day as the "
               f"direct repair: {'yes' if d['same_gmv_as_direct'] else 'NO'}")  # fmt: skip

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,12 @@ import pytest
 from tests.pg_support import pg_server, pg_url  # noqa: F401  (fixtures)
 
 from splice.demo import DemoResult, build_demo, relocate
+
+# Airflow has an environment of its own (`make airflow`); `make test` names it, and so does
+# this for a pytest run started by hand.
+_AIRFLOW = Path(__file__).resolve().parents[1] / ".venv-airflow" / "bin" / "airflow"
+if _AIRFLOW.exists():
+    os.environ.setdefault("SPLICE_AIRFLOW", str(_AIRFLOW))
 
 
 @pytest.fixture(scope="session")

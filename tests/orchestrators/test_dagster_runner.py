@@ -64,7 +64,7 @@ def test_an_unknown_job_is_refused_naming_the_jobs_there(
     root, cfg = location
     with pytest.raises(OrchestratorError) as e:
         Dagster(cfg, "events_lod", root=root, ingestion="events").check()
-    assert "has no job 'events_lod' (its jobs: events_load)" in e.value.one_line()
+    assert "has no job 'events_lod' (its jobs: events_load, slow_load)" in e.value.one_line()
     assert "[ingestion.dagster] job of 'events'" in e.value.one_line()
 
 
@@ -89,3 +89,34 @@ def test_an_unreachable_webserver_is_one_line_that_a_retry_may_help() -> None:
     assert line.startswith(f"cannot reach Dagster at {cfg.url}")
     assert "nothing was submitted" in line and "(a retry may help)" in line
     assert "\n" not in line
+
+
+def test_a_run_whose_splice_run_died_is_stopped_in_dagster_by_the_next_holder(
+    location: tuple[Path, DagsterJob],
+) -> None:
+    """A killed apply leaves its queued Dagster run behind; whoever takes over the lock stops
+    it there before the undo is restored (kill_orphans), so it cannot write afterwards."""
+    import subprocess
+    import sys
+
+    from splice.run.children import kill_orphans, remote_run
+
+    root, cfg = location
+    (root / "splice.toml").write_text(
+        f'[[ingestion]]\nname = "slow"\nrunner = "dagster"\n\n[ingestion.dagster]\n'
+        f'url = "{cfg.url}"\njob = "slow_load"\n'
+    )
+    job = Dagster(cfg.model_copy(update={"local": None}), "slow_load", root=root, ingestion="slow")
+    run_id = job.submit({}, {"splice/proposal": "PR-3"})
+    deadline = time.monotonic() + 60
+    while job.status(run_id).status != "STARTED" and time.monotonic() < deadline:
+        time.sleep(0.3)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # a process id that no longer runs: the Splice run that queued it
+    mark = remote_run(root / ".splice", job.status(run_id), url=cfg.url, ingestion="slow")
+    mark.write_text(mark.read_text().replace(f'"parent": {__import__("os").getpid()}',
+                                             f'"parent": {dead.pid}'))  # fmt: skip
+    stopped = kill_orphans(root / ".splice")
+    assert [s["run_id"] for s in stopped] == [run_id]
+    assert job.status(run_id).status == "CANCELED"
+    assert not mark.exists()

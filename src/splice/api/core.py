@@ -269,6 +269,10 @@ def story_tour(story: Any, repair: Any = None) -> str:
         "  splice keys create --principal maria --kind person   # a key to sign in with, then:",
         "  splice serve                                # the web page at http://127.0.0.1:8765/ (docs/web.md)",
     ]
+    url = getattr(story.build, "orchestrator", None)
+    if url:  # the rates feed runs in Dagster or Airflow (stopped after the demo)
+        lines.append(f"  splice ingestion                            # the feed's runs there; starts "
+                     f"it again: its UI is {url}")  # fmt: skip
     return "\n".join(lines)
 
 

@@ -5,6 +5,11 @@ the local executor) on 127.0.0.1 at the port of ``[ingestion.airflow] url``, wit
 ``AIRFLOW_HOME`` in the workspace (``home``) and the DAGs folder ``local``, started and
 stopped as :mod:`splice.orchestrators.local_server` says. Every local user is an admin (no
 sign-in): it is a demo's and a test's Airflow, never a team's.
+
+Airflow is not installed beside Splice (beside dlt it makes every pipeline import it): the
+``airflow`` command is ``$SPLICE_AIRFLOW``, else ``airflow`` next to this Python, else on
+``PATH`` (``make airflow`` builds ``.venv-airflow``). Its tasks find Splice's Python in
+``$SPLICE_PYTHON`` (the demo's DAG runs the pipeline script with it).
 """
 
 from __future__ import annotations
@@ -32,15 +37,40 @@ def _healthy(url: str) -> bool:
                for k in ("metadatabase", "scheduler", "dag_processor"))  # fmt: skip
 
 
+def airflow_command() -> Path:
+    """Where the ``airflow`` command is (see the module docstring), or a one-line error."""
+    import shutil
+
+    from splice.errors import OrchestratorError
+
+    env = os.environ.get("SPLICE_AIRFLOW")
+    candidates = [Path(env)] if env else []
+    candidates.append(Path(sys.executable).parent / "airflow")
+    found = shutil.which("airflow")
+    candidates += [Path(found)] if found else []
+    for c in candidates:
+        if c.is_file() and os.access(c, os.X_OK):
+            return c
+    raise OrchestratorError(
+        "[ingestion.airflow] local serves Airflow with `airflow standalone`, but no airflow "
+        f"command was found (looked at $SPLICE_AIRFLOW={env or '(unset)'}, next to "
+        f"{sys.executable}, and on PATH).",
+        fix="make airflow (builds .venv-airflow), or install apache-airflow in an environment "
+        "of its own and set SPLICE_AIRFLOW to its bin/airflow",
+    )
+
+
 def server(cfg: AirflowDag, root: Path) -> LocalServer:
     """``airflow standalone`` serving the DAGs folder ``cfg.local`` on ``cfg.url``'s port."""
     assert cfg.local is not None
     dags = (root / cfg.local).resolve()
     home = (root / cfg.home).resolve()
     port = urlsplit(cfg.url).port or 8080
-    bindir = Path(sys.executable).parent  # standalone runs its parts as `airflow ...`
+    airflow = airflow_command()
+    bindir = airflow.parent  # standalone runs its parts as `airflow ...`
     env = {
         "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}",
+        "SPLICE_PYTHON": sys.executable,
         "AIRFLOW_HOME": str(home),
         "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
@@ -52,7 +82,7 @@ def server(cfg: AirflowDag, root: Path) -> LocalServer:
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
         "AIRFLOW__USAGE_DATA_COLLECTION__ENABLED": "False",
     }
-    argv = [str(bindir / "airflow"), "standalone"]
+    argv = [str(airflow), "standalone"]
     return LocalServer("airflow", cfg.url, home, dags, argv, env=env,
                        probe="/api/v2/monitor/health", ready=_healthy)  # fmt: skip
 
