@@ -42,6 +42,10 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+# Airflow's own environment (`make airflow`), for the reload through Airflow
+_AIRFLOW = Path(__file__).resolve().parents[1] / ".venv-airflow" / "bin" / "airflow"
+if _AIRFLOW.exists():
+    __import__("os").environ.setdefault("SPLICE_AIRFLOW", str(_AIRFLOW))
 
 
 def _copy(src: Path, dest: Path) -> Path:
