@@ -12,6 +12,10 @@ from tests.pg_support import pg_server, pg_url  # noqa: F401  (fixtures)
 
 from splice.demo import DemoResult, build_demo, relocate
 
+# Code locations and DAG files that real orchestrators load (Airflow's import only in Airflow's
+# own environment): fixtures, never test modules.
+collect_ignore_glob = ["fixtures/*"]
+
 # Airflow has an environment of its own (`make airflow`); `make test` names it, and so does
 # this for a pytest run started by hand.
 _AIRFLOW = Path(__file__).resolve().parents[1] / ".venv-airflow" / "bin" / "airflow"

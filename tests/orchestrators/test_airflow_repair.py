@@ -7,40 +7,19 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from tests.orchestrators.orchestrator_support import (
     FX,
     cli,
-    copy_workspace,
     fx_rows,
     orchestrator_run,
-    stop,
 )
 from tests.repair.principals_support import as_principal
 
-from splice.demo.story import StoryResult, tell_stale_rates
+from splice.demo.story import StoryResult
 
-
-@pytest.fixture(scope="module")
-def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StoryResult]:
-    """The stale-rates story with the feed in Airflow (read it, never modify it: copy it)."""
-    told = tell_stale_rates(tmp_path_factory.mktemp("airflow") / "travel", orchestrator="airflow")
-    try:
-        yield told
-    finally:
-        stop(told.build.workspace)
-
-
-@pytest.fixture
-def copy(story: StoryResult, tmp_path: Path) -> Iterator[Path]:
-    dest = copy_workspace(story.build.workspace, tmp_path / "travel")
-    try:
-        yield dest
-    finally:
-        stop(dest)
+SYSTEM = "airflow"  # the orchestrator of this module's fixtures (conftest.py)
 
 
 def test_the_dag_is_in_the_graph_and_its_runs_are_incident_evidence(story: StoryResult) -> None:

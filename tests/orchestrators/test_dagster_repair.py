@@ -9,42 +9,21 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
 
-import pytest
 from tests.orchestrators.orchestrator_support import (
     FX,
     cli,
-    copy_workspace,
     fx_rows,
     orchestrator_run,
     stop,
 )
 from tests.repair.principals_support import as_principal
 
-from splice.demo.story import StoryResult, tell_stale_rates
+from splice.demo.story import StoryResult
 
-
-@pytest.fixture(scope="module")
-def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StoryResult]:
-    """The stale-rates story with the feed in Dagster: the morning load of the frozen days
-    was a Dagster run; INC-1 is open (read it, never modify it: copy it)."""
-    told = tell_stale_rates(tmp_path_factory.mktemp("dagster") / "travel", orchestrator="dagster")
-    try:
-        yield told
-    finally:
-        stop(told.build.workspace)
-
-
-@pytest.fixture
-def copy(story: StoryResult, tmp_path: Path) -> Iterator[Path]:
-    dest = copy_workspace(story.build.workspace, tmp_path / "travel")
-    try:
-        yield dest
-    finally:
-        stop(dest)
+SYSTEM = "dagster"  # the orchestrator of this module's fixtures (conftest.py)
 
 
 def test_the_job_is_in_the_graph_and_its_runs_are_incident_evidence(story: StoryResult) -> None:

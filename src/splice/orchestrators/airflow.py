@@ -26,7 +26,7 @@ from typing import Any
 
 from splice.config_orchestrators import AirflowDag
 from splice.errors import OrchestratorError
-from splice.orchestrators.base import OrchestratorRun, Polling, fill_days
+from splice.orchestrators.base import Orchestrator, OrchestratorRun, fill_days
 
 READ_TIMEOUT_S = 5.0
 
@@ -45,7 +45,7 @@ def _epoch(iso: str | None) -> float | None:
     return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
 
-class Airflow(Polling):
+class Airflow(Orchestrator):
     """One Airflow DAG of one ``[[ingestion]]`` entry."""
 
     system = "airflow"

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import date
-from typing import Any, Protocol
+from typing import Any
 
 #: Statuses after which a run does nothing more (Dagster's names; others map onto them).
 FINISHED = ("SUCCESS", "FAILURE", "CANCELED")
@@ -39,72 +39,6 @@ class OrchestratorRun:
         return asdict(self)
 
 
-class Orchestrator(Protocol):
-    """An orchestrator that runs one ingestion job."""
-
-    system: str
-    job: str
-    cfg: Any  # its table in splice.toml ([ingestion.dagster] / [ingestion.airflow])
-
-    def job_link(self) -> str:
-        """The job's page in the orchestrator's UI."""
-        ...
-
-    def asset_relations(self) -> list[str]:
-        """The relations the job says it writes (Dagster asset keys, Airflow assets)."""
-        ...
-
-    def stop_local(self) -> bool:
-        """Stop the local server Splice started for the job (``local``); whether one ran."""
-        ...
-
-    def check(self) -> dict[str, str]:
-        """Reach the orchestrator and find the job; raises OrchestratorError (one line) if not."""
-        ...
-
-    def reload(
-        self,
-        start: date,
-        end: date,
-        *,
-        tags: dict[str, str],
-        on_submit: Callable[[OrchestratorRun], None] | None = None,
-    ) -> list[OrchestratorRun]:
-        """Queue the job for ``start..end``, wait for every run it takes, return them."""
-        ...
-
-    def requests(
-        self, start: date, end: date, tags: dict[str, str]
-    ) -> list[tuple[dict[str, Any], dict[str, str]]]:
-        """The runs a reload of ``start..end`` takes: (run config, tags) each."""
-        ...
-
-    def describe(self, start: date, end: date) -> str:
-        """The reload in words, for the proposal and the receipt."""
-        ...
-
-    def run_requests(
-        self,
-        requests: list[tuple[dict[str, Any], dict[str, str]]],
-        *,
-        on_submit: Callable[[OrchestratorRun], None] | None = None,
-    ) -> list[OrchestratorRun]:
-        """Submit runs exactly as approved (run config, tags), wait for all of them."""
-        ...
-
-    def recent_runs(self, limit: int = 10) -> list[OrchestratorRun]:
-        """The job's latest runs, newest first."""
-        ...
-
-    def status(self, run_id: str) -> OrchestratorRun:
-        """One run as the orchestrator records it now."""
-        ...
-
-    def terminate(self, run_id: str) -> None:
-        """Stop a run Splice started (a killed or timed-out reload)."""
-        ...
-
-
 def fill_days(value: Any, start: date, end: date) -> Any:
     """``value`` with ``{start}`` and ``{end}`` replaced by ISO days in every string it holds
     (dicts and lists walked; other values kept).
@@ -122,33 +56,64 @@ def fill_days(value: Any, start: date, end: date) -> Any:
     return value
 
 
-class Polling:
-    """What Dagster and Airflow share: submit each approved request, then poll every run to
-    the end (stopping those still going at the deadline). A subclass gives ``submit``,
-    ``status``, ``terminate``, ``failure_message``, ``requests`` and ``run_link``."""
+class Orchestrator:
+    """An orchestrator that runs one ingestion job (Dagster, Airflow: the subclasses).
+
+    What they share is here: submit each approved request, then poll every run to the end
+    (stopping those still going at the deadline). A subclass gives the rest."""
 
     system: str
     job: str
-    cfg: Any
+    cfg: Any  # its table in splice.toml ([ingestion.dagster] / [ingestion.airflow])
 
-    def submit(self, body: dict[str, Any], tags: dict[str, str]) -> str:
-        raise NotImplementedError
-
-    def status(self, run_id: str) -> OrchestratorRun:
-        raise NotImplementedError
-
-    def terminate(self, run_id: str) -> None:
-        raise NotImplementedError
-
-    def failure_message(self, run_id: str) -> str | None:
-        raise NotImplementedError
-
-    def run_link(self, run_id: str) -> str:
+    def check(self) -> dict[str, str]:
+        """Reach the orchestrator and find the job; raises OrchestratorError (one line) if not."""
         raise NotImplementedError
 
     def requests(
         self, start: date, end: date, tags: dict[str, str]
     ) -> list[tuple[dict[str, Any], dict[str, str]]]:
+        """The runs a reload of ``start..end`` takes: (body, tags) each."""
+        raise NotImplementedError
+
+    def describe(self, start: date, end: date) -> str:
+        """The reload in words, for the proposal and the receipt."""
+        raise NotImplementedError
+
+    def submit(self, body: dict[str, Any], tags: dict[str, str]) -> str:
+        """Queue one run; its run id."""
+        raise NotImplementedError
+
+    def status(self, run_id: str) -> OrchestratorRun:
+        """One run as the orchestrator records it now."""
+        raise NotImplementedError
+
+    def terminate(self, run_id: str) -> None:
+        """Stop a run Splice started (a killed or timed-out reload)."""
+        raise NotImplementedError
+
+    def failure_message(self, run_id: str) -> str | None:
+        """Why a run failed, as the orchestrator says."""
+        raise NotImplementedError
+
+    def recent_runs(self, limit: int = 10) -> list[OrchestratorRun]:
+        """The job's latest runs, newest first."""
+        raise NotImplementedError
+
+    def asset_relations(self) -> list[str]:
+        """The relations the job says it writes (Dagster asset keys, Airflow assets)."""
+        raise NotImplementedError
+
+    def run_link(self, run_id: str) -> str:
+        """A run's page in the orchestrator's UI."""
+        raise NotImplementedError
+
+    def job_link(self) -> str:
+        """The job's page in the orchestrator's UI."""
+        raise NotImplementedError
+
+    def stop_local(self) -> bool:
+        """Stop the local server Splice started for the job (``local``); whether one ran."""
         raise NotImplementedError
 
     def wait(self, run_id: str, *, deadline: float) -> OrchestratorRun:

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 from splice.config_orchestrators import DagsterJob
 from splice.errors import OrchestratorError
-from splice.orchestrators.base import OrchestratorRun, Polling, fill_days
+from splice.orchestrators.base import Orchestrator, OrchestratorRun, fill_days
 
 #: How long a read may take before the webserver counts as unreachable.
 READ_TIMEOUT_S = 5.0
@@ -52,7 +52,7 @@ _ASSETS = """query { assetNodes { assetKey { path } jobNames } }"""
 _TERMINATE = """mutation($id: String!) { terminateRun(runId: $id) { __typename } }"""
 
 
-class Dagster(Polling):
+class Dagster(Orchestrator):
     """One Dagster job of one ``[[ingestion]]`` entry."""
 
     system = "dagster"
