@@ -91,6 +91,16 @@ def test_the_repair_reload_is_a_dagster_run_named_in_the_journal_and_receipt(cop
     md = cli(copy, "receipt", p.proposal_id).stdout
     assert f"dagster run {run_id}: SUCCESS" in md
 
+    # the incident page lists the job's runs in Dagster, linked to Dagster's UI
+    from tests.web.web_support import served_site, text_of
+
+    with served_site(copy, people=("rita",)) as site:
+        page = site.client("rita").get(f"/incidents/{p.incident_id}")
+    assert page.status_code == 200, page.text[:500]
+    assert 'data-testid="orchestrator-runs"' in page.text
+    assert f'href="{ext["url"]}"' in page.text
+    assert "Runs of fx_rates_ingest in dagster" in text_of(page.text)
+
     # with no relations declared, the job's asset keys say what it writes
     toml.write_text(good.replace('writes = ["raw.fx_rates"]\n', "", 1))
     node = json.loads(cli(copy, "show", FX, "--json").stdout)
