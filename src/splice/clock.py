@@ -12,7 +12,7 @@ splice.errors.InputError: execution time '2026-02-30' is not a valid date: day i
 
 from __future__ import annotations
 
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 
 #: The range SQLMesh's interval arithmetic (epoch milliseconds, a day added at the end) and
 #: every warehouse handle; anything outside is a typo, not a clock.
@@ -44,3 +44,14 @@ def parse_execution_time(value: datetime | date | str) -> datetime:
             fix=FIX,
         )
     return when
+
+
+def utc_text(ts: float | None) -> str:
+    """An epoch time as UTC text, to the second ("-" for none).
+
+    >>> utc_text(0), utc_text(None)
+    ('1970-01-01 00:00:00Z', '-')
+    """
+    if ts is None:
+        return "-"
+    return datetime.fromtimestamp(float(ts), UTC).strftime("%Y-%m-%d %H:%M:%SZ")

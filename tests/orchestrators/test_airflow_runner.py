@@ -16,7 +16,8 @@ import pytest
 from splice.config_orchestrators import AirflowDag
 from splice.errors import OrchestratorError
 from splice.orchestrators.airflow import Airflow
-from splice.orchestrators.airflow_local import ensure_running, stop
+from splice.orchestrators.airflow_local import server
+from splice.orchestrators.local_server import ensure_running, stop
 from splice.pglocal import free_port
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "airflow" / "dags"
@@ -28,7 +29,7 @@ def airflow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Ai
     shutil.copytree(FIXTURE, root / "dags")
     cfg = AirflowDag(url=f"http://127.0.0.1:{free_port()}", days="logical_date", poll=0.3,
                      local="dags", home="home")  # fmt: skip
-    ensure_running(cfg, root)
+    ensure_running(server(cfg, root))
     try:
         yield root, cfg
     finally:

@@ -16,7 +16,8 @@ import pytest
 from splice.config_orchestrators import DagsterJob
 from splice.errors import OrchestratorError
 from splice.orchestrators.dagster import Dagster
-from splice.orchestrators.dagster_local import ensure_running, stop
+from splice.orchestrators.dagster_local import server
+from splice.orchestrators.local_server import ensure_running, stop
 from splice.pglocal import free_port
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "dagster" / "partitioned.py"
@@ -28,7 +29,7 @@ def location(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, D
     shutil.copy(FIXTURE, root / "definitions.py")
     cfg = DagsterJob(url=f"http://127.0.0.1:{free_port()}", days="partitions", poll=0.3,
                      local="definitions.py", home="home")  # fmt: skip
-    ensure_running(cfg, root)
+    ensure_running(server(cfg, root))
     try:
         yield root, cfg
     finally:

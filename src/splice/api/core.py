@@ -420,7 +420,7 @@ def queue_ingestion(
     ws: Workspace, name: str, start: Any, end: Any, *, tags: dict[str, str] | None = None
 ) -> list[Any]:
     """Run ingestion job ``name`` for ``start..end`` through the orchestrator that owns it
-    (``[ingestion.dagster]``) and wait: its runs there (:class:`OrchestratorRun`). A job Splice
+    (``[ingestion.dagster]`` / ``[ingestion.airflow]``) and wait: its runs there (:class:`OrchestratorRun`). A job Splice
     runs itself is refused (``splice propose`` reloads those)."""
     from splice.errors import InputError
     from splice.orchestrators import for_job
@@ -430,7 +430,8 @@ def queue_ingestion(
     if orch is None:
         raise InputError(
             f"ingestion job {name!r} is not run by an orchestrator in splice.toml.",
-            fix='give it runner = "dagster" and an [ingestion.dagster] table',
+            fix='give it runner = "dagster" (or "airflow") and its [ingestion.dagster] '
+            "(or [ingestion.airflow]) table",
         )
     orch.check()
     return orch.reload(start, end, tags={"splice/workspace": ws.config.workspace.name,

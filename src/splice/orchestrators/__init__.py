@@ -20,7 +20,7 @@ from typing import Any
 
 from splice.orchestrators.base import Orchestrator, OrchestratorRun, fill_days
 
-__all__ = ["Orchestrator", "OrchestratorRun", "fill_days", "for_job"]
+__all__ = ["Orchestrator", "OrchestratorRun", "fill_days", "for_job", "for_step"]
 
 
 def for_job(job: Any, root: Path) -> Orchestrator | None:
@@ -35,3 +35,20 @@ def for_job(job: Any, root: Path) -> Orchestrator | None:
 
         return Airflow(job.airflow, job.airflow.dag or job.name, root=root, ingestion=job.name)
     return None
+
+
+def for_step(jobs: list[Any], root: Path, node_id: str, spec: dict[str, Any]) -> Orchestrator:
+    """The orchestrator an approved reload step of ``node_id`` queues in (``spec``: the step's
+    ``detail["orchestrator"]``); refused when splice.toml no longer has that job run there."""
+    from splice.errors import OrchestratorError
+
+    name = node_id.split(":", 1)[1]
+    job = next((j for j in jobs if j.name == name), None)
+    orch = for_job(job, root) if job is not None else None
+    if orch is None or orch.system != spec["system"] or orch.job != spec["job"]:
+        raise OrchestratorError(
+            f"{node_id} is no longer run by {spec['system']} job {spec['job']!r} in "
+            "splice.toml; the approved reload was made for it and is not queued.",
+            fix="propose the repair again",
+        )
+    return orch

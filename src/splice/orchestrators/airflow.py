@@ -240,14 +240,7 @@ class Airflow(Orchestrator):
     def run_link(self, run_id: str) -> str:
         return self.cfg.link_for(self.job, run_id)
 
-    # -- a local instance -------------------------------------------------------------------
-    def _ensure_local(self) -> None:
-        if self.cfg.local:
-            from splice.orchestrators.airflow_local import ensure_running
+    def local_server(self) -> Any:
+        from splice.orchestrators.airflow_local import server
 
-            ensure_running(self.cfg, self.root)
-
-    def stop_local(self) -> bool:
-        from splice.orchestrators.airflow_local import stop
-
-        return bool(self.cfg.local) and stop((self.root / self.cfg.home).resolve())
+        return server(self.cfg, self.root)

@@ -22,7 +22,6 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from splice.config_orchestrators import AirflowDag
-from splice.orchestrators import local_server
 from splice.orchestrators.local_server import LocalServer
 
 
@@ -85,12 +84,3 @@ def server(cfg: AirflowDag, root: Path) -> LocalServer:
     argv = [str(airflow), "standalone"]
     return LocalServer("airflow", cfg.url, home, dags, argv, env=env,
                        probe="/api/v2/monitor/health", ready=_healthy)  # fmt: skip
-
-
-def ensure_running(cfg: AirflowDag, root: Path) -> None:
-    """Start the workspace's local Airflow unless something already answers at its URL."""
-    local_server.ensure_running(server(cfg, root))
-
-
-def stop(home: Path) -> bool:
-    return local_server.stop(home)

@@ -112,9 +112,29 @@ class Orchestrator:
         """The job's page in the orchestrator's UI."""
         raise NotImplementedError
 
+    # -- a local server (``local``: demos and tests) ----------------------------------------
+    root: Any  # the workspace directory (``local`` and ``home`` are relative to it)
+    _local_up = False
+
+    def local_server(self) -> Any:
+        """How to start this orchestrator's local server (a ``LocalServer``)."""
+        raise NotImplementedError
+
+    def _ensure_local(self) -> None:
+        """Start the local server once per object, before its first request (later requests
+        go straight to it: no extra probe per poll)."""
+        if self.cfg.local and not self._local_up:
+            from splice.orchestrators.local_server import ensure_running
+
+            ensure_running(self.local_server())
+            self._local_up = True
+
     def stop_local(self) -> bool:
         """Stop the local server Splice started for the job (``local``); whether one ran."""
-        raise NotImplementedError
+        from splice.orchestrators.local_server import stop
+
+        self._local_up = False
+        return bool(self.cfg.local) and stop((self.root / self.cfg.home).resolve())
 
     def wait(self, run_id: str, *, deadline: float) -> OrchestratorRun:
         """Poll the run until it finishes or ``deadline`` (monotonic) passes (then stop it)."""

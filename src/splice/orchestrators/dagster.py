@@ -259,14 +259,7 @@ class Dagster(Orchestrator):
     def job_link(self) -> str:
         return f"{self.cfg.url}/jobs/{self.job}"
 
-    # -- a local instance -------------------------------------------------------------------
-    def stop_local(self) -> bool:
-        from splice.orchestrators.dagster_local import home_of, stop
+    def local_server(self) -> Any:
+        from splice.orchestrators.dagster_local import server
 
-        return bool(self.cfg.local) and stop(home_of(self.cfg, self.root))
-
-    def _ensure_local(self) -> None:
-        if self.cfg.local:
-            from splice.orchestrators.dagster_local import ensure_running
-
-            ensure_running(self.cfg, self.root)
+        return server(self.cfg, self.root)

@@ -2,7 +2,8 @@
 
 ``dagster dev`` (webserver, daemon and code server; the daemon takes runs off the queue) on
 127.0.0.1 at the port of ``[ingestion.dagster] url``, with ``DAGSTER_HOME`` in the workspace
-(``home``), started and stopped as :mod:`splice.orchestrators.local_server` says.
+(``home``), started and stopped as :mod:`splice.orchestrators.local_server` says
+(:meth:`splice.orchestrators.base.Orchestrator.local_server`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from splice.config_orchestrators import DagsterJob
-from splice.orchestrators import local_server
 from splice.orchestrators.local_server import LocalServer
 
 INSTANCE_YAML = """\
@@ -46,26 +46,13 @@ def _instance(home: Path) -> None:
         (home / "dagster.yaml").write_text(INSTANCE_YAML)
 
 
-def home_of(cfg: DagsterJob, root: Path) -> Path:
-    return (root / cfg.home).resolve()
-
-
 def server(cfg: DagsterJob, root: Path) -> LocalServer:
     """``dagster dev`` serving ``cfg.local`` on ``cfg.url``'s port."""
     assert cfg.local is not None
     defs = (root / cfg.local).resolve()
-    home = home_of(cfg, root)
+    home = (root / cfg.home).resolve()
     port = urlsplit(cfg.url).port or 3000
     argv = [sys.executable, "-m", "dagster", "dev", "-f", str(defs),
             "-h", "127.0.0.1", "-p", str(port)]  # fmt: skip
     return LocalServer("dagster", cfg.url, home, defs, argv, env={"DAGSTER_HOME": str(home)},
                        probe="/server_info", ready=_loaded, setup=_instance)  # fmt: skip
-
-
-def ensure_running(cfg: DagsterJob, root: Path) -> None:
-    """Start the workspace's local Dagster unless something already answers at its URL."""
-    local_server.ensure_running(server(cfg, root))
-
-
-def stop(home: Path) -> bool:
-    return local_server.stop(home)

@@ -262,22 +262,12 @@ def apply(
 
 def _check_orchestrators(ws: Any, p: Proposal) -> None:
     """Every orchestrator a reload step queues in answers and still knows its job."""
-    from splice.orchestrators import for_job
+    from splice.orchestrators import for_step
 
     for step in p.steps:
         spec = step.detail.get("orchestrator")
-        if step.kind != "reload" or not spec:
-            continue
-        name = step.nodes[0].split(":", 1)[1]
-        job = next((j for j in ws.config.ingestion if j.name == name), None)
-        orch = for_job(job, ws.root) if job is not None else None
-        if orch is None or orch.job != spec["job"]:
-            raise RepairError(
-                f"{step.nodes[0]} is no longer run by {spec['system']} job {spec['job']!r} in "
-                f"splice.toml; proposal {p.proposal_id} was made for it.",
-                fix=f"splice propose {p.incident_id} again",
-            )
-        orch.check()
+        if step.kind == "reload" and spec:
+            for_step(ws.config.ingestion, ws.root, step.nodes[0], spec).check()
 
 
 def _restore_after_failure(ws: Any, p: Proposal, run_id: str) -> None:

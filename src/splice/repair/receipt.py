@@ -9,16 +9,10 @@ to the audit log.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
+from splice.clock import utc_text
 from splice.principals import describe
-
-
-def _when(ts: float | None) -> str:
-    if ts is None:
-        return "-"
-    return datetime.fromtimestamp(float(ts), UTC).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
 def _num(v: Any) -> str:
@@ -112,7 +106,7 @@ def receipt_markdown(r: dict[str, Any]) -> str:
             by = describe(
                 {"name": a["by"], **{k: a.get(k) for k in ("kind", "auth", "credential")}}
             )
-            lines.append(f"- Approved by: {by} at {_when(a.get('at'))}{note}")
+            lines.append(f"- Approved by: {by} at {utc_text(a.get('at'))}{note}")
     else:
         lines.append("- Approved by: nobody")
     cost = r.get("cost") or {}
@@ -164,7 +158,7 @@ def receipt_markdown(r: dict[str, Any]) -> str:
             rec = d.get("principal") or {"name": d.get("actor"), "kind": d.get("principal_kind"),
                                          "auth": d.get("principal_auth"),
                                          "credential": d.get("principal_credential")}  # fmt: skip
-            lines.append(f"- {_when(d.get('at'))} {d.get('decision')} by {describe(rec)}")
+            lines.append(f"- {utc_text(d.get('at'))} {d.get('decision')} by {describe(rec)}")
     lines += ["", "## Undo", ""]
     undo = r.get("undo") or []
     if not undo:

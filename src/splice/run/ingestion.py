@@ -85,28 +85,21 @@ class IngestionExecutor:
                       sink: Sink) -> NodeResult:  # fmt: skip
         """Queue the approved runs in the orchestrator that owns the job and wait for them."""
         from splice.errors import OrchestratorError
-        from splice.orchestrators import for_job
+        from splice.orchestrators import for_step
         from splice.run.children import remote_run
 
         spec = view["orchestrator"]
         name = node.id.split(":", 1)[1]
-        cfg = next((i for i in self.ws.config.ingestion if i.name == name), None)
         sink.node_started(node.id)
         t0 = time.perf_counter()
         runs: list[Any] = []
         error: str | None = None
-        orch = for_job(cfg, self.ws.root) if cfg is not None else None
         proposal = next((r.data.get("proposal") for r in decision.reasons if r.data), None)
         tags = {"splice/workspace": self.ws.config.workspace.name, "splice/node": node.id,
                 **({"splice/proposal": str(proposal)} if proposal else {})}  # fmt: skip
         marks: list[Any] = []
         try:
-            if orch is None or orch.job != spec["job"]:
-                raise OrchestratorError(
-                    f"{node.id} is no longer run by {spec['system']} job {spec['job']!r} "
-                    "in splice.toml; the approved reload was not queued.",
-                    fix="propose the repair again",
-                )
+            orch = for_step(self.ws.config.ingestion, self.ws.root, node.id, spec)
             requests = [(r["run_config"], {**r["tags"], **tags}) for r in spec["runs"]]
 
             def submitted(run: Any) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from splice.clock import utc_text
 from splice.watch.incidents import Incident
 
 MAX_EVIDENCE = 6
@@ -13,19 +14,6 @@ def _fmt(v: Any) -> str:
     if isinstance(v, float):
         return f"{v:.6g}"
     return "-" if v is None else str(v)
-
-
-def _when(ts: Any) -> str:
-    """An epoch time as UTC, to the second.
-
-    >>> _when(0), _when(None)
-    ('1970-01-01 00:00:00Z', '-')
-    """
-    from datetime import UTC, datetime
-
-    if ts is None:
-        return "-"
-    return datetime.fromtimestamp(float(ts), UTC).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
 def path_line(path: list[dict[str, Any]]) -> str:
@@ -83,7 +71,7 @@ def incident_lines(inc: Incident) -> list[str]:
         part = f" partition {run['partition']}" if run.get("partition") else ""
         lines.append(
             f"  {run['system']} run {run['run_id'][:8]} of {run['job']}{part}: {run['status']}, "
-            f"{_when(run.get('started'))} .. {_when(run.get('ended'))} ({run['url']})"
+            f"{utc_text(run.get('started'))} .. {utc_text(run.get('ended'))} ({run['url']})"
         )
     for p in src.get("payload_dates") or []:
         stale = [x for x in p["days"] if x["stale"]]
