@@ -348,6 +348,23 @@ class PolicySection(_Strict):
         return self.expiry_seconds / max(1, owners)
 
 
+class ReviewSection(_Strict):
+    """``[review]``: how ``splice review`` builds and compares a pull request's head.
+
+    >>> ReviewSection().target, ReviewSection().max_rows
+    ('review', 1000000)
+    """
+
+    #: the Splice target the head is built in: each project's isolated environment (a SQLMesh
+    #: virtual environment, a dbt target); never the prod target
+    target: str = "review"
+    max_models: int = Field(default=30, ge=1, le=10000)  # models built and compared at most
+    max_rows: int = Field(default=1_000_000, ge=1000)  # above: compare a sample of the rows
+    examples: int = Field(default=3, ge=0, le=50)  # changed values shown per column
+    metric_intervals: int = Field(default=14, ge=1, le=3660)  # recent intervals per metric
+    comment_limit: int = Field(default=60_000, ge=2000, le=65_536)  # Markdown characters
+
+
 class StateSection(_Strict):
     """``[state]``: where Splice keeps its own state when the team shares it: a PostgreSQL
     database (``url``, the password from the variable ``password_env`` names). Without it the
@@ -384,6 +401,7 @@ class WorkspaceConfig(_Strict):
     dashboards: list[DashboardSection] = Field(default_factory=list)
     metrics: list[MetricSection] = Field(default_factory=list)
     watch: WatchSection = Field(default_factory=WatchSection)
+    review: ReviewSection = Field(default_factory=ReviewSection)
     domains: list[DomainSection] = Field(default_factory=list)
     policy: PolicySection = Field(default_factory=PolicySection)
     serve: ServeSection = Field(default_factory=ServeSection)

@@ -12,6 +12,8 @@ The tree::
     ├── StateError                 Splice's own state is newer than this Splice, or corrupt
     ├── OrchestratorError          the orchestrator running an ingestion job (Dagster) cannot be
     │                              reached, does not know the job, or refused the run
+    ├── ReviewError                a pull-request review cannot start: not under git, an unknown
+    │                              ref, a dirty tree, no review target
     ├── AccessError                the principal may not do this (a missing scope, an agent
     │                              deciding, a revoked key, [policy] sends it to the server)
     └── RepairError                a repair cannot be proposed, captured, applied or undone as asked
@@ -79,6 +81,10 @@ class InputError(SpliceError):
 
 class OrchestratorError(SpliceError):
     """The orchestrator that runs an ingestion job cannot be reached or refused what was asked."""
+
+
+class ReviewError(SpliceError):
+    """``splice review`` cannot compare the refs it was given (git, refs, the review target)."""
 
 
 class AccessError(SpliceError):

@@ -171,3 +171,35 @@ def graph_summary(ws: Workspace, *, bindings: int = 50) -> dict[str, Any]:
     from splice.reads.neighbourhood import graph_summary as _summary
 
     return _summary(ws, bindings=bindings)
+
+
+def review(
+    root: Any,
+    *,
+    base: str,
+    head: str | None = None,
+    data: bool = True,
+    keep: bool = False,
+    target: str | None = None,
+    progress: Any = None,
+) -> tuple[Any, int]:
+    """A pull request's review (:func:`splice.review.review`) and the comment size limit."""
+    from splice.config import load_config
+    from splice.review import review as _review
+
+    result = _review(root, base=base, head=head, data=data, keep=keep, target=target, progress=progress)
+    from pathlib import Path
+
+    return result, load_config(Path(root).resolve()).review.comment_limit
+
+
+def review_markdown(data: dict[str, Any], limit: int = 60_000) -> str:
+    from splice.review.render import markdown
+
+    return markdown(data, limit)
+
+
+def review_text(data: dict[str, Any]) -> str:
+    from splice.review.render import text
+
+    return text(data)

@@ -188,6 +188,7 @@ COMMAND_MODULES = (
     "notify_cmds",
     "keys_cmds",
     "state_cmds",
+    "review_cmds",
 )
 
 

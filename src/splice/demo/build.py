@@ -60,6 +60,7 @@ warehouse.duckdb
 warehouse.duckdb.wal
 .splice/
 splice-witness.json
+.splice-witness.json.lock
 pricing/.cache/
 pricing/logs/
 finance/target/

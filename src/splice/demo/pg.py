@@ -177,7 +177,7 @@ def _warehouse_toml(t: PgTarget) -> str:
 def _profiles(t: PgTarget) -> str:
     def output(schema: str) -> str:
         return (
-            f"    {'prod' if schema == 'finance' else 'dev'}:\n"
+            f"    {schema.removeprefix('finance_') if '_' in schema else 'prod'}:\n"
             "      type: postgres\n"
             f"      host: {json.dumps(t.host)}\n"
             f"      port: {t.port}\n"
@@ -191,6 +191,7 @@ def _profiles(t: PgTarget) -> str:
     return (
         "# The finance project on PostgreSQL: the password comes from the environment.\n"
         "finance:\n  target: prod\n  outputs:\n" + output("finance") + output("finance_dev")
+        + output("finance_review")
     )
 
 

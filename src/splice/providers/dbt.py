@@ -102,6 +102,9 @@ class DbtProvider:
     def __init__(self, ctx: LoadContext) -> None:
         self.ctx = ctx
         self.manifest: Any = None
+        #: a directory holding a prod manifest.json: builds then defer what they do not select
+        #: to it (``dbt build --defer --state``), as a review build in an isolated target does
+        self.defer_state: Path | None = None
         self.work = ctx.work_dir or (ctx.root / ".splice" / "dbt" / ctx.project_name)
         self.profiles_dir = profiles_dir(ctx)
         check_target(ctx)
@@ -293,6 +296,7 @@ class DbtProvider:
                         "package": n.package_name,
                         "checksum": n.checksum.checksum if getattr(n, "checksum", None) else None,
                         **_version_meta(n),
+                        **_key_meta(n, names, p),
                         "adapter_type": self.adapter_type,  # its SQL is in this adapter's dialect
                         **_column_descriptions(n),
                     },
@@ -515,6 +519,27 @@ def _reads_files(relation_name: str, dialect: str) -> bool:
     except sqlglot.errors.ParseError:
         return False  # parse_relation reports it
     return table is None or not isinstance(table.this, exp.Identifier)
+
+
+def _key_meta(n: Any, names: dict[str, str], p: str) -> dict[str, object]:
+    """What a node says about row keys: a model's ``unique_key`` config; a generic test's name,
+    the node it tests and its columns (``unique``, ``dbt_utils.unique_combination_of_columns``),
+    as ``test_name`` / ``test_of`` / ``test_columns`` (splice review compares rows by them)."""
+    out: dict[str, object] = {}
+    uk = getattr(n.config, "unique_key", None)
+    if uk:
+        out["unique_key"] = [uk] if isinstance(uk, str) else [str(u) for u in uk]
+    tm = getattr(n, "test_metadata", None)
+    if tm is not None:
+        kwargs = dict(getattr(tm, "kwargs", None) or {})
+        cols = kwargs.get("combination_of_columns") or kwargs.get("column_name")
+        attached = getattr(n, "attached_node", None)
+        out["test_name"] = str(tm.name)
+        if attached in names:
+            out["test_of"] = f"{p}:{names[attached]}"
+        if cols:
+            out["test_columns"] = [cols] if isinstance(cols, str) else [str(c) for c in cols]
+    return out
 
 
 def _column_descriptions(n: Any) -> dict[str, dict[str, str]]:

@@ -244,6 +244,9 @@ class SqlmeshProvider:
                     # SQLMesh's `project:` name (multi-repo), None outside that setup
                     "sqlmesh_project": m.project or None,
                     "cron": getattr(m, "cron", None),
+                    # the model's declared grain (the columns that identify a row)
+                    "grain": [g.name.lower() for g in getattr(m, "grains", None) or [] if getattr(g, "name", "")]
+                    or None,
                     "prod_relation": (
                         self.view_relation(m, "prod").key
                         if not external and self.ctx.environment.lower() != "prod"

@@ -62,6 +62,9 @@ class DbtExecutor:
             "empty",
             "--no-write-json",
         ]
+        defer = getattr(prov, "defer_state", None)
+        if defer is not None:  # a review build: unselected refs resolve to prod (dbt's slim CI)
+            args += ["--defer", "--state", str(defer)]
         if any(d.tool_view.get("full_refresh") for d in job.decisions.values()
                if d.node_id in {n.id for n in job.nodes}):  # fmt: skip
             args.append("--full-refresh")  # a repair of an incremental model: rebuilt whole

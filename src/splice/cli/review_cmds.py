@@ -1,0 +1,76 @@
+"""`splice review`: a pull request's change across tools, before it merges."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from splice.cli.main import cli, emit_json
+
+
+@cli.command("review")
+@click.option("--base", required=True, metavar="REF", help="The commit the change is compared with (e.g. origin/main).")
+@click.option(
+    "--head",
+    default=None,
+    metavar="REF",
+    help="The commit reviewed: the checked-out one (the default; naming another is an error).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the review as JSON.")
+@click.option("--markdown", "as_markdown", is_flag=True, help="Print a pull-request comment (Markdown).")
+@click.option(
+    "--fail-on",
+    "fail_on",
+    type=click.Choice(["breaking", "metric-change"]),
+    multiple=True,
+    help="Exit 1 when the change is breaking, or changes a declared metric (repeatable): a CI gate.",
+)
+@click.option("--no-data", is_flag=True, help="Skip the build and the data comparison (what changed and what it reaches only).")
+@click.option("--keep", is_flag=True, help="Leave the review environment in place for inspection.")
+@click.pass_context
+def review_cmd(
+    ctx: click.Context,
+    base: str,
+    head: str | None,
+    as_json: bool,
+    as_markdown: bool,
+    fail_on: tuple[str, ...],
+    no_data: bool,
+    keep: bool,
+) -> None:
+    """Review the checked-out commit against --base: what changed in each tool's terms (SQLMesh's
+    change categories, dbt's state:modified reasons), which columns, metrics and dashboards it
+    reaches across tools, and (built in the review target, -t or [review] target) what it does
+    to the rows and the metrics, compared with prod."""
+    from splice.api import review, review_markdown, review_text
+
+    if as_json and as_markdown:
+        raise click.UsageError("--json and --markdown are exclusive: choose one")
+    progress = None
+    if not (as_json or as_markdown):
+        from splice.cli.render import console
+
+        def progress(msg: str) -> None:
+            console().print(f"[dim]{msg}[/dim]", soft_wrap=True)
+
+    result, limit = review(
+        ctx.obj["workspace"],
+        base=base,
+        head=head,
+        data=not no_data,
+        keep=keep,
+        target=ctx.obj["target"],
+        progress=progress,
+    )
+    data = result.to_dict()
+    if as_json:
+        emit_json(data)
+    elif as_markdown:
+        click.echo(review_markdown(data, limit), nl=False)
+    else:
+        click.echo(review_text(data), nl=False)
+    tripped = [f for f in fail_on if (f == "breaking" and result.breaking) or (f == "metric-change" and result.metric_changes)]
+    if tripped:
+        click.echo(f"splice review: --fail-on {' and '.join(tripped)}: the gate fails", err=True)
+        sys.exit(1)
