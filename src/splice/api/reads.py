@@ -187,7 +187,9 @@ def review(
     from splice.config import load_config
     from splice.review import review as _review
 
-    result = _review(root, base=base, head=head, data=data, keep=keep, target=target, progress=progress)
+    result = _review(
+        root, base=base, head=head, data=data, keep=keep, target=target, progress=progress
+    )
     from pathlib import Path
 
     return result, load_config(Path(root).resolve()).review.comment_limit

@@ -10,7 +10,12 @@ from splice.cli.main import cli, emit_json
 
 
 @cli.command("review")
-@click.option("--base", required=True, metavar="REF", help="The commit the change is compared with (e.g. origin/main).")
+@click.option(
+    "--base",
+    required=True,
+    metavar="REF",
+    help="The commit the change is compared with (e.g. origin/main).",
+)
 @click.option(
     "--head",
     default=None,
@@ -18,7 +23,9 @@ from splice.cli.main import cli, emit_json
     help="The commit reviewed: the checked-out one (the default; naming another is an error).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the review as JSON.")
-@click.option("--markdown", "as_markdown", is_flag=True, help="Print a pull-request comment (Markdown).")
+@click.option(
+    "--markdown", "as_markdown", is_flag=True, help="Print a pull-request comment (Markdown)."
+)
 @click.option(
     "--fail-on",
     "fail_on",
@@ -26,7 +33,11 @@ from splice.cli.main import cli, emit_json
     multiple=True,
     help="Exit 1 when the change is breaking, or changes a declared metric (repeatable): a CI gate.",
 )
-@click.option("--no-data", is_flag=True, help="Skip the build and the data comparison (what changed and what it reaches only).")
+@click.option(
+    "--no-data",
+    is_flag=True,
+    help="Skip the build and the data comparison (what changed and what it reaches only).",
+)
 @click.option("--keep", is_flag=True, help="Leave the review environment in place for inspection.")
 @click.pass_context
 def review_cmd(
@@ -70,7 +81,11 @@ def review_cmd(
         click.echo(review_markdown(data, limit), nl=False)
     else:
         click.echo(review_text(data), nl=False)
-    tripped = [f for f in fail_on if (f == "breaking" and result.breaking) or (f == "metric-change" and result.metric_changes)]
+    tripped = [
+        f
+        for f in fail_on
+        if (f == "breaking" and result.breaking) or (f == "metric-change" and result.metric_changes)
+    ]
     if tripped:
         click.echo(f"splice review: --fail-on {' and '.join(tripped)}: the gate fails", err=True)
         sys.exit(1)

@@ -190,7 +190,9 @@ def _profiles(t: PgTarget) -> str:
 
     return (
         "# The finance project on PostgreSQL: the password comes from the environment.\n"
-        "finance:\n  target: prod\n  outputs:\n" + output("finance") + output("finance_dev")
+        "finance:\n  target: prod\n  outputs:\n"
+        + output("finance")
+        + output("finance_dev")
         + output("finance_review")
     )
 

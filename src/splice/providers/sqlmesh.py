@@ -245,7 +245,11 @@ class SqlmeshProvider:
                     "sqlmesh_project": m.project or None,
                     "cron": getattr(m, "cron", None),
                     # the model's declared grain (the columns that identify a row)
-                    "grain": [g.name.lower() for g in getattr(m, "grains", None) or [] if getattr(g, "name", "")]
+                    "grain": [
+                        g.name.lower()
+                        for g in getattr(m, "grains", None) or []
+                        if getattr(g, "name", "")
+                    ]
                     or None,
                     "prod_relation": (
                         self.view_relation(m, "prod").key

@@ -187,7 +187,9 @@ def shapes(
         root = build_scope(qualified)
         if root is None:
             return Shapes(opaque="not a query sqlglot can walk")
-        if any(isinstance(s, exp.Star) for s in qualified.selects if hasattr(qualified, "selects")):
+        if not isinstance(qualified, exp.Query):
+            return Shapes(opaque="not a query")
+        if any(isinstance(s, exp.Star) for s in qualified.selects):
             return Shapes(opaque="SELECT * over columns that are not known")
         shaper = _Shaper()
         names = [s.alias_or_name for s in qualified.selects]
@@ -195,7 +197,9 @@ def shapes(
     except RecursionError:
         return Shapes(opaque="the query is nested too deeply to compare")
     except Exception as e:  # noqa: BLE001 - a query sqlglot cannot shape is reported, not raised
-        return Shapes(opaque=f"could not compare: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
+        return Shapes(
+            opaque=f"could not compare: {type(e).__name__}: {str(e).splitlines()[0][:200]}"
+        )
 
 
 def diff(base: Shapes, head: Shapes) -> ColumnDiff:

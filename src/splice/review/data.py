@@ -87,7 +87,8 @@ def node_key(graph: Graph, node: Node) -> list[str]:
     for t in graph.nodes.values():  # dbt's generic tests on the node
         if t.kind != "test" or t.meta.get("test_of") != node.id:
             continue
-        cols = [str(c).strip('"').lower() for c in t.meta.get("test_columns") or []]  # type: ignore[union-attr]
+        listed = t.meta.get("test_columns")
+        cols = [str(c).strip('"').lower() for c in listed] if isinstance(listed, list) else []
         name = str(t.meta.get("test_name") or "")
         if name == "unique_combination_of_columns" and cols and not keys.grain:
             keys.grain = cols
@@ -137,9 +138,17 @@ def keyed_diff_query(
     wp = _sample_filter(key, sample, dialect, None) if sample else None
     joined = (
         exp.select()
-        .from_(exp.Subquery(this=_side(prod, IN_P, wp), alias=exp.TableAlias(this=exp.to_identifier(P, quoted=True))))
+        .from_(
+            exp.Subquery(
+                this=_side(prod, IN_P, wp),
+                alias=exp.TableAlias(this=exp.to_identifier(P, quoted=True)),
+            )
+        )
         .join(
-            exp.Subquery(this=_side(head, IN_H, wp), alias=exp.TableAlias(this=exp.to_identifier(H, quoted=True))),
+            exp.Subquery(
+                this=_side(head, IN_H, wp),
+                alias=exp.TableAlias(this=exp.to_identifier(H, quoted=True)),
+            ),
             on=exp.and_(*(exp.EQ(this=_c(k, P), expression=_c(k, H)) for k in key)),
             join_type="FULL OUTER",
         )
@@ -149,7 +158,9 @@ def keyed_diff_query(
 
     def count_if(cond: exp.Expr) -> exp.Expr:
         return exp.Sum(
-            this=exp.Case(ifs=[exp.If(this=cond, true=exp.Literal.number(1))], default=exp.Literal.number(0))
+            this=exp.Case(
+                ifs=[exp.If(this=cond, true=exp.Literal.number(1))], default=exp.Literal.number(0)
+            )
         )
 
     def differs(c: str) -> exp.Expr:
@@ -158,9 +169,9 @@ def keyed_diff_query(
     selects = [
         count_if(exp.Is(this=_c(IN_P, P), expression=exp.Null())).as_("added"),
         count_if(exp.Is(this=_c(IN_H, H), expression=exp.Null())).as_("removed"),
-        count_if(exp.and_(both, exp.or_(*(differs(c) for c in columns)) if columns else exp.false())).as_(
-            "changed"
-        ),
+        count_if(
+            exp.and_(both, exp.or_(*(differs(c) for c in columns)) if columns else exp.false())
+        ).as_("changed"),
     ]
     for i, c in enumerate(columns):
         selects.append(count_if(exp.and_(both, differs(c))).as_(f"c{i}"))
@@ -168,15 +179,29 @@ def keyed_diff_query(
 
 
 def examples_query(
-    prod: exp.Expr, head: exp.Expr, key: list[str], column: str, n: int, dialect: str, sample: int | None
+    prod: exp.Expr,
+    head: exp.Expr,
+    key: list[str],
+    column: str,
+    n: int,
+    dialect: str,
+    sample: int | None,
 ) -> exp.Select:
     """Up to ``n`` rows whose ``column`` differs: the key, the prod value, the head value."""
     wp = _sample_filter(key, sample, dialect, None) if sample else None
     q = (
         exp.select(*(_c(k, P) for k in key), _c(column, P).as_("prod"), _c(column, H).as_("head"))
-        .from_(exp.Subquery(this=_side(prod, IN_P, wp), alias=exp.TableAlias(this=exp.to_identifier(P, quoted=True))))
+        .from_(
+            exp.Subquery(
+                this=_side(prod, IN_P, wp),
+                alias=exp.TableAlias(this=exp.to_identifier(P, quoted=True)),
+            )
+        )
         .join(
-            exp.Subquery(this=_side(head, IN_H, wp), alias=exp.TableAlias(this=exp.to_identifier(H, quoted=True))),
+            exp.Subquery(
+                this=_side(head, IN_H, wp),
+                alias=exp.TableAlias(this=exp.to_identifier(H, quoted=True)),
+            ),
             on=exp.and_(*(exp.EQ(this=_c(k, P), expression=_c(k, H)) for k in key)),
             join_type="INNER",
         )
@@ -190,11 +215,21 @@ def examples_query(
 def multiset_query(prod: exp.Expr, head: exp.Expr, columns: list[str]) -> exp.Select:
     """Rows of the head not in prod and of prod not in the head (duplicates counted)."""
     cols = [_c(c) for c in columns]
-    only_h = exp.except_(exp.select(*cols).from_(head), exp.select(*cols).from_(prod), distinct=False)
-    only_p = exp.except_(exp.select(*cols).from_(prod), exp.select(*cols).from_(head), distinct=False)
+    only_h = exp.except_(
+        exp.select(*cols).from_(head), exp.select(*cols).from_(prod), distinct=False
+    )
+    only_p = exp.except_(
+        exp.select(*cols).from_(prod), exp.select(*cols).from_(head), distinct=False
+    )
     return exp.select(
-        exp.select(exp.Count(this=exp.Star())).from_(exp.Subquery(this=only_h, alias="_a")).subquery().as_("added"),
-        exp.select(exp.Count(this=exp.Star())).from_(exp.Subquery(this=only_p, alias="_r")).subquery().as_("removed"),
+        exp.select(exp.Count(this=exp.Star()))
+        .from_(exp.Subquery(this=only_h, alias="_a"))
+        .subquery()
+        .as_("added"),
+        exp.select(exp.Count(this=exp.Star()))
+        .from_(exp.Subquery(this=only_p, alias="_r"))
+        .subquery()
+        .as_("removed"),
     )
 
 
@@ -271,7 +306,11 @@ def compare_model(
             examples_query(tp, th, key, c, examples, dialect, sample).sql(dialect=dialect)
         ).fetchall()
         d.examples[c] = [
-            {"key": {k: _plain(r[i]) for i, k in enumerate(key)}, "prod": _plain(r[-2]), "head": _plain(r[-1])}
+            {
+                "key": {k: _plain(r[i]) for i, k in enumerate(key)},
+                "prod": _plain(r[-2]),
+                "head": _plain(r[-1]),
+            }
             for r in rows
         ]
     return d

@@ -63,7 +63,8 @@ def build_and_compare(
         )
         # built, or (SQLMesh) already in the environment as planned: its relation is the head's
         built = {
-            n for n, r in report.nodes.items()
+            n
+            for n, r in report.nodes.items()
             if r.status not in NOT_BUILT and r.kind not in ("test", "audit")
         }
         out["run"] = {
@@ -75,9 +76,7 @@ def build_and_compare(
                 for n, r in report.nodes.items()
                 if r.status in NOT_BUILT and r.kind not in ("test", "audit")
             },
-            "checks_failed": sorted(
-                c for n, r in report.nodes.items() for c in r.checks_failed
-            ),
+            "checks_failed": sorted(c for n, r in report.nodes.items() for c in r.checks_failed),
         }
         rgraph = rws.graph()
         if progress:
@@ -134,12 +133,16 @@ def _metrics(con: Any, ws: Any, graph: Any, rgraph: Any, built: set[str]) -> lis
         if last is None:
             continue
         start = recent_start(last, ws.config.review.metric_intervals, spec.grain)
-        before = con.execute(metric_query(spec, spec.relation, start).sql(dialect=ws.dialect)).fetchall()
-        after = con.execute(metric_query(spec, rnode.writes, start).sql(dialect=ws.dialect)).fetchall()
+        before = con.execute(
+            metric_query(spec, spec.relation, start).sql(dialect=ws.dialect)
+        ).fetchall()
+        after = con.execute(
+            metric_query(spec, rnode.writes, start).sql(dialect=ws.dialect)
+        ).fetchall()
         nd = len(spec.dimensions)
         b = {tuple(r[: 1 + nd]): r[1 + nd] for r in before}
         a = {tuple(r[: 1 + nd]): r[1 + nd] for r in after}
-        rows = []
+        rows: list[dict[str, Any]] = []
         for k in sorted(set(a) | set(b), key=lambda k: tuple(str(x) for x in k)):
             bv, av = _num(b.get(k)), _num(a.get(k))
             if bv == av and nd:
@@ -165,9 +168,9 @@ def _metrics(con: Any, ws: Any, graph: Any, rgraph: Any, built: set[str]) -> lis
                 "through": str(last),
                 "changed": bool(changed),
                 "changed_intervals": len({r["interval"] for r in changed}),
-                "rows": rows if not nd else sorted(
-                    changed, key=lambda r: -abs(r["delta"] or 0)
-                )[:20],
+                "rows": rows
+                if not nd
+                else sorted(changed, key=lambda r: -abs(r["delta"] or 0))[:20],
                 "owner": spec.owner,
             }
         )
@@ -199,7 +202,9 @@ def cleanup(rws: Any, head_ws: Any, rgraph: Any, report: Any) -> dict[str, Any]:
             continue
         prov = rws.provider(spec.name)
         env = rws.environment(spec.name)
-        with captured(rws.log_path, f"sqlmesh invalidate {env} ({spec.name})", cwd=prov.ctx.project_path):
+        with captured(
+            rws.log_path, f"sqlmesh invalidate {env} ({spec.name})", cwd=prov.ctx.project_path
+        ):
             prov.context.invalidate_environment(env, sync=True)
         done["sqlmesh"].append(f"{spec.name}:{env}")
     if rgraph is None or report is None:

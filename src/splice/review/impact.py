@@ -170,7 +170,9 @@ def _opaque_walk(graph: Graph, idx: Any, nid: str) -> list[Any]:
             ml = idx.lineages.get(child)
             cols = list(ml.columns) if ml is not None and ml.columns else [OPAQUE]
             for c in cols:
-                hops.append(Hop(child, graph.nodes[child].writes, c, "indirect", depth + 1, (cur, OPAQUE)))
+                hops.append(
+                    Hop(child, graph.nodes[child].writes, c, "indirect", depth + 1, (cur, OPAQUE))
+                )
             frontier.append((child, depth + 1))
     return hops
 

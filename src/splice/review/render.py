@@ -118,14 +118,20 @@ def summary_lines(r: dict[str, Any]) -> list[str]:
             )
         for m in data.get("metrics") or []:
             if not m["changed"]:
-                lines.append(f"**Metric `{m['name']}`:** unchanged from {m['from']} to {m['through']}")
+                lines.append(
+                    f"**Metric `{m['name']}`:** unchanged from {m['from']} to {m['through']}"
+                )
                 continue
             before = sum(x["before"] or 0 for x in m["rows"]) if not m["dimensions"] else None
             after = sum(x["after"] or 0 for x in m["rows"]) if not m["dimensions"] else None
             lines.append(
                 f"**Metric `{m['name']}`:** changed on {m['changed_intervals']} of the intervals "
                 f"from {m['from']} to {m['through']}"
-                + (f" (total {_fmt(before)} → {_fmt(after)}, {_pct(before, after)})" if before else "")
+                + (
+                    f" (total {_fmt(before)} → {_fmt(after)}, {_pct(before, after)})"
+                    if before
+                    else ""
+                )
             )
     if r["not_compared"]:
         lines.append(
@@ -155,13 +161,18 @@ def _impact_section(r: dict[str, Any], limit: int | None) -> list[str]:
         out.append("")
         out.append("Metrics:")
         for m in imp["metrics"]:
-            out.append(f"- `{m['name']}` on `{m['node']}` (owner {m['owner'] or '-'}): " + " → ".join(m["path"]))
+            out.append(
+                f"- `{m['name']}` on `{m['node']}` (owner {m['owner'] or '-'}): "
+                + " → ".join(m["path"])
+            )
     if imp.get("dashboards"):
         out.append("")
         out.append("Dashboards:")
         for d in imp["dashboards"]:
             label = f"[{d['label']}]({d['url']})" if d.get("url") else d["label"]
-            out.append(f"- {label} (`{d['node']}`) reads " + ", ".join(f"`{n}`" for n in d["reads"]))
+            out.append(
+                f"- {label} (`{d['node']}`) reads " + ", ".join(f"`{n}`" for n in d["reads"])
+            )
     return out
 
 
@@ -234,7 +245,9 @@ def markdown(r: dict[str, Any], limit: int = 60_000) -> str:
         text = _markdown(r, examples, cols, truncated=(not examples))
         if len(text) <= limit:
             return text
-    return text[: limit - 200] + "\n\n… (cut to fit a comment: run `splice review --json` for all)\n"
+    return (
+        text[: limit - 200] + "\n\n… (cut to fit a comment: run `splice review --json` for all)\n"
+    )
 
 
 def _markdown(r: dict[str, Any], examples: bool, cols: int | None, truncated: bool) -> str:
@@ -258,7 +271,9 @@ def _markdown(r: dict[str, Any], examples: bool, cols: int | None, truncated: bo
             body += _details("Metrics before and after", _metrics_section(r))
     foot = []
     if truncated:
-        foot.append("_Some details were left out to fit a comment: `splice review --json` has them all._")
+        foot.append(
+            "_Some details were left out to fit a comment: `splice review --json` has them all._"
+        )
     env = (r.get("data") or {}).get("cleaned")
     if r.get("data"):
         foot.append(
@@ -272,7 +287,10 @@ def text(r: dict[str, Any]) -> str:
     """The review for a terminal: the summary, then each section without HTML."""
     import re
 
-    lines = [f"Review of {r['head'][:12]} ({r['subject']}) against {r['base_ref']} ({r['base'][:12]})", ""]
+    lines = [
+        f"Review of {r['head'][:12]} ({r['subject']}) against {r['base_ref']} ({r['base'][:12]})",
+        "",
+    ]
     lines += [re.sub(r"\*\*", "", s) for s in summary_lines(r)]
     if r["changes"]:
         lines += ["", "What changed:"]

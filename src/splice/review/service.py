@@ -99,9 +99,9 @@ class Review:
         ]
         reached = self.impact.columns if self.impact is not None else []
         for c in self.changes:
-            if c.columns is not None and (c.columns.changed or c.columns.removed):
-                if any(r.path and r.path[0].startswith(c.node + ".") for r in reached):
-                    out.append(c.node)
+            touched = c.columns is not None and (c.columns.changed or c.columns.removed)
+            if touched and any(r.path and r.path[0].startswith(c.node + ".") for r in reached):
+                out.append(c.node)
         return sorted(set(out))
 
     @property
@@ -354,7 +354,9 @@ def _dbt_changes(head_ws: Any, base_ws: Any, graph: Any, project: str) -> list[N
 
 
 # -- 2. columns and impact ---------------------------------------------------------------------------
-def _column_diffs(head_ws: Any, base_ws: Any, head: Any, base: Any, changes: list[NodeChange]) -> None:
+def _column_diffs(
+    head_ws: Any, base_ws: Any, head: Any, base: Any, changes: list[NodeChange]
+) -> None:
     from splice.lineage_service import rendered_sql
 
     direct = [c for c in changes if c.change in ("modified", "added") and c.changes_data]
@@ -366,7 +368,9 @@ def _column_diffs(head_ws: Any, base_ws: Any, head: Any, base: Any, changes: lis
     for project in sorted({c.project for c in direct}):
         if base is None or base_ws is None:
             break
-        nodes = [base.nodes[c.node] for c in direct if c.project == project and c.node in base.nodes]
+        nodes = [
+            base.nodes[c.node] for c in direct if c.project == project and c.node in base.nodes
+        ]
         if nodes and project in {p.name for p in base_ws.config.projects}:
             base_sql.update(base_ws.provider(project).render(nodes))
     schema = _schema(head_ws, head)
@@ -428,7 +432,9 @@ def _impact(ws: Any, graph: Any, changes: list[NodeChange]) -> Any:
     return reach(graph, workspace_lineage(ws).models, writers_map(graph, ws.dialect), starts, specs)
 
 
-def _build_set(graph: Any, changes: list[NodeChange], impact: Any, limit: int) -> tuple[list[str], list[str]]:
+def _build_set(
+    graph: Any, changes: list[NodeChange], impact: Any, limit: int
+) -> tuple[list[str], list[str]]:
     """The models the data step builds: the changes that alter data, then the downstream models
     they reach, nearest first; at most ``limit`` (the rest are named, not compared)."""
     from splice.plan.fingerprint import is_buildable

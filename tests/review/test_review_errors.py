@@ -1,0 +1,90 @@
+"""Bad input to splice review: each a one-line error naming the fix, exit 2, nothing built."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from tests.review.conftest import git
+
+from splice.errors import ReviewError
+from splice.review import review
+
+
+def cli(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "splice", "-w", str(repo), "review", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_a_base_ref_that_does_not_exist(repo: Path) -> None:
+    res = cli(repo, "--base", "origin/nope")
+    assert res.returncode == 2
+    assert "--base 'origin/nope' is not a commit of the repository" in res.stderr
+    assert "git fetch" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_a_dirty_tree_is_refused_before_anything_runs(checkout: Callable[[str], Path]) -> None:
+    repo = checkout("markup")
+    model = repo / "pricing/models/fx/daily_rates.sql"
+    model.write_text(model.read_text() + "\n-- not committed\n")
+    (repo / "scratch.sql").write_text("select 1\n")
+    res = cli(repo, "--base", "main")
+    assert res.returncode == 2
+    assert "uncommitted changes (pricing/models/fx/daily_rates.sql, scratch.sql)" in res.stderr
+    assert "git stash -u" in res.stderr
+    (repo / "scratch.sql").unlink()
+
+
+def test_a_workspace_not_under_git(demo_workspace: Path, tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    shutil.copy(demo_workspace / "splice.toml", plain / "splice.toml")
+    res = cli(plain, "--base", "main")
+    assert res.returncode == 2
+    assert "is not in a git repository" in res.stderr and "git init" in res.stderr
+
+
+def test_head_must_be_the_checked_out_commit(repo: Path) -> None:
+    with pytest.raises(ReviewError, match="--head 'markup' is not the checked-out commit"):
+        review(repo, base="main", head="markup")
+
+
+def test_the_review_target_must_not_be_prod(checkout: Callable[[str], Path]) -> None:
+    repo = checkout("markup")
+    with pytest.raises(ReviewError, match="is the prod target"):
+        review(repo, base="main", target="prod")
+    with pytest.raises(ReviewError, match="'staging' is not defined"):
+        review(repo, base="main", target="staging")
+
+
+def test_same_commit_reviews_nothing(repo: Path) -> None:
+    r = review(repo, base="main")
+    assert r.changes == [] and r.build == [] and r.data is None
+    assert "no file of the workspace differs" in r.notes[0]
+
+
+def test_keep_leaves_the_environment_for_inspection(checkout: Callable[[str], Path]) -> None:
+    import duckdb
+
+    repo = checkout("new-column")
+    r = review(repo, base="main", keep=True)
+    assert r.data is not None and r.data["cleaned"] is None
+    con = duckdb.connect(str(repo / "warehouse.duckdb"))
+    try:
+        cols = [
+            d[0]
+            for d in con.execute("SELECT * FROM finance_review.fct_gmv_qtd LIMIT 0").description
+        ]
+        assert "bookings_doubled" in cols
+        con.execute("DROP TABLE finance_review.fct_gmv_qtd")
+    finally:
+        con.close()
+    assert git(repo, "status", "--porcelain") == ""
