@@ -181,6 +181,7 @@ def review(
     data: bool = True,
     keep: bool = False,
     target: str | None = None,
+    execution_time: Any = None,
     progress: Any = None,
 ) -> tuple[Any, int]:
     """A pull request's review (:func:`splice.review.review`) and the comment size limit."""

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
-from splice.cli.main import cli, emit_json
+from splice.cli.main import cli, emit_json, execution_time_option
 
 
 @cli.command("review")
@@ -38,6 +39,13 @@ from splice.cli.main import cli, emit_json
     is_flag=True,
     help="Skip the build and the data comparison (what changed and what it reaches only).",
 )
+@click.option(
+    "--execution-time",
+    default=None,
+    callback=execution_time_option,
+    metavar="TIME",
+    help="Pin SQLMesh's clock for its plan and the build (YYYY-MM-DD[THH:MM]). Default: the demo's recorded clock, else now.",
+)
 @click.option("--keep", is_flag=True, help="Leave the review environment in place for inspection.")
 @click.pass_context
 def review_cmd(
@@ -48,6 +56,7 @@ def review_cmd(
     as_markdown: bool,
     fail_on: tuple[str, ...],
     no_data: bool,
+    execution_time: Any,
     keep: bool,
 ) -> None:
     """Review the checked-out commit against --base: what changed in each tool's terms (SQLMesh's
@@ -72,6 +81,7 @@ def review_cmd(
         data=not no_data,
         keep=keep,
         target=ctx.obj["target"],
+        execution_time=execution_time,
         progress=progress,
     )
     data = result.to_dict()

@@ -31,6 +31,7 @@ def build_and_compare(
     *,
     defer: dict[str, Path],
     keep: bool,
+    execution_time: Any = None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     from splice.run.runner import run
@@ -47,6 +48,7 @@ def build_and_compare(
     }
     graph = head_ws.graph()
     rws = Workspace.open(root, target)
+    shared = _share_sqlmesh(head_ws, rws)
     report = None
     rgraph = None
     try:
@@ -59,6 +61,7 @@ def build_and_compare(
             rws,
             " ".join(ids),
             full=True,
+            execution_time=execution_time,
             command=f"splice review (the head, built in {target})",
         )
         # built, or (SQLMesh) already in the environment as planned: its relation is the head's
@@ -78,6 +81,7 @@ def build_and_compare(
             },
             "checks_failed": sorted(c for n, r in report.nodes.items() for c in r.checks_failed),
         }
+        out["timings"] = {"build": report.timings.get("total", 0.0)}
         rgraph = rws.graph()
         if progress:
             progress(f"comparing {len(built & set(ids))} model(s) with prod")
@@ -106,8 +110,25 @@ def build_and_compare(
             out["cleaned"] = cleanup(rws, head_ws, rgraph, report)
         else:
             out["cleaned"] = None
+        for prov in shared:  # the head's Context: closed with the head's workspace
+            prov._context = None
         rws.close()
     return out
+
+
+def _share_sqlmesh(head_ws: Any, rws: Any) -> list[Any]:
+    """Give the review workspace's SQLMesh providers the head's loaded ``Context``: the same
+    project files, the environment is only a plan's argument (loading 100 models again costs
+    seconds)."""
+    shared = []
+    for spec in rws.config.projects:
+        if spec.format != "sqlmesh":
+            continue
+        prov = rws.provider(spec.name)
+        if getattr(prov, "_context", None) is None:
+            prov._context = head_ws.provider(spec.name).context
+            shared.append(prov)
+    return shared
 
 
 def _metrics(con: Any, ws: Any, graph: Any, rgraph: Any, built: set[str]) -> list[dict[str, Any]]:
@@ -216,7 +237,9 @@ def cleanup(rws: Any, head_ws: Any, rgraph: Any, report: Any) -> dict[str, Any]:
     ]
     if not dbt_built:
         return done
-    rws.close()  # the tools let go of the warehouse before it is written here
+    from splice.providers.dbt import release_warehouse
+
+    release_warehouse()  # dbt lets go of the warehouse before it is written here
     with connect(head_ws, "splice review cleanup") as con:
         for n in dbt_built:
             rel = n.writes

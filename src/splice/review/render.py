@@ -76,6 +76,23 @@ def summary_lines(r: dict[str, Any]) -> list[str]:
     )
     if r["breaking"]:
         lines.append("**Breaking:** " + ", ".join(f"`{n}`" for n in r["breaking"]))
+    additive = [
+        c["node"]
+        for c in data_changing
+        if c["columns"]
+        and c["columns"]["added"]
+        and c["node"] not in r["breaking"]
+        and not (
+            c["columns"]["changed"]
+            or c["columns"]["removed"]
+            or c["columns"].get("rows_may_differ")
+        )
+        and c["change"] != "added"
+    ]
+    if additive:
+        lines.append(
+            "**Non-breaking (adds columns only):** " + ", ".join(f"`{n}`" for n in additive)
+        )
     imp = r.get("impact") or {}
     if imp.get("columns") or imp.get("metrics") or imp.get("dashboards"):
         projects = {n.split(":", 1)[0] for n in imp["nodes"]}
@@ -293,6 +310,8 @@ def text(r: dict[str, Any]) -> str:
     ]
     lines += [re.sub(r"\*\*", "", s) for s in summary_lines(r)]
     if r["changes"]:
+        lines += r["notes"]
+    if r["changes"]:
         lines += ["", "What changed:"]
         for c in r["changes"]:
             cols = _columns_words(c["columns"])
@@ -313,6 +332,13 @@ def text(r: dict[str, Any]) -> str:
                 f"  {m['node']}: rows {_fmt(m['rows']['prod'])} -> {_fmt(m['rows']['head'])}, "
                 f"+{m['added']:,} -{m['removed']:,} ~{m['changed']:,}"
                 + (f" ({vals})" if vals else "")
-                + ("" if m["key"] else " [no key]")
+                + (f"; new columns {', '.join(m['columns_added'])}" if m["columns_added"] else "")
+                + (
+                    f"; dropped columns {', '.join(m['columns_removed'])}"
+                    if m["columns_removed"]
+                    else ""
+                )
+                + ("" if m["key"] else " [no key: whole rows compared]")
+                + (f" [sampled {m['sampled']}]" if m["sampled"] else "")
             )
     return "\n".join(lines).replace("`", "") + "\n"

@@ -19,6 +19,7 @@ what is committed), and ``head`` may only name that commit.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -142,9 +143,13 @@ def review(
     data: bool = True,
     keep: bool = False,
     target: str | None = None,
+    execution_time: Any = None,
     progress: Progress | None = None,
 ) -> Review:
-    """Review the checked-out commit of the workspace at ``root`` against ``base``."""
+    """Review the checked-out commit of the workspace at ``root`` against ``base``.
+
+    ``execution_time`` pins SQLMesh's clock for its plan and the build (as ``splice plan
+    --execution-time`` does); by default a demo workspace's recorded clock, else now."""
     from splice.config import load_config
 
     t_all = time.perf_counter()
@@ -174,54 +179,125 @@ def review(
         out.notes.append(f"no file of the workspace differs between {base} and HEAD")
         out.timings["total"] = time.perf_counter() - t_all
         return out
+    from contextlib import nullcontext
+
     from splice.workspace import Workspace
 
     prod = config.workspace.default_target
-    with Workspace.open(root, prod) as head_ws, repo.checkout(base_sha) as base_root:
+    with Workspace.open(root, prod) as head_ws:
         t0 = time.perf_counter()
-        _say(progress, f"loading the base ({base_sha[:12]}) from a temporary checkout")
-        base_ws = _open_base(base_root, prod)
-        try:
-            base_graph = base_ws.load_graph() if base_ws is not None else None
-            _say(progress, "loading the head (the work tree)")
-            head_graph = head_ws.graph()
-            out.timings["load"] = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            _say(progress, "asking SQLMesh and dbt what changed")
-            out.changes = _changes(head_ws, base_ws, head_graph, base_graph)
-            out.timings["changes"] = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            _say(progress, "comparing the changed models' columns")
-            _column_diffs(head_ws, base_ws, head_graph, base_graph, out.changes)
-            out.impact = _impact(head_ws, head_graph, out.changes)
-            out.timings["impact"] = time.perf_counter() - t0
-            out.build, out.not_compared = _build_set(
-                head_graph, out.changes, out.impact, config.review.max_models
-            )
-            if data and out.build:
-                from splice.review.environment import build_and_compare
-
+        _say(progress, "loading the head (the work tree)")
+        head_graph = head_ws.graph()
+        out.timings["load_head"] = time.perf_counter() - t0
+        # the base is checked out only when a dbt project's files changed: dbt compares with
+        # the base's manifest; SQLMesh compares with its prod environment, in its state
+        touched = _touched_projects(config, root, repo.top, out.files)
+        dbt_touched = [p.name for p in config.projects if p.format == "dbt" and p.name in touched]
+        checkout = repo.checkout(base_sha) if dbt_touched else nullcontext(None)
+        with checkout as base_root:
+            old = _Base(base_root, prod, dbt_touched)
+            try:
                 t0 = time.perf_counter()
-                defer = _defer_dirs(base_ws, config)
-                out.data = build_and_compare(
-                    root,
-                    head_ws,
-                    review_target,
-                    out.build,
-                    defer=defer,
-                    keep=keep,
-                    progress=progress,
+                if base_root is not None:
+                    _say(
+                        progress, f"parsing the base ({base_sha[:12]}) of {', '.join(dbt_touched)}"
+                    )
+                old.load()
+                out.timings["load_base"] = time.perf_counter() - t0
+                t0 = time.perf_counter()
+                _say(progress, "asking SQLMesh and dbt what changed")
+                out.changes = _changes(head_ws, old, head_graph, execution_time)
+                out.timings["changes"] = time.perf_counter() - t0
+                t0 = time.perf_counter()
+                _say(progress, "comparing the changed models' columns")
+                _column_diffs(head_ws, old, head_graph, out.changes)
+                out.timings["columns"] = time.perf_counter() - t0
+                t0 = time.perf_counter()
+                out.impact = _impact(head_ws, head_graph, out.changes)
+                out.timings["impact"] = time.perf_counter() - t0
+                out.build, out.not_compared = _build_set(
+                    head_graph, out.changes, out.impact, config.review.max_models
                 )
-                out.timings["data"] = time.perf_counter() - t0
-            elif not data:
-                out.notes.append("data impact not computed (--no-data)")
-            else:
-                out.notes.append("nothing to build: no change alters data")
-        finally:
-            if base_ws is not None:
-                base_ws.close()
+                if data and out.build:
+                    from splice.review.environment import build_and_compare
+
+                    t0 = time.perf_counter()
+                    out.data = build_and_compare(
+                        root,
+                        head_ws,
+                        review_target,
+                        out.build,
+                        defer=_defer_dirs(head_ws, old),
+                        keep=keep,
+                        execution_time=execution_time,
+                        progress=progress,
+                    )
+                    out.timings["data"] = time.perf_counter() - t0
+                elif not data:
+                    out.notes.append("data impact not computed (--no-data)")
+                else:
+                    out.notes.append("nothing to build: no change alters data")
+            finally:
+                old.close()
     out.timings["total"] = time.perf_counter() - t_all
     return out
+
+
+def _touched_projects(config: Any, root: Path, top: Path, files: list[str]) -> set[str]:
+    """The projects with a file among ``files`` (paths from the repository's top)."""
+    out = set()
+    for p in config.projects:
+        path = (root / p.path).resolve()
+        for f in files:
+            if (top / f).resolve().is_relative_to(path):
+                out.add(p.name)
+                break
+    return out
+
+
+class _Base:
+    """The base commit's side: its dbt projects parsed from a temporary checkout (their
+    manifests are dbt's ``--state``; their nodes tell what was removed and render the old SQL)."""
+
+    def __init__(self, root: Path | None, prod: str, dbt_projects: list[str]) -> None:
+        self.root = root
+        self.prod = prod
+        self.dbt_projects = dbt_projects
+        self.ws: Any = None
+        self.nodes: dict[str, dict[str, Any]] = {}  # project -> node id -> Node
+        self.missing: set[str] = set()  # touched projects the base does not have
+
+    def load(self) -> None:
+        if self.root is None:
+            return
+        from splice.config import CONFIG_FILE
+        from splice.workspace import Workspace
+
+        if not (self.root / CONFIG_FILE).exists():
+            self.missing = set(self.dbt_projects)
+            return
+        self.ws = Workspace.open(self.root, self.prod, use_cache=False)
+        known = {p.name: p for p in self.ws.config.projects}
+        for name in self.dbt_projects:
+            spec = known.get(name)
+            if spec is None or spec.format != "dbt" or not (self.root / spec.path).is_dir():
+                self.missing.add(name)
+                continue
+            self.nodes[name] = {n.id: n for n in self.ws.provider(name).load()}
+
+    def state_dir(self, project: str) -> Path | None:
+        if self.ws is None or project not in self.nodes:
+            return None
+        prov = self.ws.provider(project)
+        return Path(prov.work / "target" / prov.ctx.environment)
+
+    def render(self, project: str, node_ids: list[str]) -> dict[str, Any]:
+        nodes = [self.nodes[project][i] for i in node_ids if i in self.nodes.get(project, {})]
+        return self.ws.provider(project).render(nodes) if nodes else {}
+
+    def close(self) -> None:
+        if self.ws is not None:
+            self.ws.close()
 
 
 def _check_target(config: Any, name: str, root: Path) -> None:
@@ -251,34 +327,22 @@ def _check_target(config: Any, name: str, root: Path) -> None:
             )
 
 
-def _open_base(base_root: Path, prod: str) -> Any:
-    """The base's workspace (its tools, no Splice state), or None when the base has none."""
-    from splice.config import CONFIG_FILE
-    from splice.workspace import Workspace
-
-    if not (base_root / CONFIG_FILE).exists():
-        return None
-    return Workspace.open(base_root, prod, use_cache=False)
-
-
 # -- 1. what changed ----------------------------------------------------------------------------
-def _changes(head_ws: Any, base_ws: Any, head: Any, base: Any) -> list[NodeChange]:
+def _changes(head_ws: Any, base: _Base, head: Any, execution_time: Any = None) -> list[NodeChange]:
     from splice.plan.fingerprint import is_buildable
 
     out: list[NodeChange] = []
-    base_projects = {p.name: p for p in base_ws.config.projects} if base_ws is not None else {}
     for spec in head_ws.config.projects:
         ids = [n.id for n in head.nodes.values() if n.project == spec.name and is_buildable(n)]
         if spec.format == "sqlmesh":
-            out += _sqlmesh_changes(head_ws, head, spec.name, ids)
-        elif spec.name not in base_projects or base_projects[spec.name].format != "dbt":
+            out += _sqlmesh_changes(head_ws, head, spec.name, ids, execution_time)
+        elif spec.name in base.missing:
             out += [_added(head, i) for i in ids]
-        else:
-            out += _dbt_changes(head_ws, base_ws, head, spec.name)
-    if base is not None:  # models gone from the head
-        for nid, n in sorted(base.nodes.items()):
-            if nid not in head.nodes and is_buildable(n) and n.kind == "model":
-                out.append(NodeChange(nid, n.project, n.tool, "removed", path=n.path))
+        elif spec.name in base.nodes:
+            out += _dbt_changes(head_ws, base, head, spec.name)
+            for nid, n in sorted(base.nodes[spec.name].items()):
+                if nid not in head.nodes and is_buildable(n) and n.kind == "model":
+                    out.append(NodeChange(nid, n.project, n.tool, "removed", path=n.path))
     return out
 
 
@@ -287,10 +351,12 @@ def _added(graph: Any, nid: str) -> NodeChange:
     return NodeChange(nid, n.project, n.tool, "added", "new", ["new"], n.path)
 
 
-def _sqlmesh_changes(ws: Any, graph: Any, project: str, ids: list[str]) -> list[NodeChange]:
-    from splice.plan.sqlmesh_view import plan_view
+def _sqlmesh_changes(
+    ws: Any, graph: Any, project: str, ids: list[str], execution_time: Any = None
+) -> list[NodeChange]:
+    from splice.plan.sqlmesh_view import plan_view, resolve_execution_time
 
-    view = plan_view(ws, project, ids)
+    view = plan_view(ws, project, ids, execution_time=resolve_execution_time(ws, execution_time))
     out = []
     for nid, nv in sorted(view.nodes.items()):
         tv = nv.tool_view
@@ -310,15 +376,59 @@ def _sqlmesh_changes(ws: Any, graph: Any, project: str, ids: list[str]) -> list[
         if tv.get("indirect_from"):
             reasons.append("from " + ", ".join(tv["indirect_from"]))
         out.append(NodeChange(nid, project, "sqlmesh", kind, category, reasons, n.path))
+    for nid in sorted(_prod_models(ws, project)):
+        if nid not in graph.nodes:  # in prod, gone from the head
+            out.append(NodeChange(nid, project, "sqlmesh", "removed", reasons=["removed"]))
     return out
 
 
-def _dbt_changes(head_ws: Any, base_ws: Any, graph: Any, project: str) -> list[NodeChange]:
-    import json
+def _prod_models(ws: Any, project: str) -> dict[str, Any]:
+    """node id -> the snapshot of each model in ``project``'s prod environment (what SQLMesh's
+    plan compares the head with)."""
+    from splice.providers.sqlmesh import _short_name
 
-    base_prov = base_ws.provider(project)
-    base_prov._parse()  # writes the base's manifest.json into its private target directory
-    state_dir = base_prov.work / "target" / base_prov.ctx.environment
+    prov = ws.provider(project)
+    cached = getattr(prov, "_review_prod_models", None)
+    if cached is not None:
+        return dict(cached)
+    _env, snaps = prov.environment_snapshots(ws.environment(project))
+    default_catalog = (prov.context.default_catalog or "").lower() or None
+    out = {}
+    for s in snaps.values():
+        if not getattr(s, "is_model", False) or getattr(s, "is_audit", False):
+            continue
+        kind = getattr(s.model.kind.name, "value", s.model.kind.name)
+        if str(kind).upper() == "EXTERNAL":
+            continue
+        out[f"{project}:{_short_name(s.model, default_catalog)}"] = s
+    prov._review_prod_models = out
+    return dict(out)
+
+
+def _prod_sql(ws: Any, project: str, node_ids: list[str]) -> dict[str, Any]:
+    """node id -> the prod version's SQL as SQLMesh renders it (against model names)."""
+    from splice.providers.base import RenderedSQL
+
+    prov = ws.provider(project)
+    snaps = _prod_models(ws, project)
+    out: dict[str, Any] = {}
+    for nid in node_ids:
+        s = snaps.get(nid)
+        if s is None:
+            continue
+        model = s.model
+        dialect = model.dialect or ws.dialect
+        try:
+            q = model.render_query_or_raise(engine_adapter=prov.context.engine_adapter)
+            out[nid] = RenderedSQL(nid, q.sql(dialect=dialect), dialect)
+        except Exception as e:  # noqa: BLE001 - not comparable: every column counts as changed
+            out[nid] = RenderedSQL(nid, None, dialect, f"SQLMesh could not render it: {e}")
+    return out
+
+
+def _dbt_changes(head_ws: Any, base: _Base, graph: Any, project: str) -> list[NodeChange]:
+    state_dir = base.state_dir(project)
+    assert state_dir is not None
     prov = head_ws.provider(project)
     prov._parse()
     by_uid = {
@@ -326,21 +436,30 @@ def _dbt_changes(head_ws: Any, base_ws: Any, graph: Any, project: str) -> list[N
         for n in graph.nodes.values()
         if n.project == project and n.meta.get("unique_id")
     }
-    found: dict[str, list[str]] = {}
-    for reason in ("new", *DBT_REASONS):
-        selector = "state:new" if reason == "new" else f"state:modified.{reason}"
+
+    def listed(*selectors: str) -> set[str]:
         res = prov.invoke(
             prov._args("ls")
-            + ["--select", selector, "--state", str(state_dir)]
+            + ["--select", *selectors, "--state", str(state_dir)]
             + ["--resource-types", "model", "seed", "snapshot"]
             + ["--output", "json", "--output-keys", "unique_id"],
-            label=f"list {selector}",
+            label=f"list {' '.join(selectors)}",
         )
+        out = set()
         for line in res.result or []:
-            uid = json.loads(line).get("unique_id") if line.strip().startswith("{") else line
-            nid = by_uid.get(str(uid))
-            if nid is not None:
-                found.setdefault(nid, []).append(reason)
+            text = str(line).strip()
+            uid = json.loads(text).get("unique_id") if text.startswith("{") else text
+            if str(uid) in by_uid:
+                out.add(by_uid[str(uid)])
+        return out
+
+    # one listing first: most pull requests leave most projects alone
+    if not listed("state:modified", "state:new"):
+        return []
+    found: dict[str, list[str]] = {}
+    for reason in ("new", *DBT_REASONS):
+        for nid in listed("state:new" if reason == "new" else f"state:modified.{reason}"):
+            found.setdefault(nid, []).append(reason)
     out = []
     for nid in sorted(found):
         n = graph.nodes[nid]
@@ -354,10 +473,9 @@ def _dbt_changes(head_ws: Any, base_ws: Any, graph: Any, project: str) -> list[N
 
 
 # -- 2. columns and impact ---------------------------------------------------------------------------
-def _column_diffs(
-    head_ws: Any, base_ws: Any, head: Any, base: Any, changes: list[NodeChange]
-) -> None:
+def _column_diffs(head_ws: Any, base: _Base, head: Any, changes: list[NodeChange]) -> None:
     from splice.lineage_service import rendered_sql
+    from splice.review.columns import shapes
 
     direct = [c for c in changes if c.change in ("modified", "added") and c.changes_data]
     direct = [c for c in direct if head.nodes[c.node].kind == "model"]
@@ -365,21 +483,18 @@ def _column_diffs(
         return
     head_sql = rendered_sql(head_ws, head, [c.node for c in direct])
     base_sql: dict[str, Any] = {}
+    formats = {p.name: p.format for p in head_ws.config.projects}
     for project in sorted({c.project for c in direct}):
-        if base is None or base_ws is None:
-            break
-        nodes = [
-            base.nodes[c.node] for c in direct if c.project == project and c.node in base.nodes
-        ]
-        if nodes and project in {p.name for p in base_ws.config.projects}:
-            base_sql.update(base_ws.provider(project).render(nodes))
+        ids = [c.node for c in direct if c.project == project and c.change == "modified"]
+        if formats.get(project) == "sqlmesh":
+            base_sql.update(_prod_sql(head_ws, project, ids))
+        elif project in base.nodes:
+            base_sql.update(base.render(project, ids))
     schema = _schema(head_ws, head)
     for c in direct:
-        sql, dialect, opaque = head_sql.get(c.node, (None, head_ws.dialect, "not rendered"))
+        sql, dialect, _opaque = head_sql.get(c.node, (None, head_ws.dialect, "not rendered"))
         b = base_sql.get(c.node)
         if b is None:  # a new model: every column is new
-            from splice.review.columns import shapes
-
             s = shapes(sql, dialect=dialect, schema=schema, default_catalog=head_ws.default_catalog)
             c.columns = ColumnDiff(added=list(s.columns), opaque=s.opaque)
             continue
@@ -449,17 +564,21 @@ def _build_set(
     return graph.topological_order(chosen), rest
 
 
-def _defer_dirs(base_ws: Any, config: Any) -> dict[str, Path]:
-    """dbt project -> the base's manifest directory, which dbt defers unbuilt models to."""
+def _defer_dirs(head_ws: Any, base: _Base) -> dict[str, Path]:
+    """dbt project -> the directory of the prod manifest its review build defers to: the base's
+    (parsed from its checkout), or, for a project this change leaves alone, the head's own prod
+    manifest (the same files)."""
     out: dict[str, Path] = {}
-    if base_ws is None:
-        return out
-    for p in base_ws.config.projects:
-        if p.format == "dbt" and p.name in {q.name for q in config.projects}:
-            prov = base_ws.provider(p.name)
-            path = prov.work / "target" / prov.ctx.environment
-            if (path / "manifest.json").exists():
-                out[p.name] = path
+    for p in head_ws.config.projects:
+        if p.format != "dbt" or p.name in base.missing:
+            continue
+        path = base.state_dir(p.name)
+        if path is None:
+            prov = head_ws.provider(p.name)
+            prov._parse()
+            path = Path(prov.work / "target" / prov.ctx.environment)
+        if (path / "manifest.json").exists():
+            out[p.name] = path
     return out
 
 
