@@ -50,6 +50,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/repair.py
 	$(BIN)/python bench/faults.py
 	$(BIN)/python bench/cli_latency.py
+	$(BIN)/python bench/review.py
 
 clean:
 	rm -rf $(VENV) $(AIRFLOW_VENV) $(DEMO_DIR)

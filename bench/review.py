@@ -60,8 +60,10 @@ def make_reviewable(ws: Path) -> None:
     src.write_text(
         re.sub(
             r"^    schema: (sm_\w+)$",
-            lambda m: f"    schema: \"{{{{ '{m.group(1)}' if target.name == 'prod' "
-            f"else '{m.group(1)}__' ~ target.name }}}}\"",
+            lambda m: (
+                f"    schema: \"{{{{ '{m.group(1)}' if target.name == 'prod' "
+                f"else '{m.group(1)}__' ~ target.name }}}}\""
+            ),
             src.read_text(),
             flags=re.M,
         )
@@ -77,9 +79,9 @@ def make_reviewable(ws: Path) -> None:
     toml = ws / "splice.toml"
     toml.write_text(
         toml.read_text()
-        + "\n[targets.prod.environments]\nsqlmesh_proj = \"prod\"\ndbt_proj = \"prod\"\n"
-        + "\n[targets.review.environments]\nsqlmesh_proj = \"review\"\ndbt_proj = \"review\"\n"
-        + "\n[review]\ntarget = \"review\"\nmax_models = 1000\n"
+        + '\n[targets.prod.environments]\nsqlmesh_proj = "prod"\ndbt_proj = "prod"\n'
+        + '\n[targets.review.environments]\nsqlmesh_proj = "review"\ndbt_proj = "review"\n'
+        + '\n[review]\ntarget = "review"\nmax_models = 1000\n'
     )
     (ws / ".gitignore").write_text(
         "warehouse.duckdb\nwarehouse.duckdb.wal\n.splice/\nsplice-witness.json\n"
@@ -278,7 +280,9 @@ def main() -> None:
     print(f"| splice review (one process: both tools, column impact, build, compare, drop) | "
           f"{t_splice:.1f} s |")  # fmt: skip
     print(f"| by hand: sqlmesh plan in an environment | {hand['sqlmesh']:.1f} s |")
-    print(f"| by hand: dbt parse (prod state) + dbt build downstream, deferred | {hand['dbt']:.1f} s |")
+    print(
+        f"| by hand: dbt parse (prod state) + dbt build downstream, deferred | {hand['dbt']:.1f} s |"
+    )
     print(f"| by hand: SQLMesh table_diff of each changed model | {hand['diff']:.1f} s |")
     print(f"| by hand, total (one process) | {hand['total']:.1f} s |")
     print()

@@ -1,0 +1,107 @@
+"""The pull-request comment stays under its size limit, summary first, and says what it left out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from splice.review.render import MARKER, markdown, text
+
+
+def _big_review(n: int) -> dict[str, Any]:
+    cols = [
+        {
+            "node": f"finance:model_{i:04d}",
+            "column": f"col_{i}",
+            "kind": "direct",
+            "path": ["pricing:fx.daily_rates.rate_to_usd", f"finance:model_{i:04d}.col_{i}"],
+        }
+        for i in range(n)
+    ]
+    models = [
+        {
+            "node": f"finance:model_{i:04d}",
+            "prod_relation": f"w.finance.model_{i:04d}",
+            "head_relation": f"w.finance_review.model_{i:04d}",
+            "key": ["id"],
+            "rows": {"prod": 10, "head": 10},
+            "added": 0,
+            "removed": 0,
+            "changed": 10,
+            "changed_values": {f"col_{i}": 10},
+            "examples": {
+                f"col_{i}": [{"key": {"id": k}, "prod": 1.0, "head": 2.0} for k in range(3)]
+            },
+            "columns_added": [],
+            "columns_removed": [],
+            "sampled": None,
+            "note": None,
+        }
+        for i in range(n)
+    ]
+    return {
+        "base": "a" * 40,
+        "head": "b" * 40,
+        "base_ref": "main",
+        "subject": "Change the rates",
+        "files": ["pricing/models/fx/daily_rates.sql"],
+        "changes": [
+            {
+                "node": "pricing:fx.daily_rates",
+                "project": "pricing",
+                "tool": "sqlmesh",
+                "change": "modified",
+                "category": "breaking",
+                "reasons": ["directly modified"],
+                "path": "models/fx/daily_rates.sql",
+                "changes_data": True,
+                "columns": {
+                    "changed": ["rate_to_usd"],
+                    "added": [],
+                    "removed": [],
+                    "rows_may_differ": False,
+                },
+            }
+        ],
+        "breaking": ["pricing:fx.daily_rates"],
+        "impact": {
+            "nodes": [c["node"] for c in cols],
+            "columns": cols,
+            "metrics": [],
+            "dashboards": [],
+        },
+        "build": [m["node"] for m in models],
+        "not_compared": [],
+        "data": {
+            "target": "review",
+            "models": models,
+            "metrics": [],
+            "run": {"status": "success"},
+            "cleaned": {"sqlmesh": [], "dbt": []},
+        },  # fmt: skip
+        "metric_changes": [],
+        "timings": {},
+        "notes": [],
+    }
+
+
+def test_a_small_review_keeps_every_detail() -> None:
+    md = markdown(_big_review(3), limit=60_000)
+    assert md.startswith(MARKER) and "| id=0 | 1 | 2 |" in md
+    assert "left out to fit" not in md
+
+
+def test_a_large_review_is_cut_to_the_limit_and_says_so() -> None:
+    r = _big_review(600)
+    full = markdown(r, limit=10_000_000)
+    assert len(full) > 60_000
+    md = markdown(r, limit=60_000)
+    assert len(md) <= 60_000
+    summary = md.split("<details>")[0]
+    assert "**Breaking:** `pricing:fx.daily_rates`" in summary  # the summary always survives
+    assert "`splice review --json`" in md
+
+
+def test_text_output_names_the_change_and_the_data() -> None:
+    out = text(_big_review(2))
+    assert "pricing:fx.daily_rates: SQLMesh: breaking; changed: rate_to_usd" in out
+    assert "finance:model_0001: rows 10 -> 10, +0 -0 ~10 (col_1 10)" in out
