@@ -50,10 +50,26 @@ class Repo:
     def head(self) -> str:
         return self.resolve("HEAD", "HEAD")
 
-    def dirty(self) -> list[str]:
+    def dirty(self, own: list[Path] | None = None) -> list[str]:
         """Uncommitted changes in the workspace's part of the tree (``git status --porcelain``),
-        untracked files included; ignored files are not changes."""
-        res = _git(self.top, "status", "--porcelain", "--untracked-files=normal", "--", self.subdir)
+        untracked files included; ignored files are not changes, nor are ``own`` (what Splice
+        itself writes in the workspace: its state, the witness, a DuckDB warehouse file)."""
+        excludes = []
+        for path in own or []:
+            try:
+                rel = path.resolve().relative_to(self.top).as_posix()
+            except ValueError:
+                continue  # outside the repository
+            excludes.append(f":(exclude){rel}")
+        res = _git(
+            self.top,
+            "status",
+            "--porcelain",
+            "--untracked-files=normal",
+            "--",
+            self.subdir,
+            *excludes,
+        )
         if res.returncode != 0:
             raise ReviewError(f"git status failed in {self.top}: {res.stderr.strip()}")
         return [line[3:] for line in res.stdout.splitlines() if line.strip()]

@@ -167,13 +167,15 @@ def _opaque_walk(graph: Graph, idx: Any, nid: str) -> list[Any]:
             if child in seen:
                 continue
             seen.add(child)
+            frontier.append((child, depth + 1))
+            if graph.nodes[child].kind not in ("model", "snapshot"):
+                continue  # through sources (a binding into another project); dashboards apart
             ml = idx.lineages.get(child)
             cols = list(ml.columns) if ml is not None and ml.columns else [OPAQUE]
             for c in cols:
                 hops.append(
                     Hop(child, graph.nodes[child].writes, c, "indirect", depth + 1, (cur, OPAQUE))
                 )
-            frontier.append((child, depth + 1))
     return hops
 
 

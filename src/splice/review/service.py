@@ -163,14 +163,14 @@ def review(
             fix=f"check it out first (git switch --detach {head}), or leave out --head",
         )
     base_sha = repo.resolve(base, "--base")
-    dirty = repo.dirty()
+    config = load_config(root)
+    dirty = repo.dirty(_own_files(root, config))
     if dirty:
         shown = ", ".join(dirty[:5]) + (f" and {len(dirty) - 5} more" if len(dirty) > 5 else "")
         raise ReviewError(
             f"the work tree has uncommitted changes ({shown}): a review compares commits.",
             fix="commit them (git commit -am ...) or set them aside (git stash -u), then rerun",
         )
-    config = load_config(root)
     review_target = target or config.review.target
     _check_target(config, review_target, root)
     out = Review(base_sha, head_sha, base, repo.subject(head_sha))
@@ -240,6 +240,17 @@ def review(
             finally:
                 old.close()
     out.timings["total"] = time.perf_counter() - t_all
+    return out
+
+
+def _own_files(root: Path, config: Any) -> list[Path]:
+    """What Splice writes in a workspace (never a change under review)."""
+    ws = config.workspace
+    out = [root / ".splice", root / ws.witness, root / ws.state]
+    out.append((root / ws.witness).parent / f".{Path(ws.witness).name}.lock")
+    if config.warehouse.type == "duckdb" and config.warehouse.path:
+        wh = root / config.warehouse.path
+        out += [wh, wh.with_name(wh.name + ".wal")]
     return out
 
 
