@@ -302,8 +302,14 @@ def _remember_lineage(key: Any, result: WorkspaceLineage) -> None:
         _LINEAGE_MEMO[key] = result
 
 
-def workspace_lineage(ws: Workspace, *, workers: int | None = None) -> WorkspaceLineage:
-    """Column lineage of every SQL model in the workspace (cached by content hash)."""
+def workspace_lineage(
+    ws: Workspace, *, workers: int | None = None, only: set[str] | None = None
+) -> WorkspaceLineage:
+    """Column lineage of every SQL model in the workspace (cached by content hash).
+
+    ``only``: just these models (a review's changed models and what is downstream of them);
+    what they read that is not among them takes its columns from the tools' metadata and the
+    warehouse.  The whole workspace's lineage, when this process has it already, serves too."""
     from splice.lineage import analyse_many, lineage_key
 
     memo = getattr(ws, "_lineage_memo", None)
@@ -314,7 +320,7 @@ def workspace_lineage(ws: Workspace, *, workers: int | None = None) -> Workspace
     wh: dict[Relation, dict[str, str]] | None = None
     whole_key = None
     fast_key: Any = None
-    if ws.caching:  # the graph cache is on: the whole result, if nothing it rests on changed
+    if ws.caching and only is None:  # the whole result, if nothing it rests on changed
         from splice import lineage_warm
 
         wkey = _warehouse_memo_key(ws)
@@ -354,7 +360,9 @@ def workspace_lineage(ws: Workspace, *, workers: int | None = None) -> Workspace
     models = [
         n.id
         for n in graph.nodes.values()
-        if n.kind in ("model", "snapshot") and n.tool in ("dbt", "sqlmesh")
+        if n.kind in ("model", "snapshot")
+        and n.tool in ("dbt", "sqlmesh")
+        and (only is None or n.id in only)
     ]
     render_stats: dict[str, Any] = {"rendered": 0}
     rendered = rendered_sql(ws, graph, models, render_stats)
@@ -449,6 +457,8 @@ def workspace_lineage(ws: Workspace, *, workers: int | None = None) -> Workspace
         "render_seconds": round(t_render, 3),
         "seconds": round(time.perf_counter() - t0, 3),
     }
+    if only is not None:
+        return result  # a part: never kept as the workspace's lineage
     ws._lineage_memo = result  # type: ignore[attr-defined]
     if whole_key is not None:
         from splice import lineage_warm

@@ -210,10 +210,11 @@ def review(
                 out.timings["changes"] = time.perf_counter() - t0
                 t0 = time.perf_counter()
                 _say(progress, "comparing the changed models' columns")
-                _column_diffs(head_ws, old, head_graph, out.changes)
+                lineage = _lineage(head_ws, head_graph, out.changes)
+                _column_diffs(head_ws, old, head_graph, out.changes, lineage)
                 out.timings["columns"] = time.perf_counter() - t0
                 t0 = time.perf_counter()
-                out.impact = _impact(head_ws, head_graph, out.changes)
+                out.impact = _impact(head_ws, head_graph, out.changes, lineage)
                 out.timings["impact"] = time.perf_counter() - t0
                 out.build, out.not_compared = _build_set(
                     head_graph, out.changes, out.impact, config.review.max_models
@@ -484,7 +485,21 @@ def _dbt_changes(head_ws: Any, base: _Base, graph: Any, project: str) -> list[No
 
 
 # -- 2. columns and impact ---------------------------------------------------------------------------
-def _column_diffs(head_ws: Any, base: _Base, head: Any, changes: list[NodeChange]) -> None:
+def _lineage(ws: Any, graph: Any, changes: list[NodeChange]) -> Any:
+    """Column lineage of the changed models and of every model downstream of them (what the
+    impact walks); what they read beyond that takes its columns from the warehouse."""
+    from splice.lineage_service import workspace_lineage
+
+    starts = [c.node for c in changes if c.changes_data and c.node in graph.nodes]
+    scope = set(starts)
+    for nid in starts:
+        scope |= graph.descendants(nid)
+    return workspace_lineage(ws, only=scope)
+
+
+def _column_diffs(
+    head_ws: Any, base: _Base, head: Any, changes: list[NodeChange], lineage: Any
+) -> None:
     from splice.lineage_service import rendered_sql
     from splice.review.columns import shapes
 
@@ -501,7 +516,7 @@ def _column_diffs(head_ws: Any, base: _Base, head: Any, changes: list[NodeChange
             base_sql.update(_prod_sql(head_ws, project, ids))
         elif project in base.nodes:
             base_sql.update(base.render(project, ids))
-    schema = _schema(head_ws, head)
+    schema = _schema(head_ws, head, lineage)
     for c in direct:
         sql, dialect, _opaque = head_sql.get(c.node, (None, head_ws.dialect, "not rendered"))
         b = base_sql.get(c.node)
@@ -514,12 +529,11 @@ def _column_diffs(head_ws: Any, base: _Base, head: Any, changes: list[NodeChange
         )
 
 
-def _schema(ws: Any, graph: Any) -> dict[str, Any]:
-    """``{catalog: {schema: {table: {column: type}}}}`` of every relation the graph knows columns
-    of (the tools' metadata, and the output columns of the workspace's column lineage)."""
-    from splice.lineage_service import workspace_lineage
+def _schema(ws: Any, graph: Any, wl: Any) -> dict[str, Any]:
+    """``{catalog: {schema: {table: {column: type}}}}`` of every relation whose columns are
+    known: in the warehouse, in the tools' metadata, and output by a model of ``wl``."""
+    from splice.lineage_service import warehouse_columns
 
-    wl = workspace_lineage(ws)
     nested: dict[str, Any] = {}
 
     def put(rel: Any, cols: dict[str, str]) -> None:
@@ -527,6 +541,8 @@ def _schema(ws: Any, graph: Any) -> dict[str, Any]:
             return
         nested.setdefault(rel.catalog or "", {}).setdefault(rel.schema, {})[rel.name] = cols
 
+    for rel, cols in warehouse_columns(ws).items():
+        put(rel, cols)
     for n in graph.nodes.values():
         for rel in [*n.all_writes, *(n.reads if n.kind in ("source", "external") else [])]:
             put(rel, {k.lower(): v for k, v in n.columns.items()})
@@ -537,8 +553,8 @@ def _schema(ws: Any, graph: Any) -> dict[str, Any]:
     return nested
 
 
-def _impact(ws: Any, graph: Any, changes: list[NodeChange]) -> Any:
-    from splice.lineage_service import workspace_lineage, writers_map
+def _impact(ws: Any, graph: Any, changes: list[NodeChange], wl: Any) -> Any:
+    from splice.lineage_service import writers_map
     from splice.review.impact import OPAQUE, reach
     from splice.watch.metrics import watch_specs
 
@@ -555,7 +571,7 @@ def _impact(ws: Any, graph: Any, changes: list[NodeChange]) -> Any:
         specs = watch_specs(ws)
     except Exception:  # noqa: BLE001 - a metric that no longer fits is the metric step's news
         specs = []
-    return reach(graph, workspace_lineage(ws).models, writers_map(graph, ws.dialect), starts, specs)
+    return reach(graph, wl.models, writers_map(graph, ws.dialect), starts, specs)
 
 
 def _build_set(
