@@ -39,9 +39,11 @@ def test_a_logic_change_in_sqlmesh_reaches_dbt_metrics_and_dashboards(
     checkout: Callable[[str], Path],
 ) -> None:
     repo = checkout("markup")
-    res = cli(repo, "--base", "main", "--json", "--fail-on", "breaking")
-    assert res.returncode == 1, res.stderr  # the gate trips: the change is breaking
-    assert "--fail-on breaking" in res.stderr
+    res = cli(
+        repo, "--base", "main", "--json", "--fail-on", "breaking", "--fail-on", "metric-change"
+    )
+    assert res.returncode == 1, res.stderr  # both gates trip: breaking, and GMV moves
+    assert "--fail-on breaking and metric-change" in res.stderr
     r = json.loads(res.stdout)
 
     # what changed, in SQLMesh's own terms
@@ -110,8 +112,10 @@ def test_b_a_new_dbt_column_is_not_breaking_and_changes_no_data(
     checkout: Callable[[str], Path],
 ) -> None:
     repo = checkout("new-column")
-    res = cli(repo, "--base", "main", "--json", "--fail-on", "breaking")
-    assert res.returncode == 0, res.stderr
+    res = cli(
+        repo, "--base", "main", "--json", "--fail-on", "breaking", "--fail-on", "metric-change"
+    )
+    assert res.returncode == 0, res.stderr  # neither gate trips
     r = json.loads(res.stdout)
     (change,) = r["changes"]
     assert change["node"] == "finance:fct_gmv_qtd"
