@@ -13,6 +13,7 @@ module-level and inside functions).
     api             splice.api: every way in calls this and nothing below it; the hub and the
                     authenticator a long-lived server answers through
       |
+    review          pull-request review: what changed, its reach, its data against prod
     repair          proposals, approvals, apply, undo, receipts, recovery of killed applies
     watch           metrics, anomalies, incidents, diagnosis
     run             the runner, executors (dbt, SQLMesh, an ingestion reload), the journal
@@ -58,6 +59,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "splice.notify",
         ),
     ),
+    ("review", ("splice.review",)),
     ("repair", ("splice.repair", "splice.keys")),
     ("watch", ("splice.watch",)),
     ("run", ("splice.run",)),

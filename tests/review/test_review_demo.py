@@ -112,22 +112,32 @@ def test_b_a_new_dbt_column_is_not_breaking_and_changes_no_data(
     checkout: Callable[[str], Path],
 ) -> None:
     repo = checkout("new-column")
-    res = cli(
-        repo, "--base", "main", "--json", "--fail-on", "breaking", "--fail-on", "metric-change"
-    )
-    assert res.returncode == 0, res.stderr  # neither gate trips
-    r = json.loads(res.stdout)
+    result = review(repo, base="main", keep=True)  # --keep: the environment stays to look at
+    r = result.to_dict()
     (change,) = r["changes"]
     assert change["node"] == "finance:fct_gmv_qtd"
     assert change["tool"] == "dbt" and "body" in change["reasons"]
     assert change["columns"]["added"] == ["bookings_doubled"]
     assert change["columns"]["changed"] == [] and not change["columns"]["rows_may_differ"]
-    assert r["breaking"] == [] and r["impact"]["columns"] == []
+    assert r["breaking"] == [] and r["metric_changes"] == []  # neither CI gate trips
+    assert r["impact"]["columns"] == []
     assert r["build"] == ["finance:fct_gmv_qtd"]  # nothing downstream to build
     (m,) = r["data"]["models"]
     assert m["columns_added"] == ["bookings_doubled"]
     assert (m["added"], m["removed"], m["changed"]) == (0, 0, 0)
     assert m["rows"]["prod"] == m["rows"]["head"] > 0
+    # kept: the head's table is there, beside prod's, until someone drops it
+    assert r["data"]["cleaned"] is None
+    con = duckdb.connect(str(repo / "warehouse.duckdb"))
+    try:
+        cols = [
+            d[0]
+            for d in con.execute("SELECT * FROM finance_review.fct_gmv_qtd LIMIT 0").description
+        ]
+        assert "bookings_doubled" in cols
+        con.execute("DROP TABLE finance_review.fct_gmv_qtd")
+    finally:
+        con.close()
 
 
 def test_c_descriptions_only_build_nothing(checkout: Callable[[str], Path]) -> None:

@@ -9,7 +9,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from tests.review.conftest import git
 
 from splice.errors import ReviewError
 from splice.review import review
@@ -69,22 +68,3 @@ def test_same_commit_reviews_nothing(repo: Path) -> None:
     r = review(repo, base="main")
     assert r.changes == [] and r.build == [] and r.data is None
     assert "no file of the workspace differs" in r.notes[0]
-
-
-def test_keep_leaves_the_environment_for_inspection(checkout: Callable[[str], Path]) -> None:
-    import duckdb
-
-    repo = checkout("new-column")
-    r = review(repo, base="main", keep=True)
-    assert r.data is not None and r.data["cleaned"] is None
-    con = duckdb.connect(str(repo / "warehouse.duckdb"))
-    try:
-        cols = [
-            d[0]
-            for d in con.execute("SELECT * FROM finance_review.fct_gmv_qtd LIMIT 0").description
-        ]
-        assert "bookings_doubled" in cols
-        con.execute("DROP TABLE finance_review.fct_gmv_qtd")
-    finally:
-        con.close()
-    assert git(repo, "status", "--porcelain") == ""
