@@ -24,6 +24,18 @@ def git(repo: Path, *args: str) -> str:
     return res.stdout.strip()
 
 
+def review_cli(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``splice -w REPO review ARGS`` in a process of its own."""
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "splice", "-w", str(repo), "review", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
 def edit(path: Path, old: str, new: str) -> None:
     text = path.read_text()
     assert old in text, f"{old!r} not in {path}"

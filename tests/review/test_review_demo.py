@@ -4,24 +4,14 @@ builds of the head in the review target, compared with prod in the DuckDB wareho
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
+from tests.review.conftest import review_cli as cli
 
 from splice.review import review
 from splice.review.render import markdown
-
-
-def cli(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "splice", "-w", str(repo), "review", *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
 
 
 def relations(repo: Path, schema: str) -> list[str]:

@@ -3,24 +3,14 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from tests.review.conftest import review_cli as cli
 
 from splice.errors import ReviewError
 from splice.review import review
-
-
-def cli(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "splice", "-w", str(repo), "review", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 def test_a_base_ref_that_does_not_exist(repo: Path) -> None:

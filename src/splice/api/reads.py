@@ -173,27 +173,12 @@ def graph_summary(ws: Workspace, *, bindings: int = 50) -> dict[str, Any]:
     return _summary(ws, bindings=bindings)
 
 
-def review(
-    root: Any,
-    *,
-    base: str,
-    head: str | None = None,
-    data: bool = True,
-    keep: bool = False,
-    target: str | None = None,
-    execution_time: Any = None,
-    progress: Any = None,
-) -> tuple[Any, int]:
-    """A pull request's review (:func:`splice.review.review`) and the comment size limit."""
-    from splice.config import load_config
+def review(root: Any, **options: Any) -> Any:
+    """A pull request's review: :func:`splice.review.review` (its options: base, head, data,
+    keep, target, execution_time, progress); the result's ``comment_limit`` bounds its Markdown."""
     from splice.review import review as _review
 
-    result = _review(
-        root, base=base, head=head, data=data, keep=keep, target=target, progress=progress
-    )
-    from pathlib import Path
-
-    return result, load_config(Path(root).resolve()).review.comment_limit
+    return _review(root, **options)
 
 
 def review_markdown(data: dict[str, Any], limit: int = 60_000) -> str:

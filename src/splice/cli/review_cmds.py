@@ -74,7 +74,7 @@ def review_cmd(
         def progress(msg: str) -> None:
             console().print(f"[dim]{msg}[/dim]", soft_wrap=True)
 
-    result, limit = review(
+    result = review(
         ctx.obj["workspace"],
         base=base,
         head=head,
@@ -88,7 +88,7 @@ def review_cmd(
     if as_json:
         emit_json(data)
     elif as_markdown:
-        click.echo(review_markdown(data, limit), nl=False)
+        click.echo(review_markdown(data, result.comment_limit), nl=False)
     else:
         click.echo(review_text(data), nl=False)
     tripped = [

@@ -126,6 +126,32 @@ def _side(rel: exp.Expr, marker: str, where: exp.Expr | None) -> exp.Select:
     return q.where(where) if where is not None else q
 
 
+def _joined(
+    q: exp.Select,
+    prod: exp.Expr,
+    head: exp.Expr,
+    key: list[str],
+    dialect: str,
+    sample: int | None,
+    join_type: str,
+) -> exp.Select:
+    """``q`` over prod's rows (alias ``_prod``) joined to the head's (``_head``) on the key,
+    each side marked and, when ``sample``, filtered to the same sample of keys."""
+    where = _sample_filter(key, sample, dialect, None) if sample else None
+
+    def side(rel: exp.Expr, marker: str, alias: str) -> exp.Subquery:
+        return exp.Subquery(
+            this=_side(rel, marker, where),
+            alias=exp.TableAlias(this=exp.to_identifier(alias, quoted=True)),
+        )
+
+    return q.from_(side(prod, IN_P, P)).join(
+        side(head, IN_H, H),
+        on=exp.and_(*(exp.EQ(this=_c(k, P), expression=_c(k, H)) for k in key)),
+        join_type=join_type,
+    )
+
+
 def keyed_diff_query(
     prod: exp.Expr,
     head: exp.Expr,
@@ -135,24 +161,7 @@ def keyed_diff_query(
     sample: int | None = None,
 ) -> exp.Select:
     """One row: added, removed, changed rows, then per column the values that differ."""
-    wp = _sample_filter(key, sample, dialect, None) if sample else None
-    joined = (
-        exp.select()
-        .from_(
-            exp.Subquery(
-                this=_side(prod, IN_P, wp),
-                alias=exp.TableAlias(this=exp.to_identifier(P, quoted=True)),
-            )
-        )
-        .join(
-            exp.Subquery(
-                this=_side(head, IN_H, wp),
-                alias=exp.TableAlias(this=exp.to_identifier(H, quoted=True)),
-            ),
-            on=exp.and_(*(exp.EQ(this=_c(k, P), expression=_c(k, H)) for k in key)),
-            join_type="FULL OUTER",
-        )
-    )
+    joined = _joined(exp.select(), prod, head, key, dialect, sample, "FULL OUTER")
     both = exp.and_(exp.Not(this=exp.Is(this=_c(IN_P, P), expression=exp.Null())),
                     exp.Not(this=exp.Is(this=_c(IN_H, H), expression=exp.Null())))  # fmt: skip
 
@@ -188,23 +197,9 @@ def examples_query(
     sample: int | None,
 ) -> exp.Select:
     """Up to ``n`` rows whose ``column`` differs: the key, the prod value, the head value."""
-    wp = _sample_filter(key, sample, dialect, None) if sample else None
+    cols = [*(_c(k, P) for k in key), _c(column, P).as_("prod"), _c(column, H).as_("head")]
     q = (
-        exp.select(*(_c(k, P) for k in key), _c(column, P).as_("prod"), _c(column, H).as_("head"))
-        .from_(
-            exp.Subquery(
-                this=_side(prod, IN_P, wp),
-                alias=exp.TableAlias(this=exp.to_identifier(P, quoted=True)),
-            )
-        )
-        .join(
-            exp.Subquery(
-                this=_side(head, IN_H, wp),
-                alias=exp.TableAlias(this=exp.to_identifier(H, quoted=True)),
-            ),
-            on=exp.and_(*(exp.EQ(this=_c(k, P), expression=_c(k, H)) for k in key)),
-            join_type="INNER",
-        )
+        _joined(exp.select(*cols), prod, head, key, dialect, sample, "INNER")
         .where(exp.NullSafeNEQ(this=_c(column, P), expression=_c(column, H)))
         .order_by(*(_c(k, P) for k in key))
         .limit(n)

@@ -86,6 +86,7 @@ class Review:
     data: dict[str, Any] | None = None  # run, models, metrics, environment, cleaned
     timings: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    comment_limit: int = 60_000  # [review] comment_limit: the most a --markdown comment prints
 
     @property
     def breaking(self) -> list[str]:
@@ -174,6 +175,7 @@ def review(
     review_target = target or config.review.target
     _check_target(config, review_target, root)
     out = Review(base_sha, head_sha, base, repo.subject(head_sha))
+    out.comment_limit = config.review.comment_limit
     out.files = repo.changed_files(base_sha, head_sha)
     if not out.files:
         out.notes.append(f"no file of the workspace differs between {base} and HEAD")
