@@ -5,6 +5,7 @@ it reaches column by column (metrics, dashboards), and what it does to the data.
 (:meth:`Review.to_dict` for ``--json``, :func:`splice.review.render.markdown` for a PR comment).
 """
 
-from splice.review.service import NodeChange, Review, review
+from splice.review.changes import NodeChange
+from splice.review.service import Review, review
 
 __all__ = ["NodeChange", "Review", "review"]
