@@ -102,6 +102,13 @@ def test_a_large_review_is_cut_to_the_limit_and_says_so() -> None:
 
 
 def test_text_output_names_the_change_and_the_data() -> None:
-    out = text(_big_review(2))
+    r = _big_review(2)
+    r["impact"]["dashboards"] = [
+        {"node": "finance:exposure:q3_close", "name": "q3_close", "label": "Q3 close",
+         "reads": ["finance:model_0001"], "owner": "lee", "url": "https://bi.example.com/q3"}
+    ]  # fmt: skip
+    out = text(r)
+    assert "Q3 close <https://bi.example.com/q3> (finance:exposure:q3_close)" in out
+    assert "](" not in out  # no Markdown link syntax in a terminal
     assert "pricing:fx.daily_rates: SQLMesh: breaking; changed: rate_to_usd" in out
     assert "finance:model_0001: rows 10 -> 10, +0 -0 ~10 (col_1 10)" in out

@@ -341,4 +341,5 @@ def text(r: dict[str, Any]) -> str:
                 + ("" if m["key"] else " [no key: whole rows compared]")
                 + (f" [sampled {m['sampled']}]" if m["sampled"] else "")
             )
-    return "\n".join(lines).replace("`", "") + "\n"
+    plain = re.sub(r"\[([^\]]+)\]\(([^)]+)\)", r"\1 <\2>", "\n".join(lines))  # links
+    return plain.replace("`", "") + "\n"
