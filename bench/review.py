@@ -92,16 +92,12 @@ def make_reviewable(ws: Path) -> None:
 
 def pick_change(ws: Path) -> tuple[str, str, int]:
     """A SQLMesh staging model with a few dozen models downstream, and the file to change."""
-    from _gen import generate_federated_workspace  # noqa: F401 - the shape this reads
-
-    models: dict[str, tuple[str, list[str], str]] = {}
-    for path in (ws / "sqlmesh_proj" / "models").rglob("*.sql"):
-        name = re.search(r"name ([\w.]+),", path.read_text()).group(1)  # type: ignore[union-attr]
-        models[f"warehouse.{name}"] = ("sqlmesh", [], str(path.relative_to(ws)))
+    paths: dict[str, str] = {}  # SQLMesh model relation -> its file
     readers: dict[str, set[str]] = {}
     for path in (ws / "sqlmesh_proj" / "models").rglob("*.sql"):
         text = path.read_text()
         me = "warehouse." + re.search(r"name ([\w.]+),", text).group(1)  # type: ignore[union-attr]
+        paths[me] = str(path.relative_to(ws))
         for ref in re.findall(r"\b(sm_\w+\.m_\d+)\b", text.split(");", 1)[1]):
             readers.setdefault(f"warehouse.{ref}", set()).add(me)
     for path in (ws / "dbt_proj" / "models").rglob("*.sql"):
@@ -121,9 +117,9 @@ def pick_change(ws: Path) -> tuple[str, str, int]:
                     stack.append(r)
         return seen
 
-    staging = [k for k in models if ".sm_stg." in k]
+    staging = [k for k in paths if ".sm_stg." in k]
     best = min(staging, key=lambda k: (abs(len(down(k)) - 40), k))
-    return best, models[best][2], len(down(best))
+    return best, paths[best], len(down(best))
 
 
 def _worker_hand(ws: Path) -> dict[str, Any]:

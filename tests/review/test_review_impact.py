@@ -96,6 +96,7 @@ def test_a_changed_column_reaches_across_projects_with_its_path() -> None:
         "finance:qtd.gmv_qtd",
     ]
     assert got[("finance:qtd", "gmv_qtd")].kind == "direct"
+    assert {r.origin for r in imp.columns} == {"pricing:fx.rates"}
     assert ("finance:qtd", "n") not in got  # a count of rows does not read the rate
     assert ("pricing:marts.gmv", "day") not in got
     assert [m["name"] for m in imp.metrics] == ["gmv"]

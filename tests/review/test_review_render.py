@@ -33,6 +33,7 @@ def _big_review(n: int) -> dict[str, Any]:
             },
             "columns_added": [],
             "columns_removed": [],
+            "differs": True,
             "sampled": None,
             "note": None,
         }

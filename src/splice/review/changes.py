@@ -165,9 +165,7 @@ def _prod_models(ws: Any, project: str) -> dict[str, Any]:
     from splice.providers.sqlmesh import _short_name
 
     prov = ws.provider(project)
-    cached = getattr(prov, "_review_prod_models", None)
-    if cached is not None:
-        return dict(cached)
+    # the provider keeps the snapshots it read: a second call reads only their intervals
     _env, snaps = prov.environment_snapshots(ws.environment(project))
     default_catalog = (prov.context.default_catalog or "").lower() or None
     out = {}
@@ -178,8 +176,7 @@ def _prod_models(ws: Any, project: str) -> dict[str, Any]:
         if str(kind).upper() == "EXTERNAL":
             continue
         out[f"{project}:{_short_name(s.model, default_catalog)}"] = s
-    prov._review_prod_models = out
-    return dict(out)
+    return out
 
 
 def prod_sql(ws: Any, project: str, node_ids: list[str]) -> dict[str, Any]:

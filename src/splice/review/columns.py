@@ -106,7 +106,7 @@ class _Shaper:
                 out.append(self.source_name(scope, c.table) + "." + c.name)
         return sorted(out)
 
-    def text(self, scope: Scope, e: exp.Expr) -> str:
+    def text(self, e: exp.Expr) -> str:
         """``e``'s SQL with column qualifiers dropped (aliases are names, not meaning)."""
         e = e.copy()
         for c in e.find_all(exp.Column):
@@ -123,14 +123,22 @@ class _Shaper:
             parts = [type(q).__name__, str(q.args.get("distinct"))]
             parts += [self.rows(s) for s in scope.union_scopes]
         elif isinstance(q, exp.Select):
-            parts = [self.source_name(scope, a) for a in sorted(scope.selected_sources)]
+            # what is read, by what it is (a table's name, a CTE's shape), never by its alias
+            parts = sorted(self.source_name(scope, a) for a in scope.selected_sources)
             for clause in ROW_CLAUSES:
                 v = q.args.get(clause)
                 if not v:
                     continue
-                items = v if isinstance(v, list) else [v]
-                for item in items:
-                    parts.append(clause + ":" + self.text(scope, item))
+                for item in v if isinstance(v, list) else [v]:
+                    if isinstance(item, exp.Join):  # its source is among the sources above
+                        on = item.args.get("on")
+                        using = item.args.get("using") or []
+                        parts.append(f"join:{item.side}:{item.kind}")
+                        parts += [self.text(u) for u in using]
+                        if on is not None:
+                            parts += [self.text(on), *self.refs(scope, on)]
+                        continue
+                    parts.append(clause + ":" + self.text(item))
                     parts += self.refs(scope, item)
         else:
             parts = [q.sql(dialect="duckdb")]
@@ -151,7 +159,7 @@ class _Shaper:
                 shape = _h("missing", name)
             else:
                 inner = proj.this if isinstance(proj, exp.Alias) else proj
-                shape = _h(self.text(scope, inner), *self.refs(scope, inner), self.rows(scope))
+                shape = _h(self.text(inner), *self.refs(scope, inner), self.rows(scope))
         else:
             shape = _h(q.sql(dialect="duckdb"))
         self.memo[key] = shape

@@ -61,6 +61,7 @@ class ModelDiff:
     def to_dict(self) -> dict[str, Any]:
         return {
             "node": self.node,
+            "differs": self.differs,
             "prod_relation": self.prod,
             "head_relation": self.head,
             "key": self.key,
@@ -101,9 +102,7 @@ def node_key(graph: Graph, node: Node) -> list[str]:
         return keys.grain
     if keys.unique:
         return keys.unique[:1]
-    uk = node.meta.get("unique_key")
-    if isinstance(uk, str) and uk:
-        return [uk.lower()]
+    uk = node.meta.get("unique_key")  # dbt's, as a list
     if isinstance(uk, list) and uk:
         return [str(u).lower() for u in uk]
     return []
@@ -228,19 +227,33 @@ def multiset_query(prod: exp.Expr, head: exp.Expr, columns: list[str]) -> exp.Se
     )
 
 
-def _columns(con: Any, rel: exp.Expr, dialect: str) -> list[str] | None:
-    try:
-        cur = con.execute(exp.select(exp.Star()).from_(rel).limit(0).sql(dialect=dialect))
-    except Exception:  # noqa: BLE001 - a relation that is not there: reported by the caller
-        return None
-    return [d[0].lower() for d in cur.description]
+def _columns(con: Any, rel: Relation, dialect: str) -> list[str] | None:
+    """``rel``'s columns in order, from the warehouse's information_schema (None: no relation)."""
+
+    def same(column: str, value: str) -> exp.Expr:
+        return exp.EQ(
+            this=exp.Lower(this=exp.column(column)), expression=exp.Literal.string(value.lower())
+        )
+
+    where = [same("table_schema", rel.schema), same("table_name", rel.name)]
+    if rel.catalog:
+        where.append(same("table_catalog", rel.catalog))
+    q = (
+        exp.select("column_name")
+        .from_(exp.table_("columns", db="information_schema"))
+        .where(exp.and_(*where))
+        .order_by("ordinal_position")
+    )
+    names = [str(r[0]).lower() for r in con.execute(q.sql(dialect=dialect)).fetchall()]
+    return names or None
 
 
 def _one(con: Any, q: exp.Expr, dialect: str) -> tuple[Any, ...]:
     return tuple(con.execute(q.sql(dialect=dialect)).fetchone() or ())
 
 
-def _plain(v: Any) -> Any:
+def plain(v: Any) -> Any:
+    """A value as JSON holds it (numbers as numbers, dates and the rest as text)."""
     from decimal import Decimal
 
     if v is None or isinstance(v, (int, float, str, bool)):
@@ -264,7 +277,7 @@ def compare_model(
     """The diff of one model's head relation against its prod relation."""
     d = ModelDiff(node, prod.key, head.key, key=key)
     tp, th = table(prod, dialect), table(head, dialect)
-    cp, ch = _columns(con, tp, dialect), _columns(con, th, dialect)
+    cp, ch = _columns(con, prod, dialect), _columns(con, head, dialect)
     if ch is None:
         d.note = f"{head.key} was not built in the review environment"
         return d
@@ -278,12 +291,15 @@ def compare_model(
     common = [c for c in ch if c in cp]
     d.rows_prod = int(_one(con, exp.select(exp.Count(this=exp.Star())).from_(tp), dialect)[0])
     d.rows_head = int(_one(con, exp.select(exp.Count(this=exp.Star())).from_(th), dialect)[0])
-    key = [k for k in key if k in common]
-    if not key or len(key) != len(d.key):
-        d.key = []
+    if not key or any(k not in common for k in key):
         row = _one(con, multiset_query(tp, th, common), dialect)
         d.added, d.removed = int(row[0] or 0), int(row[1] or 0)
-        d.note = "no key declared (a grain, a unique test or audit): rows compared as a whole"
+        d.note = (
+            f"its key ({', '.join(key)}) is not in both versions: rows compared as a whole"
+            if key
+            else "no key declared (a grain, a unique test or audit): rows compared as a whole"
+        )
+        d.key = []
         return d
     sample = None
     largest = max(d.rows_prod, d.rows_head)
@@ -302,9 +318,9 @@ def compare_model(
         ).fetchall()
         d.examples[c] = [
             {
-                "key": {k: _plain(r[i]) for i, k in enumerate(key)},
-                "prod": _plain(r[-2]),
-                "head": _plain(r[-1]),
+                "key": {k: plain(r[i]) for i, k in enumerate(key)},
+                "prod": plain(r[-2]),
+                "head": plain(r[-1]),
             }
             for r in rows
         ]

@@ -11,12 +11,14 @@ relations dbt built are dropped, unless the review keeps them (``--keep``).
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
 from sqlglot import exp
 
-from splice.review.data import compare_model, metric_query, node_key
+from splice.review.data import compare_model, metric_query, node_key, plain
+from splice.sqlrows import table
 
 Progress = Callable[[str], None]
 #: Run outcomes after which a node's relation in the review environment is not the head's.
@@ -30,6 +32,7 @@ def build_and_compare(
     ids: list[str],
     *,
     defer: dict[str, Path],
+    metrics: list[Any],
     keep: bool,
     execution_time: Any = None,
     progress: Progress | None = None,
@@ -85,7 +88,7 @@ def build_and_compare(
         rgraph = rws.graph()
         if progress:
             progress(f"comparing {len(built & set(ids))} model(s) with prod")
-        with connect(head_ws, "splice review", read_only=False) as con:
+        with connect(head_ws, "splice review") as con:
             for nid in ids:
                 hn, rn = graph.nodes.get(nid), rgraph.nodes.get(nid)
                 if nid not in built or hn is None or rn is None or not hn.writes or not rn.writes:
@@ -104,7 +107,7 @@ def build_and_compare(
                     examples=rcfg.examples,
                 )
                 out["models"].append(d.to_dict())
-            out["metrics"] = _metrics(con, head_ws, graph, rgraph, built)
+            out["metrics"] = _metrics(con, head_ws, metrics, rgraph, built)
     finally:
         if not keep:
             out["cleaned"] = cleanup(rws, head_ws, rgraph, report)
@@ -131,25 +134,22 @@ def _share_sqlmesh(head_ws: Any, rws: Any) -> list[Any]:
     return shared
 
 
-def _metrics(con: Any, ws: Any, graph: Any, rgraph: Any, built: set[str]) -> list[dict[str, Any]]:
-    """Each declared metric on a built model, before (prod) and after (the head), for the
-    recent intervals (``[review] metric_intervals``, ending at the last one prod has)."""
-    from splice.review.service import recent_start
-    from splice.watch.metrics import watch_specs
-
+def _metrics(
+    con: Any, ws: Any, specs: list[Any], rgraph: Any, built: set[str]
+) -> list[dict[str, Any]]:
+    """Each declared metric (``specs``: :class:`splice.watch.metrics.MetricSpec`) on a built
+    model, before (prod) and after (the head), for the recent intervals (``[review]
+    metric_intervals``, ending at the last one prod has)."""
     out = []
-    for spec in watch_specs(ws, graph):
+    for spec in specs:
         if not spec.declared or spec.node_id not in built:
             continue
         rnode = rgraph.nodes.get(spec.node_id)
         if rnode is None or rnode.writes is None:
             continue
-        tbl = exp.table_(
-            spec.relation.name, db=spec.relation.schema, catalog=spec.relation.catalog, quoted=True
-        )
         last_q = exp.select(
             exp.Max(this=exp.cast(exp.column(spec.time, quoted=True), exp.DataType.build("DATE")))
-        ).from_(tbl)
+        ).from_(table(spec.relation, ws.dialect))
         last = con.execute(last_q.sql(dialect=ws.dialect)).fetchone()[0]
         if last is None:
             continue
@@ -171,7 +171,7 @@ def _metrics(con: Any, ws: Any, graph: Any, rgraph: Any, built: set[str]) -> lis
             rows.append(
                 {
                     "interval": str(k[0]),
-                    "dimensions": {d: _plain(k[1 + i]) for i, d in enumerate(spec.dimensions)},
+                    "dimensions": {d: plain(k[1 + i]) for i, d in enumerate(spec.dimensions)},
                     "before": bv,
                     "after": av,
                     "delta": None if bv is None or av is None else round(av - bv, 6),
@@ -207,13 +207,10 @@ def _num(v: Any) -> float | None:
         return None
 
 
-def _plain(v: Any) -> Any:
-    return v if v is None or isinstance(v, (int, float, str)) else str(v)
-
-
 def cleanup(rws: Any, head_ws: Any, rgraph: Any, report: Any) -> dict[str, Any]:
-    """Delete the review environment: SQLMesh's (invalidated and deleted at once, its views
-    and the tables only it used), and every relation dbt built in the review target."""
+    """Delete the review environment: SQLMesh's (invalidated and deleted at once: its views;
+    the tables of snapshots only it used go with SQLMesh's janitor, after their TTL), and every
+    relation dbt built in the review target."""
     from splice.capture import captured
     from splice.warehouse import connect
 
@@ -244,11 +241,17 @@ def cleanup(rws: Any, head_ws: Any, rgraph: Any, report: Any) -> dict[str, Any]:
         for n in dbt_built:
             rel = n.writes
             kind = "VIEW" if (n.materialization or "") == "view" else "TABLE"
-            drop = exp.Drop(
-                this=exp.table_(rel.name, db=rel.schema, catalog=rel.catalog, quoted=True),
-                kind=kind,
-                exists=True,
-            )
+            drop = exp.Drop(this=table(rel, head_ws.dialect), kind=kind, exists=True)
             con.execute(drop.sql(dialect=head_ws.dialect))
             done["dbt"].append(rel.key)
     return done
+
+
+def recent_start(last: date, intervals: int, grain: str) -> date:
+    """The first day of the last ``intervals`` intervals ending at ``last``.
+
+    >>> recent_start(date(2026, 9, 30), 14, "day")
+    datetime.date(2026, 9, 17)
+    """
+    days = {"day": 1, "week": 7, "month": 31, "quarter": 92, "year": 366}.get(grain, 1)
+    return last - timedelta(days=days * intervals - 1)

@@ -29,9 +29,16 @@ class Reached:
     column: str
     kind: str  # direct: the changed value flows into it; indirect: it filters, joins, groups
     path: list[str]  # node.column from the changed column to this one
+    origin: str  # the changed model the path starts from
 
     def to_dict(self) -> dict[str, Any]:
-        return {"node": self.node, "column": self.column, "kind": self.kind, "path": self.path}
+        return {
+            "node": self.node,
+            "column": self.column,
+            "kind": self.kind,
+            "path": self.path,
+            "from": self.origin,
+        }
 
 
 @dataclass
@@ -99,7 +106,7 @@ def reach(
                 key = (h.node_id, h.column)
                 old = best.get(key)
                 if old is None or (old.kind == "indirect" and h.kind == "direct"):
-                    best[key] = Reached(h.node_id, h.column, h.kind, path)
+                    best[key] = Reached(h.node_id, h.column, h.kind, path, nid)
     # a model reached only as "*" (opaque) and the starts themselves are not listed twice
     columns = sorted(
         (r for r in best.values() if (r.node, r.column) not in _start_pairs(starts)),

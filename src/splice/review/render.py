@@ -116,9 +116,7 @@ def summary_lines(r: dict[str, Any]) -> list[str]:
     if data:
         run = data.get("run") or {}
         models = [m for m in data["models"] if "added" in m]
-        differ = [
-            m for m in models if m["added"] or m["removed"] or m["changed"] or m["columns_removed"]
-        ]
+        differ = [m for m in models if m["differs"]]
         line = (
             f"**Data:** {len(models)} model(s) built in `{data['target']}` and compared with "
             f"prod: {len(differ)} differ"

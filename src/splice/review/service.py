@@ -22,7 +22,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -61,10 +60,10 @@ class Review:
             if c.change != "indirect"
             and (c.category in ("breaking", "forward-only") or c.change == "removed")
         ]
-        reached = self.impact.columns if self.impact is not None else []
+        reaching = {r.origin for r in self.impact.columns} if self.impact is not None else set()
         for c in self.changes:
             touched = c.columns is not None and (c.columns.changed or c.columns.removed)
-            if touched and any(r.path and r.path[0].startswith(c.node + ".") for r in reached):
+            if touched and c.node in reaching:
                 out.append(c.node)
         return sorted(set(out))
 
@@ -178,7 +177,8 @@ def review(
                 _column_diffs(head_ws, old, head_graph, out.changes, lineage)
                 out.timings["columns"] = time.perf_counter() - t0
                 t0 = time.perf_counter()
-                out.impact = _impact(head_ws, head_graph, out.changes, lineage)
+                specs = _metric_specs(head_ws, head_graph, out.notes)
+                out.impact = _impact(head_ws, head_graph, out.changes, lineage, specs)
                 out.timings["impact"] = time.perf_counter() - t0
                 out.build, out.not_compared = _build_set(
                     head_graph, out.changes, out.impact, config.review.max_models
@@ -193,6 +193,7 @@ def review(
                         review_target,
                         out.build,
                         defer=_defer_dirs(head_ws, old),
+                        metrics=specs,
                         keep=keep,
                         execution_time=execution_time,
                         progress=progress,
@@ -327,24 +328,31 @@ def _schema(ws: Any, graph: Any, wl: Any) -> dict[str, Any]:
     return nested
 
 
-def _impact(ws: Any, graph: Any, changes: list[NodeChange], wl: Any) -> Any:
+def _metric_specs(ws: Any, graph: Any, notes: list[str]) -> list[Any]:
+    """The head's metrics (:func:`splice.watch.metrics.watch_specs`); a declaration the head's
+    models no longer fit is the review's news, not its failure."""
+    from splice.errors import ConfigError
+    from splice.watch.metrics import watch_specs
+
+    try:
+        return watch_specs(ws, graph)
+    except ConfigError as e:
+        notes.append(f"metrics not compared: {e.message}")
+        return []
+
+
+def _impact(ws: Any, graph: Any, changes: list[NodeChange], wl: Any, specs: list[Any]) -> Any:
     from splice.lineage_service import writers_map
     from splice.review.impact import OPAQUE, reach
-    from splice.watch.metrics import watch_specs
 
     starts: dict[str, list[str]] = {}
     for c in changes:
         d = c.columns
         if d is None or not c.changes_data:
             continue
-        if d.opaque or d.rows:
-            starts[c.node] = [OPAQUE] if d.opaque and not d.changed else list(d.changed)
-        elif d.changed or d.removed:
-            starts[c.node] = [*d.changed, *d.removed]
-    try:
-        specs = watch_specs(ws)
-    except Exception:  # noqa: BLE001 - a metric that no longer fits is the metric step's news
-        specs = []
+        cols = [*d.changed, *d.removed] or ([OPAQUE] if d.opaque else [])
+        if cols:
+            starts[c.node] = cols
     return reach(graph, wl.models, writers_map(graph, ws.dialect), starts, specs)
 
 
@@ -381,13 +389,3 @@ def _defer_dirs(head_ws: Any, base: BaseCheckout) -> dict[str, Path]:
         if (path / "manifest.json").exists():
             out[p.name] = path
     return out
-
-
-def recent_start(last: date, intervals: int, grain: str) -> date:
-    """The first day of the last ``intervals`` intervals ending at ``last``.
-
-    >>> recent_start(date(2026, 9, 30), 14, "day")
-    datetime.date(2026, 9, 17)
-    """
-    days = {"day": 1, "week": 7, "month": 31, "quarter": 92, "year": 366}.get(grain, 1)
-    return last - timedelta(days=days * intervals - 1)

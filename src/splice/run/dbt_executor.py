@@ -62,7 +62,7 @@ class DbtExecutor:
             "empty",
             "--no-write-json",
         ]
-        defer = getattr(prov, "defer_state", None)
+        defer = prov.defer_state
         if defer is not None:  # a review build: unselected refs resolve to prod (dbt's slim CI)
             args += ["--defer", "--state", str(defer)]
         if any(d.tool_view.get("full_refresh") for d in job.decisions.values()
