@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from splice.errors import (
     ConfigError,
+    GrantError,
     NodeNotFoundError,
     OrchestratorError,
     ProjectError,
@@ -25,6 +26,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ConfigError",
+    "GrantError",
     "NodeNotFoundError",
     "OrchestratorError",
     "ReviewError",

@@ -365,6 +365,19 @@ class ReviewSection(_Strict):
     comment_limit: int = Field(default=60_000, ge=2000, le=65_536)  # Markdown characters
 
 
+class AccessSection(_Strict):
+    """``[access]``: read access granted through ``splice access request`` (approved like a
+    repair, revoked when its time is up).
+
+    >>> AccessSection().max_hours, AccessSection().role_prefix
+    (168.0, 'splice_')
+    """
+
+    max_hours: float = Field(default=168.0, gt=0, le=24 * 366)  # the longest a grant may run
+    #: the warehouse roles Splice makes start with this (one role per grant)
+    role_prefix: str = Field(default="splice_", pattern=r"^[a-z_][a-z0-9_]{0,20}$")
+
+
 class StateSection(_Strict):
     """``[state]``: where Splice keeps its own state when the team shares it: a PostgreSQL
     database (``url``, the password from the variable ``password_env`` names). Without it the
@@ -402,6 +415,7 @@ class WorkspaceConfig(_Strict):
     metrics: list[MetricSection] = Field(default_factory=list)
     watch: WatchSection = Field(default_factory=WatchSection)
     review: ReviewSection = Field(default_factory=ReviewSection)
+    access: AccessSection = Field(default_factory=AccessSection)
     domains: list[DomainSection] = Field(default_factory=list)
     policy: PolicySection = Field(default_factory=PolicySection)
     serve: ServeSection = Field(default_factory=ServeSection)

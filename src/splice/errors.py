@@ -14,6 +14,8 @@ The tree::
     │                              reached, does not know the job, or refused the run
     ├── ReviewError                a pull-request review cannot start: not under git, an unknown
     │                              ref, a dirty tree, no review target
+    ├── GrantError                 an access grant cannot be requested, issued or revoked: a
+    │                              warehouse without grants, an unknown role, several domains
     ├── AccessError                the principal may not do this (a missing scope, an agent
     │                              deciding, a revoked key, [policy] sends it to the server)
     └── RepairError                a repair cannot be proposed, captured, applied or undone as asked
@@ -85,6 +87,10 @@ class OrchestratorError(SpliceError):
 
 class ReviewError(SpliceError):
     """``splice review`` cannot compare the refs it was given (git, refs, the review target)."""
+
+
+class GrantError(SpliceError):
+    """An access grant cannot be requested, granted or revoked as asked."""
 
 
 class AccessError(SpliceError):

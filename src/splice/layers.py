@@ -14,6 +14,7 @@ module-level and inside functions).
                     authenticator a long-lived server answers through
       |
     review          pull-request review: what changed, its reach, its data against prod
+    grants          scoped, time-boxed read access, approved like a repair
     repair          proposals, approvals, apply, undo, receipts, recovery of killed applies
     watch           metrics, anomalies, incidents, diagnosis
     run             the runner, executors (dbt, SQLMesh, an ingestion reload), the journal
@@ -60,6 +61,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("review", ("splice.review",)),
+    ("grants", ("splice.grants",)),
     ("repair", ("splice.repair", "splice.keys")),
     ("watch", ("splice.watch",)),
     ("run", ("splice.run",)),

@@ -71,6 +71,7 @@ class Workspace:
         )
         self.graph_key: str | None = None
         self.graph_cached = False  # True when graph() came from the cache
+        self.notices: list[str] = []  # what opening found that a person should read (shown once)
 
     def _catalog_name(self) -> str:
         """The catalog relations live in: DuckDB names it after the file's stem, PostgreSQL

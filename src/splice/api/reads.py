@@ -127,19 +127,24 @@ def notify_pending(ws: Workspace, *, now: float | None = None) -> Any:
 
 def housekeeping(ws: Workspace, *, now: float | None = None) -> Any:
     """What must happen on time without anyone asking (``splice serve`` calls it every few
-    seconds): unanswered requests escalate and expire as of ``now``, then the channels are told
+    seconds): unanswered requests escalate and expire as of ``now``, access grants whose time is
+    up are revoked, then the channels are told
     (returns the :class:`splice.notify.outbox.DeliveryReport`)."""
+    from splice.api.grants import end_due_access
     from splice.errors import SpliceError
     from splice.repair.approvals import refresh_all
 
-    problem = None
+    problems = []
     try:
         refresh_all(ws, now=now)
     except SpliceError as e:  # a decision raced this one: the next call applies it
-        problem = f"expiry and escalation: {e.message}"
+        problems.append(f"expiry and escalation: {e.message}")
+    try:  # access grants whose time is up are revoked on time
+        problems.extend(end_due_access(ws, now=now))
+    except SpliceError as e:
+        problems.append(f"access grants: {e.message}")
     report = notify_pending(ws)
-    if problem:
-        report.errors.insert(0, problem)
+    report.errors[:0] = problems
     return report
 
 

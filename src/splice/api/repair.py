@@ -225,8 +225,19 @@ def open_workspace(
     use_cache: bool | None = None,
 ) -> Workspace:
     """Open the workspace at ``root`` (:meth:`splice.workspace.Workspace.open`); use it as a
-    context manager so that its state and tools are closed."""
-    return Workspace.open(root, target, new_state=new_state, use_cache=use_cache)
+    context manager so that its state and tools are closed.
+
+    Access grants whose time is up are revoked first (``splice access``: at the latest on the
+    next command); a revoke that fails is a line in ``ws.notices`` and is tried again."""
+    from splice.api.grants import end_due_access
+    from splice.errors import SpliceError
+
+    ws = Workspace.open(root, target, new_state=new_state, use_cache=use_cache)
+    try:
+        ws.notices.extend(end_due_access(ws))
+    except SpliceError as e:  # the command goes on; the revoke is tried at the next one
+        ws.notices.append(f"access grants due to end were not revoked yet: {e.one_line()}")
+    return ws
 
 
 def doctor_exit_status(checks: list[Check]) -> int:

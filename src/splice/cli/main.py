@@ -167,12 +167,19 @@ def cli(
 def open_workspace(ctx: click.Context) -> Any:
     from splice.api import open_workspace as open_ws
 
-    return open_ws(
+    ws = open_ws(
         ctx.obj["workspace"],
         target=ctx.obj["target"],
         new_state=ctx.obj.get("new_state", False),
         use_cache=False if ctx.obj.get("no_cache") else None,
     )
+    if ws.notices:
+        from rich.console import Console
+
+        err = Console(stderr=True, highlight=False, soft_wrap=True)
+        for line in ws.notices:
+            err.print(f"[yellow]Warning:[/] {_escape(line)}", markup=True)
+    return ws
 
 
 COMMAND_MODULES = (
@@ -189,6 +196,7 @@ COMMAND_MODULES = (
     "keys_cmds",
     "state_cmds",
     "review_cmds",
+    "access_cmds",
 )
 
 

@@ -43,6 +43,9 @@ KINDS = (
     "propose", "request", "approve", "reject", "escalate", "expire", "stop", "resume",
     "apply", "applied", "failed", "interrupted", "verify", "undo", "receipt", "status",
     "key-create", "key-revoke", "accept-level",
+    # access grants (splice.grants): the grant's id stands where a proposal's would
+    "access-request", "access-approve", "access-reject", "access-escalate", "access-expire",
+    "access-grant", "access-failed", "access-revoke", "access-receipt",
 )  # fmt: skip
 
 

@@ -19,16 +19,18 @@ from splice.plan.model import Segment
 
 @dataclass(frozen=True)
 class WarehouseCapabilities:
-    """concurrent_writers: may several writers build at once; max_parallel: how many segments."""
+    """concurrent_writers: may several writers build at once; max_parallel: how many segments;
+    grants: has roles, so read access is granted relation by relation (splice access)."""
 
     concurrent_writers: bool
     max_parallel: int
+    grants: bool = False
 
 
 WAREHOUSES: dict[str, WarehouseCapabilities] = {
     "duckdb": WarehouseCapabilities(concurrent_writers=False, max_parallel=1),
     # a server: several writers at once; a run's lock is per target (and an advisory lock)
-    "postgres": WarehouseCapabilities(concurrent_writers=True, max_parallel=4),
+    "postgres": WarehouseCapabilities(concurrent_writers=True, max_parallel=4, grants=True),
 }
 DEFAULT_WAREHOUSE = WarehouseCapabilities(concurrent_writers=True, max_parallel=4)
 

@@ -347,4 +347,37 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE INDEX IF NOT EXISTS watch_levels_by_series ON watch_levels (series_id, since)
         """,
     ),
+    (
+        # Access grants (splice.grants): a request for read access to the relations some nodes
+        # write, approved like a repair, granted on the warehouse and revoked when its time is
+        # up. A grant still held (granting, granted) past ``until`` is a pending revoke: state,
+        # not memory, so a crash never leaves access behind. Decisions as for repairs.
+        10,
+        """
+        CREATE TABLE IF NOT EXISTS access_grants (
+            grant_id TEXT PRIMARY KEY,
+            target TEXT NOT NULL,
+            domain TEXT NOT NULL,
+            status TEXT NOT NULL,
+            payload TEXT NOT NULL,
+            created_by TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            expires_at REAL NOT NULL,
+            until REAL,
+            updated_at REAL NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS access_grants_by_status ON access_grants (target, status);
+        CREATE TABLE IF NOT EXISTS access_decisions (
+            grant_id TEXT NOT NULL REFERENCES access_grants (grant_id),
+            decision TEXT NOT NULL,
+            actor TEXT NOT NULL,
+            comment TEXT,
+            at REAL NOT NULL,
+            principal_kind TEXT,
+            principal_auth TEXT,
+            principal_credential TEXT
+        );
+        CREATE INDEX IF NOT EXISTS access_decisions_by_grant ON access_decisions (grant_id, at)
+        """,
+    ),
 ]

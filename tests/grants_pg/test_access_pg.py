@@ -1,0 +1,213 @@
+"""`splice access` on a real PostgreSQL: a request routed to a domain's owners, approved by one
+of them (never the requester), granted as a role holding exactly the named relations, and
+revoked when its time is up: by the next command, or by a running `splice serve` restarted
+meanwhile. The demo is built on the server by the real tools (dlt, SQLMesh, dbt-postgres)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+import pytest
+
+from splice.demo import build_demo
+from splice.pglocal import LocalPostgres
+
+SERVE = Path(__file__).resolve().parents[1] / "serve"
+sys.path.insert(0, str(SERVE))
+from serve_support import free_port, running_server  # noqa: E402
+
+AGG = "pricing:marts.agg_gmv_daily"  # a SQLMesh model: a view over its physical table
+QTD = "finance:fct_gmv_qtd"  # a dbt model
+READER_PW = "reader-pw"
+
+
+@pytest.fixture(scope="module")
+def pg_demo(pg_server: LocalPostgres, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    url = pg_server.create_database(f"access_{uuid.uuid4().hex[:8]}")
+    built = build_demo(tmp_path_factory.mktemp("access") / "travel", warehouse="postgres",
+                       warehouse_url=url)  # fmt: skip
+    return built.workspace, url
+
+
+@pytest.fixture
+def reader(pg_demo: tuple[Path, str]) -> Iterator[str]:
+    """A login role of its own (roles belong to the server), with no privileges at all."""
+    _ws, url = pg_demo
+    name = f"reader_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(url, autocommit=True) as con:
+        con.execute(f"CREATE ROLE {name} LOGIN PASSWORD '{READER_PW}'".encode())
+    yield name
+    with psycopg.connect(url, autocommit=True) as con:
+        con.execute(f"DROP OWNED BY {name}; DROP ROLE {name}".encode())
+
+
+def splice(ws: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    r = subprocess.run([sys.executable, "-m", "splice", "-w", str(ws), *args],
+                       capture_output=True, text=True, timeout=300)  # fmt: skip
+    if check and r.returncode != 0:
+        raise AssertionError(f"splice {' '.join(args)} exited {r.returncode}:\n{r.stderr}")
+    return r
+
+
+def as_reader(url: str, role: str) -> str:
+    u = urlsplit(url)
+    return urlunsplit(u._replace(netloc=f"{role}:{READER_PW}@{u.hostname}:{u.port}"))
+
+
+def can_read(url: str, role: str, relation: str) -> bool:
+    try:
+        with psycopg.connect(as_reader(url, role)) as con:
+            con.execute(f"SELECT count(*) FROM {relation}".encode()).fetchone()
+        return True
+    except psycopg.errors.InsufficientPrivilege:
+        return False
+
+
+def relations(url: str) -> list[str]:
+    """Every table and view of the demo, physical tables of SQLMesh included."""
+    with psycopg.connect(url) as con:
+        rows = con.execute(
+            "SELECT table_schema || '.' || table_name FROM information_schema.tables "
+            "WHERE table_schema NOT IN ('pg_catalog', 'information_schema') "
+            "AND table_schema NOT LIKE 'sqlmesh%%' OR table_schema LIKE 'sqlmesh__%%'"
+        ).fetchall()
+    return sorted(r[0] for r in rows)
+
+
+def test_a_grant_reads_exactly_its_relations_then_nothing(pg_demo: Any, reader: str) -> None:
+    ws, url = pg_demo
+    everything = relations(url)
+    assert "marts.agg_gmv_daily" in everything and len(everything) > 10
+    assert not any(can_read(url, reader, r) for r in ("marts.agg_gmv_daily", "raw.fx_rates"))
+
+    asked = json.loads(splice(ws, "access", "request", AGG, "--for", reader, "--why",
+                              "GMV reconciliation", "--hours", "0.002", "--as", "maria",
+                              "--json").stdout)  # fmt: skip
+    gid = asked["grant_id"]
+    assert asked["relations"] == ["marts.agg_gmv_daily"] and asked["asked"] == ["maria"]
+    assert not can_read(url, reader, "marts.agg_gmv_daily")  # nothing before approval
+
+    own = splice(ws, "access", "approve", gid, "--as", "maria", check=False)
+    assert own.returncode == 2 and "cannot approve it" in own.stderr
+    stranger = splice(ws, "access", "approve", gid, "--as", "lee", check=False)
+    assert stranger.returncode == 2 and "not an owner of domain pricing" in stranger.stderr
+
+    done = json.loads(splice(ws, "access", "approve", gid, "--as", "sam", "--json").stdout)
+    assert done["status"] == "granted" and done["role"].startswith("splice_ag_")
+    readable = [r for r in everything if can_read(url, reader, r)]
+    assert readable == ["marts.agg_gmv_daily"]  # the view; not its physical table, nothing else
+
+    listed = json.loads(splice(ws, "access", "list", "--json").stdout)
+    assert [(g["grant_id"], g["status"]) for g in listed] == [(gid, "granted")]
+    time.sleep(max(0.0, done["until"] - time.time()) + 0.5)
+    later = splice(ws, "access", "list", "--json")  # the next command revokes what is due
+    assert json.loads(later.stdout) == []
+    assert not any(can_read(url, reader, r) for r in everything)
+    with psycopg.connect(url) as con:
+        assert (
+            con.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (done["role"],)).fetchone()
+            is None
+        )
+
+    shown = json.loads(splice(ws, "access", "show", gid, "--json").stdout)
+    assert shown["status"] == "ended" and "its time was up" in shown["end_reason"]
+    receipt = shown["receipt"]
+    assert [a["by"] for a in receipt["approved_by"]] == ["sam"]
+    assert receipt["requested_by"]["name"] == "maria" and receipt["revoked"][-1].startswith(
+        "DROP ROLE"
+    )
+    log = json.loads(splice(ws, "audit-log", "show", "--json").stdout)
+    kinds = [e["kind"] for e in log if e["proposal_id"] == gid]
+    assert kinds == ["access-request", "access-approve", "access-grant", "access-revoke",
+                     "access-receipt"]  # fmt: skip
+    assert "intact" in splice(ws, "audit-log", "verify").stdout
+
+
+def test_requests_that_cannot_be_granted_are_refused(pg_demo: Any, reader: str) -> None:
+    ws, _url = pg_demo
+    both = splice(ws, "access", "request", f"{AGG} {QTD}", "--for", reader, "--why", "x",
+                  "--hours", "1", "--as", "maria", check=False)  # fmt: skip
+    assert both.returncode == 2 and "2 domains" in both.stderr and "separately" in both.stderr
+    nobody = splice(ws, "access", "request", QTD, "--for", "no_such_role", "--why", "x",
+                    "--hours", "1", "--as", "sam", check=False)  # fmt: skip
+    assert nobody.returncode == 2 and "no role 'no_such_role'" in nobody.stderr
+    long = splice(ws, "access", "request", QTD, "--for", reader, "--why", "x", "--hours",
+                  "1000", "--as", "sam", check=False)  # fmt: skip
+    assert long.returncode == 2 and "max_hours" in long.stderr
+    listed = json.loads(splice(ws, "access", "list", "--all", "--json").stdout)
+    assert all(g["grantee"] != reader for g in listed)  # nothing was recorded for them
+
+
+def test_an_owner_revokes_early_and_a_killed_grant_is_taken_back(pg_demo: Any, reader: str) -> None:
+    from splice import api
+    from splice.grants import pg, store
+    from splice.principals import Principal
+
+    ws, url = pg_demo
+    sam = Principal.of("sam", kind="person", auth="cli-as")
+    lee = Principal.of("lee", kind="person", auth="cli-as")
+    with api.open_workspace(ws) as w:
+        g = api.request_access(w, QTD, grantee=reader, why="close", hours=1, principal=sam)
+        api.approve_access(w, g["grant_id"], principal=lee)
+    assert can_read(url, reader, "finance.fct_gmv_qtd")
+    out = splice(ws, "access", "revoke", g["grant_id"], "--reason", "done early", "--as", "lee")
+    assert "reads none of it now" in out.stdout
+    assert not can_read(url, reader, "finance.fct_gmv_qtd")
+
+    # a process killed between granting on the warehouse and recording it: the row says
+    # granting; the next command (after the grace period) takes the grant back
+    with api.open_workspace(ws) as w:
+        g = api.request_access(w, QTD, grantee=reader, why="again", hours=1, principal=sam)
+        role = pg.role_for(g["grant_id"])
+
+        def planned(cur: Any) -> None:
+            cur.role, cur.until = role, time.time() + 3600
+            cur.statements = pg.grant_statements(role, reader, cur.relations)
+            cur.revoke_statements = pg.revoke_statements(role)
+
+        held = store.transition(w.state, g["grant_id"], "granting", principal=lee, change=planned)
+        with psycopg.connect(url, autocommit=True) as con:
+            pg.run(con, held.statements, "granting")
+        assert can_read(url, reader, "finance.fct_gmv_qtd")
+        assert api.end_due_access(w) == []  # within the grace period: left alone
+        w.state.conn.execute("UPDATE access_grants SET updated_at = updated_at - 600 "
+                             "WHERE grant_id = ?", (g["grant_id"],))  # fmt: skip
+        w.state.conn.commit()
+    shown = json.loads(splice(ws, "access", "show", g["grant_id"], "--json").stdout)
+    assert shown["status"] == "failed" and "interrupted while granting" in shown["end_reason"]
+    assert not can_read(url, reader, "finance.fct_gmv_qtd")
+
+
+def test_serve_revokes_on_time_after_a_restart(pg_demo: Any, reader: str) -> None:
+    from serve_support import serve_config
+
+    ws, url = pg_demo
+    toml = ws / "splice.toml"
+    before = toml.read_text()
+    port = free_port()
+    toml.write_text(before + serve_config(port, None))
+    try:
+        gid = json.loads(splice(ws, "access", "request", QTD, "--for", reader, "--why", "x",
+                                "--hours", "0.003", "--as", "sam", "--json").stdout)["grant_id"]  # fmt: skip
+        with running_server(ws, port):  # killed before the grant is even approved
+            pass
+        until = json.loads(splice(ws, "access", "approve", gid, "--as", "lee", "--json").stdout)[
+            "until"
+        ]
+        assert can_read(url, reader, "finance.fct_gmv_qtd")
+        with running_server(ws, port):  # no command runs: the server's scheduler revokes
+            time.sleep(max(0.0, until - time.time()) + 3)
+            assert not can_read(url, reader, "finance.fct_gmv_qtd")
+        shown = json.loads(splice(ws, "access", "show", gid, "--json").stdout)
+        assert shown["status"] == "ended" and shown["decisions"][-1]["actor"] == "splice"
+    finally:
+        toml.write_text(before)
