@@ -21,9 +21,7 @@ import pytest
 from splice.demo import build_demo
 from splice.pglocal import LocalPostgres
 
-SERVE = Path(__file__).resolve().parents[1] / "serve"
-sys.path.insert(0, str(SERVE))
-from serve_support import free_port, running_server  # noqa: E402
+from tests.serve.serve_support import free_port, running_server
 
 AGG = "pricing:marts.agg_gmv_daily"  # a SQLMesh model: a view over its physical table
 QTD = "finance:fct_gmv_qtd"  # a dbt model
@@ -187,27 +185,52 @@ def test_an_owner_revokes_early_and_a_killed_grant_is_taken_back(pg_demo: Any, r
     assert not can_read(url, reader, "finance.fct_gmv_qtd")
 
 
-def test_serve_revokes_on_time_after_a_restart(pg_demo: Any, reader: str) -> None:
-    from serve_support import serve_config
+def test_over_mcp_an_agent_asks_an_owner_grants_and_serve_revokes_after_a_restart(
+    pg_demo: Any, reader: str
+) -> None:
+    """An agent asks over /mcp; the agent and a non-owner may not approve; the owner does; the
+    server is stopped and started again, and its scheduler revokes on time, no command run."""
+    import anyio
+    from tests.mcp_server.mcp_support import ToolFailed, call
+    from tests.serve.serve_support import http_session, make_key, serve_config
 
     ws, url = pg_demo
     toml = ws / "splice.toml"
     before = toml.read_text()
     port = free_port()
     toml.write_text(before + serve_config(port, None))
+    keys = {"bot": make_key(ws, "claude", "agent", "read,propose"),
+            "sam": make_key(ws, "sam", "person", "read,propose,approve"),
+            "lee": make_key(ws, "lee", "person", "read,propose,approve")}  # fmt: skip
+
+    async def ask_and_grant(base: str) -> tuple[dict[str, Any], list[str]]:
+        refusals = []
+        async with http_session(base, keys["bot"], client="ci") as bot:
+            asked = await call(bot, "request_access", selector=QTD, grantee=reader,
+                               why="agent's reconciliation", hours=0.003)  # fmt: skip
+            with pytest.raises(ToolFailed) as e:
+                await call(bot, "approve_access", grant_id=asked["grant_id"])
+            refusals.append(str(e.value))
+        async with http_session(base, keys["sam"]) as sam:
+            with pytest.raises(ToolFailed) as e:
+                await call(sam, "approve_access", grant_id=asked["grant_id"])
+            refusals.append(str(e.value))
+        async with http_session(base, keys["lee"]) as lee:
+            done = await call(lee, "approve_access", grant_id=asked["grant_id"], comment="ok")
+        return done, refusals
+
     try:
-        gid = json.loads(splice(ws, "access", "request", QTD, "--for", reader, "--why", "x",
-                                "--hours", "0.003", "--as", "sam", "--json").stdout)["grant_id"]  # fmt: skip
-        with running_server(ws, port):  # killed before the grant is even approved
-            pass
-        until = json.loads(splice(ws, "access", "approve", gid, "--as", "lee", "--json").stdout)[
-            "until"
-        ]
-        assert can_read(url, reader, "finance.fct_gmv_qtd")
-        with running_server(ws, port):  # no command runs: the server's scheduler revokes
-            time.sleep(max(0.0, until - time.time()) + 3)
+        with running_server(ws, port) as base:
+            done, refusals = anyio.run(ask_and_grant, base)
+        assert "agent never decides" in refusals[0] and "not an owner" in refusals[1]
+        assert done["status"] == "granted" and done["requester"]["kind"] == "agent"
+        assert can_read(url, reader, "finance.fct_gmv_qtd")  # the server is down; access holds
+        with running_server(ws, port):  # started again: its scheduler revokes on time
+            time.sleep(max(0.0, done["until"] - time.time()) + 3)
             assert not can_read(url, reader, "finance.fct_gmv_qtd")
-        shown = json.loads(splice(ws, "access", "show", gid, "--json").stdout)
+        shown = json.loads(splice(ws, "access", "show", done["grant_id"], "--json").stdout)
         assert shown["status"] == "ended" and shown["decisions"][-1]["actor"] == "splice"
+        approver = [d for d in shown["decisions"] if d["decision"] == "approve"][0]
+        assert (approver["actor"], approver["principal_auth"]) == ("lee", "api-key")
     finally:
         toml.write_text(before)

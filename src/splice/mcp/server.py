@@ -10,8 +10,10 @@ catalog    search nodes, node details, the graph, column lineage up/down, doctor
 incidents  incidents, an incident's diagnosis with blast radius and scope, run watch
 quality    metrics, a metric's history with its baseline, anomalies, default monitors
 connectors ingestion jobs and their loads, dashboards, runs and the run journal
-repairs    propose a repair, proposals, a proposal, receipts, the audit log's state
-decisions  approve, reject, apply, undo, stop, resume: people only, on ``splice serve``
+repairs    propose a repair, proposals, a proposal, receipts, the audit log's state;
+           request read access, access grants
+decisions  approve, reject, apply, undo, stop, resume; approve, reject and revoke access:
+           people only, on ``splice serve``
 ========== ===========================================================================
 """
 

@@ -71,6 +71,29 @@ def verify_audit_log(ctx: Ctx) -> Any:
     return call(ctx, lambda ws: api.verify_audit_log(ws))
 
 
+def request_access(ctx: Ctx, selector: str, grantee: str, why: str, hours: float) -> Any:
+    """Ask for read access, for the warehouse role ``grantee``, to the relations the nodes
+    ``selector`` picks write (one domain's), for ``hours``; an owner of the domain decides.
+    Nothing is granted until then."""
+    return call(
+        ctx,
+        lambda ws, who: api.request_access(ws, selector, grantee=grantee, why=why, hours=hours,
+                                           principal=who),
+        principal=True,
+    )  # fmt: skip
+
+
+def list_access_grants(ctx: Ctx, include_closed: bool = False) -> Any:
+    """Access grants, newest first: what is granted to whom and until when, and requests
+    waiting for an owner (ended, rejected and expired ones with ``include_closed``)."""
+    return call(ctx, lambda ws: api.list_access(ws, include_closed=include_closed), key="grants")
+
+
+def get_access_grant(ctx: Ctx, grant_id: str) -> Any:
+    """One access grant: relations, grantee, every decision, the statements run, its receipt."""
+    return call(ctx, lambda ws: api.access_grant(ws, grant_id))
+
+
 # -- decisions (people only, on splice serve) ----------------------------------------------
 def approve_proposal(ctx: Ctx, proposal_id: str, comment: str | None = None) -> Any:
     """Approve a pending proposal as a named owner of its domain (a person; never its
@@ -101,6 +124,34 @@ def undo_proposal(ctx: Ctx, proposal_id: str) -> Any:
     return call(ctx, lambda ws, who: api.undo(ws, proposal_id, principal=who), principal=True)
 
 
+def approve_access(ctx: Ctx, grant_id: str, comment: str | None = None) -> Any:
+    """Approve a pending access request as a named owner of its domain (never its requester):
+    the grant is made on the warehouse now and revoked when its hours are up."""
+    return call(
+        ctx,
+        lambda ws, who: api.approve_access(ws, grant_id, principal=who, comment=comment),
+        principal=True,
+    )
+
+
+def reject_access(ctx: Ctx, grant_id: str, reason: str) -> Any:
+    """Refuse a pending access request (an owner) or withdraw it (its requester)."""
+    return call(
+        ctx,
+        lambda ws, who: api.reject_access(ws, grant_id, principal=who, reason=reason),
+        principal=True,
+    )
+
+
+def revoke_access(ctx: Ctx, grant_id: str, reason: str) -> Any:
+    """End a granted access now, before its time (an owner, or its requester)."""
+    return call(
+        ctx,
+        lambda ws, who: api.revoke_access(ws, grant_id, principal=who, reason=reason),
+        principal=True,
+    )
+
+
 def stop_repairs(ctx: Ctx, reason: str) -> Any:
     """Halt every approval and apply org-wide until an owner resumes."""
     return call(ctx, lambda ws, who: api.stop(ws, principal=who, reason=reason), principal=True)
@@ -119,6 +170,9 @@ GROUPS: dict[str, list[Any]] = {
         get_receipt,
         verify_audit_log,
         accept_level,
+        request_access,
+        list_access_grants,
+        get_access_grant,
     ],
     "decisions": [
         approve_proposal,
@@ -127,12 +181,16 @@ GROUPS: dict[str, list[Any]] = {
         undo_proposal,
         stop_repairs,
         resume_repairs,
+        approve_access,
+        reject_access,
+        revoke_access,
     ],
 }
 
 #: Tools that change the warehouse or what runs against it (destructive, for clients' hints).
 #: ``accept_level`` moves a baseline: what was an anomaly becomes the normal.
-DESTRUCTIVE = {"apply_proposal", "undo_proposal", "accept_level"}
+#: ``approve_access`` and ``revoke_access`` change who may read the warehouse.
+DESTRUCTIVE = {"apply_proposal", "undo_proposal", "accept_level", "approve_access", "revoke_access"}
 #: Tools that write Splice's own state.
 WRITES_STATE = {
     "propose_repair",
@@ -140,4 +198,6 @@ WRITES_STATE = {
     "reject_proposal",
     "stop_repairs",
     "resume_repairs",
+    "request_access",
+    "reject_access",
 }
