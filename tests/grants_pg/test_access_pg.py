@@ -17,11 +17,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
+from tests.serve.serve_support import free_port, running_server
 
 from splice.demo import build_demo
 from splice.pglocal import LocalPostgres
-
-from tests.serve.serve_support import free_port, running_server
 
 AGG = "pricing:marts.agg_gmv_daily"  # a SQLMesh model: a view over its physical table
 QTD = "finance:fct_gmv_qtd"  # a dbt model
