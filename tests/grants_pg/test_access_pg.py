@@ -233,3 +233,40 @@ def test_over_mcp_an_agent_asks_an_owner_grants_and_serve_revokes_after_a_restar
         assert (approver["actor"], approver["principal_auth"]) == ("lee", "api-key")
     finally:
         toml.write_text(before)
+
+
+def test_the_web_page_asks_an_owner_grants_and_revokes(pg_demo: Any, reader: str) -> None:
+    """The page: maria asks through the form; lee (not an owner) sees no Approve and a forged
+    approval is refused; sam approves (granted) and then revokes."""
+    from tests.web.web_support import served_site, text_of
+
+    ws, url = pg_demo
+    toml = ws / "splice.toml"
+    before = toml.read_text()
+    try:
+        with served_site(ws, people=("maria", "sam", "lee")) as site:
+            maria = site.client("maria")
+            assert 'data-testid="request-form"' in maria.get("/access").text
+            r = maria.post("/access/request", {"selector": AGG, "grantee": reader,
+                                                "why": "pricing audit", "hours": "2"})  # fmt: skip
+            assert r.status_code == 200 and "/access/AG-" in str(r.url), r.text[:600]
+            page = str(r.url).split(site.base, 1)[1]
+            assert 'data-testid="approve"' not in r.text and 'data-testid="reject"' in r.text
+            lee = site.client("lee")
+            seen = lee.get(page)
+            assert 'data-testid="approve"' not in seen.text
+            assert "not an owner of domain pricing" in text_of(seen.text)
+            assert lee.post(f"{page}/approve", {"comment": "sure"}).status_code == 403
+            assert not can_read(url, reader, "marts.agg_gmv_daily")
+            sam = site.client("sam")
+            assert 'data-testid="approve"' in sam.get(page).text
+            done = sam.post(f"{page}/approve", {"comment": "for the audit"})
+            assert done.status_code == 200 and "granted" in text_of(done.text)
+            assert can_read(url, reader, "marts.agg_gmv_daily")
+            assert 'data-testid="revoke"' in done.text
+            ended = sam.post(f"{page}/revoke", {"comment": "audit done"})
+            assert ended.status_code == 200 and "revoked by sam" in text_of(ended.text)
+            assert not can_read(url, reader, "marts.agg_gmv_daily")
+            assert "DROP ROLE" in ended.text
+    finally:
+        toml.write_text(before)

@@ -83,3 +83,12 @@ def end_due_access(ws: Workspace, *, now: float | None = None) -> list[str]:
     if not due_count(ws, now):
         return []
     return end_due(ws, now=now)
+
+
+def access_options(ws: Workspace, grant_id: str, principal: Principal) -> dict[str, str | None]:
+    """What ``principal`` may do to a grant now (approve, reject, revoke): None when it may,
+    else why not. For showing buttons only: every decision is checked again."""
+    from splice.grants.service import options
+    from splice.grants.store import load
+
+    return options(ws, load(ws.state, grant_id), principal)

@@ -217,6 +217,30 @@ def refresh(ws: Any, g: Grant, *, now: float | None = None) -> Grant:
     return store.load(ws.state, g.grant_id)
 
 
+def _check_approve(ws: Any, cur: Grant, name: str, dom: Any) -> None:
+    """Why ``name`` may not approve ``cur`` now (an ApprovalError), or nothing."""
+    _refuse_during_stop(ws, "approved")
+    if name_key(name) == name_key(cur.created_by):
+        others = ", ".join(o for o in dom.owners if name_key(o) != name_key(name))
+        raise ApprovalError(
+            f"{name} asked for {cur.grant_id}, so {name} cannot approve it (no one "
+            "approves their own request).",
+            fix=f"another owner of {dom.name} ({others or 'none declared'}) approves it",
+        )
+    if not is_owner(name, dom):
+        raise ApprovalError(
+            f"{name} is not an owner of domain {dom.name}; its owners are {', '.join(dom.owners)}.",
+            fix=f"one of them runs splice access approve {cur.grant_id}",
+        )
+    if cur.status != "pending":
+        raise ApprovalError(
+            f"access grant {cur.grant_id} is {cur.status}; only a pending request is approved.",
+            fix=(f"request again: splice access request {cur.selector!r} --for {cur.grantee}"
+                 if cur.status in ("expired", "rejected", "failed", "ended")
+                 else f"splice access show {cur.grant_id}"),
+        )  # fmt: skip
+
+
 def approve(ws: Any, grant_id: str, *, principal: Principal, comment: str | None = None,
             now: float | None = None) -> Grant:  # fmt: skip
     """A named owner of the domain, not the requester, approves: the grant is made at once."""
@@ -226,27 +250,7 @@ def approve(ws: Any, grant_id: str, *, principal: Principal, comment: str | None
     dom = _domain(ws, g)
 
     def check(cur: Grant) -> None:
-        _refuse_during_stop(ws, "approved")
-        if name_key(name) == name_key(cur.created_by):
-            others = ", ".join(o for o in dom.owners if name_key(o) != name_key(name))
-            raise ApprovalError(
-                f"{name} asked for {cur.grant_id}, so {name} cannot approve it (no one "
-                "approves their own request).",
-                fix=f"another owner of {dom.name} ({others or 'none declared'}) approves it",
-            )
-        if not is_owner(name, dom):
-            raise ApprovalError(
-                f"{name} is not an owner of domain {dom.name}; its owners are "
-                f"{', '.join(dom.owners)}.",
-                fix=f"one of them runs splice access approve {cur.grant_id}",
-            )
-        if cur.status != "pending":
-            raise ApprovalError(
-                f"access grant {cur.grant_id} is {cur.status}; only a pending request is approved.",
-                fix=(f"request again: splice access request {cur.selector!r} --for {cur.grantee}"
-                     if cur.status in ("expired", "rejected", "failed", "ended")
-                     else f"splice access show {cur.grant_id}"),
-            )  # fmt: skip
+        _check_approve(ws, cur, name, dom)
 
     at = time.time() if now is None else now
 
@@ -279,6 +283,22 @@ def approve(ws: Any, grant_id: str, *, principal: Principal, comment: str | None
     )  # fmt: skip
 
 
+def _check_reject(cur: Grant, name: str, dom: Any) -> None:
+    """Why ``name`` may not reject ``cur`` now, or nothing."""
+    if not (is_owner(name, dom) or name_key(name) == name_key(cur.created_by)):
+        raise ApprovalError(
+            f"{name} may not reject {cur.grant_id}: only an owner of {dom.name} "
+            f"({', '.join(dom.owners)}) or its requester ({cur.created_by}) may.",
+            fix=f"one of them runs splice access reject {cur.grant_id} --reason ...",
+        )
+    if cur.status != "pending":
+        raise ApprovalError(
+            f"access grant {cur.grant_id} is {cur.status}; only a pending request is rejected.",
+            fix=(f"splice access revoke {cur.grant_id} --reason ... ends a granted one"
+                 if cur.status == "granted" else f"splice access show {cur.grant_id}"),
+        )  # fmt: skip
+
+
 def reject(ws: Any, grant_id: str, *, principal: Principal, reason: str,
            now: float | None = None) -> Grant:  # fmt: skip
     """An owner refuses a pending request, or its requester withdraws it."""
@@ -289,18 +309,7 @@ def reject(ws: Any, grant_id: str, *, principal: Principal, reason: str,
     dom = _domain(ws, g)
 
     def check(cur: Grant) -> None:
-        if not (is_owner(name, dom) or name_key(name) == name_key(cur.created_by)):
-            raise ApprovalError(
-                f"{name} may not reject {cur.grant_id}: only an owner of {dom.name} "
-                f"({', '.join(dom.owners)}) or its requester ({cur.created_by}) may.",
-                fix=f"one of them runs splice access reject {cur.grant_id} --reason ...",
-            )
-        if cur.status != "pending":
-            raise ApprovalError(
-                f"access grant {cur.grant_id} is {cur.status}; only a pending request is rejected.",
-                fix=(f"splice access revoke {cur.grant_id} --reason ... ends a granted one"
-                     if cur.status == "granted" else f"splice access show {cur.grant_id}"),
-            )  # fmt: skip
+        _check_reject(cur, name, dom)
 
     return store.transition(ws.state, g.grant_id, "rejected", principal=principal, now=now,
                             comment=reason.strip(), check=check)  # fmt: skip
@@ -334,14 +343,8 @@ def _end(ws: Any, g: Grant, to: str, *, principal: Principal, reason: str, now: 
     return done
 
 
-def revoke(ws: Any, grant_id: str, *, principal: Principal, reason: str,
-           now: float | None = None) -> Grant:  # fmt: skip
-    """End a grant early: an owner of its domain, or whoever asked for it."""
-    name = require(principal, "reject", ws.config.policy, where=_where(ws)).name
-    if not reason or not reason.strip():
-        raise ApprovalError("ending access early needs a reason.", fix="pass --reason TEXT")
-    g = store.load(ws.state, grant_id)
-    dom = _domain(ws, g)
+def _check_revoke(g: Grant, name: str, dom: Any) -> None:
+    """Why ``name`` may not revoke ``g`` now, or nothing."""
     if not (is_owner(name, dom) or name_key(name) == name_key(g.created_by)):
         raise ApprovalError(
             f"{name} may not revoke {g.grant_id}: only an owner of {dom.name} "
@@ -358,6 +361,17 @@ def revoke(ws: Any, grant_id: str, *, principal: Principal, reason: str,
             f"access grant {g.grant_id} is {g.status}; only a granted one is revoked.",
             fix=f"splice access show {g.grant_id}",
         )
+
+
+def revoke(ws: Any, grant_id: str, *, principal: Principal, reason: str,
+           now: float | None = None) -> Grant:  # fmt: skip
+    """End a grant early: an owner of its domain, or whoever asked for it."""
+    name = require(principal, "reject", ws.config.policy, where=_where(ws)).name
+    if not reason or not reason.strip():
+        raise ApprovalError("ending access early needs a reason.", fix="pass --reason TEXT")
+    g = store.load(ws.state, grant_id)
+    dom = _domain(ws, g)
+    _check_revoke(g, name, dom)
     now = time.time() if now is None else now
     return _end(ws, g, "ended", principal=principal, now=now,
                 reason=f"revoked by {name} before its time: {reason.strip()}")  # fmt: skip
@@ -409,3 +423,26 @@ def due_count(ws: Any, now: float | None = None) -> int:
         (now, now, now - STUCK_GRANTING),
     ).fetchone()
     return int(row[0])
+
+
+def options(ws: Any, g: Grant, principal: Principal) -> dict[str, str | None]:
+    """What ``principal`` may do to ``g`` now: ``{action: None}`` when it may, else why not
+    (the rules :func:`approve`, :func:`reject` and :func:`revoke` enforce, checked without
+    writing anything). For showing buttons only: every decision checks again."""
+    from splice.errors import SpliceError
+
+    policy, where = ws.config.policy, _where(ws)
+    checks = {
+        "approve": ("approve", lambda name, dom: _check_approve(ws, g, name, dom)),
+        "reject": ("reject", lambda name, dom: _check_reject(g, name, dom)),
+        "revoke": ("reject", lambda name, dom: _check_revoke(g, name, dom)),
+    }
+    out: dict[str, str | None] = {}
+    for action, (rule, check) in checks.items():
+        try:
+            name = require(principal, rule, policy, where=where).name
+            check(name, _domain(ws, g))
+            out[action] = None
+        except SpliceError as e:
+            out[action] = e.message
+    return out
