@@ -148,7 +148,21 @@ class BindingSection(_Strict):
 
 
 class TargetSection(_Strict):
+    """``[targets.NAME]``: each project's environment in this target; optionally a warehouse
+    of its own (``[targets.NAME.warehouse]``, the same keys as ``[warehouse]``: a target on
+    another engine, the destination of ``splice migrate``) and the SQLMesh gateway each
+    SQLMesh project uses there (``gateways``, by project name).
+
+    >>> t = TargetSection.model_validate({"environments": {"pricing": "prod"},
+    ...     "warehouse": {"type": "postgres", "url": "postgresql://me@db/warehouse"},
+    ...     "gateways": {"pricing": "pg"}})
+    >>> t.warehouse.dialect, t.gateways["pricing"]
+    ('postgres', 'pg')
+    """
+
     environments: dict[str, str] = Field(default_factory=dict)
+    warehouse: WarehouseSection | None = None
+    gateways: dict[str, str] = Field(default_factory=dict)
 
 
 class IngestionSection(_Strict):

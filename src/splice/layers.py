@@ -15,6 +15,7 @@ module-level and inside functions).
       |
     review          pull-request review: what changed, its reach, its data against prod
     grants          scoped, time-boxed read access, approved like a repair
+    migrate         warehouse migrations in approved waves, with parity checks
     repair          proposals, approvals, apply, undo, receipts, recovery of killed applies
     watch           metrics, anomalies, incidents, diagnosis
     run             the runner, executors (dbt, SQLMesh, an ingestion reload), the journal
@@ -62,6 +63,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     ("review", ("splice.review",)),
     ("grants", ("splice.grants",)),
+    ("migrate", ("splice.migrate",)),
     ("repair", ("splice.repair", "splice.keys")),
     ("watch", ("splice.watch",)),
     ("run", ("splice.run",)),

@@ -54,6 +54,10 @@ class Workspace:
                 f"{root / CONFIG_FILE}: target {self.target!r} is not defined.",
                 fix=f"use --target with one of: {', '.join(sorted(config.targets))}",
             )
+        own = config.targets.get(self.target)
+        if own is not None and own.warehouse is not None:  # a target on a warehouse of its own
+            config = config.model_copy(update={"warehouse": own.warehouse})
+            self.config = config
         self.dialect = config.warehouse.dialect
         self.default_catalog = (
             normalise_identifier(self._catalog_name(), self.dialect) if self.has_config else None
@@ -99,11 +103,12 @@ class Workspace:
                 fix="pass --workspace DIR of an existing directory",
             )
         config = load_config(root)
-        if config.warehouse.local:
+        ws = cls(root, config, target, new_state=new_state, use_cache=use_cache)
+        if ws.config.warehouse.local:
             from splice.warehouse import ensure_local_server
 
-            ensure_local_server(root, config.warehouse)
-        return cls(root, config, target, new_state=new_state, use_cache=use_cache)
+            ensure_local_server(root, ws.config.warehouse)
+        return ws
 
     def __enter__(self) -> Workspace:
         return self
@@ -177,10 +182,16 @@ class Workspace:
                 "profiles_dir": (self.root / spec.profiles_dir).resolve()
                 if spec.profiles_dir
                 else None,
-                "gateway": spec.gateway,
+                "gateway": self._gateway(spec),
                 "environments_key": self._environments_key(spec.name),
             },
         )
+
+    def _gateway(self, spec: Any) -> str | None:
+        """The SQLMesh gateway of ``spec`` in this target: ``[targets.T] gateways``, else the
+        project's own ``gateway``."""
+        t = self.config.targets.get(self.target)
+        return t.gateways.get(spec.name, spec.gateway) if t is not None else spec.gateway
 
     def _environments_key(self, project: str) -> str | None:
         """Where splice.toml maps this target to ``project``'s environment (for errors):

@@ -197,6 +197,7 @@ COMMAND_MODULES = (
     "state_cmds",
     "review_cmds",
     "access_cmds",
+    "migrate_cmds",
 )
 
 

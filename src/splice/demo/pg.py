@@ -250,3 +250,51 @@ def write_state(workspace: Path, url: str) -> None:
         lines.append(f'password_env = "{PASSWORD_ENV}"')
     cfg = Path(workspace) / CONFIG_FILE
     cfg.write_text(cfg.read_text().rstrip("\n") + "\n" + "\n".join(lines) + "\n")
+
+
+def add_pg_target(workspace: Path, url: str, name: str = "pg") -> str:
+    """Give a DuckDB demo workspace a second target on PostgreSQL (the destination of
+    ``splice migrate``): ``[targets.NAME]`` with a warehouse of its own, a dbt output ``NAME``
+    and a SQLMesh gateway ``NAME``. The database must be named after the DuckDB catalog
+    (``warehouse``): the projects name their sources by catalog. Returns the target's name."""
+    t = PgTarget.from_url(url)
+    if t.database != DUCKDB_CATALOG:
+        raise DemoError(
+            f"the database of {url!r} is {t.database!r}; the demo's sources name the catalog "
+            f"{DUCKDB_CATALOG!r}.",
+            fix=f"create and pass a database named {DUCKDB_CATALOG}",
+        )
+    ws = Path(workspace)
+    if t.password:
+        os.environ[PASSWORD_ENV] = t.password
+    wh = _warehouse_toml(t).replace("[warehouse]", f"[targets.{name}.warehouse]")
+    cfg = ws / CONFIG_FILE
+    cfg.write_text(cfg.read_text().rstrip("\n") + "\n\n# the same projects on PostgreSQL: "
+                   f"splice migrate plan --from prod --to {name}\n"
+                   f"[targets.{name}]\nenvironments = {{ pricing = \"prod\", finance = \"{name}\" }}\n"
+                   f"gateways = {{ pricing = \"{name}\" }}\n\n{wh}")  # fmt: skip
+    prof = ws / FINANCE_DIR / "profiles.yml"
+    output = _profiles(t).split("  outputs:\n", 1)[1].split("    dev:\n", 1)[0]
+    prof.write_text(prof.read_text().replace("  outputs:\n", "  outputs:\n" + output.replace(
+        "    prod:\n", f"    {name}:\n", 1), 1))  # fmt: skip
+    config_py = ws / PRICING_DIR / "config.py"
+    text = config_py.read_text()
+    connection = (
+        f"PostgresConnectionConfig(host={t.host!r}, port={t.port}, user={t.user!r}, "
+        f"password=os.environ.get({PASSWORD_ENV!r}, ''), database={t.database!r})"
+    )
+    text = text.replace("from pathlib import Path\n", "import os\nfrom pathlib import Path\n", 1)
+    text = text.replace(
+        "    ModelDefaultsConfig,\n", "    ModelDefaultsConfig,\n    PostgresConnectionConfig,\n", 1
+    )
+    text, n = re.subn(r'(gateways=\{"local": GatewayConfig\(connection=DuckDBConnectionConfig\(database=str\(WAREHOUSE\)\)\))\}',
+                      lambda m: m.group(1) + f', "{name}": GatewayConfig(connection={connection})}}', text)  # fmt: skip
+    if n != 1:
+        raise DemoError(f"{config_py}: no DuckDB gateway beside which to add {name!r}.")
+    config_py.write_text(text)
+    sources = ws / FINANCE_DIR / "models" / "sources.yml"  # pricing's prod views, there too
+    old = "target.name == 'prod'"
+    if old not in sources.read_text():
+        raise DemoError(f"{sources}: no schema rule for the prod target to extend to {name!r}.")
+    sources.write_text(sources.read_text().replace(old, f"target.name in ('prod', '{name}')"))
+    return name

@@ -46,6 +46,8 @@ KINDS = (
     # access grants (splice.grants): the grant's id stands where a proposal's would
     "access-request", "access-approve", "access-reject", "access-escalate", "access-expire",
     "access-grant", "access-failed", "access-revoke", "access-receipt",
+    # warehouse migrations (splice.migrate): the migration's id stands where a proposal's would
+    "migrate-plan", "migrate-approve", "migrate-wave", "migrate-check", "migrate-complete",
 )  # fmt: skip
 
 

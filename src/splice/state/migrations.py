@@ -380,4 +380,20 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE INDEX IF NOT EXISTS access_decisions_by_grant ON access_decisions (grant_id, at)
         """,
     ),
+    (
+        # Warehouse migrations (splice.migrate): the waves, their approvals and their parity
+        # checks, as one JSON document per migration; every step is also in the audit log.
+        11,
+        """
+        CREATE TABLE IF NOT EXISTS migrations (
+            migration_id TEXT PRIMARY KEY,
+            source TEXT NOT NULL,
+            dest TEXT NOT NULL,
+            status TEXT NOT NULL,
+            payload TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL
+        )
+        """,
+    ),
 ]

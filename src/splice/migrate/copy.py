@@ -1,0 +1,115 @@
+"""Copy a relation from one target's warehouse to another's, row for row, types transpiled.
+
+Columns and types come from the source's catalog and are written in the destination's dialect
+by sqlglot (DuckDB ``DOUBLE`` is PostgreSQL ``DOUBLE PRECISION``; ``HUGEINT`` becomes
+``NUMERIC(38, 0)``). The destination table is dropped and created again, then filled: through
+``COPY ... FROM STDIN`` on PostgreSQL, batched inserts on DuckDB, in one transaction, so a
+failed copy leaves the destination as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from sqlglot import exp
+
+from splice.errors import WarehouseError
+
+BATCH = 20_000
+#: Types with no equivalent in the destination: written as this instead.
+WIDE = {"INT128": "NUMERIC(38, 0)", "UINT128": "NUMERIC(39, 0)", "UBIGINT": "NUMERIC(20, 0)"}
+
+
+def _table(relation: str) -> exp.Table:
+    schema, name = relation.split(".", 1)
+    return exp.table_(name, db=schema, quoted=True)
+
+
+def columns(con: Any, relation: str, dialect: str) -> list[tuple[str, str]]:
+    """The relation's columns and their types as the warehouse names them, in order."""
+    if dialect == "postgres":
+        from splice.repair.undo_pg import typed_columns
+
+        return typed_columns(con, relation)
+    schema, name = relation.split(".", 1)
+    cols = exp.table_("columns", db="information_schema")
+    q = (exp.select("column_name", "data_type").from_(cols)
+         .where(exp.and_(exp.column("table_schema").eq(exp.Literal.string(schema)),
+                         exp.column("table_name").eq(exp.Literal.string(name))))
+         .order_by("ordinal_position"))  # fmt: skip
+    return [(str(c), str(t)) for c, t in con.execute(q.sql(dialect=dialect)).fetchall()]
+
+
+def transpile_type(type_text: str, source: str, dest: str) -> exp.DataType:
+    """
+    >>> transpile_type("DOUBLE", "duckdb", "postgres").sql("postgres")
+    'DOUBLE PRECISION'
+    >>> transpile_type("HUGEINT", "duckdb", "postgres").sql("postgres")
+    'DECIMAL(38, 0)'
+    """
+    dt = exp.DataType.build(type_text, dialect=source)
+    text = dt.sql(dialect=dest)
+    if text.upper() in WIDE:
+        return exp.DataType.build(WIDE[text.upper()], dialect=dest)
+    return dt
+
+
+def _rows(
+    con: Any, relation: str, names: list[str], dialect: str
+) -> Iterator[list[tuple[Any, ...]]]:
+    q = exp.select(*[exp.column(c, quoted=True) for c in names]).from_(_table(relation))
+    cur = con.execute(q.sql(dialect=dialect))
+    while batch := cur.fetchmany(BATCH):
+        yield batch
+
+
+def copy_relation(src_con: Any, src_dialect: str, dest_con: Any, dest_dialect: str,
+                  relation: str, dest_relation: str | None = None) -> int:  # fmt: skip
+    """Copy ``relation`` (schema.name) from the source connection to the destination one;
+    returns the rows copied."""
+    target = dest_relation or relation
+    cols = columns(src_con, relation, src_dialect)
+    if not cols:
+        raise WarehouseError(
+            f"{relation} is not in the source warehouse, so it cannot be copied.",
+            fix="build it in the source target first (splice run), or plan the migration again",
+        )
+    names = [c for c, _t in cols]
+    schema = exp.Schema(this=_table(target), expressions=[
+        exp.ColumnDef(this=exp.to_identifier(c, quoted=True),
+                      kind=transpile_type(t, src_dialect, dest_dialect)) for c, t in cols])  # fmt: skip
+    statements = [
+        exp.Create(this=exp.to_identifier(target.split(".", 1)[0], quoted=True), kind="SCHEMA",
+                   exists=True),
+        exp.Drop(this=_table(target), kind="TABLE", exists=True),
+        exp.Create(this=schema, kind="TABLE"),
+    ]  # fmt: skip
+    n = 0
+    if dest_dialect == "postgres":
+        copy_in = exp.Copy(this=exp.Schema(this=_table(target), expressions=[
+            exp.to_identifier(c, quoted=True) for c in names]), kind=True,
+            files=[exp.var("STDIN")]).sql(dialect=dest_dialect)  # fmt: skip
+        with dest_con.transaction():
+            for s in statements:
+                dest_con.execute(s.sql(dialect=dest_dialect))
+            with dest_con.cursor() as cur, cur.copy(copy_in) as copy:
+                for batch in _rows(src_con, relation, names, src_dialect):
+                    for row in batch:
+                        copy.write_row(row)
+                    n += len(batch)
+        return n
+    insert = exp.insert(exp.values([tuple(exp.Placeholder() for _ in names)]), _table(target),
+                        columns=[exp.to_identifier(c, quoted=True) for c in names])  # fmt: skip
+    dest_con.begin()
+    try:
+        for s in statements:
+            dest_con.execute(s.sql(dialect=dest_dialect))
+        for batch in _rows(src_con, relation, names, src_dialect):
+            dest_con.executemany(insert.sql(dialect=dest_dialect), batch)
+            n += len(batch)
+        dest_con.commit()
+    except BaseException:
+        dest_con.rollback()
+        raise
+    return n
