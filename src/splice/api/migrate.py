@@ -22,14 +22,14 @@ def _dest(ws: Workspace, target: str) -> Iterator[Workspace]:
 
 def migrate_plan(ws: Workspace, *, to: str, principal: Principal,
                  execution_time: str | None = None, tolerance: float = 0.0001,
-                 metric_tolerance: float = 1e-6) -> dict[str, Any]:  # fmt: skip
+                 relative_tolerance: float = 1e-6) -> dict[str, Any]:  # fmt: skip
     """Plan moving this target (``ws``'s) to target ``to`` in waves: raw relations copied,
     then each project rebuilt by its tool; stored as ``MG-n``."""
     from splice.migrate import plan
 
     with _dest(ws, to) as dest:
         return plan(ws, dest, principal=principal, execution_time=execution_time,
-                    tolerance=tolerance, metric_tolerance=metric_tolerance).as_dict()  # fmt: skip
+                    tolerance=tolerance, relative_tolerance=relative_tolerance).as_dict()  # fmt: skip
 
 
 def migrate_approve(ws: Workspace, migration_id: str, *, wave: int | None = None,

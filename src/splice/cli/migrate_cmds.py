@@ -54,15 +54,15 @@ def migrate_group() -> None:
               help="The target it moves to (its own [targets.NAME.warehouse]).")  # fmt: skip
 @click.option("--tolerance", type=float, default=0.0001, show_default=True,
               help="How far a floating-point value may differ per row (sums and metrics).")  # fmt: skip
-@click.option("--metric-tolerance", type=float, default=1e-6, show_default=True,
-              help="How far a declared metric may differ, relative to its value.")  # fmt: skip
+@click.option("--relative-tolerance", type=float, default=1e-6, show_default=True,
+              help="How far a sum or a declared metric may differ, relative to its value.")  # fmt: skip
 @click.option("--execution-time", default=None, metavar="DATE",
               help="The clock the rebuild waves run with (default: as `splice run`).")  # fmt: skip
 @click.option("--as", "actor", default=None, metavar="NAME", help=AS_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
 @click.pass_context
 def migrate_plan_cmd(ctx: click.Context, source: str, dest: str, tolerance: float,
-                     metric_tolerance: float, execution_time: str | None, actor: str | None,
+                     relative_tolerance: float, execution_time: str | None, actor: str | None,
                      as_json: bool) -> None:  # fmt: skip
     """Plan the waves: raw relations copied, then each project rebuilt by its own tool."""
     from splice.api import cli_principal, migrate_plan
@@ -75,7 +75,7 @@ def migrate_plan_cmd(ctx: click.Context, source: str, dest: str, tolerance: floa
     with open_workspace(ctx) as ws:
         m = migrate_plan(ws, to=dest, principal=cli_principal(ws, actor),
                          execution_time=execution_time, tolerance=tolerance,
-                         metric_tolerance=metric_tolerance)  # fmt: skip
+                         relative_tolerance=relative_tolerance)  # fmt: skip
     _show(m, as_json)
     if not as_json:
         click.echo(

@@ -25,8 +25,13 @@ True
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
+
+
+def _known(cls: Any, d: dict[str, Any]) -> dict[str, Any]:
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in d.items() if k in names}
 
 
 @dataclass
@@ -94,7 +99,7 @@ class Migration:
     requester: dict[str, Any] | None = None
     execution_time: str | None = None
     tolerance: float = 0.0001  # per row, absolute: how far a floating-point value may differ
-    metric_tolerance: float = 1e-6  # relative: how far a declared metric's value may differ
+    relative_tolerance: float = 1e-6  # how far a sum or a metric may differ, relative to it
     completed_by: dict[str, Any] | None = None
     completed_at: float | None = None
 
@@ -103,9 +108,10 @@ class Migration:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Migration:
-        waves = [Wave(**{**w, "relations": [Moved(**r) for r in w["relations"]]})
+        waves = [Wave(**{**_known(Wave, w), "relations": [Moved(**_known(Moved, r))
+                                                          for r in w["relations"]]})
                  for w in d["waves"]]  # fmt: skip
-        return cls(**{**d, "waves": waves})
+        return cls(**{**_known(cls, d), "waves": waves})
 
     def wave(self, index: int) -> Wave:
         for w in self.waves:

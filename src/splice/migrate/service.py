@@ -120,7 +120,7 @@ def _count(ws: Any, relations: list[Any]) -> None:
 
 
 def plan(source: Any, dest: Any, *, principal: Principal, execution_time: str | None = None,
-         tolerance: float = 0.0001, metric_tolerance: float = 1e-6) -> Migration:  # fmt: skip
+         tolerance: float = 0.0001, relative_tolerance: float = 1e-6) -> Migration:  # fmt: skip
     """Plan moving ``source``'s target to ``dest``'s (two open workspaces of one root)."""
     from splice.migrate.plan import waves
 
@@ -128,16 +128,16 @@ def plan(source: Any, dest: Any, *, principal: Principal, execution_time: str | 
     if source.target == dest.target:
         raise InputError(f"--from and --to are both {source.target!r}.",
                          fix="migrate to another target ([targets.NAME] in splice.toml)")  # fmt: skip
-    if not (tolerance >= 0 and metric_tolerance >= 0):
-        raise InputError(f"a tolerance is negative ({tolerance}, {metric_tolerance}).",
-                         fix="pass --tolerance and --metric-tolerance of 0 or more")  # fmt: skip
+    if not (tolerance >= 0 and relative_tolerance >= 0):
+        raise InputError(f"a tolerance is negative ({tolerance}, {relative_tolerance}).",
+                         fix="pass --tolerance and --relative-tolerance of 0 or more")  # fmt: skip
     ws_waves = waves(source, dest)
     for w in ws_waves:
         _count(source, w.relations)
         w.relations = [r for r in w.relations if not (r.extra and r.rows is None)]
     m = Migration(_new_id(source.state), source.target, dest.target, ws_waves, principal.name,
                   time.time(), requester=principal.record(), execution_time=execution_time,
-                  tolerance=tolerance, metric_tolerance=metric_tolerance)  # fmt: skip
+                  tolerance=tolerance, relative_tolerance=relative_tolerance)  # fmt: skip
     _write(source.state, m, "migrate-plan", principal,
            {"source": m.source, "dest": m.dest,
             "waves": [{"index": w.index, "name": w.name, "kind": w.kind,
@@ -202,7 +202,9 @@ def _checks(source: Any, dest: Any, m: Migration, w: Wave, progress: Progress) -
             if r.extra:
                 continue
             _say(progress, f"  checking {r.relation}")
-            out += compare_relation(a, source.dialect, b, dest.dialect, r, m.tolerance)
+            out += compare_relation(
+                a, source.dialect, b, dest.dialect, r, m.tolerance, m.relative_tolerance
+            )
     specs = {s.name: s for s in watch_specs(source) if s.declared}
     dest_specs = {s.name: s for s in watch_specs(dest) if s.declared}
     for name in w.metrics:
@@ -212,7 +214,7 @@ def _checks(source: Any, dest: Any, m: Migration, w: Wave, progress: Progress) -
         _say(progress, f"  measuring {name} in both targets")
         (here,) = measure(source, [(specs[name], None)])
         (there,) = measure(dest, [(dest_specs[name], None)])
-        out.append(compare_metric(specs[name], here, there, m.metric_tolerance))
+        out.append(compare_metric(specs[name], here, there, m.relative_tolerance))
     return out
 
 
@@ -374,7 +376,7 @@ def receipt(ws: Any, m: Migration) -> dict[str, Any]:
         "migration": m.migration_id, "from": m.source, "to": m.dest, "status": m.status,
         "planned_by": m.requester or {"name": m.created_by},
         "completed_by": m.completed_by, "completed_at": m.completed_at,
-        "tolerance": m.tolerance, "metric_tolerance": m.metric_tolerance,
+        "tolerance": m.tolerance, "relative_tolerance": m.relative_tolerance,
         "waves": [{"index": w.index, "name": w.name, "kind": w.kind, "status": w.status,
                    "approved_by": w.approved_by, "run_id": w.run_id,
                    "relations": [{"relation": r.relation, "rows": r.rows} for r in w.relations],
