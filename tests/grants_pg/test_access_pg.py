@@ -130,7 +130,7 @@ def test_a_grant_reads_exactly_its_relations_then_nothing(pg_demo: Any, reader: 
 
 
 def test_requests_that_cannot_be_granted_are_refused(pg_demo: Any, reader: str) -> None:
-    ws, _url = pg_demo
+    ws, url = pg_demo
     both = splice(ws, "access", "request", f"{AGG} {QTD}", "--for", reader, "--why", "x",
                   "--hours", "1", "--as", "maria", check=False)  # fmt: skip
     assert both.returncode == 2 and "2 domains" in both.stderr and "separately" in both.stderr
@@ -142,6 +142,22 @@ def test_requests_that_cannot_be_granted_are_refused(pg_demo: Any, reader: str) 
     assert long.returncode == 2 and "max_hours" in long.stderr
     listed = json.loads(splice(ws, "access", "list", "--all", "--json").stdout)
     assert all(g["grantee"] != reader for g in listed)  # nothing was recorded for them
+
+    # during an org-wide stop nothing is approved; after it is lifted, it is
+    gid = json.loads(splice(ws, "access", "request", QTD, "--for", reader, "--why", "close",
+                            "--hours", "1", "--as", "sam", "--json").stdout)["grant_id"]  # fmt: skip
+    splice(ws, "stop", "--reason", "quarter freeze", "--as", "lee")
+    try:
+        stopped = splice(ws, "access", "approve", gid, "--as", "lee", check=False)
+        assert stopped.returncode == 2 and "org-wide stop" in stopped.stderr
+        assert not can_read(url, reader, "finance.fct_gmv_qtd")
+    finally:
+        splice(ws, "resume", "--as", "lee")
+    splice(ws, "access", "approve", gid, "--as", "lee")
+    assert can_read(url, reader, "finance.fct_gmv_qtd")
+    withdrawn = splice(ws, "access", "revoke", gid, "--reason", "done", "--as", "sam")
+    assert "reads none of it now" in withdrawn.stdout  # the requester may end it early
+    assert not can_read(url, reader, "finance.fct_gmv_qtd")
 
 
 def test_an_owner_revokes_early_and_a_killed_grant_is_taken_back(pg_demo: Any, reader: str) -> None:

@@ -30,8 +30,15 @@ def _status_lines(m: dict[str, Any]) -> list[str]:
                 out.append(f"    ✗ {c['kind']} {c['subject']}: {c['detail']}")
         elif w.get("error"):
             out.append(f"    ✗ {w['error']}")
-        if w["metrics"] and not checks:
-            out.append(f"    metrics compared: {', '.join(w['metrics'])}")
+        if not checks and w["status"] in ("planned", "approved"):
+            for r in w["relations"]:
+                rows = "?" if r.get("rows") is None else r["rows"]
+                how = ("moved with its job, rows only" if r.get("extra") else
+                       f"schema, rows, checksum, sums per {r['time_column']}" if r.get("time_column")
+                       else "schema, rows, checksum, sums over the whole table")  # fmt: skip
+                out.append(f"    {r['relation']}: {rows} rows; checks {how}")
+            if w["metrics"]:
+                out.append(f"    metrics compared per interval: {', '.join(w['metrics'])}")
     return out
 
 
