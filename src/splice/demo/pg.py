@@ -288,7 +288,8 @@ def add_pg_target(workspace: Path, url: str, name: str = "pg") -> str:
         "    ModelDefaultsConfig,\n", "    ModelDefaultsConfig,\n    PostgresConnectionConfig,\n", 1
     )
     text, n = re.subn(r'(gateways=\{"local": GatewayConfig\(connection=DuckDBConnectionConfig\(database=str\(WAREHOUSE\)\)\))\}',
-                      lambda m: m.group(1) + f', "{name}": GatewayConfig(connection={connection})}}', text)  # fmt: skip
+                      lambda m: str(m.group(1)) + f', "{name}": GatewayConfig(connection={connection})}}',
+                      text)  # fmt: skip
     if n != 1:
         raise DemoError(f"{config_py}: no DuckDB gateway beside which to add {name!r}.")
     config_py.write_text(text)
