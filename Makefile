@@ -51,6 +51,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/faults.py
 	$(BIN)/python bench/cli_latency.py
 	$(BIN)/python bench/review.py
+	$(BIN)/python bench/migrate.py
 
 clean:
 	rm -rf $(VENV) $(AIRFLOW_VENV) $(DEMO_DIR)

@@ -5,7 +5,8 @@ streamed) and, per interval of the relation's time column (the whole table witho
 
 - **rows**: the row counts are equal;
 - **checksum**: an order-independent checksum of the exact columns (integers, text, dates,
-  times, booleans: each row hashed, the hashes added modulo 2^64) is equal;
+  times, booleans: each row's values made alike across engines, hashed, the hashes added
+  modulo 2^64) is equal;
 - **sums**: each approximate column (floating point, decimals, which two engines round their
   own way) sums within the stated tolerance: ``tolerance`` per row (0.0001: a rounding in the
   4th decimal) or ``relative`` of the sum (1e-6), whichever is larger;
@@ -21,7 +22,6 @@ relative tolerance (1e-6 by default: a cent in ten thousand dollars). A failed c
 
 from __future__ import annotations
 
-import hashlib
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
@@ -104,11 +104,27 @@ class Profile:
         self.sums: dict[str, list[float]] = {}
 
 
+def _utc(v: Any) -> Any:
+    if isinstance(v, datetime) and v.tzinfo is not None:
+        return v.astimezone(UTC).replace(tzinfo=None)
+    return v
+
+
+def _int(v: Any) -> Any:
+    return None if v is None else int(v)
+
+
+#: How a value of each kind is made the same in both engines before it is hashed.
+CONVERT = {"int": _int, "time": _utc}
+
+
 def profile(con: Any, dialect: str, relation: str, time_column: str | None,
-            exact: list[str], approx: list[str]) -> Profile:  # fmt: skip
-    """Read ``relation`` once and profile it (see the module docstring)."""
+            exact: list[tuple[str, str]], approx: list[str]) -> Profile:  # fmt: skip
+    """Read ``relation`` once and profile it (see the module docstring). ``exact``: (column,
+    kind) pairs. Rows are hashed with Python's ``hash`` of the converted values: both targets
+    are profiled in one process, so the hashes compare."""
     schema, name = relation.split(".", 1)
-    cols = [*exact, *approx]
+    cols = [*(c for c, _k in exact), *approx]
     selects = [exp.column(c, quoted=True) for c in cols]
     if time_column:
         selects.insert(0, exp.column(time_column, quoted=True))
@@ -116,17 +132,26 @@ def profile(con: Any, dialect: str, relation: str, time_column: str | None,
     cur = con.execute(q.sql(dialect=dialect))
     p = Profile()
     off = 1 if time_column else 0
-    while batch := cur.fetchmany(20_000):
+    conv = [(off + i, CONVERT[k]) for i, (_c, k) in enumerate(exact) if k in CONVERT]
+    ex = slice(off, off + len(exact))
+    ap = range(off + len(exact), off + len(exact) + len(approx))
+    while batch := cur.fetchmany(50_000):
         for row in batch:
             key = _interval(row[0]) if time_column else "(all)"
+            if conv:
+                row = list(row)
+                for i, f in conv:
+                    row[i] = f(row[i])
             p.rows[key] = p.rows.get(key, 0) + 1
-            text = "\x1f".join(_canon(v) for v in row[off : off + len(exact)])
-            h = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
-            p.hash[key] = (p.hash.get(key, 0) + h) % MOD
-            sums = p.sums.setdefault(key, [0.0] * len(approx))
-            for i, v in enumerate(row[off + len(exact) :]):
-                if v is not None:
-                    sums[i] += float(v)
+            p.hash[key] = (p.hash.get(key, 0) + hash(tuple(row[ex]))) % MOD
+            if approx:
+                sums = p.sums.get(key)
+                if sums is None:
+                    sums = p.sums[key] = [0.0] * len(approx)
+                for j, i in enumerate(ap):
+                    v = row[i]
+                    if v is not None:
+                        sums[j] += float(v)
     return p
 
 
@@ -168,9 +193,10 @@ def compare_relation(src: Any, src_dialect: str, dest: Any, dest_dialect: str, m
     approx = [c for c in names if kinds_here[c] == "approx"]
     time_col = m.time_column.lower() if m.time_column and m.time_column.lower() in names else None
     a = profile(src, src_dialect, m.source, names.get(time_col) if time_col else None,
-                [names[c] for c in exact], [names[c] for c in approx])  # fmt: skip
+                [(names[c], kinds_here[c]) for c in exact], [names[c] for c in approx])  # fmt: skip
     b = profile(dest, dest_dialect, m.relation, names_there.get(time_col) if time_col else None,
-                [names_there[c] for c in exact], [names_there[c] for c in approx])  # fmt: skip
+                [(names_there[c], kinds_there[c]) for c in exact],
+                [names_there[c] for c in approx])  # fmt: skip
     keys = sorted(a.rows.keys() | b.rows.keys())
     rows_bad = [k for k in keys if a.rows.get(k) != b.rows.get(k)]
     out.append(Check("rows", m.relation, rows_bad[0] if rows_bad else None, not rows_bad,
