@@ -17,13 +17,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from splice.errors import ApprovalError, GrantError, InputError
+from splice.errors import ApprovalError, GrantError, InputError, SpliceError
 from splice.grants import pg, store
 from splice.grants.model import HELD, Grant
 from splice.names import name_key, normalise_name
 from splice.principals import SYSTEM, Principal
 from splice.repair.access import require
-from splice.repair.approvals import _hours, _refuse_during_stop, is_owner
+from splice.repair.approvals import hours_text, is_owner, refuse_during_stop
 
 #: A grant still ``granting`` this long after its last write was interrupted (granting takes
 #: well under a second).
@@ -57,7 +57,7 @@ def _nodes_and_domain(ws: Any, selector: str) -> tuple[list[str], list[str], str
     picked = select(graph, selector)
     nodes: list[str] = []
     relations: list[str] = []
-    database = name_key(ws._catalog_name())
+    database = name_key(ws.default_catalog or "")
     for nid in picked:
         node = graph.nodes[nid]
         rels = [r for r in [node.writes, *node.also_writes] if r is not None]
@@ -67,7 +67,7 @@ def _nodes_and_domain(ws: Any, selector: str) -> tuple[list[str], list[str], str
             if r.catalog and name_key(r.catalog) != database:
                 raise GrantError(
                     f"{nid} writes {r.key}, in database {r.catalog}, not the warehouse's "
-                    f"database {ws._catalog_name()}: a grant here cannot reach it.",
+                    f"database {ws.default_catalog}: a grant here cannot reach it.",
                     fix="request access to nodes of this warehouse's database",
                 )
             key = f"{r.schema}.{r.name}"
@@ -194,7 +194,7 @@ def refresh(ws: Any, g: Grant, *, now: float | None = None) -> Grant:
     if now >= g.expires_at:
         return store.transition(
             ws.state, g.grant_id, "expired", principal=SYSTEM, now=now,
-            comment=f"unanswered for {_hours(now - g.created_at)}; expired at the "
+            comment=f"unanswered for {hours_text(now - g.created_at)}; expired at the "
             f"{policy.approval_expiry} limit (never granted by waiting)",
         )  # fmt: skip
     from splice.repair.domains import domain_named
@@ -211,7 +211,7 @@ def refresh(ws: Any, g: Grant, *, now: float | None = None) -> Grant:
             for i in range(have, due):
                 at = g.created_at + i * step
                 store.log(conn, g, "escalate", principal=SYSTEM, at=at,
-                          comment=f"unanswered for {_hours(at - g.created_at)}: {owners[i]} is "
+                          comment=f"unanswered for {hours_text(at - g.created_at)}: {owners[i]} is "
                           f"asked as well (after {', '.join(owners[:i])})",
                           payload={"owner": owners[i], "asked": owners[: i + 1]})  # fmt: skip
     return store.load(ws.state, g.grant_id)
@@ -219,7 +219,7 @@ def refresh(ws: Any, g: Grant, *, now: float | None = None) -> Grant:
 
 def _check_approve(ws: Any, cur: Grant, name: str, dom: Any) -> None:
     """Why ``name`` may not approve ``cur`` now (an ApprovalError), or nothing."""
-    _refuse_during_stop(ws, "approved")
+    refuse_during_stop(ws, "approved")
     if name_key(name) == name_key(cur.created_by):
         others = ", ".join(o for o in dom.owners if name_key(o) != name_key(name))
         raise ApprovalError(
@@ -267,7 +267,11 @@ def approve(ws: Any, grant_id: str, *, principal: Principal, comment: str | None
     try:
         with connect(ws, f"granting {g.grant_id}") as con:
             pg.run(con, g.statements, f"granting {g.grant_id}")
-    except GrantError as e:  # one transaction on the warehouse: nothing of it holds
+    except SpliceError as e:  # one transaction on the warehouse: nothing of it should hold
+        try:
+            _take_back(ws, g)  # made sure (a commit whose answer was lost)
+        except SpliceError:
+            raise e from None  # still granting: the next pass takes it back, then fails it
         store.transition(ws.state, g.grant_id, "failed", principal=SYSTEM, comment=e.message)
         raise
     # killed here, the row stays granting: end_due revokes whatever may be there
@@ -399,7 +403,7 @@ def end_due(ws: Any, *, now: float | None = None) -> list[str]:
                 at = time.strftime("%Y-%m-%d %H:%M %Z", time.localtime(g.until))
                 _end(ws, g, "ended", principal=SYSTEM, now=now,
                      reason=f"its time was up at {at} ({g.hours:g} h)")  # fmt: skip
-        except GrantError as e:
+        except SpliceError as e:  # the warehouse refused or is down: kept, tried again
             g.last_error = e.message
             store.update(ws.state, g, now=_last_write(ws, g))
             problems.append(f"{g.grant_id}: revoking failed, tried again at the next pass: "

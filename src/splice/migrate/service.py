@@ -28,7 +28,7 @@ from splice.names import name_key
 from splice.principals import Principal
 from splice.repair import auditlog
 from splice.repair.access import require
-from splice.repair.approvals import _refuse_during_stop, is_owner
+from splice.repair.approvals import is_owner, refuse_during_stop
 
 Progress = Callable[[str], None] | None
 _ID = re.compile(r"^MG-(\d+)$", re.IGNORECASE)
@@ -153,7 +153,7 @@ def approve(ws: Any, migration_id: str, wave: int | None, *, principal: Principa
     from splice.repair.domains import domain_named
 
     name = require(principal, "approve", ws.config.policy, where=ws.config.serve.resource_url).name
-    _refuse_during_stop(ws, "approved")
+    refuse_during_stop(ws, "approved")
     m = load(ws.state, migration_id)
     w = m.wave(wave) if wave is not None else next(
         (x for x in m.waves if x.status == "planned"), None)  # fmt: skip
@@ -278,7 +278,7 @@ def run(ws: Any, dest: Any, migration_id: str, wave: int | None, *, principal: P
         progress: Progress = None) -> Migration:  # fmt: skip
     """Run one wave (default: the next that has not passed) and check it."""
     require(principal, "apply", ws.config.policy, where=ws.config.serve.resource_url)
-    _refuse_during_stop(ws, "applied")
+    refuse_during_stop(ws, "applied")
     m = load(ws.state, migration_id)
     if m.status == "complete":
         raise RepairError(f"{m.migration_id} is complete; nothing is left to run.",

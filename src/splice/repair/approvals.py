@@ -37,9 +37,9 @@ from splice.repair.autonomy import active_stop
 from splice.repair.model import EXPIRING, OPEN, Proposal
 
 
-def _hours(seconds: float) -> str:
+def hours_text(seconds: float) -> str:
     """
-    >>> _hours(14400), _hours(5400), _hours(90)
+    >>> hours_text(14400), hours_text(5400), hours_text(90)
     ('4h', '1h30m', '1m')
     """
     m = int(seconds // 60)
@@ -96,7 +96,7 @@ def refresh(ws: Any, p: Proposal, *, now: float | None = None) -> Proposal:
             comment = (f"approved but not applied within {policy.approval_expiry}; the approval "
                        "expired (propose again)")  # fmt: skip
         else:
-            waited = _hours(now - (p.requested_at or p.created_at))
+            waited = hours_text(now - (p.requested_at or p.created_at))
             comment = (f"unanswered for {waited}; expired at the {policy.approval_expiry} limit "
                        "(never granted by waiting)")  # fmt: skip
         return store.transition(
@@ -119,7 +119,7 @@ def refresh(ws: Any, p: Proposal, *, now: float | None = None) -> Proposal:
                 at = p.requested_at + i * step
                 store.note(
                     conn, p, "escalate", principal=SYSTEM, at=at,
-                    comment=f"unanswered for {_hours(at - p.requested_at)}: {owners[i]} is "
+                    comment=f"unanswered for {hours_text(at - p.requested_at)}: {owners[i]} is "
                     f"asked as well (after {', '.join(owners[:i])})",
                     payload={"owner": owners[i], "asked": owners[: i + 1]},
                 )  # fmt: skip
@@ -132,7 +132,7 @@ def refresh_all(ws: Any, *, now: float | None = None) -> None:
         refresh(ws, p, now=now)
 
 
-def _refuse_during_stop(ws: Any, what: str) -> None:
+def refuse_during_stop(ws: Any, what: str) -> None:
     s = active_stop(ws.state)
     if s is not None:
         raise ApprovalError(
@@ -151,7 +151,7 @@ def _requesters(ws: Any, p: Proposal) -> set[str]:
 
 def _check_approve(ws: Any, cur: Proposal, name: str, dom: Any) -> None:
     """Why ``name`` may not approve ``cur`` now (an ApprovalError), or nothing."""
-    _refuse_during_stop(ws, "approved")
+    refuse_during_stop(ws, "approved")
     if name_key(name) in _requesters(ws, cur):
         raise ApprovalError(
             f"{name} created or requested {cur.proposal_id}, so {name} cannot approve it "
@@ -256,7 +256,7 @@ def check_may_undo(ws: Any, p: Proposal, principal: Principal) -> Principal:
     """An undo rewrites production rows: only a person, a named owner of the proposal's
     domain, and never during an org-wide stop. Returns the principal."""
     name = require(principal, "undo", ws.config.policy, where=ws.config.serve.resource_url).name
-    _refuse_during_stop(ws, "undone")
+    refuse_during_stop(ws, "undone")
     dom = _domain(ws, p)
     if not is_owner(name, dom):
         raise ApprovalError(
@@ -271,7 +271,7 @@ def check_may_apply(ws: Any, principal: Principal) -> Principal:
     """A person with the approve scope applies (or Splice, what it may approve itself); nothing
     is applied during an org-wide stop."""
     require(principal, "apply", ws.config.policy, where=ws.config.serve.resource_url)
-    _refuse_during_stop(ws, "applied")
+    refuse_during_stop(ws, "applied")
     return principal
 
 
@@ -302,7 +302,7 @@ def options(ws: Any, p: Proposal, principal: Principal) -> dict[str, str | None]
         _check_reject(p, name, need_domain())
 
     def apply_check(name: str) -> None:
-        _refuse_during_stop(ws, "applied")
+        refuse_during_stop(ws, "applied")
         if p.status != "approved":
             raise ApprovalError(f"{p.proposal_id} is {p.status}; only an approved one applies.")
 
