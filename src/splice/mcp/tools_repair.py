@@ -94,6 +94,12 @@ def get_access_grant(ctx: Ctx, grant_id: str) -> Any:
     return call(ctx, lambda ws: api.access_grant(ws, grant_id))
 
 
+def get_migrations(ctx: Ctx, migration_id: str | None = None) -> Any:
+    """Warehouse migrations (or one): each wave's relations and rows, who approved it, its
+    parity checks and what failed, and whether the migration was signed complete."""
+    return call(ctx, lambda ws: api.migrate_status(ws, migration_id), key="migrations")
+
+
 # -- decisions (people only, on splice serve) ----------------------------------------------
 def approve_proposal(ctx: Ctx, proposal_id: str, comment: str | None = None) -> Any:
     """Approve a pending proposal as a named owner of its domain (a person; never its
@@ -173,6 +179,7 @@ GROUPS: dict[str, list[Any]] = {
         request_access,
         list_access_grants,
         get_access_grant,
+        get_migrations,
     ],
     "decisions": [
         approve_proposal,
