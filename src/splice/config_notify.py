@@ -31,6 +31,9 @@ EVENTS: tuple[str, ...] = (
     "stop_started",  # splice stop: nothing is approved or applied
     "stop_ended",  # splice resume
     "level_accepted",  # a person accepted an incident's new level as the normal
+    "access_requested",  # read access was asked for; it waits for an owner of the domain
+    "access_granted",  # an owner approved: the role reads the relations until its time is up
+    "access_ended",  # a grant was revoked: its time was up, or a person ended it early
 )
 _NAME = r"^[A-Za-z_][A-Za-z0-9_\-]*$"
 _ENV = r"^[A-Za-z_][A-Za-z0-9_]*$"

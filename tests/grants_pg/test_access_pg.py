@@ -286,3 +286,30 @@ def test_the_web_page_asks_an_owner_grants_and_revokes(pg_demo: Any, reader: str
             assert "DROP ROLE" in ended.text
     finally:
         toml.write_text(before)
+
+
+def test_owners_are_told_when_access_waits_is_granted_and_ends(pg_demo: Any, reader: str) -> None:
+    from tests.notify.notify_support import http_receiver
+
+    ws, _url = pg_demo
+    toml = ws / "splice.toml"
+    before = toml.read_text()
+    try:
+        with http_receiver() as rec:
+            toml.write_text(before + f'\n[[notify]]\nname = "hook"\ntype = "webhook"\nurl = "{rec.url}/hook"\n'
+                            'events = ["access_requested", "access_granted", "access_ended"]\n')  # fmt: skip
+            gid = json.loads(splice(ws, "access", "request", QTD, "--for", reader, "--why",
+                                    "close", "--hours", "1", "--as", "sam", "--json").stdout)["grant_id"]  # fmt: skip
+            splice(ws, "access", "approve", gid, "--as", "lee")
+            splice(ws, "access", "revoke", gid, "--reason", "done", "--as", "lee")
+            got = [(b["event"], b["proposal_id"]) for b in rec.on("/hook")]
+            assert got == [
+                ("access_requested", gid),
+                ("access_granted", gid),
+                ("access_ended", gid),
+            ]
+            first = rec.on("/hook")[0]
+            assert first["summary"].startswith(f"Access {gid} waits for approval by lee")
+            assert first["next_command"] == f"splice access approve {gid}"
+    finally:
+        toml.write_text(before)

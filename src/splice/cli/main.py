@@ -63,7 +63,19 @@ class SpliceGroup(click.Group):
 #: Commands after which the [[notify]] channels are told what happened (once the result or the
 #: error is printed: a dead receiver delays the exit by its timeout, never the decision).
 NOTIFY_AFTER = frozenset(
-    {"propose", "approve", "reject", "apply", "undo", "stop", "resume", "watch", "proposals"}
+    {
+        "propose",
+        "approve",
+        "reject",
+        "apply",
+        "undo",
+        "stop",
+        "resume",
+        "watch",
+        "proposals",
+        "access",
+        "migrate",
+    }
 )
 
 

@@ -30,6 +30,12 @@ AUDIT_EVENTS = {
     "stop": "stop_started",
     "resume": "stop_ended",
     "accept-level": "level_accepted",
+    # access grants (splice.grants): the grant's id stands in proposal_id
+    "access-request": "access_requested",
+    "access-escalate": "request_escalated",
+    "access-expire": "request_expired",
+    "access-grant": "access_granted",
+    "access-revoke": "access_ended",
     # "verify" becomes repair_verified or repair_unverified, by its result
 }
 
@@ -98,6 +104,8 @@ def from_audit(
         event = AUDIT_EVENTS[kind]
     else:
         return None
+    if kind.startswith("access-"):
+        return _access_event(config, seq, at, kind, event, actor, proposal_id or "", payload)
     p = _proposal(conn, proposal_id)
     pid = proposal_id or ""
     inc = p.get("incident_id") or payload.get("incident_id")
@@ -157,6 +165,41 @@ def from_audit(
     target = p.get("target") or payload.get("target")
     return Event(f"audit:{seq}", event, at, summary, target, inc, proposal_id, actor,
                  nxt, details, config.workspace.name)  # fmt: skip
+
+
+def _access_event(config: Any, seq: int, at: float, kind: str, event: str, actor: str,
+                  gid: str, payload: dict[str, Any]) -> Event:  # fmt: skip
+    """The words of an access grant's step (``payload``: the audit-log entry's)."""
+    grantee = payload.get("grantee") or "?"
+    rels = payload.get("relations") or []
+    what = f"{grantee} reads {', '.join(rels[:3])}" + (
+        f" (+{len(rels) - 3})" if len(rels) > 3 else ""
+    )
+    owners = _owners(config, payload.get("domain"))
+    details: dict[str, Any] = {"grantee": grantee, "relations": rels}
+    if kind == "access-request":
+        first = owners[0] if owners else "an owner"
+        summary = f"Access {gid} waits for approval by {first}: {what} ({payload.get('comment')})"
+        nxt = f"splice access approve {gid}"
+        details.update(domain=payload.get("domain"), asked=owners[:1], hours=payload.get("hours"))
+    elif kind == "access-escalate":
+        summary = (
+            f"Access request {gid} is still unanswered: {payload.get('owner')} is asked as well"
+        )
+        nxt = f"splice access approve {gid}"
+        details["asked"] = payload.get("asked") or []
+    elif kind == "access-expire":
+        summary = f"Access request {gid} expired: {payload.get('comment') or 'unanswered'}"
+        nxt = "splice access list --all"
+    elif kind == "access-grant":
+        summary = f"Access {gid} granted: {what}. {payload.get('comment') or ''}".strip()
+        nxt = f"splice access revoke {gid} --reason ... (ends it early)"
+        details["until"] = payload.get("until")
+    else:
+        summary = f"Access {gid} ended: {payload.get('comment') or 'revoked'}"
+        nxt = f"splice access show {gid}"
+    return Event(f"audit:{seq}", event, at, summary, None, None, gid, actor, nxt, details,
+                 config.workspace.name)  # fmt: skip
 
 
 def _level_accepted(
