@@ -313,3 +313,29 @@ def test_owners_are_told_when_access_waits_is_granted_and_ends(pg_demo: Any, rea
             assert first["next_command"] == f"splice access approve {gid}"
     finally:
         toml.write_text(before)
+
+
+def test_an_unanswered_request_escalates_then_expires_never_granted(
+    pg_demo: Any, reader: str
+) -> None:
+    from splice import api
+    from splice.grants import end_due, refresh
+    from splice.grants.store import load
+    from splice.principals import Principal
+
+    ws, url = pg_demo
+    lee = Principal.of("lee", kind="person", auth="cli-as")
+    sam = Principal.of("sam", kind="person", auth="cli-as")
+    with api.open_workspace(ws) as w:
+        g = api.request_access(w, AGG, grantee=reader, why="x", hours=1, principal=lee)
+        assert g["asked"] == ["maria"]
+        later = refresh(w, load(w.state, g["grant_id"]), now=g["created_at"] + 2 * 3600 + 1)
+        assert later.status == "pending" and api.access_grant(w, g["grant_id"])["asked"] == [
+            "maria",
+            "sam",
+        ]
+        assert end_due(w, now=g["expires_at"] + 1) == []
+        assert load(w.state, g["grant_id"]).status == "expired"
+        with pytest.raises(Exception, match="only a pending request is approved"):
+            api.approve_access(w, g["grant_id"], principal=sam)
+    assert not can_read(url, reader, "marts.agg_gmv_daily")

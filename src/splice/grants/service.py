@@ -23,7 +23,7 @@ from splice.grants.model import HELD, Grant
 from splice.names import name_key, normalise_name
 from splice.principals import SYSTEM, Principal
 from splice.repair.access import require
-from splice.repair.approvals import hours_text, is_owner, refuse_during_stop
+from splice.repair.approvals import escalations, hours_text, is_owner, refuse_during_stop
 
 #: A grant still ``granting`` this long after its last write was interrupted (granting takes
 #: well under a second).
@@ -202,18 +202,12 @@ def refresh(ws: Any, g: Grant, *, now: float | None = None) -> Grant:
     dom = domain_named(ws.config, g.domain)
     if dom is None:
         return g
-    owners = list(dom.owners)
-    step = policy.escalate_seconds(len(owners))
-    due = min(len(owners), 1 + int((now - g.created_at) // step))
-    have = len(asked(ws, g))
-    if due > have:
+    due = escalations(policy, list(dom.owners), g.created_at, len(asked(ws, g)), now)
+    if due:
         with ws.state.transaction() as conn:
-            for i in range(have, due):
-                at = g.created_at + i * step
-                store.log(conn, g, "escalate", principal=SYSTEM, at=at,
-                          comment=f"unanswered for {hours_text(at - g.created_at)}: {owners[i]} is "
-                          f"asked as well (after {', '.join(owners[:i])})",
-                          payload={"owner": owners[i], "asked": owners[: i + 1]})  # fmt: skip
+            for at, comment, payload in due:
+                store.log(conn, g, "escalate", principal=SYSTEM, at=at, comment=comment,
+                          payload=payload)  # fmt: skip
     return store.load(ws.state, g.grant_id)
 
 

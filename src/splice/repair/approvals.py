@@ -84,6 +84,26 @@ def asked(ws: Any, p: Proposal) -> list[str]:
     return owners[: min(len(owners), n)]
 
 
+def escalations(policy: Any, owners: list[str], since: float, asked_so_far: int,
+                now: float) -> list[tuple[float, str, dict[str, Any]]]:  # fmt: skip
+    """The escalations due by ``now`` of a request made at ``since`` that has asked
+    ``asked_so_far`` owners: (when, comment, payload) for each next owner to ask.
+
+    >>> from splice.config import PolicySection
+    >>> [(at, c) for at, c, _p in escalations(PolicySection(), ["maria", "sam"], 0.0, 1, 7300.0)]
+    [(7200.0, 'unanswered for 2h: sam is asked as well (after maria)')]
+    """
+    step = policy.escalate_seconds(len(owners))
+    due = min(len(owners), 1 + int((now - since) // step))
+    out = []
+    for i in range(asked_so_far, due):
+        at = since + i * step
+        out.append((at, f"unanswered for {hours_text(at - since)}: {owners[i]} is asked as well "
+                        f"(after {', '.join(owners[:i])})",
+                    {"owner": owners[i], "asked": owners[: i + 1]}))  # fmt: skip
+    return out
+
+
 def refresh(ws: Any, p: Proposal, *, now: float | None = None) -> Proposal:
     """Apply expiry and escalation to an open (or approved, not applied) proposal as of
     ``now``; returns it as stored."""
@@ -109,20 +129,12 @@ def refresh(ws: Any, p: Proposal, *, now: float | None = None) -> Proposal:
     dom = domain_named(ws.config, p.domain)
     if dom is None:
         return p
-    owners = list(dom.owners)
-    step = policy.escalate_seconds(len(owners))
-    due = min(len(owners), 1 + int((now - p.requested_at) // step))
-    have = len(asked(ws, p))
-    if due > have:
+    due = escalations(policy, list(dom.owners), p.requested_at, len(asked(ws, p)), now)
+    if due:
         with ws.state.transaction() as conn:
-            for i in range(have, due):
-                at = p.requested_at + i * step
-                store.note(
-                    conn, p, "escalate", principal=SYSTEM, at=at,
-                    comment=f"unanswered for {hours_text(at - p.requested_at)}: {owners[i]} is "
-                    f"asked as well (after {', '.join(owners[:i])})",
-                    payload={"owner": owners[i], "asked": owners[: i + 1]},
-                )  # fmt: skip
+            for at, comment, payload in due:
+                store.note(conn, p, "escalate", principal=SYSTEM, at=at, comment=comment,
+                           payload=payload)  # fmt: skip
     return store.load(ws.state, p.proposal_id)
 
 
