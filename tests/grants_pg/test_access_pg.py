@@ -339,3 +339,22 @@ def test_an_unanswered_request_escalates_then_expires_never_granted(
         with pytest.raises(Exception, match="only a pending request is approved"):
             api.approve_access(w, g["grant_id"], principal=sam)
     assert not can_read(url, reader, "marts.agg_gmv_daily")
+
+
+def test_a_rebuild_by_dbt_keeps_the_access_granted(pg_demo: Any, reader: str) -> None:
+    """dbt's table materialization builds a new table and drops the old one, privileges and
+    all: Splice grants again after every build, so a grant lasts its hours, not one run."""
+    ws, url = pg_demo
+    gid = json.loads(splice(ws, "access", "request", QTD, "--for", reader, "--why", "close",
+                            "--hours", "1", "--as", "sam", "--json").stdout)["grant_id"]  # fmt: skip
+    splice(ws, "access", "approve", gid, "--as", "lee")
+    with psycopg.connect(url) as con:
+        oid = con.execute(b"SELECT 'finance.fct_gmv_qtd'::regclass::oid").fetchone()
+    splice(ws, "run", "--full", "-s", QTD)
+    with psycopg.connect(url) as con:
+        assert (
+            con.execute(b"SELECT 'finance.fct_gmv_qtd'::regclass::oid").fetchone() != oid
+        )  # a new table
+    assert can_read(url, reader, "finance.fct_gmv_qtd")
+    splice(ws, "access", "revoke", gid, "--reason", "done", "--as", "lee")
+    assert not can_read(url, reader, "finance.fct_gmv_qtd")

@@ -294,12 +294,13 @@ def run(
     ``command`` is what the journal records as the run's command line. Repair applies killed
     mid-run are recovered first (:func:`splice.repair.recovery.recover_in_session`).
     """
+    from splice.api.grants import keep_access
     from splice.repair.recovery import recover_in_session
     from splice.run.runner import run as _run
 
     if fresh:
         ws.use_cache = False  # from scratch: the graph too is loaded through the tools
-    return _run(
+    report = _run(
         ws,
         selector,
         exclude=exclude,
@@ -310,6 +311,8 @@ def run(
         command=command,
         recover=recover_in_session,
     )
+    report.notes.extend(keep_access(ws))  # a rebuilt relation keeps the access granted on it
+    return report
 
 
 def run_plan(

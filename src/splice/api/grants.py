@@ -92,3 +92,19 @@ def access_options(ws: Workspace, grant_id: str, principal: Principal) -> dict[s
     from splice.grants.store import load
 
     return options(ws, load(ws.state, grant_id), principal)
+
+
+def keep_access(ws: Workspace) -> list[str]:
+    """After a build: grant again what every held grant holds (a rebuilt relation lost its
+    privileges). A line per grant that could not be kept whole; never raises for the build."""
+    from splice.errors import SpliceError
+    from splice.run.scheduler import warehouse_capabilities
+
+    if not warehouse_capabilities(ws.config.warehouse.type).grants or not ws.state_exists:
+        return []
+    from splice.grants.service import reassert
+
+    try:
+        return reassert(ws)
+    except SpliceError as e:
+        return [f"access grants could not be granted again after the build: {e.one_line()}"]

@@ -84,9 +84,13 @@ def reject(ws: Workspace, proposal_id: str, *, principal: Principal, reason: str
 
 def apply(ws: Workspace, proposal_id: str, *, principal: Principal, progress: Any = None) -> Any:
     """Run an approved proposal as one journaled run, verify it, write the receipt."""
+    from splice.api.grants import keep_access
     from splice.repair.flow import apply as _apply
 
-    return _apply(ws, proposal_id, principal=principal, progress=progress)
+    try:
+        return _apply(ws, proposal_id, principal=principal, progress=progress)
+    finally:  # the repair's rebuild keeps the access granted on what it rebuilt
+        ws.notices.extend(keep_access(ws))
 
 
 def receipt(ws: Workspace, proposal_id: str) -> dict[str, Any]:

@@ -72,6 +72,16 @@ def grant_statements(role: str, grantee: str, relations: list[str]) -> list[str]
     return out
 
 
+def reassert_statements(role: str, relations: list[str]) -> list[str]:
+    """The privileges of ``role`` again (a relation rebuilt by its tool, dropped and created
+    anew, lost what was granted on it); GRANT of a privilege held already changes nothing.
+
+    >>> reassert_statements("r", ["marts.a"])
+    ['GRANT USAGE ON SCHEMA "marts" TO "r"', 'GRANT SELECT ON TABLE "marts"."a" TO "r"']
+    """
+    return grant_statements(role, "-", relations)[1:-1]
+
+
 def revoke_statements(role: str) -> list[str]:
     """Take back everything ``role`` was given, then drop it (its members lose it too)."""
     return [exp.Command(this="DROP", expression=f"OWNED BY {_ident(role)}").sql(DIALECT),

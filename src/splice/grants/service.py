@@ -444,3 +444,29 @@ def options(ws: Any, g: Grant, principal: Principal) -> dict[str, str | None]:
         except SpliceError as e:
             out[action] = e.message
     return out
+
+
+def reassert(ws: Any, *, now: float | None = None) -> list[str]:
+    """Grant again what every grant held in this target holds: a tool that rebuilds a relation
+    (dbt's table materialization drops and renames) takes its privileges with it. Run after
+    every build. Returns a line per grant that could not be made again (a relation that is
+    gone), which keeps what it could."""
+    from splice.warehouse import connect
+
+    now = time.time() if now is None else now
+    held = [g for g in store.list_grants(ws.state, target=ws.target, statuses={"granted"})
+            if g.role and (g.until or 0) > now]  # fmt: skip
+    if not held:
+        return []
+    problems = []
+    with connect(ws, "keeping access grants") as con:
+        for g in held:
+            assert g.role is not None
+            there = [r for r in g.relations if r not in pg.missing(con, [r])]
+            if len(there) < len(g.relations):
+                gone = sorted(set(g.relations) - set(there))
+                problems.append(f"{g.grant_id}: {', '.join(gone)} no longer in the warehouse; "
+                                f"{g.grantee} cannot read it until it is built again")  # fmt: skip
+            if there:
+                pg.run(con, pg.reassert_statements(g.role, there), f"keeping {g.grant_id}")
+    return problems
