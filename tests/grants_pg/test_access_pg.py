@@ -1,7 +1,8 @@
 """`splice access` on a real PostgreSQL: a request routed to a domain's owners, approved by one
 of them (never the requester), granted as a role holding exactly the named relations, and
 revoked when its time is up: by the next command, or by a running `splice serve` restarted
-meanwhile. The demo is built on the server by the real tools (dlt, SQLMesh, dbt-postgres)."""
+meanwhile. The demo is built on the server by the real tools (dlt, SQLMesh, dbt-postgres), and
+Splice's own state is in another database of the same server (as a team shares it)."""
 
 from __future__ import annotations
 
@@ -30,8 +31,10 @@ READER_PW = "reader-pw"
 @pytest.fixture(scope="module")
 def pg_demo(pg_server: LocalPostgres, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     url = pg_server.create_database(f"access_{uuid.uuid4().hex[:8]}")
+    state = pg_server.create_database(f"access_state_{uuid.uuid4().hex[:8]}")
     built = build_demo(tmp_path_factory.mktemp("access") / "travel", warehouse="postgres",
-                       warehouse_url=url)  # fmt: skip
+                       warehouse_url=url,
+                       state_url=state.replace("postgresql://", "postgresql+psycopg://"))  # fmt: skip
     return built.workspace, url
 
 
@@ -192,9 +195,9 @@ def test_an_owner_revokes_early_and_a_killed_grant_is_taken_back(pg_demo: Any, r
             pg.run(con, held.statements, "granting")
         assert can_read(url, reader, "finance.fct_gmv_qtd")
         assert api.end_due_access(w) == []  # within the grace period: left alone
-        w.state.conn.execute("UPDATE access_grants SET updated_at = updated_at - 600 "
-                             "WHERE grant_id = ?", (g["grant_id"],))  # fmt: skip
-        w.state.conn.commit()
+        with w.state.transaction() as conn:
+            conn.execute("UPDATE access_grants SET updated_at = updated_at - 600 "
+                         "WHERE grant_id = ?", (g["grant_id"],))  # fmt: skip
     shown = json.loads(splice(ws, "access", "show", g["grant_id"], "--json").stdout)
     assert shown["status"] == "failed" and "interrupted while granting" in shown["end_reason"]
     assert not can_read(url, reader, "finance.fct_gmv_qtd")

@@ -35,7 +35,13 @@ import sqlglot
 from sqlglot import exp
 
 #: Tables whose rows are read in insertion order (``ORDER BY rowid``): PostgreSQL has no rowid.
-ROWID_TABLES = ("incidents", "repair_proposals", "repair_decisions")
+ROWID_TABLES = (
+    "incidents",
+    "repair_proposals",
+    "repair_decisions",
+    "access_grants",
+    "access_decisions",
+)
 #: The key every writer's transaction locks (one writer at a time, as SQLite).
 WRITE_LOCK_KEY = 0x5B11CE
 
