@@ -34,7 +34,7 @@ demo: $(STAMP)
 	$(BIN)/splice demo $(DEMO_DIR) --force --incident stale-rates
 
 test: $(STAMP) $(AIRFLOW_STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=25
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
