@@ -390,6 +390,8 @@ class AccessSection(_Strict):
     max_hours: float = Field(default=168.0, gt=0, le=24 * 366)  # the longest a grant may run
     #: the warehouse roles Splice makes start with this (one role per grant)
     role_prefix: str = Field(default="splice_", pattern=r"^[a-z_][a-z0-9_]{0,20}$")
+    #: principal name -> the warehouse role it reads as (``--for`` takes either)
+    roles: dict[str, str] = Field(default_factory=dict)
 
 
 class StateSection(_Strict):

@@ -146,9 +146,18 @@ def test_requests_that_cannot_be_granted_are_refused(pg_demo: Any, reader: str) 
     listed = json.loads(splice(ws, "access", "list", "--all", "--json").stdout)
     assert all(g["grantee"] != reader for g in listed)  # nothing was recorded for them
 
-    # during an org-wide stop nothing is approved; after it is lifted, it is
-    gid = json.loads(splice(ws, "access", "request", QTD, "--for", reader, "--why", "close",
-                            "--hours", "1", "--as", "sam", "--json").stdout)["grant_id"]  # fmt: skip
+    # --for takes a principal whose role [access] roles names; during an org-wide stop nothing
+    # is approved; after it is lifted, it is
+    toml = ws / "splice.toml"
+    before = toml.read_text()
+    toml.write_text(before + f'\n[access]\nroles = {{ "Rita" = "{reader}" }}\n')
+    try:
+        asked = json.loads(splice(ws, "access", "request", QTD, "--for", "rita", "--why", "close",
+                                  "--hours", "1", "--as", "sam", "--json").stdout)  # fmt: skip
+    finally:
+        toml.write_text(before)
+    gid = asked["grant_id"]
+    assert asked["grantee"] == reader
     splice(ws, "stop", "--reason", "quarter freeze", "--as", "lee")
     try:
         stopped = splice(ws, "access", "approve", gid, "--as", "lee", check=False)

@@ -45,8 +45,9 @@ def access_group() -> None:
 
 @access_group.command("request")
 @click.argument("selector")
-@click.option("--for", "grantee", required=True, metavar="ROLE",
-              help="The warehouse role that gets read access (a person's or a service's).")  # fmt: skip
+@click.option("--for", "grantee", required=True, metavar="NAME",
+              help="Who reads: a principal ([access] roles maps it to its warehouse role) or a "
+              "warehouse role.")  # fmt: skip
 @click.option("--why", required=True, help="Why access is needed (shown to the owners).")
 @click.option("--hours", type=float, required=True, help="How long access lasts once approved.")
 @click.option("--as", "actor", default=None, metavar="NAME", help=AS_HELP)

@@ -100,8 +100,22 @@ def _nodes_and_domain(ws: Any, selector: str) -> tuple[list[str], list[str], str
     return nodes, relations, next(iter(domains))
 
 
-def _grantee(ws: Any, con: Any, raw: str) -> str:
+def role_of(config: Any, raw: str) -> str:
+    """The warehouse role ``--for`` names: a principal's role from ``[access] roles`` (names
+    compared normalised), else the name itself.
+
+    >>> from splice.config import WorkspaceConfig
+    >>> cfg = WorkspaceConfig.model_validate({"access": {"roles": {"Maria": "maria_ro"}}})
+    >>> role_of(cfg, " maria"), role_of(cfg, "analyst")
+    ('maria_ro', 'analyst')
+    """
     name = normalise_name(raw)
+    mapped = {name_key(k): v for k, v in config.access.roles.items()}
+    return mapped.get(name_key(name), name)
+
+
+def _grantee(ws: Any, con: Any, raw: str) -> str:
+    name = role_of(ws.config, raw)
     if not name or name_key(name) == "public":
         raise InputError(
             f"--for {raw!r} names no role: access is granted to one warehouse role.",
