@@ -9,12 +9,14 @@ STAMP  := $(VENV)/.installed
 # its REST API; the tests and `splice demo --orchestrator airflow` start `airflow standalone`.
 AIRFLOW_VENV  ?= .venv-airflow
 AIRFLOW_STAMP := $(AIRFLOW_VENV)/.installed
+# Spark (pyspark with Spark Connect, dbt-spark) joins the main environment for the tests only.
+SPARK_STAMP := $(VENV)/.spark-installed
 export SPLICE_AIRFLOW ?= $(CURDIR)/$(AIRFLOW_VENV)/bin/airflow
 
 export RUNTIME__DLTHUB_TELEMETRY := false
 export DO_NOT_TRACK := 1
 
-.PHONY: demo test lint bench install airflow clean
+.PHONY: demo test lint bench install airflow spark clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -26,14 +28,20 @@ $(AIRFLOW_STAMP): constraints-airflow.txt
 	$(AIRFLOW_VENV)/bin/pip install -q --disable-pip-version-check -c constraints-airflow.txt apache-airflow
 	touch $(AIRFLOW_STAMP)
 
+$(SPARK_STAMP): $(STAMP)
+	$(BIN)/pip install -q --disable-pip-version-check -c constraints.txt -e ".[dev,spark]"
+	touch $(SPARK_STAMP)
+
 install: $(STAMP)
 
 airflow: $(AIRFLOW_STAMP)
 
+spark: $(SPARK_STAMP)
+
 demo: $(STAMP)
 	$(BIN)/splice demo $(DEMO_DIR) --force --incident stale-rates
 
-test: $(STAMP) $(AIRFLOW_STAMP)
+test: $(STAMP) $(AIRFLOW_STAMP) $(SPARK_STAMP)
 	$(BIN)/python -m pytest -q --durations=25
 
 lint: $(STAMP)

@@ -48,19 +48,22 @@ class WorkspaceSection(_Strict):
 
 
 class WarehouseSection(_Strict):
-    """``[warehouse]``: where the projects write. DuckDB (a file, the default) or PostgreSQL
+    """``[warehouse]``: where the projects write. DuckDB (a file, the default), PostgreSQL
     (a server: ``url``, or ``host``/``port``/``user``/``database``, the password always from the
     environment variable named by ``password_env``; or ``local``, a data directory in the
-    workspace whose server Splice starts itself).
+    workspace whose server Splice starts itself), or Apache Spark (``remote``, its Spark
+    Connect endpoint ``sc://HOST:PORT``).
 
     >>> w = WarehouseSection(type="postgres", url="postgresql://me@db:5433/wh")
     >>> (w.dialect, w.pg_fields()["port"], w.pg_fields()["database"])
     ('postgres', 5433, 'wh')
     """
 
-    type: Literal["duckdb", "postgres"] = "duckdb"
+    type: Literal["duckdb", "postgres", "spark"] = "duckdb"
     path: str = "warehouse.duckdb"
     dialect: str = ""
+    # Apache Spark: a Spark Connect endpoint (sc://HOST:PORT)
+    remote: str | None = None
     # PostgreSQL
     url: str | None = None
     host: str | None = None
@@ -73,9 +76,18 @@ class WarehouseSection(_Strict):
     @model_validator(mode="after")
     def _by_type(self) -> WarehouseSection:
         if not self.dialect:
-            self.dialect = "postgres" if self.type == "postgres" else "duckdb"
+            self.dialect = self.type if self.type in ("postgres", "spark") else "duckdb"
         pg_keys = [k for k in ("url", "host", "port", "user", "database", "password_env",
                                "local") if getattr(self, k) is not None]  # fmt: skip
+        if self.remote is not None and self.type != "spark":
+            raise ValueError('remote belongs to a Spark warehouse: set type = "spark" or remove it')
+        if self.type == "spark":
+            if pg_keys:
+                raise ValueError(f'{", ".join(pg_keys)} belong to a PostgreSQL warehouse; a Spark '
+                                 'warehouse takes remote = "sc://HOST:PORT"')  # fmt: skip
+            if not (self.remote and self.remote.startswith("sc://")):
+                raise ValueError('a Spark warehouse needs remote = "sc://HOST:PORT" (its Spark '
+                                 "Connect endpoint)")  # fmt: skip
         if self.type == "duckdb" and pg_keys:
             raise ValueError(
                 f'{", ".join(pg_keys)} belong to a PostgreSQL warehouse: set type = "postgres" '

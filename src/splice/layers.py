@@ -107,7 +107,9 @@ INFRASTRUCTURE: tuple[str, ...] = (
     "splice.faults_env",
     "splice.sqlmesh_import",
     "splice.warehouse",
+    "splice.warehouse_spark",
     "splice.pglocal",
+    "splice.sparklocal",
     "splice.procs",
     "splice.layers",
 )

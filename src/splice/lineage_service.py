@@ -166,6 +166,8 @@ def warehouse_columns(
     :func:`_warehouse_memo_key` the caller took already."""
     if ws.config.warehouse.type == "postgres":
         return _relations_of(ws, _pg_columns(ws))
+    if ws.config.warehouse.type == "spark":
+        return _relations_of(ws, _spark_columns(ws))
     path = ws.warehouse_path
     if not path.exists() or ws.config.warehouse.type != "duckdb":
         return {}
@@ -229,6 +231,18 @@ def _relations_of(ws: Workspace, rows: list[Any]) -> dict[Relation, dict[str, st
         rel = relation_from_parts(cat, sch, tbl, dialect=ws.dialect)
         out.setdefault(rel, {})[col.lower()] = str(typ)
     return out
+
+
+def _spark_columns(ws: Workspace) -> list[Any]:
+    """The columns of the relations the graph writes and reads, as Spark describes them."""
+    from splice.warehouse import connect
+    from splice.warehouse_spark import describe_rows
+
+    graph = ws.graph()
+    rels = list(dict.fromkeys(r for n in graph.nodes.values()
+                              for r in [*n.all_writes, *n.reads]))  # fmt: skip
+    with connect(ws, "reading the warehouse's columns") as con:
+        return describe_rows(con, rels)
 
 
 def _pg_columns(ws: Workspace) -> list[Any]:

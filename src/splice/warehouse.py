@@ -4,6 +4,9 @@ DuckDB allows one writer process: a connection is opened for one piece of work a
 once (see ../shared/STACK.md), and a lock held by another process becomes a clear
 :class:`~splice.errors.WarehouseError` that says a retry can help.
 
+Apache Spark (``[warehouse] type = "spark"``) is reached through Spark Connect: a
+:class:`splice.warehouse_spark.SparkConnection` answers ``execute(sql)`` as the others do.
+
 PostgreSQL (``[warehouse] type = "postgres"``) is a server: a psycopg connection in autocommit
 mode (``con.execute(sql).fetchall()`` reads as DuckDB's does; ``with con.transaction():`` groups
 writes). An unreachable server, a wrong password or a missing database is a one-line
@@ -28,6 +31,12 @@ def connect(ws: Any, what: str, *, read_only: bool = False) -> Iterator[Any]:
     if ws.config.warehouse.type == "postgres":
         with pg_connect(ws, what) as pcon:
             yield pcon
+        return
+    if ws.config.warehouse.type == "spark":
+        from splice.warehouse_spark import spark_connect
+
+        with spark_connect(ws, what) as scon:
+            yield scon
         return
     path = ws.warehouse_path
     if not path.exists():

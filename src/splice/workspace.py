@@ -83,6 +83,8 @@ class Workspace:
         wh = self.config.warehouse
         if wh.type == "postgres":
             return str(wh.pg_fields()["database"] or "postgres")
+        if wh.type == "spark":
+            return "spark_catalog"  # the session catalog (the Hive metastore's)
         return Path(wh.path).stem
 
     @classmethod

@@ -31,6 +31,8 @@ WAREHOUSES: dict[str, WarehouseCapabilities] = {
     "duckdb": WarehouseCapabilities(concurrent_writers=False, max_parallel=1),
     # a server: several writers at once; a run's lock is per target (and an advisory lock)
     "postgres": WarehouseCapabilities(concurrent_writers=True, max_parallel=4, grants=True),
+    # a Spark Connect server: clients in several processes at once, one metastore behind it
+    "spark": WarehouseCapabilities(concurrent_writers=True, max_parallel=2),
 }
 DEFAULT_WAREHOUSE = WarehouseCapabilities(concurrent_writers=True, max_parallel=4)
 

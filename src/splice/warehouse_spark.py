@@ -1,0 +1,129 @@
+"""Splice's own queries on Apache Spark, through Spark Connect (``[warehouse] remote``).
+
+A :class:`SparkConnection` answers like the DuckDB and psycopg connections Splice uses
+elsewhere: ``con.execute(sql)`` returns a cursor with ``fetchall``/``fetchone``/``fetchmany``
+and ``description``; the SQL is Spark SQL (sqlglot writes it in the ``spark`` dialect). The
+client session is opened for one piece of work and closed at once. A server that does not
+answer is a one-line :class:`~splice.errors.WarehouseError` naming ``[warehouse] remote`` and
+saying a retry can help; a query Spark refuses is one too, with Spark's own first line.
+
+pyspark is imported only here, and only when a Spark warehouse is used.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from splice.errors import WarehouseError
+
+
+class SparkCursor:
+    """The rows of one statement (Spark returns them whole)."""
+
+    def __init__(self, rows: list[tuple[Any, ...]], columns: list[str]) -> None:
+        self._rows = rows
+        self._at = 0
+        self.description = [(c, None, None, None, None, None, None) for c in columns]
+        self.rowcount = len(rows)
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        out, self._at = self._rows[self._at :], len(self._rows)
+        return out
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        if self._at >= len(self._rows):
+            return None
+        self._at += 1
+        return self._rows[self._at - 1]
+
+    def fetchmany(self, size: int = 1000) -> list[tuple[Any, ...]]:
+        out = self._rows[self._at : self._at + size]
+        self._at += len(out)
+        return out
+
+
+class SparkConnection:
+    """``execute(sql)`` over a Spark Connect session."""
+
+    def __init__(self, session: Any, remote: str) -> None:
+        self.session = session
+        self.remote = remote
+
+    def execute(self, sql: str, params: Any = None) -> SparkCursor:
+        if params:
+            raise TypeError("Spark SQL is sent with its values in it (sqlglot literals)")
+        from pyspark.errors import PySparkException
+
+        try:
+            df = self.session.sql(sql)
+            rows = [tuple(r) for r in df.collect()]
+            return SparkCursor(rows, list(df.columns))
+        except PySparkException as e:
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise WarehouseError(f"Spark refused a query of Splice's: {first}",
+                                 fix="check that the relations it names are built in this target "
+                                 "(splice run)") from None  # fmt: skip
+
+    def close(self) -> None:
+        self.session.stop()
+
+
+def _quiet() -> None:
+    """pyspark's client logs every failed query, JVM stack and all, to the terminal: Splice
+    says what failed in one line instead."""
+    for name in ("pyspark", "py4j", "SQLQueryContextLogger"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+@contextmanager
+def spark_connect(ws: Any, what: str) -> Iterator[SparkConnection]:
+    """A Spark Connect session to the workspace's warehouse, stopped when the block ends."""
+    remote = str(ws.config.warehouse.remote)
+    try:
+        from pyspark.sql import SparkSession
+    except ModuleNotFoundError:
+        raise WarehouseError(
+            f"{what}: the warehouse is Spark, and pyspark is not installed.",
+            fix='pip install "splice[spark]" (pyspark with Spark Connect, dbt-spark)',
+        ) from None
+    _quiet()
+    try:
+        session = SparkSession.builder.remote(remote).create()
+        session.sql("SELECT 1").collect()
+    except Exception as e:  # noqa: BLE001 - gRPC's errors have no common base worth naming
+        text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise WarehouseError(
+            f"{what}: cannot reach the Spark Connect server at {remote} ({text[:300]}).",
+            fix="start the server (sbin/start-connect-server.sh) or correct [warehouse] remote",
+            retry=True,
+        ) from None
+    con = SparkConnection(session, remote)
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+def describe_rows(
+    con: SparkConnection, relations: list[Any]
+) -> list[tuple[str, str, str, str, str]]:
+    """(catalog, schema, table, column, type) of each relation Spark has, from ``DESCRIBE
+    TABLE`` (Spark has no information_schema for its session catalog); relations it does not
+    have are left out."""
+    from sqlglot import exp
+
+    out = []
+    for rel in relations:
+        table = exp.table_(rel.name, db=rel.schema, quoted=True)
+        try:
+            rows = con.execute(exp.Describe(this=table).sql(dialect="spark")).fetchall()
+        except WarehouseError:
+            continue  # not built (yet)
+        for name, dtype, *_rest in rows:
+            if not name or str(name).startswith("#"):
+                break  # the partitioning and detailed sections follow
+            out.append((rel.catalog, rel.schema, rel.name, str(name), str(dtype)))
+    return out

@@ -1,0 +1,35 @@
+"""One Spark Connect server for the Spark tests (a JVM: about 5 s to start, 1 GB), started on
+127.0.0.1 by the first test that needs it and stopped when the session ends. Every client, in
+this process or a CLI subprocess, reaches it through ``sc://127.0.0.1:PORT``.
+
+The Spark tests are marked ``spark``: ``pytest -m "not spark"`` skips them while iterating.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from splice.sparklocal import LocalSpark
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.spark)
+
+
+@pytest.fixture(scope="session")
+def spark_server() -> Iterator[LocalSpark]:
+    base = Path(tempfile.mkdtemp(prefix="splice-spark-"))
+    server = LocalSpark(base).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(base, ignore_errors=True)
