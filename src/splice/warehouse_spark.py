@@ -78,6 +78,23 @@ def _quiet() -> None:
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
+def _probe(remote: str, what: str) -> None:
+    """A one-line error at once when nothing listens at ``remote`` (``sc://HOST:PORT/...``)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    u = urlsplit(remote.replace("sc://", "http://", 1))
+    host, port = u.hostname or "localhost", u.port or 15002
+    try:
+        socket.create_connection((host, port), timeout=5).close()
+    except OSError as e:
+        raise WarehouseError(
+            f"{what}: cannot reach the Spark Connect server at {remote} ({e.strerror or e}).",
+            fix="start the server (sbin/start-connect-server.sh) or correct [warehouse] remote",
+            retry=True,
+        ) from None
+
+
 @contextmanager
 def spark_connect(ws: Any, what: str) -> Iterator[SparkConnection]:
     """A Spark Connect session to the workspace's warehouse, stopped when the block ends."""
@@ -90,6 +107,7 @@ def spark_connect(ws: Any, what: str) -> Iterator[SparkConnection]:
             fix='pip install "splice[spark]" (pyspark with Spark Connect, dbt-spark)',
         ) from None
     _quiet()
+    _probe(remote, what)  # pyspark retries an unreachable server for minutes: ask first
     try:
         session = SparkSession.builder.remote(remote).create()
         session.sql("SELECT 1").collect()

@@ -1,6 +1,7 @@
-"""A dbt-spark project on a real Spark (Spark Connect, local[2]): `splice run` builds it through
-dbt-spark, `splice watch` measures its declared metric with SQL sqlglot writes in Spark's
-dialect, pushed down to Spark; a Spark that does not answer is one clear line."""
+"""SQLMesh and dbt-spark on a real Spark (Spark Connect, local[2]): `splice run` builds SQLMesh's
+incremental fx.daily_rates through its Spark engine, then the dbt-spark models that read it;
+`splice watch` measures the declared metrics with SQL sqlglot writes in Spark's dialect, pushed
+down to Spark; a Spark that does not answer is one clear line."""
 
 from __future__ import annotations
 
@@ -34,29 +35,44 @@ def shop(spark_server: LocalSpark, tmp_path_factory: pytest.TempPathFactory) -> 
     return ws
 
 
-def test_splice_runs_dbt_spark_and_watches_on_spark(shop: Path, spark_server: LocalSpark) -> None:
+def _points(ws: Path, remote: str, metric: str) -> dict[tuple[str, str], float]:
+    got = json.loads(splice(ws, remote, "metrics", "show", metric, "--json").stdout)
+    return {(p["interval"], s["series"]): p["value"] for s in got["series"] for p in s["points"]}
+
+
+def test_splice_runs_sqlmesh_and_dbt_on_spark_and_watches(
+    shop: Path, spark_server: LocalSpark
+) -> None:
     remote = spark_server.remote
-    ran = splice(shop, remote, "run", "--json")
+    ran = splice(shop, remote, "run", "--json", "--execution-time", "2026-09-04")
     assert ran.returncode == 0, ran.stderr + ran.stdout
     report = json.loads(ran.stdout)
     built = {n for n, r in report["nodes"].items() if r["status"] == "success"}
-    assert report["ok"] and {"shop:fct_daily", "shop:stg_orders", "shop:orders"} <= built
+    assert report["ok"]
+    assert {"fx:fx.daily_rates", "shop:fct_daily", "shop:fct_daily_usd", "shop:orders"} <= built
+    graph = json.loads(splice(shop, remote, "ls", "--json").stdout)
+    source = next(n for n in graph if n["id"] == "shop:source:fx.daily_rates")
+    assert source["upstream"] == ["fx:fx.daily_rates"]  # the binding across tools, on Spark
     watched = splice(shop, remote, "watch", "--json")
     assert watched.returncode == 0, watched.stderr + watched.stdout
-    got = json.loads(splice(shop, remote, "metrics", "show", "revenue", "--json").stdout)
-    points = {(p["interval"], s["series"]): p["value"] for s in got["series"] for p in s["points"]}
-    assert points[("2026-09-02", "country=FR")] == pytest.approx(10.0)
-    assert points[("2026-09-03", "country=DE")] == pytest.approx(40.0)
+    revenue = _points(shop, remote, "revenue")
+    assert revenue[("2026-09-02", "country=FR")] == pytest.approx(10.0)
+    assert revenue[("2026-09-03", "country=DE")] == pytest.approx(40.0)
+    usd_points = _points(shop, remote, "revenue_usd")
+    # 2026-09-03: DE 40.00 EUR at 1.12, US 12.00 USD at 1.00
+    assert usd_points[("2026-09-03", "(all)")] == pytest.approx(40.0 * 1.12 + 12.0)
 
 
-def test_an_unreachable_spark_is_one_clear_line(shop: Path, tmp_path: Path) -> None:
+def test_an_unreachable_spark_is_one_clear_line(
+    shop: Path, spark_server: LocalSpark, tmp_path: Path
+) -> None:
+    """[warehouse] remote names a port nothing listens on (the tools' own configs still reach
+    the server: Splice's connection is the one that fails)."""
     other = tmp_path / "shop"
     shutil.copytree(shop, other)
     toml = other / "splice.toml"
-    toml.write_text(
-        toml.read_text().replace('remote = "sc://127.0.0.1:', 'remote = "sc://127.0.0.1:1')
-    )
-    r = splice(other, "sc://127.0.0.1:9", "watch")
+    toml.write_text(toml.read_text().replace(spark_server.remote, "sc://127.0.0.1:9"))
+    r = splice(other, spark_server.remote, "watch")
     assert r.returncode == 2, r.stderr
     assert "cannot reach the Spark Connect server" in r.stderr and "[warehouse] remote" in r.stderr
     assert "Traceback" not in r.stderr and "JVM" not in r.stderr

@@ -222,10 +222,12 @@ class DbtProvider:
         dialect = self.dialect
 
         def rel(text: str | None) -> Any:
-            # written in the project's dialect, named by the workspace's (relations must meet)
+            # written in the project's dialect, named by the workspace's (relations must meet);
+            # a name without a catalog (dbt-spark's) is in the warehouse's default catalog
             if not text or _reads_files(text, dialect):
                 return None
-            return parse_relation(text, dialect=self.ctx.dialect, read=dialect)
+            return parse_relation(text, dialect=self.ctx.dialect, read=dialect,
+                                  default_catalog=self.ctx.default_catalog)  # fmt: skip
 
         for uid, s in m.sources.items():
             r = rel(s.relation_name)
