@@ -56,13 +56,27 @@ def transpile_type(type_text: str, source: str, dest: str) -> exp.DataType:
     return dt
 
 
+def stream(con: Any, sql: str, dialect: str, size: int = BATCH) -> Iterator[list[tuple[Any, ...]]]:
+    """The rows of ``sql`` in batches, never all at once: on PostgreSQL through a server-side
+    cursor (psycopg's ordinary cursor holds the whole result in memory), in a transaction of
+    its own; DuckDB's result streams by itself."""
+    if dialect == "postgres":
+        with con.transaction(), con.cursor(name="splice_stream") as cur:
+            cur.itersize = size
+            cur.execute(sql)
+            while batch := cur.fetchmany(size):
+                yield batch
+        return
+    cur = con.execute(sql)
+    while batch := cur.fetchmany(size):
+        yield batch
+
+
 def _rows(
     con: Any, relation: str, names: list[str], dialect: str
 ) -> Iterator[list[tuple[Any, ...]]]:
     q = exp.select(*[exp.column(c, quoted=True) for c in names]).from_(_table(relation))
-    cur = con.execute(q.sql(dialect=dialect))
-    while batch := cur.fetchmany(BATCH):
-        yield batch
+    yield from stream(con, q.sql(dialect=dialect), dialect)
 
 
 def _csv(header: bool | None = None) -> list[exp.Expr]:

@@ -28,7 +28,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from splice.migrate.copy import columns
+from splice.migrate.copy import columns, stream
 from splice.migrate.model import Check, Moved
 
 MOD = 1 << 64
@@ -129,17 +129,17 @@ def profile(con: Any, dialect: str, relation: str, time_column: str | None,
     if time_column:
         selects.insert(0, exp.column(time_column, quoted=True))
     q = exp.select(*selects).from_(exp.table_(name, db=schema, quoted=True))
-    cur = con.execute(q.sql(dialect=dialect))
     p = Profile()
     off = 1 if time_column else 0
     conv = [(off + i, CONVERT[k]) for i, (_c, k) in enumerate(exact) if k in CONVERT]
     ex = slice(off, off + len(exact))
     ap = range(off + len(exact), off + len(exact) + len(approx))
-    while batch := cur.fetchmany(50_000):
-        for row in batch:
-            key = _interval(row[0]) if time_column else "(all)"
+    for batch in stream(con, q.sql(dialect=dialect), dialect, 50_000):
+        for fetched in batch:
+            key = _interval(fetched[0]) if time_column else "(all)"
+            row: Any = fetched
             if conv:
-                row = list(row)
+                row = list(fetched)
                 for i, f in conv:
                     row[i] = f(row[i])
             p.rows[key] = p.rows.get(key, 0) + 1
