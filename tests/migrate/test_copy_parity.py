@@ -79,3 +79,20 @@ def test_a_column_of_another_kind_fails_the_schema_check(pair) -> None:  # type:
     dest.execute("ALTER TABLE raw.t ALTER COLUMN n TYPE VARCHAR")
     (schema,) = _checks(src, dest)
     assert not schema.ok and "n (int vs text)" in schema.detail
+
+
+def test_two_targets_on_one_warehouse_are_refused_and_nothing_is_dropped(fresh_demo: Path) -> None:
+    """prod and dev write one DuckDB file: a copy of raw.fx_rates onto itself would drop it."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "splice", "-w", str(fresh_demo), "migrate", "plan",
+                        "--from", "prod", "--to", "dev", "--as", "rita"],
+                       capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert r.returncode == 2 and "use the same warehouse" in r.stderr
+    assert "[targets.dev.warehouse]" in r.stderr
+    con = duckdb.connect(str(fresh_demo / "warehouse.duckdb"), read_only=True)
+    try:
+        assert con.execute("SELECT count(*) FROM raw.fx_rates").fetchone()[0] > 0
+    finally:
+        con.close()

@@ -119,6 +119,17 @@ def _count(ws: Any, relations: list[Any]) -> None:
                 r.rows = None
 
 
+def _where_it_lives(ws: Any) -> str:
+    """The warehouse a workspace's target writes, as one comparable text."""
+    wh = ws.config.warehouse
+    if wh.type == "postgres":
+        f = wh.pg_fields()
+        return f"postgres://{f['host']}:{f['port']}/{f['database'] or 'postgres'}"
+    if wh.type == "spark":
+        return str(wh.remote)
+    return str(ws.warehouse_path)
+
+
 def plan(source: Any, dest: Any, *, principal: Principal, execution_time: str | None = None,
          tolerance: float = 0.0001, relative_tolerance: float = 1e-6) -> Migration:  # fmt: skip
     """Plan moving ``source``'s target to ``dest``'s (two open workspaces of one root)."""
@@ -128,6 +139,14 @@ def plan(source: Any, dest: Any, *, principal: Principal, execution_time: str | 
     if source.target == dest.target:
         raise InputError(f"--from and --to are both {source.target!r}.",
                          fix="migrate to another target ([targets.NAME] in splice.toml)")  # fmt: skip
+    if _where_it_lives(source) == _where_it_lives(dest):
+        raise InputError(
+            f"targets {source.target!r} and {dest.target!r} use the same warehouse "
+            f"({_where_it_lives(source)}): a migration moves relations between two warehouses, "
+            "and copying a relation onto itself would drop it.",
+            fix=f"give the destination a warehouse of its own: [targets.{dest.target}.warehouse] "
+            "in splice.toml",
+        )
     if not (tolerance >= 0 and relative_tolerance >= 0):
         raise InputError(f"a tolerance is negative ({tolerance}, {relative_tolerance}).",
                          fix="pass --tolerance and --relative-tolerance of 0 or more")  # fmt: skip
