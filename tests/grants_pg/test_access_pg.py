@@ -370,3 +370,18 @@ def test_a_rebuild_by_dbt_keeps_the_access_granted(pg_demo: Any, reader: str) ->
     assert can_read(url, reader, "finance.fct_gmv_qtd")
     splice(ws, "access", "revoke", gid, "--reason", "done", "--as", "lee")
     assert not can_read(url, reader, "finance.fct_gmv_qtd")
+
+
+def test_a_grant_is_ended_by_its_own_targets_commands(pg_demo: Any, reader: str) -> None:
+    """A command on another target (which may live on another warehouse) leaves prod's due
+    grant alone; the next prod command ends it."""
+    ws, url = pg_demo
+    done = json.loads(splice(ws, "access", "request", QTD, "--for", reader, "--why", "x",
+                             "--hours", "0.001", "--as", "sam", "--json").stdout)  # fmt: skip
+    granted = json.loads(splice(ws, "access", "approve", done["grant_id"], "--as", "lee",
+                                "--json").stdout)  # fmt: skip
+    time.sleep(max(0.0, granted["until"] - time.time()) + 0.5)
+    assert json.loads(splice(ws, "-t", "dev", "access", "list", "--json").stdout) == []
+    assert can_read(url, reader, "finance.fct_gmv_qtd")  # dev's command did not touch it
+    assert json.loads(splice(ws, "access", "list", "--json").stdout) == []
+    assert not can_read(url, reader, "finance.fct_gmv_qtd")

@@ -87,10 +87,15 @@ def apply(ws: Workspace, proposal_id: str, *, principal: Principal, progress: An
     from splice.api.grants import keep_access
     from splice.repair.flow import apply as _apply
 
+    # the repair's rebuild keeps the access granted on what it rebuilt
     try:
-        return _apply(ws, proposal_id, principal=principal, progress=progress)
-    finally:  # the repair's rebuild keeps the access granted on what it rebuilt
-        ws.notices.extend(keep_access(ws))
+        applied = _apply(ws, proposal_id, principal=principal, progress=progress)
+    except BaseException:
+        keep_access(ws)  # granted again whatever the apply did; its error is what to report
+        raise
+    if applied.run is not None:
+        applied.run.notes.extend(keep_access(ws))
+    return applied
 
 
 def receipt(ws: Workspace, proposal_id: str) -> dict[str, Any]:

@@ -295,14 +295,19 @@ def approve(ws: Any, grant_id: str, *, principal: Principal, comment: str | None
     )  # fmt: skip
 
 
+def _owner_or_requester(g: Grant, name: str, dom: Any, action: str) -> None:
+    """Refuse ``action`` to anyone but an owner of the domain and whoever asked for ``g``."""
+    if not (is_owner(name, dom) or name_key(name) == name_key(g.created_by)):
+        raise ApprovalError(
+            f"{name} may not {action} {g.grant_id}: only an owner of {dom.name} "
+            f"({', '.join(dom.owners)}) or its requester ({g.created_by}) may.",
+            fix=f"one of them runs splice access {action} {g.grant_id} --reason ...",
+        )
+
+
 def _check_reject(cur: Grant, name: str, dom: Any) -> None:
     """Why ``name`` may not reject ``cur`` now, or nothing."""
-    if not (is_owner(name, dom) or name_key(name) == name_key(cur.created_by)):
-        raise ApprovalError(
-            f"{name} may not reject {cur.grant_id}: only an owner of {dom.name} "
-            f"({', '.join(dom.owners)}) or its requester ({cur.created_by}) may.",
-            fix=f"one of them runs splice access reject {cur.grant_id} --reason ...",
-        )
+    _owner_or_requester(cur, name, dom, "reject")
     if cur.status != "pending":
         raise ApprovalError(
             f"access grant {cur.grant_id} is {cur.status}; only a pending request is rejected.",
@@ -357,12 +362,7 @@ def _end(ws: Any, g: Grant, to: str, *, principal: Principal, reason: str, now: 
 
 def _check_revoke(g: Grant, name: str, dom: Any) -> None:
     """Why ``name`` may not revoke ``g`` now, or nothing."""
-    if not (is_owner(name, dom) or name_key(name) == name_key(g.created_by)):
-        raise ApprovalError(
-            f"{name} may not revoke {g.grant_id}: only an owner of {dom.name} "
-            f"({', '.join(dom.owners)}) or its requester ({g.created_by}) may.",
-            fix=f"one of them runs splice access revoke {g.grant_id} --reason ...",
-        )
+    _owner_or_requester(g, name, dom, "revoke")
     if g.status == "pending":
         raise ApprovalError(
             f"access grant {g.grant_id} is pending: nothing is granted yet.",
@@ -395,7 +395,8 @@ def end_due(ws: Any, *, now: float | None = None) -> list[str]:
     revoke that failed (kept, and tried again at the next pass)."""
     now = time.time() if now is None else now
     problems: list[str] = []
-    for g in store.list_grants(ws.state, statuses={"pending", *HELD}):
+    # this target's only: another target's grants are on its own warehouse
+    for g in store.list_grants(ws.state, target=ws.target, statuses={"pending", *HELD}):
         if g.status == "pending":
             refresh(ws, g, now=now)
             continue
@@ -430,9 +431,10 @@ def due_count(ws: Any, now: float | None = None) -> int:
     """How many grants a pass of :func:`end_due` would act on (cheap: one query)."""
     now = time.time() if now is None else now
     row = ws.state.conn.execute(
-        "SELECT COUNT(*) FROM access_grants WHERE (status = 'pending' AND expires_at <= ?) "
-        "OR (status = 'granted' AND until <= ?) OR (status = 'granting' AND updated_at <= ?)",
-        (now, now, now - STUCK_GRANTING),
+        "SELECT COUNT(*) FROM access_grants WHERE target = ? AND ("
+        "(status = 'pending' AND expires_at <= ?) OR (status = 'granted' AND until <= ?) "
+        "OR (status = 'granting' AND updated_at <= ?))",
+        (ws.target, now, now, now - STUCK_GRANTING),
     ).fetchone()
     return int(row[0])
 
@@ -441,8 +443,6 @@ def options(ws: Any, g: Grant, principal: Principal) -> dict[str, str | None]:
     """What ``principal`` may do to ``g`` now: ``{action: None}`` when it may, else why not
     (the rules :func:`approve`, :func:`reject` and :func:`revoke` enforce, checked without
     writing anything). For showing buttons only: every decision checks again."""
-    from splice.errors import SpliceError
-
     policy, where = ws.config.policy, _where(ws)
     checks = {
         "approve": ("approve", lambda name, dom: _check_approve(ws, g, name, dom)),
@@ -476,9 +476,9 @@ def reassert(ws: Any, *, now: float | None = None) -> list[str]:
     with connect(ws, "keeping access grants") as con:
         for g in held:
             assert g.role is not None
-            there = [r for r in g.relations if r not in pg.missing(con, [r])]
-            if len(there) < len(g.relations):
-                gone = sorted(set(g.relations) - set(there))
+            gone = pg.missing(con, g.relations)
+            there = [r for r in g.relations if r not in gone]
+            if gone:
                 problems.append(f"{g.grant_id}: {', '.join(gone)} no longer in the warehouse; "
                                 f"{g.grantee} cannot read it until it is built again")  # fmt: skip
             if there:

@@ -9,7 +9,6 @@ two people deciding at once cannot both win.
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 import time
 from collections.abc import Callable
@@ -19,19 +18,18 @@ from splice.errors import NodeNotFoundError, RepairError
 from splice.grants.model import DECISION_FOR, TRANSITIONS, Grant, can_move
 from splice.principals import Principal
 from splice.repair import auditlog
-from splice.state.store import StateStore
-
-_ID = re.compile(r"^AG-(\d+)$", re.IGNORECASE)
+from splice.state.store import StateStore, next_id, target_status_filter
 
 
 def new_grant_id(state: StateStore) -> str:
     """The next free id: ``AG-1``, ``AG-2``, ..."""
-    top = 0
-    for (gid,) in state.conn.execute("SELECT grant_id FROM access_grants"):
-        m = _ID.match(gid)
-        if m:
-            top = max(top, int(m.group(1)))
-    return f"AG-{top + 1}"
+    return next_id(state.conn, "access_grants", "grant_id", "AG")
+
+
+_UPDATE = (
+    "UPDATE access_grants SET target=?, domain=?, status=?, payload=?, created_by=?, "
+    "created_at=?, expires_at=?, until=?, updated_at=? WHERE grant_id=?"
+)
 
 
 def _values(g: Grant, now: float) -> tuple[Any, ...]:
@@ -99,22 +97,15 @@ def load(state: StateStore, grant_id: str) -> Grant:
 def list_grants(state: StateStore, *, target: str | None = None,
                 statuses: frozenset[str] | set[str] | None = None) -> list[Grant]:  # fmt: skip
     """Grants, newest first."""
-    q = "SELECT payload, status FROM access_grants"
-    where: list[str] = []
-    args: list[Any] = []
-    if target is not None:
-        where.append("target = ?")
-        args.append(target)
-    if statuses is not None:
-        if not statuses:
-            return []
-        where.append(f"status IN ({','.join('?' * len(statuses))})")
-        args.extend(sorted(statuses))
-    if where:
-        q += " WHERE " + " AND ".join(where)
-    return [
-        _grant(r) for r in state.conn.execute(q + " ORDER BY created_at DESC, rowid DESC", args)
-    ]
+    found = target_status_filter(target, statuses)
+    if found is None:
+        return []
+    where, args = found
+    rows = state.conn.execute(
+        f"SELECT payload, status FROM access_grants{where} ORDER BY created_at DESC, rowid DESC",
+        args,
+    )
+    return [_grant(r) for r in rows]
 
 
 def decisions(state: StateStore, grant_id: str) -> list[dict[str, Any]]:
@@ -133,11 +124,7 @@ def update(state: StateStore, g: Grant, *, now: float | None = None) -> None:
     """Write ``g`` as it is now, without a decision (a failed revoke's error, for a retry)."""
     now = time.time() if now is None else now
     with state.transaction() as conn:
-        conn.execute(
-            "UPDATE access_grants SET target=?, domain=?, status=?, payload=?, created_by=?, "
-            "created_at=?, expires_at=?, until=?, updated_at=? WHERE grant_id=?",
-            _values(g, now),
-        )
+        conn.execute(_UPDATE, _values(g, now))
 
 
 def transition(
@@ -172,11 +159,7 @@ def transition(
         if change is not None:
             change(g)
         g.status = to
-        conn.execute(
-            "UPDATE access_grants SET target=?, domain=?, status=?, payload=?, created_by=?, "
-            "created_at=?, expires_at=?, until=?, updated_at=? WHERE grant_id=?",
-            _values(g, now),
-        )
+        conn.execute(_UPDATE, _values(g, now))
         log(conn, g, DECISION_FOR[to], principal=principal, comment=comment, at=now,
             payload={"from": before, "to": to, **(payload or {})})  # fmt: skip
     return g

@@ -100,12 +100,11 @@ def _duckdb_csv(con: Any, relation: str, names: list[str], write: Any) -> int:
     try:
         out = exp.Copy(this=exp.Subquery(this=q), kind=False, files=[exp.Literal.string(path)],
                        params=_csv(header=False))  # fmt: skip
-        con.execute(out.sql(dialect="duckdb"))
+        (rows,) = con.execute(out.sql(dialect="duckdb")).fetchone()  # COPY says how many
         with open(path, "rb") as f:
             while chunk := f.read(1 << 20):
                 write(chunk)
-        count = exp.select(exp.func("count", exp.Star())).from_(_table(relation))
-        return int(con.execute(count.sql(dialect="duckdb")).fetchone()[0])
+        return int(rows)
     finally:
         os.unlink(path)
 

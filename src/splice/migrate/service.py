@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -29,9 +28,9 @@ from splice.principals import Principal
 from splice.repair import auditlog
 from splice.repair.access import require
 from splice.repair.approvals import is_owner, refuse_during_stop
+from splice.state.store import next_id
 
 Progress = Callable[[str], None] | None
-_ID = re.compile(r"^MG-(\d+)$", re.IGNORECASE)
 
 
 def _say(progress: Progress, text: str) -> None:
@@ -40,14 +39,6 @@ def _say(progress: Progress, text: str) -> None:
 
 
 # -- state ------------------------------------------------------------------------------------------
-def _new_id(state: Any) -> str:
-    top = 0
-    for (mid,) in state.conn.execute("SELECT migration_id FROM migrations"):
-        if m := _ID.match(mid):
-            top = max(top, int(m.group(1)))
-    return f"MG-{top + 1}"
-
-
 def load(state: Any, migration_id: str) -> Migration:
     row = state.conn.execute(
         "SELECT payload FROM migrations WHERE migration_id = ? COLLATE NOCASE",
@@ -86,37 +77,37 @@ def _write(state: Any, m: Migration, kind: str, principal: Principal,
 
 
 # -- plan -------------------------------------------------------------------------------------------
-def _time_column(con: Any, ws: Any, relation: str) -> str | None:
+def _time_column(cols: list[tuple[str, str]], dialect: str) -> str | None:
     """A raw relation's interval column when no node names one: its first date column, else
     its first timestamp (columns starting with ``_``, a loader's bookkeeping, skipped)."""
-    from splice.migrate.copy import columns
     from splice.migrate.parity import kind_of
 
-    cols = [(c, kind_of(t, ws.dialect)) for c, t in columns(con, relation, ws.dialect)
-            if not c.startswith("_")]  # fmt: skip
+    kinds = [(c, kind_of(t, dialect)) for c, t in cols if not c.startswith("_")]
     for wanted in ("date", "time"):
-        found = next((c for c, k in cols if k == wanted), None)
+        found = next((c for c, k in kinds if k == wanted), None)
         if found:
             return found
     return None
 
 
 def _count(ws: Any, relations: list[Any]) -> None:
+    """Rows of each relation in the source (None: not built there), and a raw relation's
+    interval column."""
+    from splice.migrate.copy import columns
     from splice.sqlrows import count_query
     from splice.warehouse import connect
 
     with connect(ws, "splice migrate plan", read_only=True) as con:
         for r in relations:
+            cols = columns(con, r.source, ws.dialect)
+            if not cols:
+                r.rows = None
+                continue
             if r.time_column is None and not r.extra:
-                r.time_column = _time_column(con, ws, r.source)
+                r.time_column = _time_column(cols, ws.dialect)
             catalog = ws.default_catalog
             rel = f"{catalog}.{r.source}" if catalog else r.source
-            try:
-                r.rows = int(
-                    con.execute(count_query(rel, None, None, None, ws.dialect)).fetchone()[0]
-                )
-            except Exception:  # noqa: BLE001 - not built in the source: the plan says so
-                r.rows = None
+            r.rows = int(con.execute(count_query(rel, None, None, None, ws.dialect)).fetchone()[0])
 
 
 def _where_it_lives(ws: Any) -> str:
@@ -154,7 +145,7 @@ def plan(source: Any, dest: Any, *, principal: Principal, execution_time: str | 
     for w in ws_waves:
         _count(source, w.relations)
         w.relations = [r for r in w.relations if not (r.extra and r.rows is None)]
-    m = Migration(_new_id(source.state), source.target, dest.target, ws_waves, principal.name,
+    m = Migration(next_id(source.state.conn, "migrations", "migration_id", "MG"), source.target, dest.target, ws_waves, principal.name,
                   time.time(), requester=principal.record(), execution_time=execution_time,
                   tolerance=tolerance, relative_tolerance=relative_tolerance)  # fmt: skip
     _write(source.state, m, "migrate-plan", principal,

@@ -10,7 +10,6 @@ is refused with a :class:`~splice.errors.RepairError`.
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 import time
 from collections.abc import Callable
@@ -20,7 +19,7 @@ from splice.errors import RepairError
 from splice.principals import Principal
 from splice.repair import auditlog
 from splice.repair.model import TRANSITIONS, Decision, Proposal, can_move
-from splice.state.store import StateStore
+from splice.state.store import StateStore, next_id, target_status_filter
 
 #: The decision recorded when a proposal moves to a status.
 DECISION_FOR = {
@@ -34,17 +33,11 @@ DECISION_FOR = {
     "interrupted": "interrupted",
     "undone": "undo",
 }
-_ID = re.compile(r"^PR-(\d+)$", re.IGNORECASE)
 
 
 def new_proposal_id(state: StateStore) -> str:
     """The next free id: ``PR-1``, ``PR-2``, ..."""
-    top = 0
-    for (pid,) in state.conn.execute("SELECT proposal_id FROM repair_proposals"):
-        m = _ID.match(pid)
-        if m:
-            top = max(top, int(m.group(1)))
-    return f"PR-{top + 1}"
+    return next_id(state.conn, "repair_proposals", "proposal_id", "PR")
 
 
 def _row_values(p: Proposal, now: float) -> tuple[Any, ...]:
@@ -124,20 +117,14 @@ def list_proposals(
     state: StateStore, *, target: str | None = None, statuses: set[str] | None = None
 ) -> list[Proposal]:
     """Proposals, newest first."""
-    q = f"SELECT {_COLUMNS} FROM repair_proposals"
-    where: list[str] = []
-    args: list[Any] = []
-    if target is not None:
-        where.append("target = ?")
-        args.append(target)
-    if statuses is not None:  # filtered in SQL: every command probes for stuck applies
-        if not statuses:
-            return []
-        where.append(f"status IN ({','.join('?' * len(statuses))})")
-        args.extend(sorted(statuses))
-    if where:
-        q += " WHERE " + " AND ".join(where)
-    rows = state.conn.execute(q + " ORDER BY created_at DESC, rowid DESC", args)
+    # filtered in SQL: every command probes for stuck applies
+    found = target_status_filter(target, statuses)
+    if found is None:
+        return []
+    where, args = found
+    rows = state.conn.execute(
+        f"SELECT {_COLUMNS} FROM repair_proposals{where} ORDER BY created_at DESC, rowid DESC", args
+    )
     return [_proposal(r) for r in rows]
 
 

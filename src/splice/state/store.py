@@ -35,6 +35,43 @@ def read_audit_head(conn: sqlite3.Connection) -> tuple[int, str] | None:
         return None
 
 
+def next_id(conn: sqlite3.Connection, table: str, column: str, prefix: str) -> str:
+    """The next free id ``PREFIX-N`` among ``table.column`` (``PR-1``, ``AG-1``, ``MG-1``, ...);
+    ``table`` and ``column`` are Splice's own names, never a user's."""
+    pattern = re.compile(rf"^{re.escape(prefix)}-(\d+)$", re.IGNORECASE)
+    top = 0
+    for (value,) in conn.execute(f"SELECT {column} FROM {table}"):  # noqa: S608 - our names
+        m = pattern.match(str(value))
+        if m:
+            top = max(top, int(m.group(1)))
+    return f"{prefix}-{top + 1}"
+
+
+def target_status_filter(
+    target: str | None, statuses: Iterable[str] | None
+) -> tuple[str, list[str]] | None:
+    """A ``WHERE`` clause (with its arguments) keeping the rows of ``target`` in ``statuses``
+    (either None: not filtered); None when ``statuses`` is empty, so nothing can match.
+
+    >>> target_status_filter("prod", {"pending", "approved"})
+    (' WHERE target = ? AND status IN (?,?)', ['prod', 'approved', 'pending'])
+    >>> target_status_filter(None, None), target_status_filter(None, set())
+    (('', []), None)
+    """
+    where: list[str] = []
+    args: list[str] = []
+    if target is not None:
+        where.append("target = ?")
+        args.append(target)
+    if statuses is not None:
+        wanted = sorted(statuses)
+        if not wanted:
+            return None
+        where.append(f"status IN ({','.join('?' * len(wanted))})")
+        args.extend(wanted)
+    return (" WHERE " + " AND ".join(where) if where else ""), args
+
+
 def is_url(target: Path | str) -> bool:
     """True when ``target`` names a PostgreSQL state (a URL), not a SQLite file."""
     return isinstance(target, str) and target.split("://", 1)[0].split("+", 1)[0] in (
