@@ -71,7 +71,9 @@ class WarehouseSection(_Strict):
     user: str | None = None
     database: str | None = None
     password_env: str | None = None
-    local: str | None = None  # a data directory (relative to the workspace) Splice starts
+    # a data directory (relative to the workspace) of a server Splice starts itself: PostgreSQL,
+    # or a Spark Connect server (on remote's port)
+    local: str | None = None
 
     @model_validator(mode="after")
     def _by_type(self) -> WarehouseSection:
@@ -82,6 +84,7 @@ class WarehouseSection(_Strict):
         if self.remote is not None and self.type != "spark":
             raise ValueError('remote belongs to a Spark warehouse: set type = "spark" or remove it')
         if self.type == "spark":
+            pg_keys = [k for k in pg_keys if k != "local"]  # a server Splice starts: both
             if pg_keys:
                 raise ValueError(f'{", ".join(pg_keys)} belong to a PostgreSQL warehouse; a Spark '
                                  'warehouse takes remote = "sc://HOST:PORT"')  # fmt: skip

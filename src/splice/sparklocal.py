@@ -23,6 +23,18 @@ from pathlib import Path
 from splice.errors import WarehouseError
 
 CONNECT_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+PID_FILE = "server.pid"
+
+
+def _port_of(remote: str) -> int:
+    """The port of a Spark Connect URL.
+
+    >>> _port_of("sc://127.0.0.1:15099/;session_id=x")
+    15099
+    """
+    from urllib.parse import urlsplit
+
+    return urlsplit(remote.replace("sc://", "http://", 1).split("/;", 1)[0]).port or 15002
 
 
 def spark_home() -> Path:
@@ -94,6 +106,7 @@ class LocalSpark:
         self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
                                      cwd=self.base, start_new_session=True)  # fmt: skip
         log.close()
+        (self.base / PID_FILE).write_text(f"{self.proc.pid}\n")
         deadline = time.monotonic() + timeout
         while not _answers(self.port):
             if self.proc.poll() is not None or time.monotonic() > deadline:
@@ -117,6 +130,50 @@ class LocalSpark:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(timeout=10)
+
+    @classmethod
+    def ensure_at(cls, base: Path, remote: str) -> None:
+        """Start the server kept in ``base`` on ``remote``'s port unless something answers
+        there already (it outlives this process: :meth:`stop_at` stops it)."""
+        port = _port_of(remote)
+        if not _answers(port):
+            cls(base, port=port).start()
+
+    @classmethod
+    def stop_at(cls, base: Path, remote: str) -> bool:
+        """Stop the server a process started in ``base`` (its process group, from the pid file);
+        False when none runs."""
+        pid_file = base / PID_FILE
+        if not pid_file.exists():
+            return False
+        pid = int(pid_file.read_text().strip() or 0)
+        pid_file.unlink(missing_ok=True)
+        try:
+            os.killpg(pid, signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            return False
+        deadline = time.monotonic() + 30
+        while _answers(_port_of(remote)) and time.monotonic() < deadline:
+            time.sleep(0.25)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+        return True
+
+    def drop_schemas(self) -> list[str]:
+        """Drop every schema but ``default``, with its tables (a test's clean slate)."""
+        from pyspark.sql import SparkSession
+        from sqlglot import exp
+
+        session = SparkSession.builder.remote(self.remote).create()
+        try:
+            names = [r[0] for r in session.sql("SHOW DATABASES").collect() if r[0] != "default"]
+            for name in names:
+                drop = exp.Drop(this=exp.to_identifier(name, quoted=True), kind="SCHEMA",
+                                exists=True, cascade=True)  # fmt: skip
+                session.sql(drop.sql(dialect="spark")).collect()
+        finally:
+            session.stop()
+        return names
 
     def __enter__(self) -> LocalSpark:
         return self.start()

@@ -60,12 +60,19 @@ def row_hash(dialect: str = "duckdb") -> exp.Expr:
     """A 64-bit hash of the whole row :data:`ROW`, widened so that summing never overflows.
 
     DuckDB hashes the row itself; PostgreSQL has no row hash, so the row's text form is hashed
-    (the first 64 bits of its MD5) and summed as NUMERIC.
+    (the first 64 bits of its MD5) and summed as NUMERIC; Spark hashes the row's columns
+    (``XXHASH64``), summed as ``DECIMAL(38, 0)``.
+
+    >>> print(row_hash("spark").sql("spark"))
+    CAST(XXHASH64(`_row`.*) AS DECIMAL(38, 0))
 
     >>> print(row_hash("postgres").sql("postgres"))
     CAST(CAST(CAST('x' || SUBSTRING(MD5(CAST("_row" AS TEXT)) FROM 1 FOR 16) AS BIT(64)) AS BIGINT) AS DECIMAL)
     """
     row = exp.column(ROW, quoted=True)
+    if dialect == "spark":  # Spark hashes the row's columns: XXHASH64(_row.*)
+        star = exp.Column(this=exp.Star(), table=exp.to_identifier(ROW, quoted=True))
+        return exp.cast(exp.func("XXHASH64", star), exp.DataType.build("DECIMAL(38, 0)"))
     if dialect != "postgres":
         return exp.cast(exp.func("HASH", row), exp.DataType.build("INT128"))
     md5 = exp.func("MD5", exp.cast(row, exp.DataType.build("TEXT")))

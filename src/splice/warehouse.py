@@ -165,6 +165,11 @@ def ensure_local_server(root: Any, wh: Any) -> None:
     workspace) when it is not running; the tools and Splice then find it on ``port``."""
     from pathlib import Path
 
+    if wh.type == "spark":
+        from splice.sparklocal import LocalSpark
+
+        LocalSpark.ensure_at(Path(root) / wh.local, str(wh.remote))
+        return
     from splice.pglocal import LocalPostgres
 
     data = Path(root) / wh.local

@@ -46,11 +46,12 @@ class SparkCursor:
 
 
 class SparkConnection:
-    """``execute(sql)`` over a Spark Connect session."""
+    """``execute(sql)`` over a Spark Connect session (``owned``: stopped by :meth:`close`)."""
 
-    def __init__(self, session: Any, remote: str) -> None:
+    def __init__(self, session: Any, remote: str, *, owned: bool = True) -> None:
         self.session = session
         self.remote = remote
+        self.owned = owned
 
     def execute(self, sql: str, params: Any = None) -> SparkCursor:
         if params:
@@ -68,7 +69,81 @@ class SparkConnection:
                                  "(splice run)") from None  # fmt: skip
 
     def close(self) -> None:
-        self.session.stop()
+        if self.owned:
+            self.session.stop()
+
+
+#: The Spark Connect session of the run this process holds (:func:`run_spark_session`).
+_RUN_SESSION: Any = None
+
+
+def with_session_id(remote: str, session_id: str) -> str:
+    """``remote`` naming the server-side session ``session_id``.
+
+    >>> with_session_id("sc://127.0.0.1:15002", "8f0c")
+    'sc://127.0.0.1:15002/;session_id=8f0c'
+    >>> with_session_id("sc://h:1/;token=x", "8f0c")
+    'sc://h:1/;token=x;session_id=8f0c'
+    """
+    if "/;" in remote:
+        return f"{remote.rstrip(';')};session_id={session_id}"
+    return f"{remote.rstrip('/')}/;session_id={session_id}"
+
+
+@contextmanager
+def run_spark_session(ws: Any, splice_dir: Any) -> Iterator[str | None]:
+    """Every Spark Connect client of this run (SQLMesh's Spark engine, dbt-spark's session,
+    Splice's own queries) in one server-side session of a known id, recorded under
+    ``.splice/locks/children/`` while the run holds it: a run killed mid-query leaves its
+    query running on the server, and whoever takes over its lock interrupts that session
+    (:func:`interrupt_session`) before touching the warehouse. Yields the id (None when the
+    warehouse is not Spark)."""
+    global _RUN_SESSION
+    if ws.config.warehouse.type != "spark" or _RUN_SESSION is not None:
+        yield None
+        return
+    import uuid
+
+    from splice.run.children import spark_session_mark
+
+    remote = str(ws.config.warehouse.remote)
+    session_id = str(uuid.uuid4())
+    _quiet()
+    _probe(remote, "splice run")
+    from pyspark.sql import SparkSession
+
+    # created first, it is the process's default session: the tools' getOrCreate() reuse it
+    session = SparkSession.builder.remote(with_session_id(remote, session_id)).create()
+    mark = spark_session_mark(splice_dir, remote, session_id)
+    _RUN_SESSION = session
+    try:
+        yield session_id
+    finally:
+        _RUN_SESSION = None
+        mark.unlink(missing_ok=True)
+        session.stop()
+
+
+def interrupt_session(remote: str, session_id: str) -> list[str]:
+    """Interrupt every operation of the server-side session ``session_id`` (a dead run's) and
+    release it; the ids of the operations interrupted. Best effort: a server that does not
+    answer, or a session already gone, interrupts nothing."""
+    try:
+        from pyspark.sql import SparkSession
+    except ModuleNotFoundError:
+        return []
+    _quiet()
+    try:
+        _probe(remote, "interrupting a dead run's Spark work")
+        session = SparkSession.builder.remote(with_session_id(remote, session_id)).create()
+    except Exception:  # noqa: BLE001 - best effort: nothing answers, nothing to interrupt
+        return []
+    try:
+        return [str(op) for op in session.interruptAll()]
+    except Exception:  # noqa: BLE001 - the session expired with its operations
+        return []
+    finally:
+        session.stop()
 
 
 def _quiet() -> None:
@@ -97,8 +172,12 @@ def _probe(remote: str, what: str) -> None:
 
 @contextmanager
 def spark_connect(ws: Any, what: str) -> Iterator[SparkConnection]:
-    """A Spark Connect session to the workspace's warehouse, stopped when the block ends."""
+    """A Spark Connect session to the workspace's warehouse, stopped when the block ends (the
+    run's own session, left open, when this process holds a run: :func:`run_spark_session`)."""
     remote = str(ws.config.warehouse.remote)
+    if _RUN_SESSION is not None and not _RUN_SESSION.is_stopped:
+        yield SparkConnection(_RUN_SESSION, remote, owned=False)
+        return
     try:
         from pyspark.sql import SparkSession
     except ModuleNotFoundError:

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.spark.spark_support import copy_shop
 
 from splice.sparklocal import LocalSpark
 
@@ -33,3 +34,12 @@ def spark_server() -> Iterator[LocalSpark]:
     finally:
         server.stop()
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def shop(spark_server: LocalSpark, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A fresh copy of the spark_shop fixture (not built), pointed at the tests' server; its
+    Spark schemas are dropped afterwards, so modules do not see each other's tables."""
+    ws = copy_shop(tmp_path_factory.mktemp("spark") / "shop", spark_server.remote)
+    yield ws
+    spark_server.drop_schemas()

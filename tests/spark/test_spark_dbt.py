@@ -6,33 +6,13 @@ down to Spark; a Spark that does not answer is one clear line."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from tests.spark.spark_support import splice
 
 from splice.sparklocal import LocalSpark
-
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "projects" / "spark_shop"
-
-
-def splice(ws: Path, remote: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "SPLICE_SPARK_REMOTE": remote}
-    return subprocess.run([sys.executable, "-m", "splice", "-w", str(ws), *args], env=env,
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def shop(spark_server: LocalSpark, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    ws = tmp_path_factory.mktemp("spark") / "shop"
-    shutil.copytree(FIXTURE, ws)
-    toml = ws / "splice.toml.tmpl"
-    (ws / "splice.toml").write_text(toml.read_text().replace("__REMOTE__", spark_server.remote))
-    toml.unlink()
-    return ws
 
 
 def _points(ws: Path, remote: str, metric: str) -> dict[tuple[str, str], float]:

@@ -150,15 +150,16 @@ def doctor_cmd(ctx: click.Context, as_json: bool, no_lineage: bool) -> None:
 @click.option("--force", is_flag=True, help="Replace DIRECTORY if it exists.")
 @click.option(
     "--warehouse",
-    type=click.Choice(["duckdb", "postgres"]),
+    type=click.Choice(["duckdb", "postgres", "spark"]),
     default="duckdb",
     show_default=True,
-    help="Build on a DuckDB file, or on PostgreSQL.",
+    help="Build on a DuckDB file, on PostgreSQL, or on Apache Spark.",
 )
 @click.option(
     "--warehouse-url",
-    help="PostgreSQL: postgresql://USER[:PASSWORD]@HOST:PORT/DATABASE to build in (without it, "
-    "a throwaway local server Splice starts in DIRECTORY/.splice/postgres).",
+    help="PostgreSQL: postgresql://USER[:PASSWORD]@HOST:PORT/DATABASE to build in; Spark: its "
+    "Spark Connect endpoint sc://HOST:PORT (without it, a throwaway local server Splice starts "
+    "in DIRECTORY/.splice/postgres or DIRECTORY/.splice/spark).",
 )
 @click.option(
     "--state-url",

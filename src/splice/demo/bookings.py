@@ -181,11 +181,15 @@ def load_bookings(
     *,
     append: bool = False,
     part: tuple[float, float] = (0.0, 1.0),
+    scale: int | None = None,
 ) -> BookingsResult:
     """Replace the bookings of ``start .. end`` in ``raw.bookings`` with freshly generated ones.
 
     ``append`` adds them to what is there (loaded twice, they are duplicates); ``part`` loads
-    only that share of each day's bookings (by time of day).
+    only that share of each day's bookings (by time of day).  ``scale`` (by default the
+    workspace's own, :func:`bookings_scale`) loads every generated booking that many times,
+    each copy with its own id (``BK-...-00001.2``): a production-sized history for benchmarks
+    with the same daily shape (every day's GMV times ``scale``).
     """
     import uuid
     from datetime import UTC
@@ -196,15 +200,36 @@ def load_bookings(
     rows = generate_bookings(start, end, seed)
     if part != (0.0, 1.0):
         rows = day_share(rows, part)
+    copies = bookings_scale(workspace) if scale is None else scale
+    if copies < 1:
+        from splice.demo.layout import DemoError
+
+        raise DemoError(f"bookings scale {copies} is not a positive number.", fix="pass 1 or more")
     frame = pd.DataFrame(rows, columns=list(Booking._fields))
     frame["booking_date"] = pd.to_datetime(frame["booking_date"])
     loaded_at = datetime.now(UTC).replace(tzinfo=None)
     load_id = f"{loaded_at:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
     from splice.demo.pg import target_of
 
+    loaded = len(rows) * copies
+    from splice.demo.spark import remote_of, write_bookings
+
+    if remote_of(workspace) is not None:
+        write_bookings(workspace, frame, load_id, loaded_at, start=start, end=end, append=append,
+                       copies=copies)  # fmt: skip
+        return BookingsResult(start=start, end=end, rows=loaded, load_id=load_id)
     if target_of(workspace) is not None:
+        if copies > 1:
+            frame = pd.concat(
+                [frame]
+                + [
+                    frame.assign(booking_id=frame["booking_id"] + f".{k}")
+                    for k in range(2, copies + 1)
+                ],
+                ignore_index=True,
+            )
         _load_postgres(workspace, frame, start, end, append, load_id, loaded_at)
-        return BookingsResult(start=start, end=end, rows=len(rows), load_id=load_id)
+        return BookingsResult(start=start, end=end, rows=loaded, load_id=load_id)
     con = duckdb.connect(str(warehouse_path(workspace)))
     try:
         con.execute(DDL)
@@ -212,16 +237,32 @@ def load_bookings(
         if not append:
             con.execute("DELETE FROM raw.bookings WHERE booking_date BETWEEN ? AND ?", [start, end])
         con.register("new_bookings", frame)
+        # copy k > 1 of a booking gets the id suffix ".k" (scale 1: one copy, ids unchanged)
         con.execute(
-            "INSERT INTO raw.bookings SELECT booking_id, booked_at::TIMESTAMP, "
+            "INSERT INTO raw.bookings SELECT CASE WHEN k = 1 THEN booking_id "
+            "ELSE booking_id || '.' || k END, booked_at::TIMESTAMP, "
             "booking_date::DATE, currency, amount::DOUBLE, channel, ? AS _load_id, "
-            "?::TIMESTAMP AS _loaded_at FROM new_bookings ORDER BY booked_at, booking_id",
-            [load_id, loaded_at],
+            "?::TIMESTAMP AS _loaded_at FROM new_bookings, range(1, ? + 1) AS copies(k) "
+            "ORDER BY booked_at, booking_id, k",
+            [load_id, loaded_at, copies],
         )
         con.execute("COMMIT")
     finally:
         con.close()
-    return BookingsResult(start=start, end=end, rows=len(rows), load_id=load_id)
+    return BookingsResult(start=start, end=end, rows=loaded, load_id=load_id)
+
+
+def bookings_scale(workspace: Path) -> int:
+    """How many times each generated booking is loaded in ``workspace`` (its demo record's
+    ``bookings_scale``; 1 for a workspace built without one)."""
+    import json
+
+    from splice.demo.layout import RECORD_FILE
+
+    path = Path(workspace) / RECORD_FILE
+    if not path.exists():
+        return 1
+    return int(json.loads(path.read_text()).get("bookings_scale") or 1)
 
 
 def _load_postgres(workspace: Path, frame: Any, start: date, end: date, append: bool,

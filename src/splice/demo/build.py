@@ -247,13 +247,17 @@ def _start_models_at(workspace: Path, start: date) -> None:
 def _check_warehouse(
     workspace: Path, through: date = Q3_END, start: date = Q3_START
 ) -> dict[str, int]:
-    from sqlglot import exp
-
     from splice.demo.pg import catalog_of, target_of
     from splice.demo.pg import connect as pg_connect
+    from splice.demo.spark import CATALOG, remote_of
 
+    if remote_of(workspace) is not None:
+        from splice.demo.spark import session
+        from splice.warehouse_spark import SparkConnection
+
+        with session(workspace) as s:
+            return _counts(SparkConnection(s, "", owned=False), CATALOG, "spark", through, start)
     postgres = target_of(workspace) is not None
-    catalog = catalog_of(workspace)
     if postgres:
         con = pg_connect(workspace)
     else:
@@ -261,28 +265,33 @@ def _check_warehouse(
 
         con = duckdb.connect(str(warehouse_path(workspace)))
     try:
-
-        def one(table: str, what: str | None = None) -> int:
-            schema, name = table.split(".")
-            count = exp.Count(
-                this=exp.Distinct(expressions=[exp.column(what)]) if what else exp.Star()
-            )
-            q = exp.select(count).from_(exp.table_(name, db=schema, catalog=catalog))
-            row = con.execute(q.sql("postgres" if postgres else "duckdb")).fetchone()
-            return int(row[0]) if row and row[0] is not None else 0
-
-        counts = {
-            "currencies": one("raw.fx_rates", "currency"),
-            "rate_days": one("raw.fx_rates", "rate_date"),
-            "fx_rates": one("raw.fx_rates"),
-            "bookings": one("raw.bookings"),
-            "booking_days": one("raw.bookings", "booking_date"),
-            "gmv_days": one("marts.agg_gmv_daily", "booking_date"),
-            "converted_bookings": one("marts.fct_bookings_usd"),
-            "qtd_days": one("finance.fct_gmv_qtd"),
-        }
+        return _counts(con, catalog_of(workspace), "postgres" if postgres else "duckdb",
+                       through, start)  # fmt: skip
     finally:
         con.close()
+
+
+def _counts(con: Any, catalog: str, dialect: str, through: date, start: date) -> dict[str, int]:
+    """Row and day counts of the built warehouse; a DemoError naming what is missing."""
+    from sqlglot import exp
+
+    def one(table: str, what: str | None = None) -> int:
+        schema, name = table.split(".")
+        count = exp.Count(this=exp.Distinct(expressions=[exp.column(what)]) if what else exp.Star())
+        q = exp.select(count).from_(exp.table_(name, db=schema, catalog=catalog))
+        row = con.execute(q.sql(dialect)).fetchone()
+        return int(row[0]) if row and row[0] is not None else 0
+
+    counts = {
+        "currencies": one("raw.fx_rates", "currency"),
+        "rate_days": one("raw.fx_rates", "rate_date"),
+        "fx_rates": one("raw.fx_rates"),
+        "bookings": one("raw.bookings"),
+        "booking_days": one("raw.bookings", "booking_date"),
+        "gmv_days": one("marts.agg_gmv_daily", "booking_date"),
+        "converted_bookings": one("marts.fct_bookings_usd"),
+        "qtd_days": one("finance.fct_gmv_qtd"),
+    }
     days = (through - start).days + 1
     problems = [
         f"{k} = {counts[k]}, expected {v}"
@@ -319,6 +328,7 @@ def build_demo(
     warehouse_url: str | None = None,
     state_url: str | None = None,
     orchestrator: str | None = None,
+    bookings_scale: int = 1,
 ) -> DemoResult:
     """Write the demo workspace into ``directory`` and build Q3 2026 in it.
 
@@ -340,14 +350,15 @@ def build_demo(
     ``through`` ends the build early (the incident story builds up to Sunday 2026-09-27, then
     lets production run on: :mod:`splice.demo.story`).  ``start`` begins the history earlier
     than the quarter (a benchmark builds a year: ``bench/repair.py --since``); the SQLMesh
-    models start there too.
+    models start there too.  ``bookings_scale`` loads every generated booking that many times
+    (a production-sized history for benchmarks; recorded, so later loads keep it).
     """
     t0 = time.perf_counter()
     check_incident(incident)
-    if warehouse not in ("duckdb", "postgres"):
+    if warehouse not in ("duckdb", "postgres", "spark"):
         raise ConfigError(
             f"--warehouse {warehouse!r} is not one the demo builds on.",
-            fix="pass --warehouse duckdb (the default) or --warehouse postgres",
+            fix="pass --warehouse duckdb (the default), postgres or spark",
         )
     if orchestrator not in (None, "dagster", "airflow"):
         raise ConfigError(
@@ -355,14 +366,20 @@ def build_demo(
             fix="pass --orchestrator dagster or airflow, or leave it out (Splice runs the "
             "feed itself)",
         )
-    if warehouse_url and warehouse != "postgres":
+    if warehouse_url and warehouse == "duckdb":
         raise ConfigError(
-            "--warehouse-url names a PostgreSQL server, but the warehouse is DuckDB.",
-            fix="add --warehouse postgres, or drop --warehouse-url",
+            "--warehouse-url names a PostgreSQL or Spark Connect server, but the warehouse is "
+            "DuckDB.",
+            fix="add --warehouse postgres (or spark), or drop --warehouse-url",
+        )
+    if warehouse == "spark" and warehouse_url and not warehouse_url.startswith("sc://"):
+        raise ConfigError(
+            f"--warehouse-url {warehouse_url!r} is not a Spark Connect URL.",
+            fix="pass sc://HOST:PORT, or leave it out (a local Spark in the workspace)",
         )
     from splice.demo.pg import PgTarget
 
-    pg = PgTarget.from_url(warehouse_url) if warehouse_url else None
+    pg = PgTarget.from_url(warehouse_url) if warehouse_url and warehouse == "postgres" else None
     workspace = Path(directory).expanduser().resolve()
     _prepare_directory(workspace, force)
     log_path = workspace / LOG_FILE
@@ -424,6 +441,16 @@ def build_demo(
                 demo_pg.write_configs(workspace, pg)
                 demo_pg.connect(workspace).close()  # reachable now, before anything is loaded
                 result.warehouse = f"postgresql://{pg.user}@{pg.host}:{pg.port}/{pg.database}"
+        if warehouse == "spark":
+            from splice.demo import spark as demo_spark
+
+            where = warehouse_url or "a local Spark Connect server in .splice/spark"
+            with step("spark", f"Pointing the projects at Spark ({where})"):
+                remote = warehouse_url or demo_spark.start_local(workspace)
+                demo_spark.write_configs(workspace, remote, local=warehouse_url is None)
+                with demo_spark.session(workspace) as s:  # reachable now
+                    s.sql("SELECT 1").collect()
+                result.warehouse = remote
         if orchestrator is not None:
             from splice.demo.orchestration import use_orchestrator
 
@@ -445,7 +472,9 @@ def build_demo(
         with step("bookings", f"Loading bookings {start} .. {through}"):
             from splice.demo.bookings import load_bookings
 
-            result.counts["bookings"] = load_bookings(workspace, start, through).rows
+            result.counts["bookings"] = load_bookings(
+                workspace, start, through, scale=bookings_scale
+            ).rows
 
         with step("build", "Building pricing (SQLMesh) and finance (dbt): splice run (prod)"):
             built = _build_projects(workspace, execution_time)
@@ -466,6 +495,7 @@ def build_demo(
             "execution_time": execution_time.isoformat(),
             "incident": incident,
             "bookings_seed": BOOKINGS_SEED,
+            "bookings_scale": bookings_scale,
             "currencies": list(CURRENCIES),
             "stale_rate_days": {
                 d.isoformat(): a.isoformat() for d, a in sorted(rates.stale_days.items())

@@ -153,9 +153,13 @@ def ingest_fx_rates(
     days = days_between(start, end)
     result = IngestResult(start=start, end=end)
     vendor = Vendor(workspace) if vendor_url is None else nullcontext()
+    from splice.demo.spark import remote_of
+
     with vendor as running:
         url = running.url if isinstance(running, Vendor) else vendor_url
         assert url is not None
+        if remote_of(workspace) is not None:  # dlt has no Spark destination: Spark writes
+            return _ingest_spark(workspace, url, days, result)
         resource = dlt.resource(
             _rows(url, days, result),
             name=TABLE,
@@ -174,6 +178,21 @@ def ingest_fx_rates(
         except Exception as e:  # noqa: BLE001 - dlt wraps what went wrong; unwrap it
             raise _explain(e) from e
     result.load_id = info.loads_ids[0] if info.loads_ids else None
+    return result
+
+
+def _ingest_spark(workspace: Path, url: str, days: list[date], result: IngestResult
+                  ) -> IngestResult:  # fmt: skip
+    """The same rows written by Spark (:func:`splice.demo.spark.write_rates`)."""
+    import uuid
+    from datetime import UTC, datetime
+
+    from splice.demo.spark import write_rates
+
+    rows = list(_rows(url, days, result))
+    loaded_at = datetime.now(UTC).replace(tzinfo=None)
+    result.load_id = f"{loaded_at:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
+    write_rates(workspace, rows, result.load_id, loaded_at)
     return result
 
 

@@ -60,11 +60,13 @@ def tell_stale_rates(
     warehouse_url: str | None = None,
     state_url: str | None = None,
     orchestrator: str | None = None,
+    bookings_scale: int = 1,
 ) -> StoryResult:
     """Build the clean quarter (from ``start``: a longer history), baseline it, let the
     vendor freeze, run on, and watch (on DuckDB, or on PostgreSQL: see :func:`build_demo`).
     ``orchestrator="dagster"`` (or ``"airflow"``): the rates feed runs there; production's
-    load of the frozen days is a run of its job there."""
+    load of the frozen days is a run of its job there.  ``bookings_scale``: see
+    :func:`build_demo`."""
     from splice import api
     from splice.demo.bookings import load_bookings
     from splice.demo.build import build_demo
@@ -84,6 +86,7 @@ def tell_stale_rates(
         warehouse_url=warehouse_url,
         state_url=state_url,
         orchestrator=orchestrator,
+        bookings_scale=bookings_scale,
     )
     ws_dir = built.workspace
     with api.open_workspace(ws_dir) as ws:
@@ -310,7 +313,7 @@ def tell(
 
 @contextmanager
 def throwaway_server(directory: Path, warehouse: str, warehouse_url: str | None) -> Iterator[None]:
-    """Around ``splice demo``: a PostgreSQL Splice started in the workspace (no URL given) and
+    """Around ``splice demo``: a PostgreSQL or Spark Splice started in the workspace (no URL given) and
     the local orchestrator (Dagster, Airflow) are stopped when the block ends, whatever happened (a later command that
     needs either starts it again)."""
     from splice.demo import orchestration
@@ -322,5 +325,9 @@ def throwaway_server(directory: Path, warehouse: str, warehouse_url: str | None)
     finally:
         if warehouse == "postgres" and not warehouse_url and (workspace / "splice.toml").exists():
             stop_local(workspace)
+        if warehouse == "spark" and not warehouse_url and (workspace / "splice.toml").exists():
+            from splice.demo import spark
+
+            spark.stop_local(workspace)
         if (workspace / "splice.toml").exists():
             orchestration.stop(workspace)

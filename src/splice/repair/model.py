@@ -136,6 +136,10 @@ class UndoEntry:
     checksum: str
     saved_to: str
     columns: list[tuple[str, str]] = field(default_factory=list)
+    #: how it is put back: "copy" (the saved rows, in one transaction), "overwrite" (the saved
+    #: rows, by partition overwrite: a warehouse without transactions), "version" (a table
+    #: version recorded, restored by time travel)
+    method: str = "copy"
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -155,6 +159,7 @@ class UndoEntry:
             checksum=str(d["checksum"]),
             saved_to=str(d["saved_to"]),
             columns=[(str(n), str(t)) for n, t in d.get("columns") or []],
+            method=str(d.get("method") or "copy"),
         )
 
 

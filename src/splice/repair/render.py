@@ -58,8 +58,12 @@ def proposal_lines(p: Any) -> list[str]:
             )  # fmt: skip
         )
     if p.undo:
-        lines.append("Undo (captured and verified restorable; splice undo "
-                     f"{p.proposal_id} restores it):")  # fmt: skip
+        how = {"copy": "the rows copied aside, put back in one transaction",
+               "overwrite": "the rows copied aside, put back by partition overwrite, relation "
+                            "by relation (the warehouse has no transactions)",
+               "version": "each table's version recorded, restored by time travel"}  # fmt: skip
+        lines.append(f"Undo ({how.get(p.undo[0].method, p.undo[0].method)}; verified "
+                     f"restorable; splice undo {p.proposal_id} restores it):")  # fmt: skip
         for u in p.undo:
             rng = f" {u.start}..{u.end}" if u.start else " (all rows)"
             lines.append(f"  {u.relation}{rng}: {u.rows} rows, checksum {u.checksum[:12]}")

@@ -29,7 +29,7 @@ from sqlglot import exp
 from splice.errors import RepairError
 from splice.graph.relations import parse_relation
 from splice.principals import Principal
-from splice.repair import undo_pg
+from splice.repair import undo_pg, undo_spark
 from splice.repair.model import UndoEntry
 from splice.sqlrows import ROW, checksum_query, checksum_select, in_range, rows_query, table
 
@@ -69,9 +69,22 @@ def _on_postgres(ws: Any) -> bool:
     return bool(ws.config.warehouse.type == "postgres")
 
 
+def _on_spark(ws: Any) -> bool:
+    return bool(ws.config.warehouse.type == "spark")
+
+
 def _typed_columns(con: Any, relation: str, dialect: str) -> list[tuple[str, str]]:
     if dialect == "postgres":
         found = undo_pg.typed_columns(con, relation)
+        if not found:
+            raise RepairError(
+                f"the relation {relation} does not exist in the warehouse, so its rows cannot "
+                "be saved for the undo.",
+                fix="build it first (splice run), then propose again",
+            )
+        return found
+    if dialect == "spark":
+        found = undo_spark.layout(con, relation)[0]
         if not found:
             raise RepairError(
                 f"the relation {relation} does not exist in the warehouse, so its rows cannot "
@@ -119,6 +132,7 @@ def capture(ws: Any, proposal_id: str, targets: list[Target]) -> list[UndoEntry]
     folder.mkdir(parents=True, exist_ok=True)
     out: list[UndoEntry] = []
     pg = _on_postgres(ws)
+    method = "overwrite" if _on_spark(ws) else "copy"
     with connect(ws, "the undo capture") as con:
         for i, (node_id, relation, time_col, start, end) in enumerate(targets):
             cols = _typed_columns(con, relation, ws.dialect)
@@ -128,12 +142,15 @@ def capture(ws: Any, proposal_id: str, targets: list[Target]) -> list[UndoEntry]
             if pg:
                 rows, checksum = undo_pg.capture_one(con, relation, time_col, start, end, path,
                                                      checksum_sql)  # fmt: skip
+            elif _on_spark(ws):
+                rows, checksum = undo_spark.capture_one(con, relation, time_col, start, end,
+                                                        path, checksum_sql)  # fmt: skip
             else:
                 con.execute(copy_out_sql(relation, time_col, start, end, str(path), ws.dialect))
                 rows, checksum = _sum(con, checksum_sql)
             saved = path.relative_to(ws.root) if path.is_relative_to(ws.root) else path
             out.append(UndoEntry(node_id, relation, time_col, start, end, rows, checksum,
-                                 str(saved), cols))  # fmt: skip
+                                 str(saved), cols, method))  # fmt: skip
     return out
 
 
@@ -148,14 +165,15 @@ def _saved(con: Any, ws: Any, e: UndoEntry, index: int) -> exp.Expr:
         )
     if _on_postgres(ws):
         return undo_pg.load_saved(con, path, e.columns, index)
+    if _on_spark(ws):
+        return undo_spark.load_saved(con, path, e.columns, index)
     return _parquet(str(path), e.columns)
 
 
 def _file_checksum(con: Any, ws: Any, e: UndoEntry, source: exp.Expr | None = None
                    ) -> tuple[int, str]:  # fmt: skip
     src = source if source is not None else _saved(con, ws, e, 0)
-    dialect = "postgres" if _on_postgres(ws) else "duckdb"
-    return _sum(con, checksum_select(src, None, dialect).sql(dialect=dialect))
+    return _sum(con, checksum_select(src, None, ws.dialect).sql(dialect=ws.dialect))
 
 
 def _restore_one(con: Any, ws: Any, e: UndoEntry, saved: exp.Expr | None = None) -> None:
@@ -191,21 +209,14 @@ def current_checksums(ws: Any, entries: list[UndoEntry]) -> list[str]:
 
 def _put_back(con: Any, ws: Any, entries: list[UndoEntry], *, keep: bool) -> list[str]:
     """Restore every entry in one transaction, each checked against its recorded checksum;
-    commit when ``keep``, else roll back (a test).  Returns the checksums after."""
+    commit when ``keep``, else roll back (a test).  Returns the checksums after.
+    On Spark (no transactions) see :mod:`splice.repair.undo_spark`."""
+    if _on_spark(ws):
+        return undo_spark.put_back(con, entries, _checked_saved(con, ws, entries),
+                                   lambda c, e: _current(c, ws, e), keep=keep)  # fmt: skip
     con.execute("BEGIN TRANSACTION")
     try:
-        saved = []
-        for i, e in enumerate(entries):  # every saved file is there and intact first
-            source = _saved(con, ws, e, i)
-            got = _file_checksum(con, ws, e, source)
-            if got[1] != e.checksum:
-                raise RepairError(
-                    f"the saved rows of {e.relation} do not match what was copied "
-                    f"({got[0]} rows, checksum {got[1]}; expected {e.rows}, {e.checksum}); "
-                    "nothing was restored.",
-                    fix="propose again to take a new undo",
-                )
-            saved.append(source)
+        saved = _checked_saved(con, ws, entries)
         after = []
         for e, source in zip(entries, saved, strict=True):
             _restore_one(con, ws, e, source)
@@ -223,6 +234,23 @@ def _put_back(con: Any, ws: Any, entries: list[UndoEntry], *, keep: bool) -> lis
         raise
     con.execute("COMMIT" if keep else "ROLLBACK")
     return after
+
+
+def _checked_saved(con: Any, ws: Any, entries: list[UndoEntry]) -> list[exp.Expr]:
+    """Every entry's saved rows as a source, each checked against its recorded checksum first."""
+    saved = []
+    for i, e in enumerate(entries):
+        source = _saved(con, ws, e, i)
+        got = _file_checksum(con, ws, e, source)
+        if got[1] != e.checksum:
+            raise RepairError(
+                f"the saved rows of {e.relation} do not match what was copied "
+                f"({got[0]} rows, checksum {got[1]}; expected {e.rows}, {e.checksum}); "
+                "nothing was restored.",
+                fix="propose again to take a new undo",
+            )
+        saved.append(source)
+    return saved
 
 
 def verify_restorable(ws: Any, entries: list[UndoEntry]) -> None:

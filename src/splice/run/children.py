@@ -89,6 +89,16 @@ def remote_run(splice_dir: Path, run: Any, *, url: str, ingestion: str) -> Path:
     return mark
 
 
+def spark_session_mark(splice_dir: Path, remote: str, session_id: str) -> Path:
+    """Record this run's Spark Connect session (removed when the run ends)."""
+    registry = splice_dir / "locks" / "children"
+    registry.mkdir(parents=True, exist_ok=True)
+    mark = registry / f"spark-{session_id}.json"
+    mark.write_text(json.dumps({"spark_session": session_id, "remote": remote,
+                                "parent": os.getpid()}))  # fmt: skip
+    return mark
+
+
 def _stop_remote(splice_dir: Path, info: dict[str, Any]) -> bool:
     """Stop an orchestrator's run whose Splice run died (best effort: it may have ended)."""
     from splice.config import load_config
@@ -133,6 +143,14 @@ def kill_orphans(splice_dir: Path) -> list[dict[str, Any]]:
         if info.get("orchestrator"):
             if _stop_remote(splice_dir, info):
                 killed.append(info)
+            mark.unlink(missing_ok=True)
+            continue
+        if info.get("spark_session"):
+            from splice.warehouse_spark import interrupt_session
+
+            ops = interrupt_session(str(info["remote"]), str(info["spark_session"]))
+            if ops:
+                killed.append({**info, "operations": ops})
             mark.unlink(missing_ok=True)
             continue
         if pid_alive(int(info.get("pid") or 0)):

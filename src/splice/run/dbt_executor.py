@@ -17,6 +17,7 @@ from splice.run.executors import (
     SegmentOutcome,
     Sink,
     _short,
+    without_jvm_trace,
 )
 from splice.run.report import CheckResult, NodeResult
 
@@ -116,7 +117,7 @@ class DbtExecutor:
             seen.add(node.id)
             status = str(getattr(r.status, "value", r.status))
             duration = float(r.execution_time) if r.execution_time is not None else None
-            message = str(r.message) if r.message else None
+            message = without_jvm_trace(str(r.message)) if r.message else None
             if node.kind == "test":
                 cfg = getattr(r.node, "config", None)
                 blocking = str(getattr(cfg, "severity", "ERROR") or "ERROR").upper() == "ERROR"

@@ -170,6 +170,15 @@ def release_all(ws: Any) -> None:
     release_warehouse()  # dbt-duckdb keeps the file until close_all_connections()
 
 
+def without_jvm_trace(text: str) -> str:
+    """A tool's error message without the JVM stack Spark appends to it.
+
+    >>> without_jvm_trace("[X] bad column\\n  \\n  JVM stacktrace:\\n  at a.b(C.scala:1)")
+    '[X] bad column'
+    """
+    return text.split("JVM stacktrace:", 1)[0].rstrip()
+
+
 def _short(text: str, n: int = 4) -> str:
     lines = [ln.strip() for ln in str(text).strip().splitlines() if ln.strip()]
     return " ".join(lines[:n])[:600]

@@ -163,16 +163,18 @@ def run_session(
         from splice.run.children import kill_orphans
 
         for child in kill_orphans(ws.splice_dir):  # a dead run's jobs die before we start
-            notes.append(f"killed process group {child['pgid']} left by a dead run "
-                         f"({' '.join(child.get('argv') or [])})")  # fmt: skip
+            notes.append(_orphan_note(child))
         if recover is not None:
             notes += recover(ws)
         journal.open_run(
             run_id, target=ws.target, selector=selector, exclude=exclude, command=command
         )
         session = RunSession(journal, lock, run_id, notes)
+        from splice.warehouse_spark import run_spark_session
+
         try:
-            yield session
+            with run_spark_session(ws, ws.splice_dir):
+                yield session
         except BaseException as e:
             if not session.finished:
                 # planning failed (or was stopped) before the run started
@@ -187,6 +189,16 @@ def run_session(
             release_all(ws)
         lock.release()
         journal.close()
+
+
+def _orphan_note(child: dict[str, Any]) -> str:
+    if child.get("spark_session"):
+        return (f"interrupted {len(child.get('operations') or [])} Spark operation(s) a dead run "
+                f"left running (session {child['spark_session']})")  # fmt: skip
+    if child.get("orchestrator"):
+        return f"stopped {child['orchestrator']} run {child.get('run_id')} left by a dead run"
+    return (f"killed process group {child['pgid']} left by a dead run "
+            f"({' '.join(child.get('argv') or [])})")  # fmt: skip
 
 
 def run_plan(

@@ -20,11 +20,18 @@ from splice.plan.model import Segment
 @dataclass(frozen=True)
 class WarehouseCapabilities:
     """concurrent_writers: may several writers build at once; max_parallel: how many segments;
-    grants: has roles, so read access is granted relation by relation (splice access)."""
+    grants: has roles, so read access is granted relation by relation (splice access);
+    transactions: several statements commit or roll back as one (an undo restores every
+    relation at once, and its restore test rolls back); undo: ``"copy"`` (the rows a repair
+    rewrites are copied aside and put back) or ``"version"`` (an engine with table versions,
+    such as Delta Lake: the version is recorded and restored; see
+    :mod:`splice.repair.undo_spark`)."""
 
     concurrent_writers: bool
     max_parallel: int
     grants: bool = False
+    transactions: bool = True
+    undo: str = "copy"
 
 
 WAREHOUSES: dict[str, WarehouseCapabilities] = {
@@ -32,7 +39,7 @@ WAREHOUSES: dict[str, WarehouseCapabilities] = {
     # a server: several writers at once; a run's lock is per target (and an advisory lock)
     "postgres": WarehouseCapabilities(concurrent_writers=True, max_parallel=4, grants=True),
     # a Spark Connect server: clients in several processes at once, one metastore behind it
-    "spark": WarehouseCapabilities(concurrent_writers=True, max_parallel=2),
+    "spark": WarehouseCapabilities(concurrent_writers=True, max_parallel=2, transactions=False),
 }
 DEFAULT_WAREHOUSE = WarehouseCapabilities(concurrent_writers=True, max_parallel=4)
 
