@@ -1,10 +1,11 @@
-"""Benchmark: the same work on DuckDB and on PostgreSQL, in one run, on the same generated data.
+"""Benchmark: the same work on DuckDB, PostgreSQL and Spark, in one run, on the same data.
 
     python bench/warehouses.py                 # everything, a throwaway local PostgreSQL
     python bench/warehouses.py --quick         # 2,000 series instead of 10,000; one repeat
     python bench/warehouses.py --pg-url URL    # a PostgreSQL server of yours (a new database
                                                # is made on it and dropped at the end)
     python bench/warehouses.py --json
+    python bench/warehouses.py --no-spark      # without the local Spark (pyspark, Java 17)
 
 What it measures:
 
@@ -16,7 +17,8 @@ What it measures:
 2. the demo story's repair (``splice.demo.story.tell_stale_rates`` on each warehouse, then
    propose, approve and apply the proposal: undo capture, reload, restatement, rebuild,
    verification), the apply's time and its steps;
-3. ``splice run`` against the tools by hand on PostgreSQL: the built demo with the next day due,
+   (on Spark too: a throwaway local Spark Connect server, ``local[2]``);
+3. ``splice run`` against the tools by hand on PostgreSQL (and on Spark): the built demo with the next day due,
    ``sqlmesh run`` + ``dbt build`` by hand (subprocess CLIs) against ``splice run`` (subprocess
    CLI), median of ``--repeat`` fresh databases; the target is at most 10% overhead, as on
    DuckDB (bench/run.py).
@@ -230,7 +232,30 @@ def _fmt_watch(w: dict[str, Any]) -> list[str]:
 
 
 # -- 2. the demo story's repair ----------------------------------------------------------------
-def repair_bench(server_url: str) -> dict[str, Any]:
+@contextmanager
+def spark() -> Iterator[Any]:
+    """A throwaway local Spark Connect server for the run (pyspark's own Spark, Java 17)."""
+    from splice.sparklocal import LocalSpark
+
+    base = Path(tempfile.mkdtemp(prefix="splice-bench-spark-"))
+    server = LocalSpark(base, memory="2g").start()
+    try:
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _url(kind: str, server_url: str, spark_server: Any, name: str) -> str | None:
+    if kind == "postgres":
+        return new_database(server_url, name)
+    if kind == "spark":
+        spark_server.drop_schemas()  # one demo at a time on the one server
+        return str(spark_server.remote)
+    return None
+
+
+def repair_bench(server_url: str, spark_server: Any = None) -> dict[str, Any]:
     """The stale-rates story on each warehouse, then its repair timed step by step."""
     from splice import api
     from splice.demo.story import DEMO_AGENT, DEMO_OWNER, tell_stale_rates
@@ -241,8 +266,8 @@ def repair_bench(server_url: str) -> dict[str, Any]:
     agent = Principal.of(DEMO_AGENT, kind="agent", auth="cli-as", scopes="read,propose")
     owner = Principal.of(DEMO_OWNER, kind="person", auth="cli-as")
     with tempfile.TemporaryDirectory() as tmp:
-        for kind in ("duckdb", "postgres"):
-            url = new_database(server_url, "splice_bench_story") if kind == "postgres" else None
+        for kind in ("duckdb", "postgres") + (("spark",) if spark_server else ()):
+            url = _url(kind, server_url, spark_server, "splice_bench_story")
             t0 = time.perf_counter()
             story = tell_stale_rates(Path(tmp) / kind / "travel", warehouse=kind, warehouse_url=url)
             told = time.perf_counter() - t0
@@ -269,7 +294,7 @@ def repair_bench(server_url: str) -> dict[str, Any]:
 
 def _fmt_repair(r: dict[str, Any]) -> list[str]:
     lines = ["2. the demo story's repair (stale rates 2026-09-28..29)"]
-    for kind in ("duckdb", "postgres"):
+    for kind in [k for k in ("duckdb", "postgres", "spark") if k in r]:
         x = r[kind]
         lines.append(
             f"   {kind:10} story {x['story (build, baseline, run on, watch)']:5.1f}s; propose "
@@ -286,16 +311,20 @@ LAST_DAY = "2026-10-01"
 BIN = Path(sys.executable).parent
 
 
-def _fresh(server_url: str, name: str, dest: Path) -> Path:
+def _fresh(server_url: str, name: str, dest: Path, spark_server: Any = None) -> Path:
     """The demo built anew on a database of its own (SQLMesh's state names its catalog, so
-    a copied database under another name is not the same project)."""
+    a copied database under another name is not the same project); on Spark, on the server
+    emptied first."""
     from splice.demo import build_demo
 
-    url = new_database(server_url, name)
-    return build_demo(dest, warehouse="postgres", warehouse_url=url).workspace
+    kind = "spark" if spark_server is not None else "postgres"
+    url = _url(kind, server_url, spark_server, name)
+    return build_demo(dest, warehouse=kind, warehouse_url=url).workspace
 
 
-def run_bench(server_url: str, repeat: int) -> dict[str, Any]:
+def run_bench(server_url: str, repeat: int, spark_server: Any = None) -> dict[str, Any]:
+    """``splice run`` against ``sqlmesh run`` + ``dbt build`` by hand, on PostgreSQL (or on
+    Spark, with ``spark_server``)."""
     import statistics
 
     from run import _timed  # the same subprocess timing as bench/run.py (DuckDB)
@@ -305,7 +334,8 @@ def run_bench(server_url: str, repeat: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         for i in range(repeat):
-            hand = _fresh(server_url, f"splice_bench_hand_{i}", root / f"hand-{i}" / "travel")
+            hand = _fresh(server_url, f"splice_bench_hand_{i}", root / f"hand-{i}" / "travel",
+                          spark_server)  # fmt: skip
             t_sm = _timed(
                 [str(BIN / "sqlmesh"), "-p", "pricing", "run", "prod", "--end", LAST_DAY], hand
             )
@@ -314,21 +344,24 @@ def run_bench(server_url: str, repeat: int) -> dict[str, Any]:
             times["hand_sqlmesh"].append(t_sm)
             times["hand_dbt"].append(t_dbt)
             times["hand"].append(t_sm + t_dbt)
-            sp = _fresh(server_url, f"splice_bench_splice_{i}", root / f"splice-{i}" / "travel")
+            sp = _fresh(server_url, f"splice_bench_splice_{i}", root / f"splice-{i}" / "travel",
+                        spark_server)  # fmt: skip
             cmd = [str(BIN / "splice"), "run", "--execution-time", NEXT_DAY]
             times["splice"].append(_timed(cmd, sp))
             # nothing left to do: the remembered no-op plan (SQLMesh's state checksummed)
             times["noop"].append(_timed(cmd, sp))
     med = {k: statistics.median(v) for k, v in times.items()}
     return {"repeat": repeat, "median": med, "all": times,
-            "overhead": med["splice"] / med["hand"] - 1.0}  # fmt: skip
+            "overhead": med["splice"] / med["hand"] - 1.0,
+            "warehouse": "Spark" if spark_server is not None else "PostgreSQL"}  # fmt: skip
 
 
 def _fmt_run(r: dict[str, Any]) -> list[str]:
     m = r["median"]
     verdict = "within" if r["overhead"] <= TARGET_OVERHEAD else "OVER"
     return [
-        f"3. splice run vs the tools by hand on PostgreSQL (next day due; median of {r['repeat']})",
+        f"3. splice run vs the tools by hand on {r.get('warehouse', 'PostgreSQL')} (next day due; "
+        f"median of {r['repeat']})",
         f"   by hand: sqlmesh run {m['hand_sqlmesh']:.2f}s + dbt build {m['hand_dbt']:.2f}s = "
         f"{m['hand']:.2f}s; splice run {m['splice']:.2f}s: overhead {100 * r['overhead']:+.1f}% "
         f"({verdict} the {100 * TARGET_OVERHEAD:.0f}% target); a second splice run with nothing "
@@ -343,23 +376,30 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3, help="fresh databases per run figure")
     ap.add_argument("--only", help="comma-separated parts: watch,repair,run")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    ap.add_argument("--no-spark", action="store_true",
+                    help="leave Spark out (it needs pyspark and Java 17: make test installs both)")  # fmt: skip
     args = ap.parse_args(argv)
     parts = set((args.only or "watch,repair,run").split(","))
     n_series = 2_000 if args.quick else 10_000
     report: dict[str, Any] = {"load_average": os.getloadavg()}
     t0 = time.perf_counter()
-    with postgres(args.pg_url) as server_url:
+    from contextlib import nullcontext
+
+    on_spark = not args.no_spark and bool(parts & {"repair", "run"})
+    with postgres(args.pg_url) as server_url, spark() if on_spark else nullcontext() as sp:
         if "watch" in parts:
             report["watch"] = watch_bench(server_url, n_series)
         if "repair" in parts:
-            report["repair"] = repair_bench(server_url)
+            report["repair"] = repair_bench(server_url, sp)
         if "run" in parts:
             report["run"] = run_bench(server_url, 1 if args.quick else args.repeat)
+            if sp is not None:
+                report["run_spark"] = run_bench(server_url, 1 if args.quick else args.repeat, sp)
     report["seconds"] = time.perf_counter() - t0
     if args.json:
         print(json.dumps(report, indent=2, default=str))
         return 0
-    print("Warehouses benchmark: DuckDB and PostgreSQL, same data, one run")
+    print("Warehouses benchmark: DuckDB, PostgreSQL and Spark, same data, one run")
     print(f"(load average {', '.join(f'{x:.2f}' for x in report['load_average'])})\n")
     if "watch" in report:
         print("\n".join(_fmt_watch(report["watch"])))
@@ -367,6 +407,8 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(_fmt_repair(report["repair"])))
     if "run" in report:
         print("\n".join(_fmt_run(report["run"])))
+    if "run_spark" in report:
+        print("\n".join(_fmt_run(report["run_spark"])))
     print(f"\ntotal {report['seconds']:.0f} s")
     return 0
 

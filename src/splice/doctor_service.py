@@ -83,4 +83,8 @@ def _warehouse_checks(ws: Workspace, g: Any) -> list[Check]:
     )
     if ws.has_config:
         checks += server_checks(locations, server, str(ws.root / CONFIG_FILE))
+        if wh.type == "spark" and wh.remote:
+            from splice.graph.doctor_server import spark_checks
+
+            checks += spark_checks(locations, str(wh.remote), str(ws.root / CONFIG_FILE))
     return checks

@@ -91,20 +91,17 @@ def with_session_id(remote: str, session_id: str) -> str:
 
 
 @contextmanager
-def run_spark_session(ws: Any, splice_dir: Any) -> Iterator[str | None]:
+def run_spark_session(ws: Any) -> Iterator[str | None]:
     """Every Spark Connect client of this run (SQLMesh's Spark engine, dbt-spark's session,
-    Splice's own queries) in one server-side session of a known id, recorded under
-    ``.splice/locks/children/`` while the run holds it: a run killed mid-query leaves its
-    query running on the server, and whoever takes over its lock interrupts that session
-    (:func:`interrupt_session`) before touching the warehouse. Yields the id (None when the
-    warehouse is not Spark)."""
+    Splice's own queries) in one server-side session of a known id, which the run records
+    (``splice.run.children``): a run killed mid-query leaves its query running on the
+    server, and whoever takes over its lock interrupts that session (:func:`interrupt_session`)
+    before touching the warehouse. Yields the id (None when the warehouse is not Spark)."""
     global _RUN_SESSION
     if ws.config.warehouse.type != "spark" or _RUN_SESSION is not None:
         yield None
         return
     import uuid
-
-    from splice.run.children import spark_session_mark
 
     remote = str(ws.config.warehouse.remote)
     session_id = str(uuid.uuid4())
@@ -112,16 +109,40 @@ def run_spark_session(ws: Any, splice_dir: Any) -> Iterator[str | None]:
     _probe(remote, "splice run")
     from pyspark.sql import SparkSession
 
-    # created first, it is the process's default session: the tools' getOrCreate() reuse it
     session = SparkSession.builder.remote(with_session_id(remote, session_id)).create()
-    mark = spark_session_mark(splice_dir, remote, session_id)
+    # the process's default and active session for the run: the tools' getOrCreate() return
+    # it (pyspark keeps an earlier session as the default otherwise, and a session's cached
+    # file listings go stale when another process rewrites a table)
+    cls: Any = type(session)  # pyspark.sql.connect's SparkSession: its session registry
+    with cls._lock:
+        before = cls._default_session
+        cls._default_session = session
+        cls._active_session.session = session
     _RUN_SESSION = session
     try:
         yield session_id
     finally:
         _RUN_SESSION = None
-        mark.unlink(missing_ok=True)
         session.stop()
+        with cls._lock:
+            if before is not None and not before.is_stopped and cls._default_session is None:
+                cls._default_session = before
+
+
+def stop_client_sessions() -> None:
+    """Stop every Spark Connect session still open in this process (the tools' own:
+    dbt-spark's and SQLMesh's ``getOrCreate()``), before their server stops: pyspark calls the
+    server once more for each open client when the process exits, retrying for minutes when
+    nothing answers."""
+    import gc
+    import sys
+
+    mod = sys.modules.get("pyspark.sql.connect.session")
+    if mod is None:
+        return
+    for obj in gc.get_objects():
+        if isinstance(obj, mod.SparkSession) and not obj.is_stopped:
+            obj.stop()
 
 
 def interrupt_session(remote: str, session_id: str) -> list[str]:

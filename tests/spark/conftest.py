@@ -32,6 +32,9 @@ def spark_server() -> Iterator[LocalSpark]:
     try:
         yield server
     finally:
+        from splice.warehouse_spark import stop_client_sessions
+
+        stop_client_sessions()  # the tools' sessions in this process, before their server goes
         server.stop()
         shutil.rmtree(base, ignore_errors=True)
 

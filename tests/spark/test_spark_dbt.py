@@ -56,3 +56,24 @@ def test_an_unreachable_spark_is_one_clear_line(
     assert r.returncode == 2, r.stderr
     assert "cannot reach the Spark Connect server" in r.stderr and "[warehouse] remote" in r.stderr
     assert "Traceback" not in r.stderr and "JVM" not in r.stderr
+
+
+def test_doctor_names_a_project_on_another_spark(
+    shop: Path, spark_server: LocalSpark, tmp_path: Path
+) -> None:
+    """dbt-spark's profile names another Spark Connect server than [warehouse] remote."""
+    other = tmp_path / "shop"
+    shutil.copytree(shop, other)
+    profiles = other / "shop" / "profiles.yml"
+    profiles.write_text(profiles.read_text().replace(
+        "\"{{ env_var('SPLICE_SPARK_REMOTE') }}\"", "sc://spark-b.internal:15002"))  # fmt: skip
+    doc = splice(other, spark_server.remote, "doctor", "--json")
+    assert doc.stdout.startswith("{"), doc.stderr + doc.stdout
+    found = [c for c in json.loads(doc.stdout)["checks"] if c["code"] == "SPL408"]
+    assert len(found) == 1 and "'shop'" in found[0]["message"], found
+    msg = found[0]["message"]
+    assert (
+        "shop.outputs.prod.server_side_parameters.spark.remote is sc://spark-b.internal:15002"
+        in msg
+    )
+    assert spark_server.remote in msg  # fx (SQLMesh) names the same server: not flagged

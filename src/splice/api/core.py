@@ -200,7 +200,8 @@ def demo_tour(result: Any) -> str:
         f"{counts.get('currencies', '?')} currencies, Q3 2026)",
         f"One graph over: {', '.join(projects)}",
         "",
-        "Where the Q3 close number comes from (column lineage across dbt, SQLMesh and dlt):",
+        "Where the Q3 close number comes from (column lineage across dbt, SQLMesh and the "
+        "ingestion job):",
     ]
     lines += [f"  {'  ' * i}{'<- ' if i else ''}{step}" for i, step in enumerate(chain)]
     lines += [

@@ -78,10 +78,12 @@ def start_local(workspace: Path) -> str:
 def stop_local(workspace: Path) -> bool:
     """Stop the workspace's own Spark Connect server, if it has one running."""
     from splice.sparklocal import LocalSpark
+    from splice.warehouse_spark import stop_client_sessions
 
     remote, local = remote_of(workspace), _local_dir(workspace)
     if not remote or not local:
         return False
+    stop_client_sessions()
     return LocalSpark.stop_at(Path(workspace) / local, remote)
 
 

@@ -8,6 +8,8 @@ SPL406   error     a project's PostgreSQL connection differs from [warehouse] (h
                    port or database): the key that differs, in which file, both values
 SPL407   error     one workspace, two engines: a project builds into DuckDB while
                    [warehouse] is PostgreSQL, or the other way round
+SPL408   error     a project's Spark Connect endpoint (dbt-spark's spark.remote,
+                   SQLMesh's Spark gateway) is not [warehouse] remote
 =======  ========  =================================================================
 
 >>> from types import SimpleNamespace
@@ -31,7 +33,8 @@ from splice.graph.doctor import Check
 #: login per tool is common; the password is never read or shown).
 SERVER_KEYS = ("host", "port", "database")
 
-CODES = {"SPL406": "server-mismatch", "SPL407": "mixed-warehouse-engines"}
+CODES = {"SPL406": "server-mismatch", "SPL407": "mixed-warehouse-engines",
+         "SPL408": "spark-endpoint-mismatch"}  # fmt: skip
 
 _LOOPBACK = {"localhost", "127.0.0.1", "::1"}
 
@@ -66,8 +69,8 @@ def server_checks(
                 f"{workspace_server.get('database')}",
             ))  # fmt: skip
             continue
-        if loc.kind != "server" or not loc.server:
-            continue
+        if loc.kind != "server" or not loc.server or "remote" in loc.server:
+            continue  # a Spark endpoint: spark_checks
         if workspace_server is None:
             checks.append(Check(
                 "SPL407", "error", None,
@@ -89,5 +92,39 @@ def server_checks(
                 + "; ".join(differ) + ".",
                 "make them name one server and database (correct the project's config, or "
                 f"[warehouse] in {workspace_file})",
+            ))  # fmt: skip
+    return checks
+
+
+def _endpoint(remote: Any) -> str:
+    """``sc://HOST:PORT`` of a Spark Connect URL, loopback names as one, parameters dropped.
+
+    >>> _endpoint("sc://localhost:15002/;session_id=x") == _endpoint("sc://127.0.0.1:15002")
+    True
+    """
+    from urllib.parse import urlsplit
+
+    text = str(remote or "").strip().split("/;", 1)[0]
+    u = urlsplit(text.replace("sc://", "http://", 1))
+    host = (u.hostname or "").lower()
+    return f"sc://{'127.0.0.1' if host in _LOOPBACK else host}:{u.port or 15002}"
+
+
+def spark_checks(locations: dict[str, Any], remote: str, workspace_file: str) -> list[Check]:
+    """SPL408: each project's Spark Connect endpoint against ``[warehouse] remote``."""
+    checks: list[Check] = []
+    for project in sorted(locations):
+        loc = locations[project]
+        if loc is None or loc.kind != "server" or not loc.server or "remote" not in loc.server:
+            continue
+        where, value = loc.server["remote"]
+        if value and _endpoint(value) != _endpoint(remote):
+            checks.append(Check(
+                "SPL408", "error", None,
+                f"project {project!r} connects to another Spark than the workspace: "
+                f"{loc.config_file}: {where} is {value}, {workspace_file}: [warehouse] remote is "
+                f"{remote}.",
+                "make them name one Spark Connect server (correct the project's config, or "
+                f"[warehouse] remote in {workspace_file})",
             ))  # fmt: skip
     return checks

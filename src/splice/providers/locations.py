@@ -116,6 +116,10 @@ def _sqlmesh_connection(
         server = {k: [f"{prefix}.{k}", getattr(conn, k, None)] for k in ("user", *SERVER_KEYS)}
         return WarehouseLocation(project, "sqlmesh", "server", ctype, cfg_file, prefix, None,
                                  server=server)  # fmt: skip
+    if ctype == "spark":
+        remote = (getattr(conn, "config", None) or {}).get("spark.remote")
+        return WarehouseLocation(project, "sqlmesh", "server", ctype, cfg_file, prefix, None,
+                                 server={"remote": [f"{prefix}.config.spark.remote", remote]})  # fmt: skip
     if ctype != "duckdb":
         return WarehouseLocation(project, "sqlmesh", "other", ctype, cfg_file, prefix, None)
     database = getattr(conn, "database", None)
@@ -163,6 +167,12 @@ def dbt_location(
             server[k] = [f"{key}.{name_set}", value]
         return WarehouseLocation(project, "dbt", "server", "postgres", str(prof_file), key, None,
                                  server=server)  # fmt: skip
+    if out.get("type") == "spark" and str(out.get("method") or "") == "session":
+        raw_remote = (out.get("server_side_parameters") or {}).get("spark.remote")
+        remote = _render_env(str(raw_remote)) if raw_remote is not None else None
+        return WarehouseLocation(project, "dbt", "server", "spark", str(prof_file), key, None,
+                                 server={"remote": [f"{key}.server_side_parameters.spark.remote",
+                                                    remote]})  # fmt: skip
     if out.get("type") != "duckdb":
         return WarehouseLocation(
             project, "dbt", "other", str(out.get("type")), str(prof_file), key, None

@@ -113,6 +113,10 @@ class SqlmeshProvider:
                 if gw:
                     kwargs["gateway"] = gw
                 self._context = Context(**kwargs)
+                # a state database of its own (not the warehouse: opening it early holds no
+                # warehouse lock) is opened here, so SQLMesh's warnings about it are captured
+                if self._context.config.get_state_connection(self._context.gateway) is not None:
+                    _ = self._context.state_reader
         return self._context
 
     @contextlib.contextmanager

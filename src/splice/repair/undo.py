@@ -132,7 +132,16 @@ def capture(ws: Any, proposal_id: str, targets: list[Target]) -> list[UndoEntry]
     folder.mkdir(parents=True, exist_ok=True)
     out: list[UndoEntry] = []
     pg = _on_postgres(ws)
-    method = "overwrite" if _on_spark(ws) else "copy"
+    from splice.run.scheduler import warehouse_capabilities
+
+    caps = warehouse_capabilities(ws.config.warehouse.type)
+    if caps.undo != "copy":  # table versions (Delta, Iceberg): designed for, not built yet
+        raise RepairError(
+            f"the undo of a {ws.config.warehouse.type} warehouse records table versions, which "
+            "this Splice does not do yet; nothing was captured.",
+            fix="declare the warehouse's tables as plain Parquet (undo by copy), or repair by hand",
+        )
+    method = "copy" if caps.transactions else "overwrite"
     with connect(ws, "the undo capture") as con:
         for i, (node_id, relation, time_col, start, end) in enumerate(targets):
             cols = _typed_columns(con, relation, ws.dialect)

@@ -88,9 +88,15 @@ class _Run:
                 st.close()
         self._stores.clear()
 
-    def release(self, segment: Segment) -> None:
+    def release(self, segment: Segment, graph: Any = None) -> None:
         """Free the warehouse after a batch: every tool's connection when segments run one at
-        a time (a single-writer file is free between segments); this project's otherwise."""
+        a time (a single-writer file is free between segments); this project's otherwise.
+        An ingestion job (a process of its own) holds no connection of ours; on Spark, the
+        tables it wrote are refreshed in the run's session (whose file listings it made stale)."""
+        if segment.format == "ingestion":
+            nodes = [graph.nodes[n] for n in segment.node_ids if graph and n in graph.nodes]
+            _refresh_tables(self.ws, [r.key for n in nodes for r in n.all_writes])
+            return
         if self.serial:
             release_all(self.ws)
             return
@@ -191,7 +197,7 @@ class _Run:
                 outcome = SegmentOutcome(method=f"{first.format}", error=msg)
             finally:
                 try:
-                    self.release(first)
+                    self.release(first, g)
                 except Exception as e:  # noqa: BLE001 - reported, never fatal
                     self.report.notes.append(f"releasing the warehouse failed: {e}")
         elapsed = time.perf_counter() - t0
@@ -477,3 +483,19 @@ class _Sink:
             duration=duration,
         )
         self.run._show(ev)
+
+
+def _refresh_tables(ws: Any, relations: list[str]) -> None:
+    """``REFRESH TABLE`` each relation on a Spark warehouse, in the run's session (another
+    process rewrote its files: the session's cached listing of them is stale); nothing
+    elsewhere."""
+    if ws.config.warehouse.type != "spark" or not relations:
+        return
+    from sqlglot import exp
+
+    from splice.sqlrows import table
+    from splice.warehouse import connect
+
+    with connect(ws, "refreshing the tables an ingestion job wrote") as con:
+        for rel in relations:
+            con.execute(exp.Refresh(this=table(rel, "spark"), kind="TABLE").sql(dialect="spark"))

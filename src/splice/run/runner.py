@@ -172,8 +172,12 @@ def run_session(
         session = RunSession(journal, lock, run_id, notes)
         from splice.warehouse_spark import run_spark_session
 
+        if ws.config.warehouse.type == "spark":
+            # the tools reconnect inside the run's Spark session: a connection they kept from
+            # before (another session) would not be interrupted with the run, nor refreshed
+            release_all(ws)
         try:
-            with run_spark_session(ws, ws.splice_dir):
+            with run_spark_session(ws) as spark_id, _spark_mark(ws, spark_id):
                 yield session
         except BaseException as e:
             if not session.finished:
@@ -189,6 +193,22 @@ def run_session(
             release_all(ws)
         lock.release()
         journal.close()
+
+
+@contextlib.contextmanager
+def _spark_mark(ws: Any, session_id: str | None) -> Iterator[None]:
+    """The run's Spark session recorded among its children while it runs (see
+    :func:`splice.run.children.kill_orphans`)."""
+    if session_id is None:
+        yield
+        return
+    from splice.run.children import spark_session_mark
+
+    mark = spark_session_mark(ws.splice_dir, str(ws.config.warehouse.remote), session_id)
+    try:
+        yield
+    finally:
+        mark.unlink(missing_ok=True)
 
 
 def _orphan_note(child: dict[str, Any]) -> str:
