@@ -74,40 +74,30 @@ def _on_spark(ws: Any) -> bool:
 
 
 def _typed_columns(con: Any, relation: str, dialect: str) -> list[tuple[str, str]]:
+    """The relation's (column, type) pairs in order; a RepairError when it does not exist."""
     if dialect == "postgres":
         found = undo_pg.typed_columns(con, relation)
-        if not found:
-            raise RepairError(
-                f"the relation {relation} does not exist in the warehouse, so its rows cannot "
-                "be saved for the undo.",
-                fix="build it first (splice run), then propose again",
-            )
-        return found
-    if dialect == "spark":
+    elif dialect == "spark":
         found = undo_spark.layout(con, relation)[0]
-        if not found:
-            raise RepairError(
-                f"the relation {relation} does not exist in the warehouse, so its rows cannot "
-                "be saved for the undo.",
-                fix="build it first (splice run), then propose again",
-            )
-        return found
-    rel = parse_relation(relation, dialect=dialect)
-    q = exp.select("column_name", "data_type").from_(exp.table_("columns", db="information_schema"))
-    conds = [exp.column("table_name").eq(exp.Literal.string(rel.name))]
-    if rel.schema:
-        conds.append(exp.column("table_schema").eq(exp.Literal.string(rel.schema)))
-    if rel.catalog:
-        conds.append(exp.column("table_catalog").eq(exp.Literal.string(rel.catalog)))
-    q = q.where(exp.and_(*conds)).order_by("ordinal_position")
-    rows = con.execute(q.sql(dialect=dialect)).fetchall()
-    if not rows:
+    else:
+        rel = parse_relation(relation, dialect=dialect)
+        q = exp.select("column_name", "data_type").from_(
+            exp.table_("columns", db="information_schema")
+        )
+        conds = [exp.column("table_name").eq(exp.Literal.string(rel.name))]
+        if rel.schema:
+            conds.append(exp.column("table_schema").eq(exp.Literal.string(rel.schema)))
+        if rel.catalog:
+            conds.append(exp.column("table_catalog").eq(exp.Literal.string(rel.catalog)))
+        q = q.where(exp.and_(*conds)).order_by("ordinal_position")
+        found = [(str(n), str(t)) for n, t in con.execute(q.sql(dialect=dialect)).fetchall()]
+    if not found:
         raise RepairError(
             f"the relation {relation} does not exist in the warehouse, so its rows cannot be "
             "saved for the undo.",
             fix="build it first (splice run), then propose again",
         )
-    return [(str(n), str(t)) for n, t in rows]
+    return found
 
 
 def _sum(con: Any, sql: str) -> tuple[int, str]:
