@@ -12,8 +12,15 @@ from splice.workspace import Workspace
 
 
 def doctor(ws: Workspace, *, lineage: bool = True) -> list[Check]:
-    """Every doctor check for the workspace's current target."""
-    g = ws.graph()
+    """Every doctor check for the workspace's current target. A warehouse that does not
+    answer while the graph loads (SQLMesh connects its gateway) is itself a check (SPL409),
+    reported with the checks that need only the tools' configs."""
+    from splice.errors import WarehouseError
+
+    try:
+        g = ws.graph()
+    except WarehouseError as err:
+        return _unreachable(ws, err)
     prod: dict[str, str] = {}
     for n in g.nodes.values():
         rel = n.meta.get("prod_relation")
@@ -24,7 +31,10 @@ def doctor(ws: Workspace, *, lineage: bool = True) -> list[Check]:
     if lineage:
         from splice.lineage_service import workspace_lineage
 
-        checks += lineage_checks(workspace_lineage(ws).models)
+        try:
+            checks += lineage_checks(workspace_lineage(ws).models)
+        except WarehouseError as err:  # the lineage reads the warehouse's columns
+            checks += _unreachable(ws, err, loaded=True)
     order = {"error": 0, "warning": 1, "info": 2}
     return sorted(checks, key=lambda c: (order[c.severity], c.code, c.node or ""))
 
@@ -62,6 +72,30 @@ def _foreign_models(ws: Workspace, g: Any) -> dict[str, dict[str, str]]:
         for p in ws.config.projects
         if p.format == "sqlmesh" and p.name in multi
     }
+
+
+def _unreachable(ws: Workspace, err: Any, *, loaded: bool = False) -> list[Check]:
+    """SPL409 for the endpoint that did not answer; with the config-only endpoint checks when
+    the graph did not load (``loaded``: it did, and its checks were made; the column lineage's
+    were not)."""
+    from splice.config import CONFIG_FILE
+    from splice.graph.doctor_server import server_checks, spark_checks
+
+    skipped = ("The column lineage was not checked (it reads the warehouse's columns)."
+               if loaded else "The graph was not loaded, so only the tools' configs were checked.")  # fmt: skip
+    fix = err.fix or "start the warehouse, then run splice doctor again"
+    checks = [Check("SPL409", "error", None, f"{err.message} {skipped}", fix)]
+    if loaded:
+        return checks
+    if ws.has_config:
+        locations, wh = warehouses(ws), ws.config.warehouse
+        workspace_file = str(ws.root / CONFIG_FILE)
+        if wh.type == "spark" and wh.remote:
+            checks += spark_checks(locations, str(wh.remote), workspace_file)
+        elif wh.type == "postgres":
+            server = {k: v for k, v in wh.pg_fields().items() if k != "url_password"}
+            checks += server_checks(locations, server, workspace_file)
+    return sorted(checks, key=lambda c: (c.code, c.node or ""))
 
 
 def _warehouse_checks(ws: Workspace, g: Any) -> list[Check]:

@@ -174,8 +174,14 @@ def _quiet() -> None:
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
-def _probe(remote: str, what: str) -> None:
-    """A one-line error at once when nothing listens at ``remote`` (``sc://HOST:PORT/...``)."""
+def _probe(remote: str, what: str, fix: str | None = None) -> None:
+    """A one-line error at once when nothing listens at ``remote`` (``sc://HOST:PORT/...``):
+    pyspark's client retries an unreachable server for minutes before it gives up.
+
+    >>> _probe("sc://127.0.0.1:1", "loading")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    splice.errors.WarehouseError: loading: cannot reach the Spark Connect server at sc://127.0.0.1:1 (...).
+    """
     import socket
     from urllib.parse import urlsplit
 
@@ -186,9 +192,22 @@ def _probe(remote: str, what: str) -> None:
     except OSError as e:
         raise WarehouseError(
             f"{what}: cannot reach the Spark Connect server at {remote} ({e.strerror or e}).",
-            fix="start the server (sbin/start-connect-server.sh) or correct [warehouse] remote",
+            fix=fix
+            or "start the server (sbin/start-connect-server.sh) or correct [warehouse] remote",
             retry=True,
         ) from None
+
+
+def probe_project_endpoint(location: Any, project: str) -> None:
+    """Fail at once, naming the project's config file and key, when the Spark Connect server
+    a project's config names (``location``: its WarehouseLocation) does not answer; nothing
+    when the project is not on Spark Connect."""
+    server = getattr(location, "server", None) or {}
+    if "remote" not in server or not server["remote"][1]:
+        return
+    key, remote = server["remote"]
+    _probe(str(remote), f"project {project!r} ({location.config_file}: {key})",
+           fix=f"start that server, or correct {key} in {location.config_file}")  # fmt: skip
 
 
 @contextmanager

@@ -14,6 +14,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from tests.story_support import assert_stale_rates_diagnosed
 
 from splice.demo.story import tell
 from splice.pglocal import LocalPostgres
@@ -42,17 +43,7 @@ def _gmv(url: str) -> dict[date, Decimal]:
 
 def test_the_incident_is_found_and_diagnosed_on_postgres(pg_story: Any) -> None:
     told, _fixed, _url, _state = pg_story
-    assert told.run.ok  # every audit and test passed on the wrong inputs
-    assert [i.incident_id for i in told.incidents] == ["INC-1"]
-    d = told.incidents[0].as_dict()
-    assert d["origin"] == "pricing:fx.daily_rates"
-    assert (d["first_interval"], d["last_interval"]) == ("2026-09-28", "2026-09-29")
-    diag = d["diagnosis"]
-    assert diag["source"]["node"] == "ingestion:fx_rates_ingest"
-    assert "as_of is 2026-09-25" in diag["cause"]  # the vendor's own as-of, read in postgres
-    scoped = {n["node"]: n["ranges"] for n in diag["scope"]["nodes"]}
-    assert scoped["pricing:marts.fct_bookings_usd"] == [["2026-09-28", "2026-09-29"]]
-    assert scoped["finance:fct_gmv_qtd"] == [["2026-09-28", "2026-09-30"]]
+    assert_stale_rates_diagnosed(told, "postgres")
 
 
 def test_the_repair_verifies_and_gives_the_clean_numbers(pg_story: Any, demo_build: Any) -> None:

@@ -6,7 +6,10 @@ down to Spark; a Spark that does not answer is one clear line."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -56,6 +59,36 @@ def test_an_unreachable_spark_is_one_clear_line(
     assert r.returncode == 2, r.stderr
     assert "cannot reach the Spark Connect server" in r.stderr and "[warehouse] remote" in r.stderr
     assert "Traceback" not in r.stderr and "JVM" not in r.stderr
+    # doctor still diagnoses: the graph's checks and both projects on another Spark than
+    # [warehouse], with the warehouse that does not answer as a check of its own
+    doc = splice(other, spark_server.remote, "doctor", "--json")
+    assert doc.returncode == 1 and doc.stdout.startswith("{"), doc.stderr + doc.stdout
+    codes = [c["code"] for c in json.loads(doc.stdout)["checks"]]
+    assert codes.count("SPL408") == 2 and codes.count("SPL409") == 1, codes
+    assert "SPL301" in codes  # the graph loaded: its own checks were made
+
+
+def test_a_project_naming_a_dead_spark_fails_at_once_and_doctor_says_where(
+    shop: Path, spark_server: LocalSpark
+) -> None:
+    """SQLMesh connects its Spark gateway while loading the graph: a server that does not
+    answer is named (project, file, key) at once, not after pyspark's minutes of retries."""
+    dead = "sc://127.0.0.1:9"
+    env = {**os.environ, "SPLICE_SPARK_REMOTE": dead}  # both projects' configs name it
+    run = [sys.executable, "-m", "splice", "-w", str(shop)]
+    listed = subprocess.run([*run, "ls"], env=env, capture_output=True, text=True, timeout=120)
+    assert listed.returncode == 2, listed.stderr
+    assert "project 'fx'" in listed.stderr and "fx/config.py" in listed.stderr
+    assert "gateways.spark.connection.config.spark.remote" in listed.stderr
+    assert "Traceback" not in listed.stderr
+    doc = subprocess.run([*run, "doctor", "--json"], env=env, capture_output=True, text=True,
+                         timeout=120)  # fmt: skip
+    assert doc.returncode == 1, doc.stderr
+    checks = json.loads(doc.stdout)["checks"]
+    unreachable = [c for c in checks if c["code"] == "SPL409"]
+    assert len(unreachable) == 1 and dead in unreachable[0]["message"], checks
+    mismatched = {c["message"].split("'")[1] for c in checks if c["code"] == "SPL408"}
+    assert mismatched == {"fx", "shop"}, checks
 
 
 def test_doctor_names_a_project_on_another_spark(

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from tests.story_support import assert_stale_rates_diagnosed
 
 from splice.demo.story import tell
 from splice.principals import Principal
@@ -42,16 +43,7 @@ def _gmv(remote: str) -> dict[str, float]:
 
 def test_the_incident_is_found_and_diagnosed_on_spark(spark_story: Any) -> None:
     told, _fixed, _ws = spark_story
-    assert told.run.ok  # every audit and test passed on the wrong inputs
-    assert [i.incident_id for i in told.incidents] == ["INC-1"]
-    d = told.incidents[0].as_dict()
-    assert d["origin"] == "pricing:fx.daily_rates"
-    assert (d["first_interval"], d["last_interval"]) == ("2026-09-28", "2026-09-29")
-    diag = d["diagnosis"]
-    assert diag["source"]["node"] == "ingestion:fx_rates_ingest"
-    assert "as_of is 2026-09-25" in diag["cause"]  # the vendor's own as-of, read in Spark
-    scoped = {n["node"]: n["ranges"] for n in diag["scope"]["nodes"]}
-    assert scoped["pricing:marts.fct_bookings_usd"] == [["2026-09-28", "2026-09-29"]]
+    assert_stale_rates_diagnosed(told, "spark")
 
 
 def test_the_repair_verifies_and_gives_the_clean_numbers(

@@ -10,15 +10,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.story_support import assert_stale_rates_diagnosed
 
-from splice.demo.story import StoryResult, tell_stale_rates
+from splice.demo.story import StoryResult
 from splice.state.store import StateStore
 from splice.watch.incidents import get_incident, list_incidents, update_incidents
 
 
 @pytest.fixture(scope="module")
-def story(tmp_path_factory: pytest.TempPathFactory) -> StoryResult:
-    return tell_stale_rates(tmp_path_factory.mktemp("story") / "travel")
+def story(stale_story: StoryResult) -> StoryResult:
+    """The session's story (read only: a test that watches again works on a copy)."""
+    return stale_story
 
 
 def splice(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -81,6 +83,10 @@ def test_the_story_opens_one_incident_on_mondays_data(story: StoryResult) -> Non
     # the scope: exactly the stale days
     assert d["scope"]["start"] == "2026-09-28" and d["scope"]["end"] == "2026-09-29"
     assert d["scope"]["intervals"] == ["2026-09-28", "2026-09-29"]
+
+
+def test_the_story_finds_what_it_finds_on_every_warehouse(story: StoryResult) -> None:
+    assert_stale_rates_diagnosed(story, "duckdb")
 
 
 def test_incidents_cli_lists_and_shows_the_diagnosis(story: StoryResult) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import traceback
 from pathlib import Path
@@ -225,6 +226,8 @@ def register_commands() -> None:
 
 
 def main() -> None:
+    # gRPC (pyspark's Spark Connect client) notes every fork on stderr; its errors stay
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
     register_commands()
     try:
         cli(prog_name="splice")

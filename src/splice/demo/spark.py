@@ -243,7 +243,8 @@ def _write(s: Any, table: str, columns: tuple[tuple[str, str], ...], frame: Any,
                                                   columns=[exp.to_identifier("k")])),
                    join_type="CROSS")  # fmt: skip
     insert = exp.Insert(this=exp.to_table(table), expression=q, overwrite=not append)
-    s.conf.set("spark.sql.sources.partitionOverwriteMode", "DYNAMIC")
+    if not append:  # only the partitions the rows fall in
+        s.conf.set("spark.sql.sources.partitionOverwriteMode", "DYNAMIC")
     s.sql(insert.sql(dialect=DIALECT)).collect()
 
 

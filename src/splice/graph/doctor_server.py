@@ -10,6 +10,9 @@ SPL407   error     one workspace, two engines: a project builds into DuckDB whil
                    [warehouse] is PostgreSQL, or the other way round
 SPL408   error     a project's Spark Connect endpoint (dbt-spark's spark.remote,
                    SQLMesh's Spark gateway) is not [warehouse] remote
+SPL409   error     a warehouse does not answer: one a SQLMesh Spark gateway names (the
+                   graph cannot load; the configs' checks are still made) or
+                   [warehouse] itself (the column lineage's checks are skipped)
 =======  ========  =================================================================
 
 >>> from types import SimpleNamespace
@@ -34,7 +37,7 @@ from splice.graph.doctor import Check
 SERVER_KEYS = ("host", "port", "database")
 
 CODES = {"SPL406": "server-mismatch", "SPL407": "mixed-warehouse-engines",
-         "SPL408": "spark-endpoint-mismatch"}  # fmt: skip
+         "SPL408": "spark-endpoint-mismatch", "SPL409": "warehouse-unreachable"}  # fmt: skip
 
 _LOOPBACK = {"localhost", "127.0.0.1", "::1"}
 

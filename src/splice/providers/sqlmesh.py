@@ -104,6 +104,7 @@ class SqlmeshProvider:
         if self._context is not None and self._stale:
             self._reload()
         if self._context is None:
+            self._probe_spark()
             with self._calling("load", "load"):
                 from splice.sqlmesh_import import import_sqlmesh
 
@@ -118,6 +119,18 @@ class SqlmeshProvider:
                 if self._context.config.get_state_connection(self._context.gateway) is not None:
                     _ = self._context.state_reader
         return self._context
+
+    def _probe_spark(self) -> None:
+        """SQLMesh connects its gateway while loading (its default catalog): a Spark Connect
+        server that does not answer is said at once, not after pyspark's minutes of retries."""
+        from splice.errors import SpliceError
+        from splice.warehouse_spark import probe_project_endpoint
+
+        try:
+            loc = self.warehouse()
+        except SpliceError:
+            return  # the config does not load: the Context's load below says why
+        probe_project_endpoint(loc, self.ctx.project_name)
 
     @contextlib.contextmanager
     def _calling(self, label: str, what: str) -> Iterator[None]:

@@ -125,11 +125,11 @@ def capture(ws: Any, proposal_id: str, targets: list[Target]) -> list[UndoEntry]
     from splice.run.scheduler import warehouse_capabilities
 
     caps = warehouse_capabilities(ws.config.warehouse.type)
-    if caps.undo != "copy":  # table versions (Delta, Iceberg): designed for, not built yet
+    if caps.undo != "copy":  # a developer's declaration: no warehouse kind makes it yet
         raise RepairError(
-            f"the undo of a {ws.config.warehouse.type} warehouse records table versions, which "
-            "this Splice does not do yet; nothing was captured.",
-            fix="declare the warehouse's tables as plain Parquet (undo by copy), or repair by hand",
+            f"the {ws.config.warehouse.type} warehouse declares undo by table version, which is "
+            "designed (undo_spark.version_restore_sql) but not built; nothing was captured.",
+            fix="declare undo='copy' for it in splice.run.scheduler.WAREHOUSES",
         )
     method = "copy" if caps.transactions else "overwrite"
     with connect(ws, "the undo capture") as con:

@@ -124,7 +124,7 @@ def load_saved(con: Any, path: Path, columns: list[tuple[str, str]], index: int)
 
     name = f"_splice_undo_{index}"
     saved = pq.read_table(str(path))
-    frame = con.session.createDataFrame(saved.to_pandas()) if saved.num_rows else None
+    frame = con.session.createDataFrame(saved) if saved.num_rows else None
     if frame is None:  # no rows: an empty view of the right columns
         empty = exp.select(*[exp.cast(exp.null(), exp.DataType.build(t, dialect=DIALECT)).as_(
             c, quoted=True) for c, t in columns]).where(exp.false())  # fmt: skip
@@ -260,8 +260,6 @@ def put_back(con: Any, entries: list[Any], saved: list[exp.Expr], current: Any, 
         try:
             restore_one(con, e, source)
             got = current(con, e)
-        except RepairError:
-            raise
         except WarehouseError as err:
             raise RepairError(
                 f"restoring {e.relation} failed: {err.message}"
