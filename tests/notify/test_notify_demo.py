@@ -13,15 +13,15 @@ from notify_support import body_text, http_receiver, smtp_server
 
 from splice.cli.main import cli, register_commands
 from splice.demo import relocate
-from splice.demo.story import StoryResult, tell_stale_rates
+from splice.demo.story import StoryResult
 
 register_commands()
 
 
 @pytest.fixture(scope="module")
-def story(tmp_path_factory: pytest.TempPathFactory) -> StoryResult:
-    """The story up to the diagnosis (read-only: copy it)."""
-    return tell_stale_rates(tmp_path_factory.mktemp("notify") / "travel")
+def story(stale_story: StoryResult) -> StoryResult:
+    """The session's story up to the diagnosis (read-only: copy it)."""
+    return stale_story
 
 
 def _cli(ws: Path, *args: str):  # type: ignore[no-untyped-def]

@@ -19,13 +19,14 @@ import pytest
 from principals_support import as_principal
 
 from splice.demo import relocate
-from splice.demo.story import StoryResult, tell_repair, tell_stale_rates
+from splice.demo.story import StoryResult, tell_repair
 from splice.demo.vendor import set_incident
 
 
 @pytest.fixture(scope="module")
-def story(tmp_path_factory: pytest.TempPathFactory) -> StoryResult:
-    return tell_stale_rates(tmp_path_factory.mktemp("kill") / "travel")
+def story(stale_story: StoryResult) -> StoryResult:
+    """The session's story up to the diagnosis (read-only: copy it)."""
+    return stale_story
 
 
 def _copy(story: StoryResult, dest: Path) -> Path:
