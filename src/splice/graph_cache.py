@@ -32,6 +32,7 @@ key changes; the whole-workspace lineage has its own slot (:mod:`splice.lineage_
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -105,9 +106,11 @@ def project_files(root: Path) -> list[Path]:
     return sorted(out)
 
 
-def _dists_on_path() -> list[str]:
+@functools.cache
+def _dists_on_path() -> tuple[str, ...]:
     """Names of the installed distributions (``name-version``) on sys.path, from their
-    dist-info / egg-info directory names (no metadata is read)."""
+    dist-info / egg-info directory names (no metadata is read). Listed once per process: a
+    long-lived server asks on every graph check, and the tools it runs are those it imported."""
     out: list[str] = []
     for entry in sys.path:
         try:
@@ -115,7 +118,7 @@ def _dists_on_path() -> list[str]:
         except OSError:
             continue
         out.extend(n for n in names if n.endswith((".dist-info", ".egg-info")))
-    return out
+    return tuple(out)
 
 
 def tool_versions() -> dict[str, str]:
@@ -137,6 +140,13 @@ def splice_version() -> str:
     an older one made."""
     from splice import __version__
 
+    return f"{__version__}+{_source_digest()}"
+
+
+@functools.cache
+def _source_digest() -> str:
+    """The digest of Splice's source files, walked once per process (the code it runs is the
+    code it imported; a server checks its graph's key every second)."""
     pkg = Path(__file__).resolve().parent
     h = hashlib.sha256()
     for dirpath, dirnames, filenames in os.walk(pkg):
@@ -145,7 +155,7 @@ def splice_version() -> str:
             if f.endswith(".py"):
                 st = os.stat(os.path.join(dirpath, f))
                 h.update(f"{dirpath}/{f}:{st.st_size}:{st.st_mtime_ns}\n".encode())
-    return f"{__version__}+{h.hexdigest()[:16]}"
+    return h.hexdigest()[:16]
 
 
 def _dbt_profiles_file(ws: Any, spec: Any) -> Path:

@@ -39,6 +39,7 @@ class Hub:
         self._graph: Any = None
         self._key: str | None = None
         self._checked_at = 0.0
+        self._checking = False
         self._loads = 0
         self._requests = 0
         self._notifying = False
@@ -78,16 +79,25 @@ class Hub:
         return cfg
 
     def _lend(self, ws: Workspace) -> None:
+        """Lend the shared graph while it is current. At most one request at a time checks
+        (hashes the inputs) once ``recheck`` seconds have passed; the others lend the graph
+        meanwhile, so a burst of requests does not hash the workspace once each."""
         with self._lock:
             self._requests += 1
             graph, key = self._graph, self._key
             fresh = time.monotonic() - self._checked_at < self.recheck
+            check = graph is not None and not fresh and not self._checking
+            self._checking = self._checking or check
         if graph is None:
             return
-        if fresh:
+        if not check:  # current, or being checked by another request right now
             ws._graph, ws.graph_key = graph, key
             return
-        current = ws.inputs_key()  # hashes the projects' files: milliseconds, no tool loaded
+        try:
+            current = ws.inputs_key()  # hashes the projects' files: milliseconds, no tool loaded
+        finally:
+            with self._lock:
+                self._checking = False
         if current == key:
             ws._graph = graph
             with self._lock:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
+
+import pytest
 
 from splice import api
 
@@ -19,3 +23,41 @@ def test_one_process_leads_the_scheduler_and_another_takes_over(tmp_path: Path) 
     finally:
         first.close()
         second.close()
+
+
+def test_a_burst_of_requests_hashes_the_workspace_once(
+    fresh_demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the graph is due a check, one request hashes the projects' files; the others in
+    the same burst are lent the graph meanwhile (fifty callers used to hash it fifty times)."""
+    from splice import graph_cache
+
+    hub = api.hub(fresh_demo, recheck=0.2)
+    try:
+        with hub.workspace() as ws:
+            graph = ws.graph()
+        real, keys = graph_cache.graph_key, []
+
+        def slow_key(w: object) -> str:
+            keys.append(threading.get_ident())
+            time.sleep(0.3)  # a hash of a big workspace, while the others arrive
+            return real(w)
+
+        monkeypatch.setattr(graph_cache, "graph_key", slow_key)
+        time.sleep(0.3)  # the check is due
+        start, lent = threading.Barrier(16), []
+
+        def request() -> None:
+            start.wait()
+            with hub.workspace() as w:
+                lent.append(w.graph())
+
+        threads = [threading.Thread(target=request) for _ in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        assert len(lent) == 16 and all(g is graph for g in lent)  # nothing loaded again
+        assert len(keys) == 1, f"{len(keys)} requests hashed the workspace"
+    finally:
+        hub.close()

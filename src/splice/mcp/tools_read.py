@@ -145,3 +145,15 @@ GROUPS: dict[str, list[Any]] = {
 
 #: Tools that write Splice's own state (never the warehouse's data).
 WRITES_STATE = {"run_watch"}
+#: Reads answered from Splice's state and the loaded graph (and its column lineage, once
+#: analysed): no warehouse query, no tool. They run one at a time (splice.mcp.server.LANES).
+FROM_STATE = {
+    "search_nodes",
+    "get_column_lineage",
+    "list_incidents",
+    "get_incident",
+    "list_anomalies",
+    "list_runs",
+    "get_run_journal",
+    "list_dashboards",
+}

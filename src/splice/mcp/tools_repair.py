@@ -208,3 +208,12 @@ WRITES_STATE = {
     "request_access",
     "reject_access",
 }
+#: Reads answered from Splice's state alone (see tools_read.FROM_STATE).
+FROM_STATE = {
+    "list_proposals",
+    "get_proposal",
+    "get_receipt",
+    "list_access_grants",
+    "get_access_grant",
+    "get_migrations",
+}
