@@ -21,6 +21,8 @@ PROJECT = '[[projects]]\nname = "a"\nformat = "dbt"\npath = "."\n'
         ('[[projects]]\nname = "a"\nformat = "dbtt"\npath = "."\n', "projects[0].format"),
         ('[[projects]]\nname = "a"\nformat = "dbt"\n', "missing key 'projects[0].path'"),
         ("[workspace\n", "not valid TOML"),
+        ('[warehouse]\ntype = "spark"\nremote = "thrift://spark:10000"\n', "Spark Connect only"),
+        ('[warehouse]\ntype = "spark"\n', 'needs remote = "sc://HOST:PORT"'),
         (
             '[[ingestion]]\nname = "fx"\nrunner = "dagster"\n',
             "ingestion 'fx' has runner = \"dagster\" but no [ingestion.dagster] table",

@@ -88,6 +88,14 @@ class WarehouseSection(_Strict):
             if pg_keys:
                 raise ValueError(f'{", ".join(pg_keys)} belong to a PostgreSQL warehouse; a Spark '
                                  'warehouse takes remote = "sc://HOST:PORT"')  # fmt: skip
+            scheme = (self.remote or "").split("://", 1)[0].lower()
+            if scheme in ("thrift", "hive", "hive2", "jdbc:hive2", "http", "https"):
+                raise ValueError(
+                    f"remote = {self.remote!r} is a Thrift (HiveServer2) or HTTP endpoint; Splice "
+                    "reaches Spark through Spark Connect only: start a Spark Connect server "
+                    "beside it (sbin/start-connect-server.sh, Spark 3.4 or later) and set "
+                    'remote = "sc://HOST:15002"'
+                )
             if not (self.remote and self.remote.startswith("sc://")):
                 raise ValueError('a Spark warehouse needs remote = "sc://HOST:PORT" (its Spark '
                                  "Connect endpoint)")  # fmt: skip
