@@ -44,6 +44,12 @@ def _gmv(remote: str) -> dict[str, float]:
 def test_the_incident_is_found_and_diagnosed_on_spark(spark_story: Any) -> None:
     told, _fixed, _ws = spark_story
     assert_stale_rates_diagnosed(told, "spark")
+    # the Spark writer keeps no load records (dlt's _dlt_loads): its loads are known from
+    # their rows, never reported as failed
+    from splice.watch.report import incident_lines
+
+    text = "\n".join(incident_lines(told.incidents[0]))
+    assert "no load record (known from the rows it wrote)" in text and "(failed)" not in text
 
 
 def test_the_repair_verifies_and_gives_the_clean_numbers(

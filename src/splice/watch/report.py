@@ -58,9 +58,8 @@ def incident_lines(inc: Incident) -> list[str]:
     src = d.get("source") or {}
     for load in src.get("loads") or []:
         lines.append(
-            f"  load {load['load_id']} of {src['node']}: status {load['status']} "
-            f"({'succeeded' if load['succeeded'] else 'failed'}) at {str(load['at'])[:19]}, "
-            f"{load['rows']} rows for {load['first']}..{load['last']}"
+            f"  load {load['load_id']} of {src['node']}: {load_outcome(load)} at "
+            f"{str(load['at'])[:19]}, {load['rows']} rows for {load['first']}..{load['last']}"
         )
     orch = src.get("orchestrator") or {}
     if orch.get("error"):
@@ -124,3 +123,16 @@ def incident_lines(inc: Incident) -> list[str]:
 
         lines += scope_lines(scope)
     return lines
+
+
+def load_outcome(load: dict[str, Any]) -> str:
+    """A load's outcome in words: its loader's status, or that only its rows tell of it.
+
+    >>> load_outcome({"status": 0, "succeeded": True})
+    'status 0 (succeeded)'
+    >>> load_outcome({"status": None, "succeeded": None})
+    'no load record (known from the rows it wrote)'
+    """
+    if load.get("succeeded") is None:
+        return "no load record (known from the rows it wrote)"
+    return f"status {load['status']} ({'succeeded' if load['succeeded'] else 'failed'})"
