@@ -179,8 +179,12 @@ class LocalPostgres:
             self.port = free_port()
         self.log_path.touch()
         self._chown(self.log_path)
+        # the Unix socket in the data directory when its path fits the kernel's 107 bytes
+        # (a deep workspace does not); Splice and the tools connect over TCP either way
+        socket_path = f"{self.data_dir}/.s.PGSQL.{self.port}"
+        sockets = str(self.data_dir) if len(socket_path) <= 107 else "''"
         opts = (
-            f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.data_dir} -c fsync=off "
+            f"-c listen_addresses=127.0.0.1 -p {self.port} -k {sockets} -c fsync=off "
             "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200 "
             "-c client_connection_check_interval=1000"
         )

@@ -71,3 +71,18 @@ def test_an_unreachable_server_is_named_before_anything_is_loaded(tmp_path: Path
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
     assert "failed at step 'postgres'" in r.stderr and "correct --warehouse-url" in r.stderr
+
+
+def test_a_server_in_a_deep_workspace_starts(tmp_path: Path) -> None:
+    """Its Unix socket path would pass the kernel's 107 bytes: the server listens on TCP only
+    (it failed to start before, for any workspace deep enough)."""
+    ensure_postgres()
+    data = tmp_path / ("deep-" * 16) / "travel" / ".splice" / "postgres"
+    assert len(f"{data}/.s.PGSQL.54321") > 107
+    server = LocalPostgres(data).start()
+    try:
+        url = server.create_database("deep")
+        with psycopg.connect(url) as con:
+            assert con.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        server.stop()
