@@ -42,7 +42,7 @@ demo: $(STAMP)
 	$(BIN)/splice demo $(DEMO_DIR) --force --incident stale-rates
 
 test: $(STAMP) $(AIRFLOW_STAMP) $(SPARK_STAMP)
-	$(BIN)/python -m pytest -q --durations=25 -n 2 --dist loadgroup
+	$(BIN)/python -m pytest -q --durations=25 -n 2 --dist loadfile
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench

@@ -23,15 +23,6 @@ if _AIRFLOW.exists():
     os.environ.setdefault("SPLICE_AIRFLOW", str(_AIRFLOW))
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """For ``pytest -n 2 --dist loadgroup`` (make test): each test file runs on one worker (its
-    module fixtures are built once), and every Spark test on the same one (one JVM at a time)."""
-    for item in items:
-        path = item.nodeid.split("::", 1)[0]
-        group = "spark" if path.startswith("tests/spark/") else path
-        item.add_marker(pytest.mark.xdist_group(group))
-
-
 @pytest.fixture(scope="session")
 def demo_build(tmp_path_factory: pytest.TempPathFactory) -> DemoResult:
     """The result of building the demo (Q3 2026, no incident) once for the whole session."""
