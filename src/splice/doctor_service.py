@@ -78,35 +78,22 @@ def _unreachable(ws: Workspace, err: Any, *, loaded: bool = False) -> list[Check
     """SPL409 for the endpoint that did not answer; with the config-only endpoint checks when
     the graph did not load (``loaded``: it did, and its checks were made; the column lineage's
     were not)."""
-    from splice.config import CONFIG_FILE
-    from splice.graph.doctor_server import server_checks, spark_checks
-
     skipped = ("The column lineage was not checked (it reads the warehouse's columns)."
                if loaded else "The graph was not loaded, so only the tools' configs were checked.")  # fmt: skip
     fix = err.fix or "start the warehouse, then run splice doctor again"
     checks = [Check("SPL409", "error", None, f"{err.message} {skipped}", fix)]
     if loaded:
         return checks
-    if ws.has_config:
-        locations, wh = warehouses(ws), ws.config.warehouse
-        workspace_file = str(ws.root / CONFIG_FILE)
-        if wh.type == "spark" and wh.remote:
-            checks += spark_checks(locations, str(wh.remote), workspace_file)
-        elif wh.type == "postgres":
-            server = {k: v for k, v in wh.pg_fields().items() if k != "url_password"}
-            checks += server_checks(locations, server, workspace_file)
+    checks += _endpoint_checks(ws, warehouses(ws))
     return sorted(checks, key=lambda c: (c.code, c.node or ""))
 
 
 def _warehouse_checks(ws: Workspace, g: Any) -> list[Check]:
     from splice.config import CONFIG_FILE
-    from splice.graph.doctor_server import server_checks
     from splice.graph.doctor_warehouse import warehouse_checks
 
     locations = warehouses(ws)
-    wh = ws.config.warehouse
-    postgres = wh.type == "postgres"
-    server = {k: v for k, v in wh.pg_fields().items() if k != "url_password"} if postgres else None
+    postgres = ws.config.warehouse.type == "postgres"
     checks = warehouse_checks(
         g,
         locations,
@@ -115,10 +102,24 @@ def _warehouse_checks(ws: Workspace, g: Any) -> list[Check]:
         workspace_file=str(ws.root / CONFIG_FILE),
         foreign_models=_foreign_models(ws, g),
     )
-    if ws.has_config:
-        checks += server_checks(locations, server, str(ws.root / CONFIG_FILE))
-        if wh.type == "spark" and wh.remote:
-            from splice.graph.doctor_server import spark_checks
+    return checks + _endpoint_checks(ws, locations)
 
-            checks += spark_checks(locations, str(wh.remote), str(ws.root / CONFIG_FILE))
+
+def _endpoint_checks(ws: Workspace, locations: dict[str, Any]) -> list[Check]:
+    """Each project's server against ``[warehouse]`` (SPL406/407 PostgreSQL, SPL408 Spark):
+    the tools' configs only, so they are made even when the warehouse does not answer."""
+    from splice.config import CONFIG_FILE
+    from splice.graph.doctor_server import server_checks, spark_checks
+
+    if not ws.has_config:
+        return []
+    wh, workspace_file = ws.config.warehouse, str(ws.root / CONFIG_FILE)
+    server = (
+        {k: v for k, v in wh.pg_fields().items() if k != "url_password"}
+        if wh.type == "postgres"
+        else None
+    )
+    checks = server_checks(locations, server, workspace_file)
+    if wh.type == "spark" and wh.remote:
+        checks += spark_checks(locations, str(wh.remote), workspace_file)
     return checks
