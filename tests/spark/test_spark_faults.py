@@ -19,11 +19,16 @@ from tests.spark.spark_support import splice
 from splice.sparklocal import LocalSpark
 
 # one row, after a sleep on the Spark side of $SPLICE_TEST_SLOW_MS (dbt-spark has no Python
-# models over Spark Connect; java_method reaches Thread.sleep from SQL)
+# models over Spark Connect; java_method reaches Thread.sleep from SQL). Before it sleeps it
+# sets the server JVM's system property $SPLICE_TEST_SLOW_MARK (an argument of the sleep, so
+# evaluated first): the test sees the query running on the server, not only dbt starting it.
 SLOW_MODEL = """with d as (select max(order_date) as last_day from {{ ref('fct_daily') }})
 select last_day,
        java_method('java.lang.Thread', 'sleep',
-                   cast({{ env_var('SPLICE_TEST_SLOW_MS', '0') }} as bigint)) as slept
+                   cast({{ env_var('SPLICE_TEST_SLOW_MS', '0') }} as bigint)
+                   + 0 * length(coalesce(java_method('java.lang.System', 'setProperty',
+                       '{{ env_var('SPLICE_TEST_SLOW_MARK', 'splice.test.slow') }}', 'on'), '')))
+         as slept
 from d
 """
 RATES = Path("fx") / "models" / "daily_rates.sql"
@@ -31,6 +36,27 @@ RATES = Path("fx") / "models" / "daily_rates.sql"
 
 def _built(report: dict[str, Any]) -> set[str]:
     return {n for n, r in report["nodes"].items() if r["status"] == "success"}
+
+
+def _wait_on_server(remote: str, mark: str, proc: subprocess.Popen[str],
+                    timeout: float = 120) -> None:  # fmt: skip
+    """Until the slow model's query runs on the server (it set the JVM property ``mark``)."""
+    from pyspark.sql import SparkSession
+
+    session = SparkSession.builder.remote(remote).create()
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()
+            row = session.sql(
+                f"select java_method('java.lang.System', 'getProperty', '{mark}') as v"
+            ).collect()[0]
+            if row.v == "on":
+                return
+            time.sleep(0.5)
+    finally:
+        session.stop()
+    raise AssertionError(f"the slow query never ran on the server ({mark} never set)")
 
 
 def _wait_started(ws: Path, remote: str, node: str, proc: subprocess.Popen[str],
@@ -81,13 +107,16 @@ def test_a_run_killed_on_spark_is_interrupted_and_the_next_run_finishes_it(
 ) -> None:
     remote = spark_server.remote
     (shop / "shop" / "models" / "slow_close.sql").write_text(SLOW_MODEL)
-    env = {**os.environ, "SPLICE_SPARK_REMOTE": remote, "SPLICE_TEST_SLOW_MS": "60000"}
+    mark = f"splice.test.slow.{os.getpid()}.{time.time_ns()}"
+    env = {**os.environ, "SPLICE_SPARK_REMOTE": remote, "SPLICE_TEST_SLOW_MS": "60000",
+           "SPLICE_TEST_SLOW_MARK": mark}  # fmt: skip
     a = subprocess.Popen(
         [sys.executable, "-m", "splice", "-w", str(shop), "run", "--execution-time", "2026-09-05"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
         _wait_started(shop, remote, "shop:slow_close", a)
+        _wait_on_server(remote, mark, a)  # dbt started the model: now its query runs on Spark
     finally:
         a.send_signal(signal.SIGKILL)
         a.communicate(timeout=30)
