@@ -1,5 +1,7 @@
-"""``splice mcp`` over stdio with a real MCP client session (``mcp.ClientSession``) against the
-demo with its stale-rates incident: the agent's question answered end to end."""
+"""``splice mcp`` over stdio with a real MCP client against the demo with its stale-rates
+incident: the agent's question answered end to end, by a client of the 2025 protocol
+(``mcp.ClientSession``, the initialize handshake) and by one of the 2026-07-28 revision
+(``mcp.Client``'s default: every request self-contained, the client's name in its ``_meta``)."""
 
 from __future__ import annotations
 
@@ -7,16 +9,19 @@ from pathlib import Path
 
 import anyio
 import pytest
-from tests.mcp_server.mcp_support import ToolFailed, call, stdio_session
+from tests.mcp_server.mcp_support import PROTOCOLS, ToolFailed, call, stdio_session
 
 
-def test_an_agent_asks_why_gmv_is_high_and_proposes_the_repair(story_copy: Path) -> None:
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_an_agent_asks_why_gmv_is_high_and_proposes_the_repair(
+    story_copy: Path, protocol: str
+) -> None:
     from splice.demo.vendor import set_incident
 
     set_incident(story_copy, None)  # the vendor has fixed its feed since
 
     async def main() -> dict:
-        async with stdio_session(story_copy, client="claude-code") as s:
+        async with stdio_session(story_copy, client="claude-code", protocol=protocol) as s:
             tools = {t.name: t for t in (await s.list_tools()).tools}
             # every reading and proposing group, and nothing that decides
             for name in ("search_nodes", "get_incident", "get_column_lineage", "list_metrics",

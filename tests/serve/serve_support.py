@@ -24,7 +24,7 @@ from jwt.algorithms import RSAAlgorithm
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Implementation
-from tests.mcp_server.mcp_support import child_env
+from tests.mcp_server.mcp_support import child_env, modern_client
 
 
 def splice(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -133,9 +133,19 @@ def served_copy(src: Path, dest: Path) -> tuple[Path, IdentityProvider, int]:
 class Served:
     """A running ``splice serve`` of a workspace: its URL, identity provider and API keys."""
 
-    def __init__(self, ws: Path, base: str, idp: IdentityProvider, keys: dict[str, str]):
+    def __init__(self, ws: Path, base: str, idp: IdentityProvider, keys: dict[str, str],
+                 protocol: str = "legacy"):  # fmt: skip
         self.ws, self.base, self.idp, self.keys = ws, base, idp, keys
         self.audience = f"{base}/mcp"
+        self.protocol = protocol
+
+    def session(self, token: str | None, client: str = "test") -> Any:
+        """A client session of this server (an async context manager) in its protocol."""
+        return http_session(self.base, token, client, self.protocol)
+
+    def post(self, token: str | None) -> tuple[int, dict[str, str]]:
+        """One raw MCP POST in this server's protocol: the HTTP status and headers."""
+        return raw_post(self.base, token, self.protocol)
 
     def token(self, **kw: Any) -> str:
         """A token of the identity provider for this server's /mcp."""
@@ -192,9 +202,18 @@ def running_server(workspace: Path, port: int, *, timeout: float = 60.0) -> Iter
 
 @asynccontextmanager
 async def http_session(
-    base: str, token: str | None, client: str = "test"
-) -> AsyncIterator[ClientSession]:
+    base: str, token: str | None, client: str = "test", protocol: str = "legacy"
+) -> AsyncIterator[Any]:
+    """A client of ``base``/mcp with ``token``, speaking ``protocol`` (see
+    :data:`tests.mcp_server.mcp_support.PROTOCOLS`)."""
     headers = {"Authorization": f"Bearer {token}"} if token else {}
+    if protocol == "modern":
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=60) as http,
+            modern_client(streamable_http_client(f"{base}/mcp", http_client=http), client) as c,
+        ):
+            yield c
+        return
     async with (
         httpx2.AsyncClient(headers=headers, timeout=60) as http,
         streamable_http_client(f"{base}/mcp", http_client=http) as (read, write),
@@ -206,14 +225,24 @@ async def http_session(
         yield session
 
 
-def raw_post(base: str, token: str | None) -> tuple[int, dict[str, str]]:
-    """One unauthenticated-or-not MCP initialize POST; the HTTP status and headers."""
-    body = {
+def raw_post(base: str, token: str | None, protocol: str = "legacy") -> tuple[int, dict[str, str]]:
+    """One MCP POST with ``token`` (or none): the legacy protocol's ``initialize``, or the
+    modern one's self-contained ``tools/call``; the HTTP status and headers."""
+    body: dict[str, Any] = {
         "jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                    "clientInfo": {"name": "raw", "version": "1"}},
     }  # fmt: skip
     headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if protocol == "modern":
+        from mcp_types import CLIENT_CAPABILITIES_META_KEY, PROTOCOL_VERSION_META_KEY
+        from mcp_types.version import LATEST_MODERN_VERSION
+
+        meta = {PROTOCOL_VERSION_META_KEY: LATEST_MODERN_VERSION, CLIENT_CAPABILITIES_META_KEY: {}}
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "list_incidents", "arguments": {}, "_meta": meta}}  # fmt: skip
+        headers.update({"MCP-Protocol-Version": LATEST_MODERN_VERSION,
+                        "Mcp-Method": "tools/call", "Mcp-Name": "list_incidents"})  # fmt: skip
     if token:
         headers["Authorization"] = f"Bearer {token}"
     with httpx2.Client(timeout=30) as c:

@@ -17,12 +17,10 @@ import httpx2
 import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
-from tests.mcp_server.mcp_support import ToolFailed, call
+from tests.mcp_server.mcp_support import PROTOCOLS, ToolFailed, call
 from tests.serve.serve_support import (
     ISSUER,
-    http_session,
     make_key,
-    raw_post,
     running_server,
     served_copy,
     splice,
@@ -47,8 +45,11 @@ class Served(ServedBase):
             con.close()
 
 
-@pytest.fixture(scope="module")
-def served(stale_story: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+@pytest.fixture(scope="module", params=PROTOCOLS)
+def served(
+    stale_story: Any, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[Served]:
+    """A served copy of the story; its clients speak one protocol (each test runs for both)."""
     from splice.demo.vendor import set_incident
 
     ws, idp, port = served_copy(
@@ -70,7 +71,7 @@ def served(stale_story: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     r = splice(ws, "keys", "revoke", key_id)
     assert r.returncode == 0, r.stderr
     with running_server(ws, port) as base:
-        yield Served(ws, base, idp, keys)
+        yield Served(ws, base, idp, keys, request.param)
     idp.close()
 
 
@@ -119,7 +120,7 @@ def test_callers_it_cannot_authenticate_get_401_and_nothing_is_written(served: S
         "made-up API key": "spk_deadbeef_" + "x" * 40,
     }
     for what, token in bad.items():
-        status, headers = raw_post(s.base, token)
+        status, headers = s.post(token)
         assert status == 401, (what, status)
         assert "resource_metadata=" in headers.get("www-authenticate", ""), what
     assert s.written() == before
@@ -127,10 +128,10 @@ def test_callers_it_cannot_authenticate_get_401_and_nothing_is_written(served: S
 
 def test_a_key_without_the_read_scope_gets_403(served: Served) -> None:
     before = served.written()
-    status, headers = raw_post(served.base, served.keys["no-read"])
+    status, headers = served.post(served.keys["no-read"])
     assert status == 403
     assert "insufficient_scope" in headers.get("www-authenticate", "")
-    status, _ = raw_post(served.base, served.token(scope="openid profile"))
+    status, _ = served.post(served.token(scope="openid profile"))
     assert status == 403
     assert served.written() == before
 
@@ -147,13 +148,13 @@ def test_protected_resource_metadata_is_served(served: Served) -> None:
 
 def test_rotated_keys_are_fetched_once_and_unknown_kids_refused(served: Served) -> None:
     s = served
-    assert raw_post(s.base, s.token())[0] == 200
+    assert s.post(s.token())[0] == 200
     time.sleep(0.6)  # past the served refetch_interval (0.5 s): a new kid may be fetched
     fetched = s.idp.fetches
     s.idp.add_key("k2")  # the provider rotates: a new key is published
-    assert raw_post(s.base, s.token(kid="k2"))[0] == 200
+    assert s.post(s.token(kid="k2"))[0] == 200
     assert s.idp.fetches == fetched + 1
-    assert raw_post(s.base, s.token(kid="k2"))[0] == 200
+    assert s.post(s.token(kid="k2"))[0] == 200
     assert s.idp.fetches == fetched + 1  # cached from now on
 
 
@@ -161,7 +162,7 @@ def test_the_requester_cannot_approve_its_own_proposal(served: Served) -> None:
     s = served
 
     async def main() -> str:
-        async with http_session(s.base, s.keys["sam"]) as sam:
+        async with s.session(s.keys["sam"]) as sam:
             incs = (await call(sam, "list_incidents"))["incidents"]
             p = await call(sam, "propose_repair", incident_id=incs[0]["id"])
             before = s.written()
@@ -183,14 +184,14 @@ def test_agent_proposes_owner_approves_over_mcp_and_it_applies(served: Served) -
 
     async def refused(token: str, tool: str, **args: Any) -> str:
         before = s.written()
-        async with http_session(s.base, token) as sess:
+        async with s.session(token) as sess:
             with pytest.raises(ToolFailed) as e:
                 await call(sess, tool, **args)
         assert s.written() == before, f"{tool} refused but something was written"
         return str(e.value)
 
     async def main() -> tuple[dict, dict, dict]:
-        async with http_session(s.base, s.keys["agent"], client="ci") as agent:
+        async with s.session(s.keys["agent"], client="ci") as agent:
             inc = (await call(agent, "list_incidents"))["incidents"][0]
             proposal = await call(agent, "propose_repair", incident_id=inc["id"])
         pid = proposal["proposal_id"]
@@ -206,7 +207,7 @@ def test_agent_proposes_owner_approves_over_mcp_and_it_applies(served: Served) -
         msg = await refused(s.keys["lee"], "approve_proposal", proposal_id=pid)
         assert "owner" in msg
         # the owner approves with her identity provider's token, and applies
-        async with http_session(s.base, s.token(sub="maria")) as maria:
+        async with s.session(s.token(sub="maria")) as maria:
             approved = await call(maria, "approve_proposal", proposal_id=pid, comment="ok")
             applied = await call(maria, "apply_proposal", proposal_id=pid)
             receipt = await call(maria, "get_receipt", proposal_id=pid)
