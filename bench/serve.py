@@ -9,9 +9,12 @@ In one run, on the demo with its stale-rates incident (built into a temporary di
 2. warm, one client: ``list_incidents``, ``get_incident`` and ``get_column_lineage``, each
    ``--repeat`` times: p50 and p95 per tool;
 3. load: ``--clients`` concurrent clients, each making ``--calls`` calls (the three tools in
-   turn): errors, p50, p95, max, calls per second; twice: with the SDK's ``ClientSession``
-   ("sdk": what agents use, but heavy: on a 2-core machine the 50 clients' own CPU takes about
-   as much as the server's) and with plain JSON-RPC over HTTP ("http": a lean client);
+   turn): errors, p50, p95, max, calls per second; once per ``--modes``: the SDK's ``Client``
+   ("sdk": what agents built on SDK 2.x use; it negotiates protocol 2026-07-28, one
+   self-contained POST per call), the SDK's ``ClientSession`` ("sdk-legacy": the initialize
+   handshake of the 2025 protocol, as older agents speak it; the server builds a transport
+   per request) and plain JSON-RPC over HTTP ("http": a lean client). On a 2-core machine the
+   50 clients run beside the server and the SDK clients' own CPU takes about as much as it;
 4. the same three reads through the CLI (``splice incidents --json``, ``splice incident show
    INC-1 --json``, ``splice lineage ... --json``), process start included: p50, p95;
 5. the web page (``--pages``, on by default): the server time of the incident, proposal and
@@ -123,6 +126,35 @@ async def _session_calls(
     return out, errors
 
 
+async def _client_calls(
+    base: str, key: str, plan: list[tuple[str, dict[str, Any]]]
+) -> tuple[list[tuple[str, float]], int]:
+    """The same calls through the SDK's ``mcp.Client`` as agents built on SDK 2.x make them:
+    ``mode="auto"`` finds that the server speaks protocol 2026-07-28 and sends every call as
+    one self-contained POST (no session, no handshake per call)."""
+    import httpx2
+    from mcp.client.client import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    out: list[tuple[str, float]] = []
+    errors = 0
+    headers = {"Authorization": f"Bearer {key}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=120) as http,
+        Client(streamable_http_client(f"{base}/mcp", http_client=http), mode="auto") as c,
+    ):
+        for name, args in plan:
+            t0 = time.perf_counter()
+            try:
+                res = await c.call_tool(name, args)
+                if res.is_error:
+                    errors += 1
+            except Exception:  # noqa: BLE001 - counted, reported
+                errors += 1
+            out.append((name, time.perf_counter() - t0))
+    return out, errors
+
+
 async def _http_calls(
     base: str, key: str, plan: list[tuple[str, dict[str, Any]]]
 ) -> tuple[list[tuple[str, float]], int]:
@@ -190,7 +222,7 @@ def _measure(ws: Path, key: str, workers: int, args: argparse.Namespace) -> dict
 
     with _served(ws, workers) as (base, startup):
         plan = [c for c in CALLS for _ in range(args.repeat)]
-        timed, warm_errors = anyio.run(_session_calls, base, key, plan)
+        timed, warm_errors = anyio.run(_client_calls, base, key, plan)
         warm = {name: _summary([t for n, t in timed if n == name]) for name, _ in CALLS}
         per_client = [CALLS[i % len(CALLS)] for i in range(args.calls)]
 
@@ -207,7 +239,9 @@ def _measure(ws: Path, key: str, workers: int, args: argparse.Namespace) -> dict
             return [r for r, _ in results], sum(e for _, e in results), time.perf_counter() - t
 
         loads = {}
-        for mode, client in (("sdk", _session_calls), ("http", _http_calls)):
+        clients = {"sdk": _client_calls, "sdk-legacy": _session_calls, "http": _http_calls}
+        for mode in args.modes.split(","):
+            client = clients[mode]
             runs, load_errors, wall = anyio.run(load, client)
             lat = [x for r in runs for _, x in r]
             steady = [x for r in runs for _, x in r[1:]]  # the first call waits for the burst
@@ -408,6 +442,12 @@ def main() -> None:
     ap.add_argument("--workers", default="1,2", help="server processes to try, comma-separated")
     ap.add_argument("--cli-runs", type=int, default=5)
     ap.add_argument("--page-repeat", type=int, default=50, help="warm GETs per page")
+    ap.add_argument(
+        "--modes",
+        default="sdk,sdk-legacy,http",
+        help="load clients: sdk (mcp.Client, protocol 2026-07-28), sdk-legacy "
+        "(mcp.ClientSession, the initialize handshake), http (lean JSON-RPC)",
+    )
     ap.add_argument("--skip-mcp", action="store_true", help="only the pages")
     ap.add_argument("--skip-big", action="store_true", help="not the 2,000-model workspace")
     ap.add_argument("--big-dbt", type=int, default=1500)

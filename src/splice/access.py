@@ -173,6 +173,10 @@ def oauth_principal(claims: dict[str, Any], cfg: Any) -> Principal:
     )
 
 
+def _is_key(token: str) -> bool:
+    return token.startswith(API_KEY_PREFIX)
+
+
 def _digest(token: str) -> bytes:
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
 
@@ -180,18 +184,31 @@ def _digest(token: str) -> bytes:
 class Authenticator:
     """Turns a bearer token into the principal it stands for, or an AccessError saying why not.
 
-    ``keys`` authenticates an API key (``keys(raw) -> Principal``, raising AccessError);
-    ``serve`` is the ``[serve]`` section."""
+    ``keys`` authenticates an API key (``keys(raw) -> Principal``, raising AccessError; it
+    hashes the secret: about 50 ms of CPU); ``reconfirm`` (optional, same signature) reads a
+    key's principal again without hashing, for a token whose secret was verified here before;
+    ``serve`` is the ``[serve]`` section.
 
-    def __init__(self, serve: Any, keys: Any) -> None:
+    A verified token is trusted for ``API_KEY_RECHECK`` / ``TOKEN_RECHECK`` seconds, then
+    checked again: an API key through ``reconfirm`` (revoked or removed: refused), an OAuth
+    token in full. Requests presenting the same token at once share one check (a burst of
+    clients on one key after a restart, or when the trust lapses, hashes once, not once each).
+    """
+
+    def __init__(self, serve: Any, keys: Any, reconfirm: Any = None) -> None:
         self.serve = serve
         self.keys = keys
+        self.reconfirm = reconfirm
         oauth = serve.auth.oauth
         self.jwks = (
             JWKSCache(oauth.jwks_url, refetch_interval=oauth.refetch_interval) if oauth else None
         )
+        # token digest -> (principal, expiry, trusted until); kept past "trusted until" so an
+        # API key's secret is not hashed again (see reconfirm)
         self._verified: dict[bytes, tuple[Principal, int | None, float]] = {}
+        self._flights: dict[bytes, threading.Lock] = {}
         self._lock = threading.Lock()
+        self.checks = 0  # full verifications made (hashes, signatures): for tests and stats
 
     def remembered(self, token: str) -> tuple[Principal, int | None] | None:
         """The token's principal if it was verified recently (no I/O: safe on an event loop)."""
@@ -204,20 +221,35 @@ class Authenticator:
         hit = self.remembered(token)
         if hit is not None:
             return hit
-        digest, now = _digest(token), time.monotonic()
-        principal, expires = self._verify(token)
-        until = now + (API_KEY_RECHECK if token.startswith(API_KEY_PREFIX) else TOKEN_RECHECK)
-        if expires is not None:
-            until = min(until, now + max(0.0, expires - time.time()))
+        digest = _digest(token)
         with self._lock:
-            if len(self._verified) >= 10_000:
-                self._verified.clear()
-            self._verified[digest] = (principal, expires, until)
-        return principal, expires
+            if len(self._flights) >= 10_000:  # bounded (bad tokens leave theirs behind)
+                self._flights.clear()
+            flight = self._flights.setdefault(digest, threading.Lock())
+        with flight:  # one check per token at a time; the others wait for its answer
+            hit = self.remembered(token)
+            if hit is not None:
+                return hit
+            with self._lock:
+                known = self._verified.pop(digest, None)  # re-added below if still good
+            now = time.monotonic()
+            if known is not None and self.reconfirm is not None and _is_key(token):
+                principal, expires = self.reconfirm(token), None
+            else:
+                self.checks += 1
+                principal, expires = self._verify(token)
+            until = now + (API_KEY_RECHECK if _is_key(token) else TOKEN_RECHECK)
+            if expires is not None:
+                until = min(until, now + max(0.0, expires - time.time()))
+            with self._lock:
+                if len(self._verified) >= 10_000:
+                    self._verified.clear()
+                self._verified[digest] = (principal, expires, until)
+            return principal, expires
 
     def _verify(self, token: str) -> tuple[Principal, int | None]:
         auth = self.serve.auth
-        if token.startswith(API_KEY_PREFIX):
+        if _is_key(token):
             if not auth.api_keys:
                 raise AccessError("API keys are off ([serve.auth] api_keys = false).")
             return self.keys(token), None

@@ -202,13 +202,37 @@ def authenticate(state: StateStore, raw: str, *, now: float | None = None) -> Pr
         ).fetchone()
     # the hash is computed whatever was wrong, so the time taken does not tell either
     ok = check_secret(parsed[1] if parsed else "", row[3] if row else _dummy())
-    if parsed is None or row is None or not ok or row[4] is not None:
+    if parsed is None or row is None or not ok:
+        raise AccessError(INVALID, fix=INVALID_FIX)
+    return _in_use(state, parsed[0], row, now)
+
+
+def reconfirm(state: StateStore, raw: str, *, now: float | None = None) -> Principal:
+    """What :func:`authenticate` gives for a key whose secret was already checked in this
+    process (its caller remembers that; the secret is not hashed again): the principal as the
+    state has it now, refused alike if the key was revoked or removed since."""
+    parsed = parse_key(raw)
+    row = None
+    if parsed is not None:
+        row = state.conn.execute(
+            "SELECT principal, kind, scopes, secret_hash, revoked_at, last_used_at FROM api_keys "
+            "WHERE key_id = ?",
+            (parsed[0],),
+        ).fetchone()
+    if parsed is None or row is None:
+        raise AccessError(INVALID, fix=INVALID_FIX)
+    return _in_use(state, parsed[0], row, now)
+
+
+def _in_use(state: StateStore, key_id: str, row: tuple[Any, ...], now: float | None) -> Principal:
+    """The principal of a presented key's row (refused if revoked), its last use recorded."""
+    if row[4] is not None:
         raise AccessError(INVALID, fix=INVALID_FIX)
     now = time.time() if now is None else now
     if row[5] is None or now - row[5] >= LAST_USED_RESOLUTION:  # not a write per request
         with state.transaction() as conn:
-            conn.execute("UPDATE api_keys SET last_used_at=? WHERE key_id=?", (now, parsed[0]))
-    return Principal.of(row[0], kind=row[1], auth="api-key", scopes=row[2], credential=parsed[0])
+            conn.execute("UPDATE api_keys SET last_used_at=? WHERE key_id=?", (now, key_id))
+    return Principal.of(row[0], kind=row[1], auth="api-key", scopes=row[2], credential=key_id)
 
 
 def active(state: StateStore, key_id: str) -> bool:

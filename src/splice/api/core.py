@@ -26,13 +26,17 @@ def authenticator(hub: Any, settings: Any) -> Any:
     """A :class:`splice.access.Authenticator` for ``splice serve``: bearer token -> principal
     (API keys checked against the workspace's state, OAuth tokens through the JWKS)."""
     from splice.access import Authenticator
-    from splice.api.repair import authenticate_key
+    from splice.api.repair import authenticate_key, reconfirm_key
 
     def check_key(raw: str) -> Any:
         with hub.workspace() as ws:
             return authenticate_key(ws, raw)
 
-    return Authenticator(settings, check_key)
+    def recheck_key(raw: str) -> Any:
+        with hub.workspace() as ws:
+            return reconfirm_key(ws, raw)
+
+    return Authenticator(settings, check_key, recheck_key)
 
 
 def oidc_client(settings: Any) -> Any:

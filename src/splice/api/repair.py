@@ -207,6 +207,14 @@ def authenticate_key(ws: Workspace, raw_key: str) -> Principal:
     return authenticate(ws.state, raw_key)
 
 
+def reconfirm_key(ws: Workspace, raw_key: str) -> Principal:
+    """:func:`authenticate_key` for a key whose secret this process has already checked: the
+    state is read again (revoked or removed: AccessError), the secret is not hashed again."""
+    from splice.keys import reconfirm
+
+    return reconfirm(ws.state, raw_key)
+
+
 def move_state(ws: Workspace, url: str, *, progress: Any = None) -> Any:
     """Move the workspace's SQLite state into an empty PostgreSQL database, verified
     (:class:`splice.repair.state_move.MoveReport`)."""
