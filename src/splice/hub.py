@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from splice.state.pool import StatePool
 from splice.workspace import Workspace
 
 log = logging.getLogger("splice.hub")
@@ -47,11 +48,13 @@ class Hub:
         self._notify_again = False
         self._config_stamp: Any = None
         self._config_cached: Any = None
+        self._states = StatePool()  # state connections kept between requests, per thread
 
     @contextmanager
     def workspace(self) -> Iterator[Workspace]:
         """A Workspace for one request, closed (state and warehouse released) when it ends."""
         ws = Workspace(self.root, self._config(), self.target)
+        ws.state_pool = self._states
         try:
             self._lend(ws)
             yield ws

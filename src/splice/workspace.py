@@ -16,6 +16,7 @@ from splice.graph.relations import normalise_identifier
 from splice.providers.base import LoadContext
 from splice.providers.dashboards import dashboard_nodes
 from splice.providers.ingestion import ingestion_nodes
+from splice.state.pool import StatePool
 from splice.state.store import StateStore
 
 
@@ -66,6 +67,8 @@ class Workspace:
         self._graph: Graph | None = None
         self._lone_warehouse: Path | None = None
         self._state: StateStore | None = None
+        #: where a long-lived server keeps state connections between requests (splice.hub)
+        self.state_pool: StatePool | None = None
         self.timings = Timings()
         # the graph cache (splice.graph_cache): off with --no-cache or SPLICE_NO_CACHE=1
         self.use_cache = (
@@ -335,9 +338,16 @@ class Workspace:
             from splice.state.witnessed import open_witnessed
 
             url = self.state_url
-            self._state = open_witnessed(
-                url if url else self.state_path, self.witness_path, new_state=self.new_state
-            )
+            where = url if url else self.state_path
+
+            def opener() -> StateStore:
+                return open_witnessed(where, self.witness_path, new_state=self.new_state)
+
+            pool = self.state_pool
+            if pool is not None and not url and not self.new_state:
+                self._state = pool.borrow(self.state_path, self.witness_path, opener)
+            else:
+                self._state = opener()
         return self._state
 
     def close(self) -> None:
@@ -345,7 +355,10 @@ class Workspace:
             p.close()
         self._providers.clear()
         if self._state is not None:
-            self._state.close()
+            if self.state_pool is not None and isinstance(self._state.path, Path):
+                self.state_pool.give_back(self._state)
+            else:
+                self._state.close()
             self._state = None
 
 

@@ -58,6 +58,9 @@ def principal_of(ctx: Context[Any, Any]) -> Principal:
     )
 
 
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+
+
 def plain(value: Any) -> Any:
     """``value`` as JSON data: dataclasses and objects with ``as_dict``/``to_dict`` become dicts,
     dates ISO strings, paths strings, sets sorted lists.
@@ -65,6 +68,16 @@ def plain(value: Any) -> Any:
     >>> plain({"d": date(2026, 9, 21), "s": {2, 1}})
     {'d': '2026-09-21', 's': [1, 2]}
     """
+    # the common case first and without a call per leaf: a tool's result is mostly dicts and
+    # lists of strings and numbers (an incident's diagnosis: hundreds of leaves per call)
+    kind = type(value)
+    if kind in _ATOMS:
+        return value
+    if kind is dict:
+        return {k if type(k) is str else str(k): v if type(v) in _ATOMS else plain(v)
+                for k, v in value.items()}  # fmt: skip
+    if kind is list or kind is tuple:
+        return [v if type(v) in _ATOMS else plain(v) for v in value]
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
     if isinstance(value, dict):
