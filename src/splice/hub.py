@@ -1,9 +1,10 @@
 """One workspace served to many requests (``splice mcp`` and ``splice serve``).
 
 A long-lived server must not hold anything a request opened: every call gets its own
-:class:`~splice.workspace.Workspace` (its own state connection, its own warehouse connections,
-all closed when the call ends, so DuckDB's single-writer lock is never held between
-requests). What is expensive and safe to share is kept here: the joined graph, reused while
+:class:`~splice.workspace.Workspace` (its own warehouse connections, closed when the call
+ends, so DuckDB's single-writer lock is never held between requests; a SQLite state's
+connection is kept for the same thread's next call while the state file and its witness are
+unchanged, :mod:`splice.state.pool`). What is expensive and safe to share is kept here: the joined graph, reused while
 the files it was loaded from are unchanged (the graph cache's key,
 :func:`splice.graph_cache.graph_key`, checked at most every ``recheck`` seconds) and
 reloaded as soon as one changes.

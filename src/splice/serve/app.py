@@ -14,8 +14,9 @@ endpoint, and a scheduler for what must happen on time.
   thread, so a slow receiver never stalls a request.
 
 The graph and the tools' imports are loaded once, at start, and reused
-(:class:`splice.hub.Hub`); every request opens its own state and warehouse connections and
-closes them (DuckDB's single-writer lock is never held between requests).
+(:class:`splice.hub.Hub`); every request opens its own warehouse connections and closes them
+(DuckDB's single-writer lock is never held between requests); a SQLite state's connection is
+kept between one thread's requests (:mod:`splice.state.pool`).
 """
 
 from __future__ import annotations
