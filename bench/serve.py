@@ -13,8 +13,9 @@ In one run, on the demo with its stale-rates incident (built into a temporary di
    ("sdk": what agents built on SDK 2.x use; it negotiates protocol 2026-07-28, one
    self-contained POST per call), the SDK's ``ClientSession`` ("sdk-legacy": the initialize
    handshake of the 2025 protocol, as older agents speak it; the server builds a transport
-   per request) and plain JSON-RPC over HTTP ("http": a lean client). On a 2-core machine the
-   50 clients run beside the server and the SDK clients' own CPU takes about as much as it;
+   per request) and plain JSON-RPC over HTTP ("http": a lean client). The clients are spread
+   over ``--client-procs`` processes (default 2: one event loop running 50 SDK clients is
+   itself saturated before the server is); on a 2-core machine they run beside the server;
 4. the same three reads through the CLI (``splice incidents --json``, ``splice incident show
    INC-1 --json``, ``splice lineage ... --json``), process start included: p50, p95;
 5. the web page (``--pages``, on by default): the server time of the incident, proposal and
@@ -216,6 +217,56 @@ def _served(ws: Path, workers: int = 1, *, wait_s: float = 120) -> Iterator[tupl
         log.close()
 
 
+def _load_part(
+    base: str, key: str, mode: str, clients: int, per_client: list[Any], start_at: float
+) -> tuple[list[list[tuple[str, float]]], int, float, float]:
+    """``clients`` concurrent clients in this process, started at ``start_at`` (wall clock):
+    (each client's timed calls, errors, start, end)."""
+    import anyio
+
+    client = {"sdk": _client_calls, "sdk-legacy": _session_calls, "http": _http_calls}[mode]
+
+    async def load() -> tuple[list[list[tuple[str, float]]], int, float, float]:
+        results: list[tuple[list[tuple[str, float]], int]] = []
+
+        async def one() -> None:
+            results.append(await client(base, key, per_client))
+
+        await anyio.sleep(max(0.0, start_at - time.time()))
+        t = time.time()
+        async with anyio.create_task_group() as tg:
+            for _ in range(clients):
+                tg.start_soon(one)
+        return [r for r, _ in results], sum(e for _, e in results), t, time.time()
+
+    return anyio.run(load)
+
+
+def _load(
+    base: str, key: str, mode: str, per_client: list[Any], args: argparse.Namespace
+) -> tuple[list[list[tuple[str, float]]], int, float]:
+    """``args.clients`` clients spread over ``args.client_procs`` processes (agents are
+    processes of their own: 50 SDK clients on one event loop measure that loop, not the
+    server), started together: (each client's timed calls, errors, wall seconds)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    procs = max(1, min(args.client_procs, args.clients))
+    shares = [args.clients // procs + (i < args.clients % procs) for i in range(procs)]
+    if procs == 1:
+        runs, errors, t0, t1 = _load_part(base, key, mode, args.clients, per_client, 0.0)
+        return runs, errors, t1 - t0
+    start_at = time.time() + 2.0  # every process ready before the first call
+    ctx = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(max_workers=procs, mp_context=ctx) as pool:
+        futures = [pool.submit(_load_part, base, key, mode, n, per_client, start_at)
+                   for n in shares]  # fmt: skip
+        parts = [f.result() for f in futures]
+    runs = [r for part in parts for r in part[0]]
+    wall = max(p[3] for p in parts) - min(p[2] for p in parts)
+    return runs, sum(p[1] for p in parts), wall
+
+
 def _measure(ws: Path, key: str, workers: int, args: argparse.Namespace) -> dict[str, Any]:
     """``splice serve --workers N`` up; warm single-client figures, then the load."""
     import anyio
@@ -225,24 +276,9 @@ def _measure(ws: Path, key: str, workers: int, args: argparse.Namespace) -> dict
         timed, warm_errors = anyio.run(_client_calls, base, key, plan)
         warm = {name: _summary([t for n, t in timed if n == name]) for name, _ in CALLS}
         per_client = [CALLS[i % len(CALLS)] for i in range(args.calls)]
-
-        async def load(client: Any) -> tuple[list[list[tuple[str, float]]], int, float]:
-            results: list[tuple[list[tuple[str, float]], int]] = []
-
-            async def one() -> None:
-                results.append(await client(base, key, per_client))
-
-            t = time.perf_counter()
-            async with anyio.create_task_group() as tg:
-                for _ in range(args.clients):
-                    tg.start_soon(one)
-            return [r for r, _ in results], sum(e for _, e in results), time.perf_counter() - t
-
         loads = {}
-        clients = {"sdk": _client_calls, "sdk-legacy": _session_calls, "http": _http_calls}
         for mode in args.modes.split(","):
-            client = clients[mode]
-            runs, load_errors, wall = anyio.run(load, client)
+            runs, load_errors, wall = _load(base, key, mode, per_client, args)
             lat = [x for r in runs for _, x in r]
             steady = [x for r in runs for _, x in r[1:]]  # the first call waits for the burst
             loads[mode] = {
@@ -412,7 +448,8 @@ def _print_pages(title: str, r: dict[str, Any]) -> None:
 
 def _print_mcp(report: dict[str, Any], args: argparse.Namespace) -> None:
     servers, cli = report["servers"], report["cli"]
-    print(f"splice serve on the demo story ({args.clients} clients x {args.calls} calls)")
+    print(f"splice serve on the demo story ({args.clients} clients x {args.calls} calls, the "
+          f"clients in {args.client_procs} process(es))")  # fmt: skip
     head = f"{'read (ms)':<22}" + "".join(
         f"{'w' + str(r['workers']) + ' p50':>10}{'p95':>7}" for r in servers
     )
@@ -447,6 +484,12 @@ def main() -> None:
         default="sdk,sdk-legacy,http",
         help="load clients: sdk (mcp.Client, protocol 2026-07-28), sdk-legacy "
         "(mcp.ClientSession, the initialize handshake), http (lean JSON-RPC)",
+    )
+    ap.add_argument(
+        "--client-procs",
+        type=int,
+        default=2,
+        help="processes the load's clients are spread over (default 2)",
     )
     ap.add_argument("--skip-mcp", action="store_true", help="only the pages")
     ap.add_argument("--skip-big", action="store_true", help="not the 2,000-model workspace")
