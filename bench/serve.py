@@ -106,8 +106,6 @@ async def _session_calls(
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
-    out: list[tuple[str, float]] = []
-    errors = 0
     headers = {"Authorization": f"Bearer {key}"}
     async with (
         httpx2.AsyncClient(headers=headers, timeout=120) as http,
@@ -115,15 +113,24 @@ async def _session_calls(
         ClientSession(r, w) as s,
     ):
         await s.initialize()
-        for name, args in plan:
-            t0 = time.perf_counter()
-            try:
-                res = await s.call_tool(name, args)
-                if res.is_error:
-                    errors += 1
-            except Exception:  # noqa: BLE001 - counted, reported
+        return await _timed(s, plan)
+
+
+async def _timed(
+    session: Any, plan: list[tuple[str, dict[str, Any]]]
+) -> tuple[list[tuple[str, float]], int]:
+    """Each call of ``plan`` through ``session.call_tool``, timed: (name, seconds), errors."""
+    out: list[tuple[str, float]] = []
+    errors = 0
+    for name, args in plan:
+        t0 = time.perf_counter()
+        try:
+            res = await session.call_tool(name, args)
+            if res.is_error:
                 errors += 1
-            out.append((name, time.perf_counter() - t0))
+        except Exception:  # noqa: BLE001 - counted, reported
+            errors += 1
+        out.append((name, time.perf_counter() - t0))
     return out, errors
 
 
@@ -137,23 +144,12 @@ async def _client_calls(
     from mcp.client.client import Client
     from mcp.client.streamable_http import streamable_http_client
 
-    out: list[tuple[str, float]] = []
-    errors = 0
     headers = {"Authorization": f"Bearer {key}"}
     async with (
         httpx2.AsyncClient(headers=headers, timeout=120) as http,
         Client(streamable_http_client(f"{base}/mcp", http_client=http), mode="auto") as c,
     ):
-        for name, args in plan:
-            t0 = time.perf_counter()
-            try:
-                res = await c.call_tool(name, args)
-                if res.is_error:
-                    errors += 1
-            except Exception:  # noqa: BLE001 - counted, reported
-                errors += 1
-            out.append((name, time.perf_counter() - t0))
-    return out, errors
+        return await _timed(c, plan)
 
 
 async def _http_calls(

@@ -189,17 +189,24 @@ def revoke(
 LAST_USED_RESOLUTION = 60.0
 
 
+def _presented(state: StateStore, raw: str) -> tuple[tuple[str, str] | None, Any]:
+    """(id, secret) of a presented key and its row (principal, kind, scopes, secret_hash,
+    revoked_at, last_used_at); None for what is malformed or unknown."""
+    parsed = parse_key(raw)
+    if parsed is None:
+        return None, None
+    row = state.conn.execute(
+        "SELECT principal, kind, scopes, secret_hash, revoked_at, last_used_at FROM api_keys "
+        "WHERE key_id = ?",
+        (parsed[0],),
+    ).fetchone()
+    return parsed, row
+
+
 def authenticate(state: StateStore, raw: str, *, now: float | None = None) -> Principal:
     """The principal a key stands for (auth ``api-key``, credential its id), recording when it
     was last used; a malformed, unknown, wrong or revoked key is refused alike."""
-    parsed = parse_key(raw)
-    row = None
-    if parsed is not None:
-        row = state.conn.execute(
-            "SELECT principal, kind, scopes, secret_hash, revoked_at, last_used_at FROM api_keys "
-            "WHERE key_id = ?",
-            (parsed[0],),
-        ).fetchone()
+    parsed, row = _presented(state, raw)
     # the hash is computed whatever was wrong, so the time taken does not tell either
     ok = check_secret(parsed[1] if parsed else "", row[3] if row else _dummy())
     if parsed is None or row is None or not ok:
@@ -211,14 +218,7 @@ def reconfirm(state: StateStore, raw: str, *, now: float | None = None) -> Princ
     """What :func:`authenticate` gives for a key whose secret was already checked in this
     process (its caller remembers that; the secret is not hashed again): the principal as the
     state has it now, refused alike if the key was revoked or removed since."""
-    parsed = parse_key(raw)
-    row = None
-    if parsed is not None:
-        row = state.conn.execute(
-            "SELECT principal, kind, scopes, secret_hash, revoked_at, last_used_at FROM api_keys "
-            "WHERE key_id = ?",
-            (parsed[0],),
-        ).fetchone()
+    parsed, row = _presented(state, raw)
     if parsed is None or row is None:
         raise AccessError(INVALID, fix=INVALID_FIX)
     return _in_use(state, parsed[0], row, now)
