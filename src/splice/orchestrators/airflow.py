@@ -28,7 +28,9 @@ from splice.config_orchestrators import AirflowDag
 from splice.errors import OrchestratorError
 from splice.orchestrators.base import Orchestrator, OrchestratorRun, fill_days
 
-READ_TIMEOUT_S = 5.0
+#: Seconds to wait for one answer of the API server (a refused connection fails at once; a
+#: busy server, its scheduler and workers beside it on a small machine, can take seconds).
+READ_TIMEOUT_S = 30.0
 
 #: Airflow's DAG run states, in the common vocabulary of :class:`OrchestratorRun`.
 STATES = {"queued": "QUEUED", "running": "STARTED", "success": "SUCCESS", "failed": "FAILURE"}

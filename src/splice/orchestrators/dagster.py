@@ -26,7 +26,9 @@ from splice.errors import OrchestratorError
 from splice.orchestrators.base import Orchestrator, OrchestratorRun, fill_days
 
 #: How long a read may take before the webserver counts as unreachable.
-READ_TIMEOUT_S = 5.0
+#: Seconds to wait for one answer of the API server (a refused connection fails at once; a
+#: busy server, its scheduler and workers beside it on a small machine, can take seconds).
+READ_TIMEOUT_S = 30.0
 
 _JOBS = """query { repositoriesOrError { __typename
   ... on RepositoryConnection { nodes { name location { name } jobs { name } } }
