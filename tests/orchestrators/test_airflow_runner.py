@@ -90,3 +90,74 @@ def test_a_missing_airflow_command_says_where_it_looked(
     line = e.value.one_line()
     assert f"$SPLICE_AIRFLOW={tmp_path / 'nowhere' / 'airflow'}" in line
     assert "make airflow" in line
+
+
+class _LosesTriggerAnswers:
+    """An HTTP proxy on 127.0.0.1 in front of the real Airflow that passes every request on
+    but drops the answer to each DAG-run trigger (as a load balancer timing out would): the
+    run is made in Airflow, Splice never hears so."""
+
+    def __init__(self, upstream: str) -> None:
+        import threading
+        import urllib.error
+        import urllib.request
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.dropped = 0
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _forward(self) -> None:
+                size = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(size) if size else None
+                keep = {k: v for k, v in self.headers.items()
+                        if k.lower() in ("content-type", "authorization", "accept")}  # fmt: skip
+                req = urllib.request.Request(f"{upstream}{self.path}", data=body,
+                                             method=self.command, headers=keep)  # fmt: skip
+                try:
+                    with urllib.request.urlopen(req, timeout=30) as r:  # noqa: S310 - test
+                        status, raw = r.status, r.read()
+                except urllib.error.HTTPError as e:
+                    status, raw = e.code, e.read()
+                if self.command == "POST" and self.path.endswith("/dagRuns"):
+                    proxy.dropped += 1
+                    self.close_connection = True
+                    return  # the run is made; its answer is lost
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+            do_GET = do_POST = do_PATCH = _forward  # noqa: N815 - http.server's names
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_a_trigger_whose_answer_is_lost_is_found_by_its_run_id(
+    airflow: tuple[Path, AirflowDag],
+) -> None:
+    root, cfg = airflow
+    Airflow(cfg, "events_load", root=root, ingestion="events").check()  # parsed by now
+    proxy = _LosesTriggerAnswers(cfg.url)
+    try:
+        lossy = AirflowDag(url=proxy.url, days="logical_date", poll=0.3)
+        dag = Airflow(lossy, "events_load", root=root, ingestion="events")
+        runs = dag.reload(date(2026, 9, 30), date(2026, 9, 30), tags={"splice/proposal": "PR-9"})
+        assert proxy.dropped == 1
+        # not "nothing was triggered": Splice asked Airflow for the run it had named, and
+        # followed it to the end
+        assert [r.status for r in runs] == ["SUCCESS"], [r.message for r in runs]
+        assert runs[0].run_id.startswith("splice__PR-9__")
+        assert "2026-09-30" in json.loads((root / "loads.json").read_text())
+    finally:
+        proxy.close()

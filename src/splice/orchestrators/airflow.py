@@ -232,7 +232,26 @@ class Airflow(Orchestrator):
         rid = f"splice__{proposal or 'reload'}__{uuid.uuid4().hex[:8]}"
         note = "; ".join(f"{k}={v}" for k, v in sorted(tags.items()) if k != "partition")
         payload = {**body, "dag_run_id": rid, "note": note or None}
-        out = self._call("POST", f"/api/v2/dags/{urllib.parse.quote(self.job)}/dagRuns", payload)
+        try:
+            out = self._call("POST", f"/api/v2/dags/{urllib.parse.quote(self.job)}/dagRuns",
+                             payload)  # fmt: skip
+        except OrchestratorError as e:
+            if not e.retry:
+                raise  # Airflow answered, refusing: nothing was triggered
+            # the answer was lost (timed out, connection dropped): Airflow may have made the
+            # run anyway; it is known by the id Splice chose, so ask before saying it did not
+            try:
+                self.status(rid)
+            except OrchestratorError as asked:
+                if not asked.retry:  # Airflow answers now: it has no such run
+                    raise e from None
+                raise OrchestratorError(
+                    f"Airflow at {self.cfg.url} did not answer the trigger of run {rid} of DAG "
+                    f"{self.job!r}, and cannot be asked whether it made it.",
+                    fix=f"look for run {rid} in Airflow before running the reload again",
+                    retry=True,
+                ) from None
+            return rid
         return str(out.get("dag_run_id") or rid)
 
     def terminate(self, run_id: str) -> None:
