@@ -171,7 +171,8 @@ class Hub:
             self._leader_file = None
 
     def stats(self) -> dict[str, Any]:
-        """Requests served and graphs loaded since start (for the health endpoint)."""
+        """Requests served, graphs loaded and state connections opened since start (the
+        health endpoint shows some)."""
         with self._lock:
             return {
                 "workspace": str(self.root),
@@ -179,4 +180,5 @@ class Hub:
                 "requests": self._requests,
                 "graph_loads": self._loads,
                 "graph_key": self._key,
+                "state_opens": self._states.opened,
             }

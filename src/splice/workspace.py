@@ -355,7 +355,7 @@ class Workspace:
             p.close()
         self._providers.clear()
         if self._state is not None:
-            if self.state_pool is not None and isinstance(self._state.path, Path):
+            if self.state_pool is not None:  # it closes what it did not lend
                 self.state_pool.give_back(self._state)
             else:
                 self._state.close()

@@ -23,12 +23,15 @@ def _keys(hub: object) -> list[str]:
         return [k.principal for k in api.list_keys(ws)]
 
 
+def _opens(hub: object) -> int:
+    return int(hub.stats()["state_opens"])  # type: ignore[attr-defined]
+
+
 def test_a_kept_connection_sees_other_processes_commits(fresh_demo: Path) -> None:
     hub = api.hub(fresh_demo)
-    pool = hub._states
     assert _keys(hub) == []
     assert _keys(hub) == []
-    assert pool.opened == 1  # the second request reused the first one's connection
+    assert _opens(hub) == 1  # the second request reused the first one's connection
 
     made = subprocess.run(
         [sys.executable, "-m", "splice", "-w", str(fresh_demo), "keys", "create",
@@ -38,8 +41,8 @@ def test_a_kept_connection_sees_other_processes_commits(fresh_demo: Path) -> Non
     assert made.returncode == 0, made.stderr
     assert _keys(hub) == ["ci-agent"]  # another process's commit, read at once
     # that commit moved the audit log's head, so the witness changed: opened and checked again
-    assert pool.opened == 2
-    assert _keys(hub) == ["ci-agent"] and pool.opened == 2
+    assert _opens(hub) == 2
+    assert _keys(hub) == ["ci-agent"] and _opens(hub) == 2
 
 
 def test_a_state_swapped_under_a_kept_connection_is_refused(
@@ -62,14 +65,13 @@ def test_a_connection_left_in_a_transaction_or_on_another_thread_is_not_reused(
     fresh_demo: Path,
 ) -> None:
     hub = api.hub(fresh_demo)
-    pool = hub._states
     with pytest.raises(RuntimeError), hub.workspace() as ws:
         ws.state.conn.execute("BEGIN IMMEDIATE")
         raise RuntimeError("the request failed half-way")
-    assert _keys(hub) == [] and pool.opened == 2  # not handed the open transaction
+    assert _keys(hub) == [] and _opens(hub) == 2  # not handed the open transaction
     seen: list[list[str]] = []
     t = threading.Thread(target=lambda: seen.append(_keys(hub)))
     t.start()
     t.join()
-    assert seen == [[]] and pool.opened == 3  # the other thread opened its own
-    assert _keys(hub) == [] and pool.opened == 3  # and this thread still has its own
+    assert seen == [[]] and _opens(hub) == 3  # the other thread opened its own
+    assert _keys(hub) == [] and _opens(hub) == 3  # and this thread still has its own

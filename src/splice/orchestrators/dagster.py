@@ -25,7 +25,6 @@ from splice.config_orchestrators import DagsterJob
 from splice.errors import OrchestratorError
 from splice.orchestrators.base import Orchestrator, OrchestratorRun, fill_days
 
-#: How long a read may take before the webserver counts as unreachable.
 #: Seconds to wait for one answer of the API server (a refused connection fails at once; a
 #: busy server, its scheduler and workers beside it on a small machine, can take seconds).
 READ_TIMEOUT_S = 30.0

@@ -56,34 +56,33 @@ class StatePool:
     """One kept state connection per thread (see the module's docstring)."""
 
     def __init__(self) -> None:
+        # per thread: ``kept`` (store, stamp) waiting for the next request, ``lent`` the one
+        # a request of this thread holds; a store given back that this thread did not borrow
+        # (another thread's, or a state that is not pooled) is closed
         self._local = threading.local()
-        self.opened = 0  # connections opened (for tests and the health figures)
+        self.opened = 0  # connections opened (Hub.stats: "state_opens")
 
     def borrow(self, state: Path, witness: Path, opener: Callable[[], StateStore]) -> StateStore:
         """This thread's kept connection to ``state`` if still good, else ``opener()``."""
         kept: tuple[StateStore, Any] | None = getattr(self._local, "kept", None)
         self._local.kept = None
-        if kept is not None:
+        if kept is not None and kept[1] is not None and kept[1] == _stamp(state, witness):
             store, stamp = kept
-            if stamp is not None and stamp == _stamp(state, witness) and store.path == state:
-                return store
-            store.close()
-        store = opener()
-        self.opened += 1
-        # the stamp is taken after the open: what the open checked is what was current
-        store._pool_stamp = _stamp(state, witness)  # type: ignore[attr-defined]
-        store._pool_thread = threading.get_ident()  # type: ignore[attr-defined]
+        else:
+            if kept is not None:
+                kept[0].close()
+            store = opener()
+            self.opened += 1
+            # the stamp is taken after the open: what the open checked is what was current
+            stamp = _stamp(state, witness)
+        self._local.lent = (store, stamp)
         return store
 
     def give_back(self, store: StateStore) -> None:
         """Keep ``store`` for this thread's next request, or close it if it cannot be kept."""
-        stamp = getattr(store, "_pool_stamp", None)
-        if (
-            stamp is None
-            or getattr(store, "_pool_thread", None) != threading.get_ident()
-            or store.conn.in_transaction
-            or getattr(self._local, "kept", None)
-        ):
+        lent: tuple[StateStore, Any] | None = getattr(self._local, "lent", None)
+        if lent is None or lent[0] is not store or store.conn.in_transaction:
             store.close()
             return
-        self._local.kept = (store, stamp)
+        self._local.lent = None
+        self._local.kept = lent
