@@ -350,6 +350,25 @@ class PolicySection(_Strict):
     #: ``server``: approve, reject, apply, undo, stop and resume only through ``splice serve``
     #: (an authenticated principal), never from the CLI.
     decisions: Literal["anywhere", "server"] = "anywhere"
+    #: the public keys (``ed25519:BASE64``, from ``splice serve --print-key``) whose signature
+    #: a decision entry must carry when ``decisions = "server"`` (splice.state.signing)
+    server_keys: list[str] = Field(default_factory=list)
+
+    @field_validator("server_keys")
+    @classmethod
+    def _keys(cls, v: list[str]) -> list[str]:
+        import base64
+
+        for k in v:
+            ok = k.startswith("ed25519:")
+            try:
+                ok = ok and len(base64.b64decode(k[8:], validate=True)) == 32
+            except ValueError:
+                ok = False
+            if not ok:
+                raise ValueError(f"{k!r} is not an Ed25519 public key (ed25519:BASE64, as "
+                                 "`splice serve --print-key` prints)")  # fmt: skip
+        return v
 
     @field_validator("approval_expiry")
     @classmethod
@@ -417,6 +436,40 @@ class AccessSection(_Strict):
     roles: dict[str, str] = Field(default_factory=dict)
 
 
+class AnchorSection(_Strict):
+    """One place outside the workspace that keeps the audit log's heads (``[[audit.anchors]]``,
+    :mod:`splice.state.anchors`): ``postgres`` (``url``, ``table``, ``password_env``), ``git``
+    (``repo``, ``remote``, ``branch``) or ``webhook`` (``url``, ``read_url``, ``token_env``).
+
+    >>> AnchorSection(type="git", repo="anchors").branch
+    'splice-audit'
+    """
+
+    type: Literal["postgres", "git", "webhook"]
+    name: str | None = None
+    url: str | None = None
+    table: str = Field(default="splice_audit_anchor", pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+    password_env: str | None = None
+    repo: str | None = None
+    remote: str | None = None
+    branch: str = "splice-audit"
+    read_url: str | None = None
+    token_env: str | None = None
+
+    @model_validator(mode="after")
+    def _needs(self) -> AnchorSection:
+        need = {"postgres": "url", "git": "repo", "webhook": "url"}[self.type]
+        if not getattr(self, need):
+            raise ValueError(f"an anchor of type {self.type!r} needs {need!r}")
+        return self
+
+
+class AuditSection(_Strict):
+    """``[audit]``: where the audit log's heads are kept besides the witness file."""
+
+    anchors: list[AnchorSection] = Field(default_factory=list)
+
+
 class StateSection(_Strict):
     """``[state]``: where Splice keeps its own state when the team shares it: a PostgreSQL
     database (``url``, the password from the variable ``password_env`` names). Without it the
@@ -458,6 +511,7 @@ class WorkspaceConfig(_Strict):
     domains: list[DomainSection] = Field(default_factory=list)
     policy: PolicySection = Field(default_factory=PolicySection)
     serve: ServeSection = Field(default_factory=ServeSection)
+    audit: AuditSection = Field(default_factory=AuditSection)
     notify: list[NotifySection] = Field(default_factory=list)
 
     @field_validator("projects", "metrics", "domains", "notify")

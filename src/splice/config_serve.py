@@ -109,6 +109,13 @@ class ServeSection(_Strict):
     #: reloaded as soon as one changed).
     recheck_seconds: float = Field(default=1.0, ge=0)
     auth: AuthSection = Field(default_factory=AuthSection)
+    #: the server's Ed25519 key that signs the audit-log entries it writes: a PEM file
+    #: (made, mode 0600, when missing), or the key in an environment variable, or a command
+    #: that signs (a KMS) with its public key named (splice.state.signing)
+    signing_key: str = ".splice/keys/serve-ed25519.pem"
+    signing_key_env: str | None = None
+    signing_command: list[str] | None = None
+    signing_public_key: str | None = None
 
     @property
     def base_url(self) -> str:

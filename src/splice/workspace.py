@@ -17,6 +17,7 @@ from splice.providers.base import LoadContext
 from splice.providers.dashboards import dashboard_nodes
 from splice.providers.ingestion import ingestion_nodes
 from splice.state.pool import StatePool
+from splice.state.signing import Signer
 from splice.state.store import StateStore
 
 
@@ -67,6 +68,7 @@ class Workspace:
         self._graph: Graph | None = None
         self._lone_warehouse: Path | None = None
         self._state: StateStore | None = None
+        self._signer: Signer | None = None
         #: where a long-lived server keeps state connections between requests (splice.hub)
         self.state_pool: StatePool | None = None
         self.timings = Timings()
@@ -341,7 +343,15 @@ class Workspace:
             where = url if url else self.state_path
 
             def opener() -> StateStore:
-                return open_witnessed(where, self.witness_path, new_state=self.new_state)
+                from splice.state.anchors import build
+
+                return open_witnessed(
+                    where,
+                    self.witness_path,
+                    new_state=self.new_state,
+                    anchors=build(self.config.audit.anchors, self.root),
+                    signer=self.signer,
+                )
 
             pool = self.state_pool
             if pool is not None and not url and not self.new_state:
@@ -349,6 +359,30 @@ class Workspace:
             else:
                 self._state = opener()
         return self._state
+
+    def signer(self) -> Signer:
+        """The key this process signs audit-log entries with: the server's when
+        ``splice serve`` set one for the process, else the workspace's local key."""
+        from splice.state import signing
+
+        chosen = signing.process_signer()
+        if chosen is not None:
+            return chosen
+        if self._signer is None:
+            self._signer = signing.from_file(self.root / signing.LOCAL_KEY)
+        return self._signer
+
+    def server_signer(self) -> Signer:
+        """The key ``[serve]`` names for the server (made when it is a missing file)."""
+        from splice.state import signing
+
+        sv = self.config.serve
+        if sv.signing_command:
+            return signing.from_command(list(sv.signing_command), sv.signing_public_key or "")
+        if sv.signing_key_env:
+            return signing.from_env(sv.signing_key_env)
+        path = Path(sv.signing_key)
+        return signing.from_file(path if path.is_absolute() else self.root / path)
 
     def close(self) -> None:
         for p in self._providers.values():

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from principals_support import as_principal
+from tamper_support import local_signer, rehash_from
 
 from splice.repair import auditlog, store
 from splice.workspace import Workspace
@@ -91,26 +92,6 @@ def test_a_lost_state_is_refused_until_new_state_is_asked_for(
     assert _cli(logged, "audit-log", "verify").returncode == 0
 
 
-def _rehash_from(con: sqlite3.Connection, seq: int) -> None:
-    """Recompute every hash from ``seq`` on and the head: a consistent rewrite."""
-    rows = con.execute(
-        "SELECT seq, at, kind, actor, proposal_id, payload FROM repair_audit_log ORDER BY seq"
-    ).fetchall()
-    prev = auditlog.GENESIS
-    for s, at, kind, actor, pid, payload in rows:
-        if s >= seq:
-            content = {"seq": s, "at": at, "kind": kind, "actor": actor, "proposal_id": pid,
-                       "payload": payload}  # fmt: skip
-            h = auditlog.entry_hash(prev, content)
-            con.execute("UPDATE repair_audit_log SET prev_hash=?, hash=? WHERE seq=?", (prev, h, s))
-        prev = con.execute("SELECT hash FROM repair_audit_log WHERE seq=?", (s,)).fetchone()[0]
-    last = con.execute("SELECT MAX(seq) FROM repair_audit_log").fetchone()[0] or 0
-    con.execute(
-        "UPDATE repair_policy SET value=? WHERE key='audit_head'",
-        (auditlog.canonical({"seq": last, "hash": prev}),),
-    )
-
-
 @pytest.mark.parametrize(
     ("tamper", "problem"),
     [
@@ -124,7 +105,7 @@ def test_a_consistent_rewrite_of_chain_and_head_is_caught_by_the_witness(
 ) -> None:
     con = sqlite3.connect(logged / ".splice" / "state.db")
     con.execute(tamper)
-    _rehash_from(con, 1)
+    rehash_from(con, 1, local_signer(logged))  # re-signed with the workspace's own key
     con.commit()
     con.close()
     with Workspace.open(logged) as ws:

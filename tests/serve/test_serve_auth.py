@@ -56,6 +56,7 @@ def served(
         stale_story.build.workspace, tmp_path_factory.mktemp("serve") / "travel"
     )
     set_incident(ws, None)  # the vendor has fixed its feed: the repair can reload good rates
+    server_decides(ws)
     keys = {
         "agent": make_key(ws, "ci-agent", "agent", "read,propose"),
         "sam": make_key(ws, "sam", "person", "read,propose,approve"),
@@ -73,6 +74,21 @@ def served(
     with running_server(ws, port) as base:
         yield Served(ws, base, idp, keys, request.param)
     idp.close()
+
+
+def server_decides(ws: Any) -> str:
+    """``[policy] decisions = "server"`` with the server's own key listed: every decision is
+    made through the server and signed by it (returns the key)."""
+    r = splice(ws, "audit-log", "server-key")
+    assert r.returncode == 0, r.stderr
+    key = r.stdout.strip()
+    toml = ws / "splice.toml"
+    text = toml.read_text()
+    assert "[policy]\n" in text
+    toml.write_text(
+        text.replace("[policy]\n", f'[policy]\ndecisions = "server"\nserver_keys = ["{key}"]\n', 1)
+    )
+    return key
 
 
 def _b64(data: bytes) -> str:
@@ -217,5 +233,22 @@ def test_agent_proposes_owner_approves_over_mcp_and_it_applies(served: Served) -
 
     approved, applied, receipt = anyio.run(main)
     assert approved["status"] == "approved"
+    pid = approved["proposal_id"]
+    # the CLI may not decide; every decision the server recorded carries its signature
+    r = splice(s.ws, "undo", pid, "--as", "maria")
+    assert r.returncode == 2 and "server" in r.stderr, r.stderr
+    r = splice(s.ws, "audit-log", "verify", "--json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "by a server key" in json.dumps(json.loads(r.stdout)["checks"])
+    import sqlite3
+
+    con = sqlite3.connect(s.ws / ".splice" / "state.db")
+    signers = dict(con.execute(
+        "SELECT kind, signer FROM repair_audit_log WHERE proposal_id = ? AND kind IN "
+        "('approve', 'apply')", (pid,)).fetchall())  # fmt: skip
+    con.close()
+    key = [line for line in (s.ws / "splice.toml").read_text().splitlines()
+           if line.startswith("server_keys")][0]  # fmt: skip
+    assert signers and all(k and k in key for k in signers.values()), signers
     text = json.dumps(receipt)
     assert '"oauth"' in text and "maria" in text and '"api-key"' in text and "ci-agent" in text

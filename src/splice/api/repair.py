@@ -224,12 +224,57 @@ def move_state(ws: Workspace, url: str, *, progress: Any = None) -> Any:
 
 
 def verify_audit_log(ws: Workspace) -> Any:
-    """The audit log's chain checked end to end, and against the witness kept outside the state
+    """The audit log's chain checked end to end, against the witness kept outside the state,
+    every entry's signature, every receipt's head and every anchor
     (:class:`splice.repair.auditlog.AuditReport`)."""
-    from splice.repair.auditlog import verify
-    from splice.state import witness
+    from splice.repair.witness_admin import verify_workspace
 
-    return verify(ws.state, witness.read(ws.witness_path))
+    return verify_workspace(ws)
+
+
+def accept_divergence(ws: Workspace, *, principal: Principal, reason: str) -> dict[str, Any]:
+    """An owner accepts the log as it is though it no longer extends the witness (recorded in
+    the log, the witness and the anchors)."""
+    from splice.repair.witness_admin import accept_divergence as _accept
+
+    return _accept(ws, principal=principal, reason=reason)
+
+
+def rewitness(ws: Workspace, *, principal: Principal, reason: str) -> dict[str, Any]:
+    """An owner re-creates a lost witness from the state's log (recorded)."""
+    from splice.repair.witness_admin import rewitness as _rewitness
+
+    return _rewitness(ws, principal=principal, reason=reason)
+
+
+def reanchor_audit_log(ws: Workspace) -> dict[str, Any]:
+    """Send the witnessed head again to every ``[audit]`` anchor."""
+    from splice.repair.witness_admin import reanchor
+
+    return reanchor(ws)
+
+
+def receipt_standing(ws: Workspace, proposal_id: str) -> dict[str, Any] | None:
+    """Whether the head a proposal's recorded receipt names is still in the verified chain."""
+    from splice.repair.witness_admin import receipt_standing as _standing
+
+    return _standing(ws, proposal_id)
+
+
+def server_key(ws: Workspace) -> str:
+    """The public key (``ed25519:...``) ``splice serve`` signs with, for ``[policy] server_keys``."""
+    return ws.server_signer().key_id
+
+
+def sign_as_server(hub: Any) -> str:
+    """From now on this process signs the audit-log entries it writes with the server's key
+    (``splice serve`` at start); returns the key's id."""
+    from splice.state.signing import use_for_process
+
+    with hub.workspace() as ws:
+        signer = ws.server_signer()
+    use_for_process(signer)
+    return signer.key_id
 
 
 # -- for the interfaces: thin wrappers over lower layers, so that the CLI, the MCP tools and

@@ -158,22 +158,91 @@ def audit_group() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_context
 def audit_verify_cmd(ctx: click.Context, as_json: bool) -> None:
-    """Check no entry was edited, deleted or moved; exit 1 when one was."""
+    """Check the log end to end: no entry edited, deleted or moved; the witness outside the
+    state still held; every signature good (with [policy] decisions = "server", every
+    decision signed by a server key); every receipt's head in the chain; every [audit]
+    anchor holding the head. Exit 1 when one fails."""
     from splice.api import verify_audit_log
 
     with open_workspace(ctx) as ws:
         r = verify_audit_log(ws)
     if as_json:
-        emit_json(r.as_dict())
+        emit_json({**r.as_dict(), "not_run": r.not_run})
     elif r.intact:
         head = f"; head {r.head_seq} {r.head_hash}" if r.head_hash else ""
         click.echo(f"Audit log intact: {r.entries} entries{head}")
+        for c in r.checks:
+            mark = "checked" if c["ok"] else "NOT checked"
+            click.echo(f"  {c['check']}: {mark}: {c['detail']}")
+        for d in r.divergences:
+            who = (d.get("by") or {}).get("name", "?")
+            click.echo(f"  {d.get('kind', 'divergence')} accepted by {who}: {d.get('reason')} "
+                       f"(from entry {d.get('from_seq', '-')} to {d.get('to_seq')})")  # fmt: skip
     else:
         click.secho(
-            f"Audit log TAMPERED at entry {r.seq} ({r.problem}): {r.detail}", fg="red", err=True
+            f"Audit log TAMPERED at entry {r.seq or '-'} ({r.problem}): {r.detail}",
+            fg="red",
+            err=True,
         )
     if not r.intact:
         ctx.exit(1)
+
+
+@audit_group.command("accept-divergence")
+@click.option("--as", "actor", default=None, help="The owner accepting ([policy] allow_as).")
+@click.option("--reason", required=True, help="Why the log as it is now is right (recorded).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def audit_accept_cmd(ctx: click.Context, actor: str | None, reason: str, as_json: bool) -> None:
+    """An owner accepts the log as it is although it no longer extends what the witness
+    recorded (a state restored from a backup). Recorded in the log, the witness and every
+    anchor; a chain broken inside is never accepted."""
+    from splice.api import accept_divergence, cli_principal
+
+    with open_workspace(ctx) as ws:
+        out = accept_divergence(ws, principal=cli_principal(ws, actor), reason=reason)
+    if as_json:
+        emit_json(out)
+        return
+    click.echo(f"Divergence accepted ({out['found']}): the witness moved from entry "
+               f"{out['from']['seq']} to entry {out['seq']}, recorded as entry {out['seq']}.")  # fmt: skip
+
+
+@audit_group.command("rewitness")
+@click.option("--as", "actor", default=None, help="The owner ([policy] allow_as).")
+@click.option("--reason", required=True, help="Why the witness was lost (recorded).")
+@click.pass_context
+def audit_rewitness_cmd(ctx: click.Context, actor: str | None, reason: str) -> None:
+    """An owner re-creates the witness file from the state's log after it was lost (recorded
+    in the log); until then every command that writes is refused."""
+    from splice.api import cli_principal, rewitness
+
+    with open_workspace(ctx) as ws:
+        out = rewitness(ws, principal=cli_principal(ws, actor), reason=reason)
+    click.echo(f"Witness {out['witness']} re-created at entry {out['seq']} (recorded).")
+
+
+@audit_group.command("anchor")
+@click.pass_context
+def audit_anchor_cmd(ctx: click.Context) -> None:
+    """Send the witnessed head again to every [audit] anchor (after one did not answer)."""
+    from splice.api import reanchor_audit_log
+
+    with open_workspace(ctx) as ws:
+        out = reanchor_audit_log(ws)
+    names = ", ".join(out["anchors"]) or "none configured"
+    click.echo(f"Head entry {out['seq']} sent to: {names}.")
+
+
+@audit_group.command("server-key")
+@click.pass_context
+def audit_server_key_cmd(ctx: click.Context) -> None:
+    """Print the public key splice serve signs entries with (made when missing): list it in
+    [policy] server_keys."""
+    from splice.api import server_key
+
+    with open_workspace(ctx) as ws:
+        click.echo(server_key(ws))
 
 
 @audit_group.command("show")

@@ -69,11 +69,24 @@ def apply_cmd(ctx: click.Context, proposal_id: str, actor: str | None, as_json: 
 @click.pass_context
 def receipt_cmd(ctx: click.Context, proposal_id: str, as_json: bool, as_markdown: bool) -> None:
     """The receipt of PROPOSAL_ID: cause, scope, approver, runs, verification, undo."""
-    from splice.api import receipt, receipt_markdown
+    from splice.api import receipt, receipt_markdown, receipt_standing
 
     with open_workspace(ctx) as ws:
         r = receipt(ws, proposal_id)
+        standing = receipt_standing(ws, r["proposal"])
     if as_json:
-        emit_json(r)
+        emit_json({**r, "audit_standing": standing})
         return
     click.echo(receipt_markdown(r))
+    if standing is not None:
+        h = standing["head"] or {}
+        where = f"entry {h.get('seq')}, hash {str(h.get('hash'))[:12]}"
+        if standing["verified"]:
+            click.echo(f"\nThe head this receipt recorded in the audit log ({where}) is in the "
+                       "verified chain.")  # fmt: skip
+        elif not standing["in_chain"]:
+            click.secho(f"\nThe head this receipt recorded ({where}) is NOT in the audit log: "
+                        "the log was rewritten after it (splice audit-log verify).", fg="red")  # fmt: skip
+        else:
+            click.secho(f"\nThe head this receipt recorded ({where}) is in the log, but the log "
+                        f"does not verify: {standing['detail']}", fg="red")  # fmt: skip

@@ -40,9 +40,16 @@ ACTIONS: dict[str, tuple[str, bool]] = {
     "stop": ("propose", True),
     "resume": ("approve", True),
     "accept-level": ("approve", True),
+    # the audit log's witness (splice.repair.witness_admin)
+    "accept-divergence": ("approve", True),
+    "rewitness": ("approve", True),
 }
 #: The command a decision is made with, where it is not ``splice ACTION``.
-COMMANDS = {"accept-level": "incident accept-level"}
+COMMANDS = {
+    "accept-level": "incident accept-level",
+    "accept-divergence": "audit-log accept-divergence",
+    "rewitness": "audit-log rewitness",
+}
 DECISIONS = tuple(a for a, (_s, person) in ACTIONS.items() if person)
 #: How the command line authenticates (``[policy] decisions = "server"`` refuses them).
 CLI_AUTHS = frozenset({"os-user", "cli-as"})

@@ -26,17 +26,18 @@ with its head, fails).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import sqlite3
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from splice.principals import Principal
+from splice.state.chain import GENESIS, canonical, entry_hash
 from splice.state.store import StateStore, read_audit_head
 
-GENESIS = "0" * 64
+__all__ = ["GENESIS", "canonical", "entry_hash"]
+
 HEAD_KEY = "audit_head"
 #: What the log records (``kind``).
 KINDS = (
@@ -48,16 +49,15 @@ KINDS = (
     "access-grant", "access-failed", "access-revoke", "access-receipt",
     # warehouse migrations (splice.migrate): the migration's id stands where a proposal's would
     "migrate-plan", "migrate-approve", "migrate-wave", "migrate-check", "migrate-complete",
+    # the log itself: an owner accepted a divergence, or re-created a lost witness
+    "accept-divergence", "rewitness",
 )  # fmt: skip
-
-
-def canonical(data: Any) -> str:
-    """JSON with sorted keys and no spaces: one text for one value."""
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-
-
-def entry_hash(prev_hash: str, content: dict[str, Any]) -> str:
-    return hashlib.sha256((prev_hash + canonical(content)).encode()).hexdigest()
+#: The decisions a person makes: with ``[policy] decisions = "server"`` each must be signed by
+#: a key in ``[policy] server_keys`` (splice.state.signing).
+DECISION_KINDS = frozenset({
+    "approve", "reject", "apply", "undo", "stop", "resume", "accept-level",
+    "access-approve", "access-reject", "migrate-approve",
+})  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,9 @@ class Entry:
     payload: str  # canonical JSON, exactly as hashed
     prev_hash: str
     hash: str
+    #: the writing process's key (``ed25519:...``) and its signature of ``hash``
+    signer: str | None = None
+    signature: str | None = None
 
     def content(self) -> dict[str, Any]:
         return {"seq": self.seq, "at": self.at, "kind": self.kind, "actor": self.actor,
@@ -142,7 +145,10 @@ def record(
 
 
 def entries(state: StateStore, proposal_id: str | None = None) -> list[Entry]:
-    q = "SELECT seq, at, kind, actor, proposal_id, payload, prev_hash, hash FROM repair_audit_log"
+    q = (
+        "SELECT seq, at, kind, actor, proposal_id, payload, prev_hash, hash, signer, signature "
+        "FROM repair_audit_log"
+    )
     args: tuple[Any, ...] = ()
     if proposal_id is not None:
         q += " WHERE proposal_id = ?"
@@ -157,40 +163,172 @@ class AuditReport:
     head_seq: int | None
     head_hash: str | None
     seq: int | None = None  # the first entry found wrong
-    problem: str | None = None  # edited | deleted | reordered | truncated | head
+    #: edited | deleted | reordered | truncated | head | rewritten | witness-missing |
+    #: signature | unsigned | receipt | anchor
+    problem: str | None = None
     detail: str | None = None
+    #: what was checked beyond the chain, each {"check", "ok", "detail"} (ok None: not run)
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    #: divergences owners accepted (from the witness)
+    divergences: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def not_run(self) -> list[dict[str, Any]]:
+        return [c for c in self.checks if c["ok"] is None]
 
 
 def _what(e: Entry) -> str:
     return f"{e.kind} by {e.actor}" + (f" on {e.proposal_id}" if e.proposal_id else "")
 
 
-def verify(state: StateStore, witness: Any = None) -> AuditReport:
+def verify(
+    state: StateStore,
+    witness: Any = None,
+    *,
+    witness_path: Any = None,
+    anchors: Any = (),
+    server_keys: list[str] | None = None,
+) -> AuditReport:
     """Walk the chain from the first entry; report the first entry edited, deleted or moved;
-    then compare it with ``witness`` (a :class:`splice.state.witness.Witness`) when given."""
+    then compare it with ``witness`` (a :class:`splice.state.witness.Witness`); then check
+    every entry's signature (with ``server_keys``: every person's decision signed by one of
+    them), every receipt's recorded head, and every anchor's heads
+    (:mod:`splice.state.anchors`). ``witness_path``: where the witness should be (a missing
+    witness the state records is TAMPERED)."""
     report = _verify_chain(state)
-    if not report.intact or witness is None or not witness.audit_seq:
+    if not report.intact:
         return report
-    rows = {e.seq: e for e in entries(state)}
-    seen = rows.get(witness.audit_seq)
-    if seen is None:
-        report.intact, report.seq, report.problem = False, report.entries + 1, "truncated"
-        report.detail = (
-            f"the witness outside the state recorded {witness.audit_seq} entries (head "
-            f"{str(witness.audit_hash)[:12]}), the log holds {report.entries}: entries were cut "
-            "from its end, head and all"
-        )
-    elif seen.hash != witness.audit_hash:
-        report.intact, report.seq, report.problem = False, witness.audit_seq, "rewritten"
-        report.detail = (
-            f"entry {witness.audit_seq} hashes to {seen.hash[:12]}, but the witness outside the "
-            f"state recorded {str(witness.audit_hash)[:12]}: the log was rewritten together "
-            "with its head"
-        )
+    rows = entries(state)
+    chain = {e.seq: e.hash for e in rows}
+
+    def bad(seq: int | None, problem: str, detail: str) -> AuditReport:
+        report.intact, report.seq, report.problem, report.detail = False, seq, problem, detail
+        return report
+
+    def passed(check: str, detail: str, ok: bool | None = True) -> None:
+        report.checks.append({"check": check, "ok": ok, "detail": detail})
+
+    # the witness outside the state
+    if witness is None and witness_path is not None:
+        from splice.state.witnessed import recorded_witness
+
+        if recorded_witness(state.conn) is not None:
+            return bad(None, "witness-missing",
+                       f"the witness {witness_path} is gone, but the state records that it has "
+                       "one: restore it, or an owner runs splice audit-log rewitness")  # fmt: skip
+        passed("witness", "no witness (the state records none)", None)
+    if witness is not None:
+        report.divergences = list(getattr(witness, "divergences", []) or [])
+        if witness.audit_seq:
+            seen = chain.get(witness.audit_seq)
+            if seen is None:
+                return bad(report.entries + 1, "truncated",
+                           f"the witness outside the state recorded {witness.audit_seq} entries (head "
+                           f"{str(witness.audit_hash)[:12]}), the log holds {report.entries}: entries "
+                           "were cut from its end, head and all")  # fmt: skip
+            if seen != witness.audit_hash:
+                return bad(witness.audit_seq, "rewritten",
+                           f"entry {witness.audit_seq} hashes to {seen[:12]}, but the witness outside "
+                           f"the state recorded {str(witness.audit_hash)[:12]}: the log was rewritten "
+                           "together with its head")  # fmt: skip
+        passed("witness", f"holds entry {witness.audit_seq}")
+    # signatures
+    problem = _check_signatures(rows, server_keys)
+    if problem is not None:
+        return bad(*problem)
+    signed = sum(1 for e in rows if e.signature)
+    by_server = sum(1 for e in rows if server_keys and e.signer in server_keys)
+    passed("signatures", f"{signed} of {len(rows)} entries signed"
+           + (f", {by_server} by a server key" if server_keys else ""))  # fmt: skip
+    # receipts
+    n = 0
+    for e in rows:
+        if e.kind != "receipt":
+            continue
+        head = _payload(e).get("audit_head")
+        if not isinstance(head, dict):
+            continue
+        n += 1
+        if chain.get(int(head.get("seq") or 0)) != head.get("hash"):
+            return bad(e.seq, "receipt",
+                       f"the receipt of {e.proposal_id} (entry {e.seq}) recorded head entry "
+                       f"{head.get('seq')} {str(head.get('hash'))[:12]}, which the log no longer "
+                       "holds")  # fmt: skip
+    passed("receipts", f"{n} receipt(s) name a head the chain holds")
+    # anchors outside the workspace
+    from splice.errors import SpliceError
+    from splice.state.anchors import judge
+
+    state_id = state.state_id()
+    top = report.head_seq or 0
+    for a in anchors:
+        if not a.readable:
+            passed(f"anchor {a.name}", "write-only: heads are sent to it, not read back", None)
+            continue
+        try:
+            heads = a.heads(state_id)
+        except SpliceError as e:
+            return bad(None, "anchor", f"anchor {a.name} cannot be read: {e.message}")
+        wrong = judge(heads, chain, top)
+        if wrong:
+            return bad(None, "anchor", f"anchor {a.name}: {wrong}")
+        passed(f"anchor {a.name}", f"{len(heads)} head(s), the last entry {top}")
     return report
+
+
+def _payload(e: Entry) -> dict[str, Any]:
+    try:
+        d = json.loads(e.payload)
+    except ValueError:
+        return {}
+    return d if isinstance(d, dict) else {}
+
+
+def _check_signatures(
+    rows: list[Entry], server_keys: list[str] | None
+) -> tuple[int, str, str] | None:
+    """(seq, problem, detail) of the first entry whose signature is wrong, missing where one is
+    owed, or, with ``server_keys``, a person's decision not signed by a server key."""
+    from splice.state.signing import message
+    from splice.state.signing import verify as sig_ok
+
+    signing_began = False
+    for e in rows:
+        if e.signature or e.signer:
+            if not sig_ok(e.signer, message(e.hash), e.signature):
+                return (e.seq, "signature",
+                        f"entry {e.seq} ({_what(e)}) carries a signature that does not verify "
+                        f"with its key {str(e.signer)[:20]}…: it was forged or altered")  # fmt: skip
+            signing_began = True
+        elif signing_began:
+            return (e.seq, "unsigned",
+                    f"entry {e.seq} ({_what(e)}) is not signed, though every entry since "
+                    "signing began is: it was written outside Splice")  # fmt: skip
+        if server_keys and e.kind in DECISION_KINDS:
+            who = _payload(e).get("principal") or {}
+            if who.get("kind", "person") == "person" and e.signer not in server_keys:
+                how = (
+                    "not signed"
+                    if not e.signer
+                    else f"signed by {e.signer[:20]}…, not a server key"
+                )
+                return (e.seq, "unsigned",
+                        f"entry {e.seq} ({_what(e)}) is a decision {how}: with [policy] "
+                        'decisions = "server" only a key in [policy] server_keys decides')  # fmt: skip
+    return None
+
+
+def head_in_chain(state: StateStore, head: dict[str, Any] | None) -> bool:
+    """Whether the chain holds entry ``head["seq"]`` with hash ``head["hash"]``."""
+    if not head:
+        return False
+    row = state.conn.execute(
+        "SELECT hash FROM repair_audit_log WHERE seq = ?", (int(head.get("seq") or 0),)
+    ).fetchone()
+    return row is not None and str(row[0]) == head.get("hash")
 
 
 def _verify_chain(state: StateStore) -> AuditReport:

@@ -82,6 +82,9 @@ def build_app(hub: Any, serve: Any, *, groups: Any = None) -> Any:
             fix="set [serve.auth] api_keys = true (then `splice keys create`) or configure "
             "[serve.auth.oauth]",
         )
+    from splice import api
+
+    api.sign_as_server(hub)  # every audit-log entry this server writes carries its signature
     server = build_server(
         hub,
         groups or ALL_GROUPS,

@@ -396,4 +396,13 @@ MIGRATIONS: list[tuple[int, str]] = [
         )
         """,
     ),
+    (
+        # Signed audit-log entries (splice.state.signing): the writing process's Ed25519 key
+        # (``ed25519:`` + its public key) and its signature of the entry's hash.
+        12,
+        """
+        ALTER TABLE repair_audit_log ADD COLUMN signer TEXT;
+        ALTER TABLE repair_audit_log ADD COLUMN signature TEXT
+        """,
+    ),
 ]

@@ -156,6 +156,11 @@ class StateStore:
         self.path = path
         #: called after every COMMIT (the workspace keeps its witness up to date with it)
         self.after_commit: list[Callable[[StateStore], None]] = []
+        #: called inside every transaction: right after BEGIN, and just before COMMIT (an
+        #: exception there rolls the transaction back: the witness's guard refuses a commit
+        #: on a log that no longer extends what it recorded)
+        self.on_begin: list[Callable[[StateStore], None]] = []
+        self.before_commit: list[Callable[[StateStore], None]] = []
 
     @property
     def on_postgres(self) -> bool:
@@ -238,7 +243,11 @@ class StateStore:
     def transaction(self) -> Iterator[sqlite3.Connection]:
         self.conn.execute("BEGIN IMMEDIATE")
         try:
+            for hook in self.on_begin:
+                hook(self)
             yield self.conn
+            for hook in self.before_commit:
+                hook(self)
         except BaseException:
             self.conn.execute("ROLLBACK")
             raise

@@ -10,8 +10,11 @@ example on a volume the operators of Splice cannot write):
   witness names a state refuses to start a new one when the state file is missing, empty or
   another workspace's, unless asked explicitly (``--new-state``);
 - ``audit_seq`` / ``audit_hash``: the head of the audit log, written after every transaction
-  that appended to it. ``splice audit-log verify`` checks that the chain still holds that entry
-  with that hash: a chain cut short, or rewritten together with its head, no longer does.
+  that appended to it, and only ever forward: a head is replaced only by one whose chain
+  extends it (:mod:`splice.state.witnessed`). ``splice audit-log verify`` checks that the
+  chain still holds that entry with that hash: a chain cut short, or rewritten together with
+  its head, no longer does;
+- ``divergences``: each divergence an owner accepted, and each witness an owner re-created.
 
 The file is replaced atomically (written beside it, then renamed).
 
@@ -30,13 +33,14 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from splice.errors import StateError
 
 DEFAULT = "splice-witness.json"
-VERSION = 1
+VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,9 @@ class Witness:
     audit_seq: int = 0
     audit_hash: str | None = None
     updated_at: float = 0.0
+    #: each divergence an owner accepted (``splice audit-log accept-divergence``) or witness
+    #: an owner re-created (``rewitness``): who, when, why, from which head to which
+    divergences: list[dict[str, Any]] = field(default_factory=list)
 
 
 def read(path: Path) -> Witness | None:
@@ -67,6 +74,7 @@ def read(path: Path) -> Witness | None:
             audit_seq=int(d.get("audit_seq") or 0),
             audit_hash=d.get("audit_hash"),
             updated_at=float(d.get("updated_at") or 0.0),
+            divergences=list(d.get("divergences") or []),
         )
     except (ValueError, KeyError, TypeError):
         raise StateError(
