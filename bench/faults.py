@@ -53,6 +53,15 @@ GROUPS: dict[str, tuple[str, list[str]]] = {
             "tests/repair/test_repair_demo.py::test_an_undo_forged_with_its_checksum_is_refused",
         ],
     ),
+    "re-blessing": (
+        "a consistent rewrite, a rolled-back state, a deleted witness, forged appends (with and "
+        "without the server's key), receipts, anchors (PostgreSQL, git, webhook): TAMPERED "
+        "before and after ordinary commands",
+        [
+            "tests/repair/test_audit_reblessing.py",
+            "tests/repair/test_audit_anchors.py",
+        ],
+    ),
     "who decides": (
         "disguised names, self-approval, undo and revoke rules, stop",
         [
@@ -101,6 +110,7 @@ def main() -> int:
     ap.add_argument("--group", action="append", choices=sorted(GROUPS), help="only these groups")
     args = ap.parse_args()
     chosen = args.group or list(GROUPS)
+    sys.path.insert(0, str(ROOT))  # the tests import their support modules as tests.*
     rows = []
     failed_any = False
     t_all = time.perf_counter()
