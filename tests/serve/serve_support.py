@@ -43,6 +43,21 @@ def make_key(ws: Path, name: str, kind: str, scopes: str) -> str:
     return str(json.loads(r.stdout)["key"])
 
 
+def server_decides(ws: Path) -> str:
+    """``[policy] decisions = "server"`` with the server's own key listed: every decision is
+    made through the server and signed by it (returns the key)."""
+    r = splice(ws, "audit-log", "server-key")
+    assert r.returncode == 0, r.stderr
+    key = r.stdout.strip()
+    toml = ws / "splice.toml"
+    text = toml.read_text()
+    assert "[policy]\n" in text
+    toml.write_text(
+        text.replace("[policy]\n", f'[policy]\ndecisions = "server"\nserver_keys = ["{key}"]\n', 1)
+    )
+    return key
+
+
 ISSUER = "https://idp.test.example"
 
 

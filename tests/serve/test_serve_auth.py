@@ -23,6 +23,7 @@ from tests.serve.serve_support import (
     make_key,
     running_server,
     served_copy,
+    server_decides,
     splice,
 )
 from tests.serve.serve_support import (
@@ -74,21 +75,6 @@ def served(
     with running_server(ws, port) as base:
         yield Served(ws, base, idp, keys, request.param)
     idp.close()
-
-
-def server_decides(ws: Any) -> str:
-    """``[policy] decisions = "server"`` with the server's own key listed: every decision is
-    made through the server and signed by it (returns the key)."""
-    r = splice(ws, "audit-log", "server-key")
-    assert r.returncode == 0, r.stderr
-    key = r.stdout.strip()
-    toml = ws / "splice.toml"
-    text = toml.read_text()
-    assert "[policy]\n" in text
-    toml.write_text(
-        text.replace("[policy]\n", f'[policy]\ndecisions = "server"\nserver_keys = ["{key}"]\n', 1)
-    )
-    return key
 
 
 def _b64(data: bytes) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx2
 import pytest
+from tests.serve.serve_support import server_decides
 from tests.web.web_support import Site, served_site, splice, text_of, web_workspace
 
 pytestmark = pytest.mark.slow
@@ -19,6 +20,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def site(stale_story: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     ws = web_workspace(stale_story, tmp_path_factory.mktemp("web") / "travel")
+    server_decides(ws)  # decisions only through the server, each signed by its key
     with served_site(ws) as s:
         agent = s.client("agent")
         r = agent.get("/incidents/INC-1")
@@ -135,6 +137,14 @@ def test_the_owner_approves_applies_and_the_receipt_names_them(site: Site) -> No
     )
     incident = text_of(sam.get("/incidents/INC-1").text)
     assert "INC-1 resolved" in incident
+    # the page's decisions were signed by the server; the log verifies with its key required
+    r = splice(site.ws, "audit-log", "verify", "--json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "by a server key" in r.stdout
+    r = splice(site.ws, "receipt", "PR-1", "--json")
+    import json
+
+    assert json.loads(r.stdout)["audit_standing"]["verified"] is True
 
 
 def test_the_org_wide_stop_and_resume_from_the_page(site: Site) -> None:
