@@ -3,6 +3,9 @@
 >>> s = ServeSection.model_validate({"port": 9000})
 >>> s.base_url, s.resource_url
 ('http://127.0.0.1:9000', 'http://127.0.0.1:9000/mcp')
+>>> ServeSection.model_validate({"host": "::1"}).base_url
+'http://[::1]:8765'
+
 >>> ServeSection.model_validate({"auth": {"api_keys": False}}).auth.methods()
 []
 """
@@ -119,7 +122,8 @@ class ServeSection(_Strict):
 
     @property
     def base_url(self) -> str:
-        return (self.url or f"http://{self.host}:{self.port}").rstrip("/")
+        host = f"[{self.host}]" if ":" in self.host else self.host  # an IPv6 address
+        return (self.url or f"http://{host}:{self.port}").rstrip("/")
 
     @property
     def resource_url(self) -> str:

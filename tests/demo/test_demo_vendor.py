@@ -172,3 +172,15 @@ def generate_day(day: date) -> list:
     from splice.demo.bookings import generate_bookings
 
     return generate_bookings(day, day)
+
+
+def test_the_vendor_run_on_its_own_does_not_take_splice_serves_port() -> None:
+    """``python -m splice.demo.vendor .`` and ``splice serve`` run side by side on their
+    defaults; the demo's splice.toml names the vendor's address as the feed it reads."""
+    import splice.demo
+    from splice.config_serve import ServeSection
+    from splice.demo.layout import DEFAULT_VENDOR_PORT, VENDOR_PATH
+
+    assert ServeSection().port != DEFAULT_VENDOR_PORT
+    template = Path(splice.demo.__file__).parent / "templates" / "splice.toml"
+    assert f"http://127.0.0.1:{DEFAULT_VENDOR_PORT}{VENDOR_PATH}" in template.read_text()

@@ -186,3 +186,50 @@ def test_a_restore_that_fails_midway_changes_nothing(
             undo.restore(ws, entries)
         with psycopg.connect(url) as con:
             assert con.execute("SELECT d, v FROM s.a ORDER BY d").fetchall() == before
+
+
+def test_a_saved_file_swapped_for_another_relations_is_refused(
+    pg_server: LocalPostgres, tmp_path: Path
+) -> None:
+    """PostgreSQL's binary COPY file carries no column names: another relation's file in
+    place of one is refused as it loads, naming the relation and the file, and nothing is
+    restored."""
+    import shutil
+
+    from splice.errors import RepairError
+    from splice.repair import undo
+    from splice.workspace import Workspace
+
+    url = pg_server.create_database(f"swap_{uuid.uuid4().hex[:8]}")
+    db = url.rsplit("/", 1)[1]
+    with psycopg.connect(url, autocommit=True) as con:
+        con.execute("CREATE SCHEMA s")
+        con.execute("CREATE TABLE s.a (d DATE, v NUMERIC(18,4))")
+        con.execute("CREATE TABLE s.b (d DATE, v DOUBLE PRECISION, note TEXT)")
+        con.execute(
+            "INSERT INTO s.a SELECT DATE '2026-09-01' + i, i * 1.5 FROM generate_series(0, 9) i"
+        )
+        con.execute(
+            "INSERT INTO s.b SELECT DATE '2026-09-01' + i, i, 'n' FROM generate_series(0, 9) i"
+        )
+    (tmp_path / "splice.toml").write_text(
+        f'[workspace]\nname = "u"\n[warehouse]\ntype = "postgres"\nurl = "{url}"\n'
+    )
+    with Workspace.open(tmp_path) as ws:
+        entries = undo.capture(ws, "PR-9", [
+            ("p:a", f"{db}.s.a", "d", date(2026, 9, 3), date(2026, 9, 4)),
+            ("p:b", f"{db}.s.b", None, None, None),
+        ])  # fmt: skip
+        a = tmp_path / entries[0].saved_to
+        shutil.copyfile(tmp_path / entries[1].saved_to, a)
+        with psycopg.connect(url, autocommit=True) as con:
+            con.execute("UPDATE s.a SET v = -1")
+            before = con.execute("SELECT d, v FROM s.a ORDER BY d").fetchall()
+        with pytest.raises(RepairError) as refused:
+            undo.restore(ws, entries)
+        assert f"the saved rows in {a.resolve()} do not match the columns of {db}.s.a" in (
+            refused.value.message
+        )
+        assert "nothing was restored" in refused.value.message
+        with psycopg.connect(url) as con:
+            assert con.execute("SELECT d, v FROM s.a ORDER BY d").fetchall() == before

@@ -271,3 +271,25 @@ def test_a_repair_under_way_holds_the_decision_back(story_copy: Path) -> None:
             api.accept_level(ws, "INC-1", principal=maria, series=["nope"])
         assert api.accept_level(ws, "INC-1", principal=maria).status == "accepted"
         assert auditlog.verify(ws.state).intact
+
+
+def test_an_org_wide_stop_holds_the_decision_back_until_resume(story_copy: Path) -> None:
+    stop = _cli(story_copy, "stop", "--as", "lee", "--reason", "quarter close")
+    assert stop.exit_code == 0, stop.output
+    before = _written(story_copy)
+    with Workspace.open(story_copy) as ws:
+        why = api.incident_options(ws, "INC-1", person("maria"))["accept_level"]
+        assert why and "org-wide stop is active" in why
+    r = _cli(story_copy, "incident", "accept-level", "INC-1", "--as", "maria")
+    assert r.exit_code == 2, r.output
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in r.output
+    assert "an org-wide stop is active since" in lines[0]
+    assert "(lee: 'quarter close'); nothing is accepted until it is lifted." in lines[0]
+    assert "Fix: a domain owner runs splice resume" in lines[0]
+    assert _written(story_copy) == before  # nothing written: no level, no log entry
+    resumed = _cli(story_copy, "resume", "--as", "sam")
+    assert resumed.exit_code == 0, resumed.output
+    done = _cli(story_copy, "incident", "accept-level", "INC-1", "--as", "maria")
+    assert done.exit_code == 0, done.output
+    assert "INC-1 is closed (accepted)" in done.output

@@ -363,6 +363,74 @@ def test_an_undo_forged_with_its_checksum_is_refused(
     assert _gmv(ws_dir) == before  # nothing was put back
 
 
+def _set_saved_to(ws_dir: Path, proposal_id: str, index: int, saved_to: str) -> None:
+    """Rewrite one undo entry's ``saved_to`` in the state, as whoever can write it would."""
+    import sqlite3
+
+    db = sqlite3.connect(ws_dir / ".splice" / "state.db")
+    try:
+        (payload,) = db.execute(
+            "SELECT payload FROM repair_proposals WHERE proposal_id=?", (proposal_id,)
+        ).fetchone()
+        data = json.loads(payload)
+        data["undo"][index]["saved_to"] = saved_to
+        db.execute(
+            "UPDATE repair_proposals SET payload=? WHERE proposal_id=?",
+            (json.dumps(data), proposal_id),
+        )
+        db.commit()
+    finally:
+        db.close()
+
+
+def test_an_undo_file_swapped_or_pointed_outside_the_undo_directory_is_refused(
+    incident_ws: StoryResult, tmp_path: Path
+) -> None:
+    """Another relation's saved rows in place of a file, or an entry whose saved_to names a
+    file outside .splice/undo/ (directly, through ``..`` or through a symlink): one line each,
+    naming the relation and the file, and nothing is read from there or restored."""
+    from splice.repair import store
+    from splice.workspace import Workspace
+
+    ws_dir, _inc, p, done = _repaired(incident_ws, tmp_path / "travel")
+    assert done.run.ok
+    with Workspace.open(ws_dir) as ws:
+        p = store.load(ws.state, p.proposal_id)
+    before = _gmv(ws_dir)
+
+    def refused(*words: str) -> None:
+        r = _cli(ws_dir, "undo", p.proposal_id, "--as", "maria")
+        assert r.exit_code == 2, r.output
+        (line,) = [x for x in r.output.splitlines() if x.startswith("Error:")]
+        assert "unexpected" not in line and "Traceback" not in r.output
+        for w in words:
+            assert w in line, (w, line)
+        assert _gmv(ws_dir) == before  # nothing was put back
+
+    # (1) the file of fx.daily_rates replaced by the one of another relation
+    rates, other = p.undo[1], p.undo[4]
+    assert rates.columns != other.columns
+    saved = ws_dir / rates.saved_to
+    kept = saved.read_bytes()
+    shutil.copyfile(ws_dir / other.saved_to, saved)
+    refused(f"the saved rows in {saved.resolve()} do not match the columns of {rates.relation}",
+            "nothing was restored")  # fmt: skip
+    saved.write_bytes(kept)
+
+    # (2) saved_to pointing outside .splice/undo/: never opened
+    undo_root = (ws_dir / ".splice" / "undo").resolve()
+    first = p.undo[0]
+    outside = tmp_path / "outside.parquet"
+    shutil.copyfile(ws_dir / first.saved_to, outside)  # even a file that would restore
+    link = ws_dir / ".splice" / "undo" / p.proposal_id / "link.parquet"
+    link.symlink_to("/etc/passwd")
+    for saved_to in ("/etc/passwd", str(outside), ".splice/undo/../../splice.toml",
+                     str(link.relative_to(ws_dir))):  # fmt: skip
+        _set_saved_to(ws_dir, p.proposal_id, 0, saved_to)
+        refused(f"the undo of {first.relation} names {saved_to}",
+                f"which is outside {undo_root}", "nothing was restored")  # fmt: skip
+
+
 def test_undo_then_repair_again_verifies_like_the_first_repair(
     incident_ws: StoryResult, tmp_path: Path
 ) -> None:

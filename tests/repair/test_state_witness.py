@@ -117,3 +117,42 @@ def test_a_consistent_rewrite_of_chain_and_head_is_caught_by_the_witness(
     report = json.loads(res.stdout)
     assert report["intact"] is False and report["problem"] == problem
     assert "witness" in report["detail"]
+
+
+@pytest.mark.parametrize(
+    ("witness", "doing", "error"),
+    [
+        ("splice.toml/w.json", "read", "Not a directory"),  # its parent is a file
+        ("/proc/splice/w.json", "written", "No such file or directory"),  # no dir can be made
+    ],
+)
+def test_a_witness_path_splice_cannot_use_is_one_line_naming_the_setting(
+    fresh_demo: Path, witness: str, doing: str, error: str
+) -> None:
+    toml = fresh_demo / "splice.toml"
+    text = toml.read_text()
+    assert "\n[workspace]\n" in text
+    toml.write_text(text.replace("\n[workspace]\n", f'\n[workspace]\nwitness = "{witness}"\n', 1))
+    for args in (("incidents",), ("--new-state", "audit-log", "verify")):
+        res = _cli(fresh_demo, *args)
+        assert res.returncode == 2, (res.stdout, res.stderr)
+        lines = res.stderr.strip().splitlines()
+        assert len(lines) == 1 and "Traceback" not in res.stderr and "unexpected" not in lines[0]
+        path = witness if witness.startswith("/") else str(fresh_demo / witness)
+        assert (
+            f"witness {path} ([workspace] witness in splice.toml) cannot be {doing}: " in (lines[0])
+        )
+        assert error in lines[0] and "Fix: point [workspace] witness in splice.toml" in lines[0]
+
+
+def test_the_witness_lock_in_a_place_splice_cannot_write_is_a_state_error() -> None:
+    from splice.errors import StateError
+    from splice.state import witness
+
+    w = witness.Witness("state-x", 1.0)
+    for act in (
+        lambda: witness.write(Path("/proc/splice/w.json"), w),
+        lambda: witness.writing(Path("/proc/splice/w.json")).__enter__(),
+    ):
+        with pytest.raises(StateError, match=r"\[workspace\] witness in splice.toml"):
+            act()

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import html
+from pathlib import Path
 from typing import Any
 
-from splice.review.render import MARKER, markdown, text
+from markdown_it import MarkdownIt
+from tests.review.conftest import git
+from tests.review.conftest import review_cli as cli
+
+from splice.review.render import MARKER, markdown, md_text, text
 
 
 def _big_review(n: int) -> dict[str, Any]:
@@ -113,3 +119,35 @@ def test_text_output_names_the_change_and_the_data() -> None:
     assert "](" not in out  # no Markdown link syntax in a terminal
     assert "pricing:fx.daily_rates: SQLMesh: breaking; changed: rate_to_usd" in out
     assert "finance:model_0001: rows 10 -> 10, +0 -0 ~10 (col_1 10)" in out
+
+
+def test_a_commit_subject_and_a_ref_name_cannot_break_or_inject_into_the_comment(
+    repo: Path,
+) -> None:
+    """A pull request's author writes its commit subject and names its branches: rendered as
+    GitHub renders a comment (CommonMark with tables), they are text, never HTML, a link,
+    emphasis, code or a table cell."""
+    subject = "Fix | rates *now* <script>alert(1)</script> `code` [x](https://evil.example) _u_"
+    ref = "evil|`<b>x</b>`(y)"  # a ref name git accepts
+    git(repo, "branch", ref, "main")
+    git(repo, "switch", "-q", "-c", "odd-subject", "new-column")
+    git(repo, "commit", "-q", "--allow-empty", "-m", subject)
+    try:
+        res = cli(repo, "--base", ref, "--markdown", "--no-data")
+    finally:
+        git(repo, "switch", "-q", "--discard-changes", "main")
+        git(repo, "branch", "-q", "-D", "odd-subject", ref)
+    assert res.returncode == 0, res.stderr
+    md = res.stdout
+    lines = md.splitlines()
+    assert lines[1] == f"### Splice review: {md_text(subject)}"
+    assert lines[3].startswith(f"{md_text(ref)} (")
+    page = MarkdownIt("commonmark").enable("table").render(md)
+    assert f"<h3>Splice review: {html.escape(subject, quote=False)}</h3>" in page
+    assert f"<p>{html.escape(ref, quote=False)} (" in page
+    for injected in ("<script", "<b>", '<a href="https://evil', "<em>", "<code>`"):
+        assert injected not in page, injected
+    # the changes table is whole: its one row, three cells
+    table = page.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
+    assert table.count("<tr>") == 1 and table.count("<td>") == 3
+    assert "<td><code>finance:fct_gmv_qtd</code></td>" in table

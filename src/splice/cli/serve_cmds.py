@@ -44,10 +44,17 @@ def serve_cmd(ctx: click.Context, host: str | None, port: int | None, workers: i
     it with Ctrl-C."""
     from splice import api
     from splice.cli.render import console
-    from splice.serve.app import run
+    from splice.serve.app import check_address, run
 
     hub = api.hub(ctx.obj["workspace"], ctx.obj["target"])
     cfg = api.serve_settings(hub, host=host, port=port, workers=workers)
+    # a host it cannot listen on, a port another process holds: said now, before the graph
+    # loads (uvicorn would say it only after the warm-up, and exit 3)
+    check_address(
+        cfg,
+        host_from="--host" if host is not None else "[serve] host (splice.toml)",
+        port_from="--port" if port is not None else "[serve] port (splice.toml)",
+    )
     c = console()
     c.print(
         f"Serving [bold]{hub.root}[/] at {cfg.base_url}: the web page at {cfg.base_url}/, "

@@ -37,7 +37,7 @@ FINANCE_DIR = "finance"
 #: The port ``python -m splice.demo.vendor`` listens on when run on its own.  Inside a build
 #: (and when the ingest script is given no --vendor-url) the vendor runs embedded on an
 #: ephemeral port instead.
-DEFAULT_VENDOR_PORT = 8765
+DEFAULT_VENDOR_PORT = 8766  # not 8765: that is splice serve's default ([serve] port)
 VENDOR_PATH = "/v1/rates"
 
 

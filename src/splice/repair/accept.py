@@ -9,6 +9,8 @@ the incident's page).  Accepting is a decision like an approval:
   decide (:func:`splice.repair.access.require`, action ``accept-level``);
 - a **named owner** of the domain of the incident's origin (the same rule as approving a repair
   of it: :func:`splice.repair.approvals.is_owner`);
+- never during an org-wide stop (``splice stop``, until ``splice resume``), like every other
+  decision (:func:`splice.repair.approvals.refuse_during_stop`);
 - on an **open** incident with no repair under way (a proposal drafted, waiting, approved or
   running is rejected or withdrawn first: a repair and a new normal exclude each other).
 
@@ -283,12 +285,14 @@ def options(ws: Any, incident_id: str, principal: Principal) -> dict[str, str | 
     For showing the button only: the decision checks again."""
     from splice.errors import SpliceError
     from splice.repair.access import require
+    from splice.repair.approvals import refuse_during_stop
     from splice.watch.incidents import get_incident
 
     try:
         name = require(principal, KIND, ws.config.policy, where=ws.config.serve.resource_url).name
         inc = get_incident(ws.state.conn, incident_id)
         _check_may_accept(ws, inc, name)
+        refuse_during_stop(ws, "accepted")
         _check_open(ws.state.conn, inc, ws.target)
         if not [s for s in incident_series(ws.state.conn, inc.incident_id) if not s.accepted_by]:
             raise ApprovalError(f"every series of {inc.incident_id} has its level accepted.")
@@ -311,6 +315,7 @@ def accept_level(
     level of the incident's series (``series``: only these), in one transaction (see module)."""
     from splice.repair import auditlog
     from splice.repair.access import require
+    from splice.repair.approvals import refuse_during_stop
     from splice.watch.incidents import get_incident, resolve_incident
     from splice.watch.levels import record_levels
 
@@ -323,9 +328,11 @@ def accept_level(
             fix=f"pass --target {inc.target}",
         )
     dom = _check_may_accept(ws, inc, name)
+    refuse_during_stop(ws, "accepted")  # a decision like every other: none during a stop
     _settle_repairs(ws, now)
     at = time.time() if now is None else float(now)
     with ws.state.transaction() as conn:  # BEGIN IMMEDIATE: read again, decide, write
+        refuse_during_stop(ws, "accepted")  # a stop that began meanwhile
         inc = get_incident(conn, inc.incident_id)
         _check_open(conn, inc, ws.target)
         every = incident_series(conn, inc.incident_id)

@@ -114,6 +114,64 @@ def _abs(ws: Any, saved_to: str) -> Path:
     return p if p.is_absolute() else ws.root / p
 
 
+def saved_path(ws: Any, e: UndoEntry) -> Path:
+    """Where ``e``'s saved rows are: refused unless the path, symlinks resolved, lies inside
+    the workspace's ``.splice/undo/`` (the state names the file; whoever rewrote the state must
+    not make an undo read, or restore from, any other file)."""
+    undo_root = (ws.splice_dir / "undo").resolve()
+    path = _abs(ws, e.saved_to).resolve()
+    if not path.is_relative_to(undo_root):
+        shown = e.saved_to if str(path) == e.saved_to else f"{e.saved_to} (that is, {path})"
+        raise RepairError(
+            f"the undo of {e.relation} names {shown}, which is outside {undo_root}; "
+            "Splice restores only from its own undo directory, so nothing was restored.",
+            fix="the proposal was changed outside Splice; propose again to take a new undo",
+        )
+    return path
+
+
+def _parquet_columns(path: Path) -> list[str] | None:
+    """The column names of a Parquet file (read by DuckDB in memory), None when it is no
+    Parquet file."""
+    import duckdb
+
+    reader = exp.Table(this=exp.func("read_parquet", exp.Literal.string(str(path))))
+    con = duckdb.connect()
+    try:
+        cur = con.execute(exp.select("*").from_(reader).limit(0).sql(dialect="duckdb"))
+        return [str(d[0]) for d in cur.description or []]
+    except duckdb.Error:
+        return None
+    finally:
+        con.close()
+
+
+def check_saved_files(ws: Any, entries: list[UndoEntry]) -> None:
+    """Before any warehouse is opened: every entry's saved file lies inside ``.splice/undo/``,
+    exists, and (Parquet: DuckDB, Spark) holds the columns its relation had at capture, so a
+    file swapped for another relation's is refused by name, not met as a binder error."""
+    for e in entries:
+        path = saved_path(ws, e)
+        if not path.exists():
+            raise RepairError(
+                f"the undo of {e.relation} is missing: {path} was deleted.",
+                fix="the saved rows cannot be recovered; propose the repair again to take a new "
+                "undo",
+            )
+        if _on_postgres(ws) or not e.columns:
+            continue  # PostgreSQL's binary COPY carries no names: checked as it loads
+        have = _parquet_columns(path)
+        want = [c for c, _ in e.columns]
+        if have is None or [c.lower() for c in have] != [c.lower() for c in want]:
+            got = "it is no Parquet file" if have is None else f"it has {', '.join(have)}"
+            raise RepairError(
+                f"the saved rows in {path} do not match the columns of {e.relation} ({got}; "
+                f"{e.relation} had {', '.join(want)}): the file is not this relation's undo, so "
+                "nothing was restored.",
+                fix="the undo files were changed outside Splice; propose again to take a new undo",
+            )
+
+
 def capture(ws: Any, proposal_id: str, targets: list[Target]) -> list[UndoEntry]:
     """Copy aside the rows every target will lose, with counts and checksums (see module)."""
     from splice.warehouse import connect
@@ -156,14 +214,24 @@ def capture(ws: Any, proposal_id: str, targets: list[Target]) -> list[UndoEntry]
 def _saved(con: Any, ws: Any, e: UndoEntry, index: int) -> exp.Expr:
     """The saved rows of ``e`` as a source aliased :data:`ROW` (on PostgreSQL, loaded into a
     temporary table: call inside the restore's transaction)."""
-    path = _abs(ws, e.saved_to)
+    path = saved_path(ws, e)
     if not path.exists():
         raise RepairError(
             f"the undo of {e.relation} is missing: {path} was deleted.",
             fix="the saved rows cannot be recovered; propose the repair again to take a new undo",
         )
     if _on_postgres(ws):
-        return undo_pg.load_saved(con, path, e.columns, index)
+        import psycopg
+
+        try:
+            return undo_pg.load_saved(con, path, e.columns, index)
+        except psycopg.errors.DataError as err:  # another relation's rows, or no COPY file
+            raise RepairError(
+                f"the saved rows in {path} do not match the columns of {e.relation} "
+                f"({str(err).splitlines()[0]}): the file is not this relation's undo, so "
+                "nothing was restored.",
+                fix="the undo files were changed outside Splice; propose again to take a new undo",
+            ) from None
     if _on_spark(ws):
         return undo_spark.load_saved(con, path, e.columns, index)
     return _parquet(str(path), e.columns)
@@ -188,7 +256,7 @@ def _restore_one(con: Any, ws: Any, e: UndoEntry, saved: exp.Expr | None = None)
             "the saved rows cannot be put back.",
             fix="restore by hand from " + str(_abs(ws, e.saved_to)),
         )
-    source = saved if saved is not None else _parquet(str(_abs(ws, e.saved_to)), e.columns)
+    source = saved if saved is not None else _parquet(str(saved_path(ws, e)), e.columns)
     rows = exp.select(*[exp.column(c, quoted=True) for c, _ in e.columns]).from_(source)
     insert = exp.insert(rows, target, columns=[c for c, _ in e.columns])  # type: ignore[arg-type]
     con.execute(insert.sql(dialect=ws.dialect))
@@ -256,6 +324,7 @@ def verify_restorable(ws: Any, entries: list[UndoEntry]) -> None:
     """Restore every entry inside a transaction, check the checksums, roll back."""
     from splice.warehouse import connect
 
+    check_saved_files(ws, entries)
     with connect(ws, "the undo test") as con:
         _put_back(con, ws, entries, keep=False)
 
@@ -317,6 +386,7 @@ def restore(ws: Any, entries: list[UndoEntry]) -> list[str]:
     from splice.run.executors import release_all
     from splice.warehouse import connect
 
+    check_saved_files(ws, entries)  # before anything is opened
     release_all(ws)
     with connect(ws, "splice undo") as con:
         return _put_back(con, ws, entries, keep=True)

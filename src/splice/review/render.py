@@ -8,9 +8,27 @@ fit, examples go first, then the longest lists are cut, and the comment says so.
 
 from __future__ import annotations
 
+import html
+import re
 from typing import Any
 
 MARKER = "<!-- splice-review -->"  # lets a workflow find and update its own comment
+
+#: Markdown's punctuation that can start or end formatting, a link, a table cell or a heading.
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~:])")
+
+
+def md_text(value: Any) -> str:
+    """Text someone else wrote (a commit subject, a ref name) as inert Markdown: HTML escaped
+    (no tag, no comment, no entity of theirs), Markdown's punctuation backslash-escaped (no
+    emphasis, code, link, image or table cell), on one line.
+
+    >>> print(md_text("Fix | *now* <script>alert(1)</script> `x` [x](https://e.com) R&D"))
+    Fix \\| \\*now\\* &lt;script&gt;alert\\(1\\)&lt;/script&gt; \\`x\\` \\[x\\]\\(https\\://e\\.com\\) R&amp;D
+    """
+    text = " ".join(str(value).split())  # one line: a newline would end a table row
+    text = html.escape(text, quote=False)
+    return _MD_SPECIAL.sub(r"\\\1", text)
 
 
 def _fmt(v: Any) -> str:
@@ -268,9 +286,9 @@ def markdown(r: dict[str, Any], limit: int = 60_000) -> str:
 def _markdown(r: dict[str, Any], examples: bool, cols: int | None, truncated: bool) -> str:
     head = [
         MARKER,
-        f"### Splice review: {r['subject'] or r['head'][:12]}",
+        f"### Splice review: {md_text(r['subject']) if r['subject'] else r['head'][:12]}",
         "",
-        f"`{r['base_ref']}` ({r['base'][:12]}) → {r['head'][:12]}",
+        f"{md_text(r['base_ref'])} ({r['base'][:12]}) → {r['head'][:12]}",
         "",
         *[f"- {line}" for line in summary_lines(r)],
         "",

@@ -8,7 +8,9 @@ endpoint, and a scheduler for what must happen on time.
 - ``/mcp``: stateless streamable HTTP answering plain JSON (every request stands alone, so
   ``[serve] workers`` processes can share the port), every tool group, ``decisions`` included, for authenticated callers only
   (:mod:`splice.serve.auth`); the protected-resource metadata (RFC 9728) is at
-  ``/.well-known/oauth-protected-resource/mcp`` and every 401 points at it.
+  ``/.well-known/oauth-protected-resource/mcp`` and every 401 points at it. A ``GET /mcp``
+  (a client asking for a stream of server messages) is answered 405 with ``Allow: POST`` at
+  once: a stateless server has no such stream.
 - Housekeeping every ``[serve] housekeeping_seconds``: approval requests escalate and expire
   on time and pending notifications go out (:func:`splice.api.housekeeping`), in a worker
   thread, so a slow receiver never stalls a request.
@@ -69,7 +71,7 @@ def housekeeping_pass(hub: Any) -> None:
 def build_app(hub: Any, serve: Any, *, groups: Any = None) -> Any:
     """The ASGI application (``groups``: the tool groups; default all, decisions included)."""
     from starlette.applications import Starlette
-    from starlette.responses import JSONResponse
+    from starlette.responses import JSONResponse, PlainTextResponse
     from starlette.routing import Mount, Route
 
     from splice import __version__
@@ -107,6 +109,15 @@ def build_app(hub: Any, serve: Any, *, groups: Any = None) -> Any:
             }
         )
 
+    async def mcp_get(request: Any) -> Any:
+        # stateless streamable HTTP has no stream for a GET to open (there is no session to
+        # send on): say so at once instead of holding the connection open forever
+        return PlainTextResponse(
+            "Method Not Allowed: this MCP endpoint is stateless; send each request as a POST.\n",
+            status_code=405,
+            headers={"Allow": "POST"},
+        )
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> AsyncIterator[None]:
         await anyio.to_thread.run_sync(warm, hub)
@@ -130,11 +141,98 @@ def build_app(hub: Any, serve: Any, *, groups: Any = None) -> Any:
     return Starlette(
         routes=[
             Route("/healthz", health, methods=["GET"]),
+            Route("/mcp", mcp_get, methods=["GET"]),  # POST goes on to the MCP app below
             *web_routes(hub, serve),
             Mount("/", app=mcp_app),
         ],
         lifespan=lifespan,
     )
+
+
+def _os_words(e: OSError) -> str:
+    return str(e.strerror or e)
+
+
+def check_address(serve: Any, *, host_from: str = "--host", port_from: str = "--port") -> None:
+    """Refuse, before anything loads, an address ``splice serve`` could not listen on: a host
+    that is neither an IP address nor a name this machine resolves, a URL the MCP server would
+    not accept, or a port another process holds (bound as uvicorn binds it, then released).
+    ``host_from`` / ``port_from`` name where the values came from (an option, or splice.toml).
+
+    >>> from splice.config_serve import ServeSection
+    >>> check_address(ServeSection.model_validate({"host": "256.1.1.1"}))
+    Traceback (most recent call last):
+    ...
+    splice.errors.InputError: --host '256.1.1.1' is not a valid IP address.
+    """
+    import ipaddress
+    import re
+    import socket
+
+    from pydantic import AnyHttpUrl, ValidationError
+
+    from splice.errors import InputError
+
+    host, port = serve.host, serve.port
+    fix_host = (
+        f"give {host_from} an IP address of this machine (127.0.0.1, 0.0.0.0, ::1) or a host "
+        "name it resolves"
+    )
+    labels = host.rstrip(".").split(".")
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        # a name's last label is never all digits (RFC 3696): this was meant as an address
+        if ":" in host or re.fullmatch(r"(0x[0-9a-f]*|[0-9]+)", labels[-1], re.I):
+            raise InputError(f"{host_from} {host!r} is not a valid IP address.",
+                             fix=fix_host) from None  # fmt: skip
+    family = socket.AF_INET6 if ":" in host else socket.AF_UNSPEC
+    try:
+        found = socket.getaddrinfo(host or None, port, family, socket.SOCK_STREAM, 0,
+                                   socket.AI_PASSIVE)  # fmt: skip
+    except (OSError, UnicodeError) as e:
+        raise InputError(
+            f"{host_from} {host!r} is neither an IP address nor a host name this machine "
+            f"resolves ({_os_words(e) if isinstance(e, OSError) else e}).",
+            fix=fix_host,
+        ) from None
+    if serve.url is None:
+        try:
+            AnyHttpUrl(serve.resource_url)
+        except ValidationError:
+            raise InputError(
+                f"{host_from} {host!r} does not make a URL clients can reach "
+                f"({serve.resource_url}).",
+                fix=fix_host + ", or set [serve] url in splice.toml",
+            ) from None
+    for fam, kind, proto, _, addr in found:  # every address uvicorn will listen on
+        with socket.socket(fam, kind, proto) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if fam == socket.AF_INET6 and hasattr(socket, "IPPROTO_IPV6"):
+                s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            try:
+                s.bind(addr)
+            except OSError as e:
+                import errno
+
+                if e.errno == errno.EADDRINUSE:
+                    raise InputError(
+                        f"{port_from} {port}: the port is in use on {host} by another process, "
+                        "so splice serve cannot listen there.",
+                        fix="stop that process, or choose another port with --port (or [serve] "
+                        "port in splice.toml)",
+                    ) from None
+                if e.errno == errno.EACCES:
+                    raise InputError(
+                        f"{port_from} {port}: splice serve may not listen on {host}:{port}: "
+                        f"{_os_words(e)}.",
+                        fix="choose a port above 1023 with --port (or [serve] port in splice.toml)",
+                    ) from None
+                raise InputError(
+                    f"{host_from} {host!r}: splice serve cannot listen on {host}:{port}: "
+                    f"{_os_words(e)}.",
+                    fix=fix_host,
+                ) from None
 
 
 def run(hub: Any, serve: Any, *, log_path: Any = None) -> None:

@@ -27,6 +27,7 @@ The file is replaced atomically (written beside it, then renamed).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -35,7 +36,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from splice.errors import StateError
 
@@ -55,12 +56,29 @@ class Witness:
     divergences: list[dict[str, Any]] = field(default_factory=list)
 
 
+#: Where the path comes from, named in every error about a path Splice cannot use.
+SETTING = "[workspace] witness in splice.toml"
+
+
+def _unusable(path: Path, doing: str, e: OSError) -> StateError:
+    """A witness path Splice cannot read or write (a parent that is a file, a directory it
+    cannot create or write): one line naming the setting, the path and the OS's error."""
+    where = f" ({e.filename})" if e.filename and str(e.filename) != str(path) else ""
+    return StateError(
+        f"Splice's state witness {path} ({SETTING}) cannot be {doing}: {e.strerror or e}{where}.",
+        fix=f"point {SETTING} at a file in a directory Splice can create and write (default "
+        f"{DEFAULT}, beside splice.toml)",
+    )
+
+
 def read(path: Path) -> Witness | None:
     """The witness at ``path``, None when there is none; a StateError when it is unreadable."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
+    except (NotADirectoryError, PermissionError) as e:  # the path, not the file's content
+        raise _unusable(path, "read", e) from None
     except (OSError, UnicodeDecodeError) as e:
         raise StateError(
             f"Splice's state witness {path} cannot be read: {e}.",
@@ -92,8 +110,7 @@ def writing(path: Path) -> Iterator[None]:
     (an exclusive ``flock`` on a lock file beside it)."""
     import fcntl
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with _WRITING, open(path.with_name(f".{path.name}.lock"), "a+") as fh:
+    with _WRITING, _lock_file(path) as fh:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
         try:
             yield
@@ -101,13 +118,27 @@ def writing(path: Path) -> Iterator[None]:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
+def _lock_file(path: Path) -> IO[str]:
+    """The open lock file beside the witness (its directory made first)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return open(path.with_name(f".{path.name}.lock"), "a+")  # noqa: SIM115 - the caller's
+    except OSError as e:
+        raise _unusable(path, "written", e) from None
+
+
 def write(path: Path, w: Witness) -> None:
     """Replace the witness atomically."""
     data = {"version": VERSION, **asdict(w), "updated_at": time.time()}
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise _unusable(path, "written", e) from None
