@@ -113,3 +113,20 @@ def test_text_output_names_the_change_and_the_data() -> None:
     assert "](" not in out  # no Markdown link syntax in a terminal
     assert "pricing:fx.daily_rates: SQLMesh: breaking; changed: rate_to_usd" in out
     assert "finance:model_0001: rows 10 -> 10, +0 -0 ~10 (col_1 10)" in out
+
+
+def test_a_data_step_that_built_less_than_asked_says_so_in_the_summary() -> None:
+    r = _big_review(3)
+    r["data"]["run"] = {"status": "failed", "not_built": {"finance:model_0001": "Binder Error"}}
+    r["data"]["models"][1] = {
+        "node": "finance:model_0001",
+        "note": "not built in the review environment",
+    }
+    summary = markdown(r).split("<details>")[0]
+    assert "2 model(s) built in `review` and compared with prod: 2 differ" in summary
+    assert "**1 not built, not compared:** `finance:model_0001`" in summary
+    # nothing built: never "0 differ" after comparing nothing
+    r["data"]["models"] = [{"node": m, "note": "not built"} for m in r["build"]]
+    for out in (markdown(r).split("<details>")[0], text(r)):
+        assert "nothing compared" in out and "none of the 3 model(s) to compare was built" in out
+        assert "0 differ" not in out

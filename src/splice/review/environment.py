@@ -128,14 +128,20 @@ def virtual_copies(
     change, as a virtual copy of prod: views over prod's own tables (``include_unmodified``, no
     backfill: nothing is written but views).  A dbt model built in the review target reads
     its sources from the review environment's schemas (``marts__review``): without the copy a
-    change to dbt models alone finds none of them.  Returns ``project:environment`` of each."""
+    change to dbt models alone finds none of them (a model read through a ``ref`` that is not
+    built is deferred to prod).  Returns ``project:environment`` of each."""
     from splice.capture import captured
 
     wanted = set(ids)
+    # what the built models read themselves: their parents, and the writers of the sources
+    # among them (a dbt source over another project's view); a model they read through a ref
+    # they do not build is deferred to prod and needs no copy
     upstream: set[str] = set()
     for nid in ids:
-        if nid in graph.nodes:
-            upstream |= graph.ancestors(nid)
+        for p in graph.parents(nid) - wanted:
+            upstream.add(p)
+            if p in graph.nodes and graph.nodes[p].kind == "source":
+                upstream |= graph.parents(p)
     prod = rws.config.workspace.default_target
     out = []
     for spec in rws.config.projects:
