@@ -86,7 +86,9 @@ def test_clean_quarter_is_quiet_measured_once_and_backfilled(clean_ws: Path) -> 
             "fx_rate_by_currency"
         ].through == date(2026, 9, 30)
         assert by_name["gmv_usd_weekly"].series == 1
-        assert by_name["pricing:fx.daily_rates/by_currency"].series == 60  # rates and as_of lag
+        # the as-of lag per currency: the rates are fx_rate's (declared), not measured again
+        rates = by_name["pricing:fx.daily_rates/by_currency"]
+        assert rates.series == 30 and rates.measures == ["pricing:fx.daily_rates/lag_days(as_of)"]
         assert by_name["pricing:fx.daily_rates/rows"].measured_from is None  # first use: all
         assert first.points == _state_counts(clean_ws)["watch_points"] > 14000
 
