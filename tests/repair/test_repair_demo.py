@@ -88,7 +88,20 @@ def test_the_demo_incident_is_repaired_verified_and_receipted(
     with Workspace.open(ws_dir) as ws:
         from splice.watch.incidents import get_incident
 
-        assert get_incident(ws.state.conn, inc).status == "resolved"
+        resolved = get_incident(ws.state.conn, inc)
+        assert resolved.status == "resolved"
+        # it keeps the count it was repaired for, as its evidence does (measuring again
+        # replaced the stored anomalies: it said 0 while its evidence listed 29 series)
+        assert resolved.anomalies == incident_ws.incidents[0].anomalies == 120
+        from splice import api
+
+        charts = {c["metric"]: c for c in api.incident_charts(ws, inc)}
+        assert (charts["fx_rate"]["series_anomalous"], charts["fx_rate"]["series_total"]) == (
+            29,
+            30,
+        )
+        (listed,) = [i for i in api.list_incidents(ws, status=None) if i.incident_id == inc]
+        assert listed.anomalies == 120  # `splice incidents --all` says the same
         r = res.receipt
         assert r["approved_by"][0]["by"] == "maria" and r["requested_by"] == "splice-agent"
         # and how each was known: the demo's agent proposes, its owner decides (names given)

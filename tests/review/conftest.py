@@ -82,6 +82,29 @@ CHANGES: dict[str, tuple[list[tuple[str, str, str]], str]] = {
         ],
         "Reword two descriptions",
     ),
+    # (d) a dbt model alone: its sources are pricing's, which the change leaves alone; the model
+    # has no key of its own (its table upstream has a grain)
+    "staging": (
+        [
+            (
+                "finance/models/staging/stg_gmv_daily.sql",
+                "    gmv_usd\n",
+                "    gmv_usd * 1.01 as gmv_usd\n",
+            )
+        ],
+        "stg_gmv_daily: a 1% markup on GMV in USD",
+    ),
+    # (e) a dbt model whose build fails on the head: nothing downstream of it is built
+    "staging-broken": (
+        [
+            (
+                "finance/models/staging/stg_gmv_daily.sql",
+                "    gmv_usd\n",
+                "    gmv_usd_net as gmv_usd\n",
+            )
+        ],
+        "stg_gmv_daily: GMV net of fees (a column the source does not have)",
+    ),
 }
 
 

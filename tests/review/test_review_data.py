@@ -62,3 +62,30 @@ def test_a_head_relation_that_was_not_built(con) -> None:  # type: ignore[no-unt
     d = compare_model(con, "p:t", P, Relation("w", "head", "nope"), ["k"], dialect="duckdb",
                       max_rows=10_000, examples=0)  # fmt: skip
     assert d.note == "w.head.nope was not built in the review environment"
+
+
+def test_an_upstream_key_is_used_only_where_it_is_unique(con) -> None:  # type: ignore[no-untyped-def]
+    # the first candidate (s: 'x' on almost every row) is not unique here: the next (k) is
+    d = compare_model(con, "p:t", P, H, [], dialect="duckdb", max_rows=10_000, examples=0,
+                      keys=[(["s"], "p:codes"), (["k"], "p:upstream")])  # fmt: skip
+    assert (d.key, d.key_from) == (["k"], "p:upstream")
+    assert (d.added, d.removed, d.changed) == (1, 1, 11)  # changed values, not whole rows
+    d = compare_model(con, "p:t", P, H, [], dialect="duckdb", max_rows=10_000, examples=0,
+                      keys=[(["s"], "p:codes")])  # fmt: skip
+    assert d.key == [] and "the key of p:codes (s) is not unique in it" in (d.note or "")
+    assert (d.added, d.removed) == (12, 12)
+
+
+def test_a_model_without_a_key_takes_its_upstream_grain() -> None:
+    from splice.graph.model import Edge, Graph, Node
+    from splice.review.data import review_keys
+
+    g = Graph()
+    g.add_node(Node(id="p:agg", project="p", name="agg", kind="model", tool="sqlmesh",
+                    meta={"grain": ["Day", "currency"]}))  # fmt: skip
+    g.add_node(Node(id="f:src", project="f", name="src", kind="source", tool="dbt"))
+    g.add_node(Node(id="f:stg", project="f", name="stg", kind="model", tool="dbt"))
+    g.add_edge(Edge("p:agg", "f:src"))
+    g.add_edge(Edge("f:src", "f:stg"))
+    assert review_keys(g, g.nodes["f:stg"]) == [(["day", "currency"], "p:agg")]
+    assert review_keys(g, g.nodes["p:agg"]) == [(["day", "currency"], None)]

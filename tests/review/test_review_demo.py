@@ -141,6 +141,68 @@ def test_c_descriptions_only_build_nothing(checkout: Callable[[str], Path]) -> N
     assert r.breaking == []
 
 
+def test_d_a_dbt_only_change_reads_prod_through_a_virtual_copy_and_keeps_the_grain(
+    checkout: Callable[[str], Path],
+) -> None:
+    """A change to a dbt model alone: pricing (SQLMesh) is unchanged, so its review environment
+    is a virtual copy of prod (the dbt sources follow the target to marts__review); the changed
+    model and its downstream are built and compared, the staging model by the grain of the
+    table it selects from (changed values, not every row added and removed)."""
+    repo = checkout("staging")
+    res = cli(repo, "--base", "main", "--json")
+    assert res.returncode == 0, res.stderr
+    r = json.loads(res.stdout)
+    assert [c["node"] for c in r["changes"]] == ["finance:stg_gmv_daily"]
+    data = r["data"]
+    assert data["run"]["status"] == "success", data["run"]
+    assert data["copied"] == ["pricing:review"]
+    assert r["not_built"] == []
+    models = {m["node"]: m for m in data["models"]}
+    assert set(models) == {
+        "finance:stg_gmv_daily",
+        "finance:fct_gmv_qtd",
+        "finance:fct_gmv_by_currency",
+    }
+    stg = models["finance:stg_gmv_daily"]
+    assert stg["key"] == ["booking_date", "currency"]
+    assert stg["key_from"] == "pricing:marts.agg_gmv_daily"
+    assert stg["rows"]["prod"] == stg["rows"]["head"] > 0
+    assert (stg["added"], stg["removed"]) == (0, 0)
+    assert stg["changed"] == stg["rows"]["prod"]
+    assert set(stg["changed_values"]) == {"gmv_usd"}
+    ex = stg["examples"]["gmv_usd"][0]
+    assert abs(ex["head"] / ex["prod"] - 1.01) < 1e-3
+    qtd = models["finance:fct_gmv_qtd"]
+    assert qtd["changed"] == qtd["rows"]["prod"] > 0
+    assert set(qtd["changed_values"]) == {"gmv_usd", "gmv_usd_qtd"}
+    summary = markdown(r).split("<details>")[0]
+    assert "3 model(s) built in `review` and compared with prod: 3 differ" in summary
+    assert "key (booking_date, currency) from `pricing:marts.agg_gmv_daily`" in markdown(r)
+    # the copy is dropped with the rest; prod is untouched
+    assert data["cleaned"]["sqlmesh"] == ["pricing:review"]
+    assert relations(repo, "marts__review") == [] and relations(repo, "finance_review") == []
+    assert "agg_gmv_daily" in relations(repo, "marts")
+
+
+def test_e_a_head_that_does_not_build_compares_nothing_and_fails_the_gate(
+    checkout: Callable[[str], Path],
+) -> None:
+    """The head's build fails: the summary says nothing was compared (never "0 differ") and
+    every --fail-on gate fails, since a gate cannot pass on data not compared."""
+    repo = checkout("staging-broken")
+    res = cli(repo, "--base", "main", "--fail-on", "metric-change")
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "Traceback" not in res.stderr
+    assert "Data: nothing compared: none of the 3 model(s) to compare was built" in res.stdout
+    assert "0 differ" not in res.stdout
+    assert "The head's build failed" in res.stdout and "gmv_usd_net" in res.stdout
+    assert "3 model(s) to compare were not built for the head" in res.stderr
+    assert "the gate fails" in res.stderr
+    # --fail-on metric-change cannot be judged without the data step
+    refused = cli(repo, "--base", "main", "--no-data", "--fail-on", "metric-change")
+    assert refused.returncode == 2 and "needs the data step" in refused.stderr
+
+
 def test_markdown_comment_for_ci(checkout: Callable[[str], Path]) -> None:
     repo = checkout("new-column")
     res = cli(repo, "--base", "main", "--markdown", "--no-data")

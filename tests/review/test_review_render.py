@@ -151,3 +151,20 @@ def test_a_commit_subject_and_a_ref_name_cannot_break_or_inject_into_the_comment
     table = page.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
     assert table.count("<tr>") == 1 and table.count("<td>") == 3
     assert "<td><code>finance:fct_gmv_qtd</code></td>" in table
+
+
+def test_a_data_step_that_built_less_than_asked_says_so_in_the_summary() -> None:
+    r = _big_review(3)
+    r["data"]["run"] = {"status": "failed", "not_built": {"finance:model_0001": "Binder Error"}}
+    r["data"]["models"][1] = {
+        "node": "finance:model_0001",
+        "note": "not built in the review environment",
+    }
+    summary = markdown(r).split("<details>")[0]
+    assert "2 model(s) built in `review` and compared with prod: 2 differ" in summary
+    assert "**1 not built, not compared:** `finance:model_0001`" in summary
+    # nothing built: never "0 differ" after comparing nothing
+    r["data"]["models"] = [{"node": m, "note": "not built"} for m in r["build"]]
+    for out in (markdown(r).split("<details>")[0], text(r)):
+        assert "nothing compared" in out and "none of the 3 model(s) to compare was built" in out
+        assert "0 differ" not in out

@@ -168,6 +168,37 @@ def test_default_monitors_sql_golden() -> None:
     assert text == (GOLDEN / "default_monitors.duckdb.sql").read_text().strip()
 
 
+def test_a_monitor_a_declared_metric_covers_is_left_out() -> None:
+    """The rates per currency, declared as a metric (as the demo's fx_rate is): the default
+    monitor's avg(rate_to_usd) per currency would find every frozen rate a second time."""
+    from splice.watch.coverage import uncovered
+
+    monitors = default_monitors(
+        _graph(), _NoWarehouse(), dialect="duckdb", sensitivity="medium", calendar="ECB"
+    )
+    fx_rate = _spec(
+        _metric(
+            name="fx_rate",
+            node="pricing:fx.daily_rates",
+            time="rate_date",
+            value="AVG(Rate_To_USD)",
+        )  # fmt: skip
+    )
+    kept = {m.name for s in uncovered(monitors, [fx_rate], "duckdb") for m in s.measures}
+    every = {m.name for s in monitors for m in s.measures}
+    assert every - kept == {"pricing:fx.daily_rates/avg(rate_to_usd)"}
+    assert "pricing:fx.daily_rates/lag_days(as_of)" in kept  # not what fx_rate measures
+    # another aggregate, other dimensions or another grain cover nothing
+    for other in (
+        _metric(name="m", node="pricing:fx.daily_rates", time="rate_date", value="max(rate_to_usd)"),
+        _metric(name="m", node="pricing:fx.daily_rates", time="rate_date", value="avg(rate_to_usd)",
+                dimensions=[]),
+        _metric(name="m", node="pricing:fx.daily_rates", time="rate_date", value="avg(rate_to_usd)",
+                grain="week"),
+    ):  # fmt: skip
+        assert uncovered(monitors, [_spec(other)], "duckdb") == monitors
+
+
 def test_metrics_and_watch_sections_parse() -> None:
     cfg = parse_config(
         '[watch]\nsensitivity = "low"\ncalendar = "none"\n'

@@ -41,11 +41,11 @@ def _figures(html: str) -> list[str]:
 def test_a_chart_per_anomalous_metric_with_its_band_and_the_incident_marked(page: str) -> None:
     figures = _figures(page)
     metrics = [re.search(r'data-metric="([^"]+)"', f).group(1) for f in figures]  # type: ignore[union-attr]
-    # the diagnosis's evidence names four metrics: the declared fx_rate, the rate monitor, the
-    # as-of lag of the rates and of the bookings that join them
+    # the diagnosis's evidence names three metrics: the declared fx_rate (no rate monitor
+    # beside it: it measures the same), the as-of lag of the rates and of the bookings that
+    # join them
     assert metrics == [
         "fx_rate",
-        "pricing:fx.daily_rates/avg(rate_to_usd)",
         "pricing:fx.daily_rates/lag_days(as_of)",
         "pricing:marts.fct_bookings_usd/lag_days(rate_as_of)",
     ]
@@ -120,6 +120,8 @@ def test_restated_points_keep_the_incident_marked(stale_story: Any, tmp_path: Pa
         ws.close()
     fx = charts["fx_rate"]
     assert (fx["intervals"], fx["remeasured"], fx["anomalies"]) == (INCIDENT_DAYS, True, [])
+    # the count of anomalous series is the evidence's, not the (gone) stored anomalies' 0
+    assert (fx["series_anomalous"], fx["series_total"]) == (29, 30)
     assert charts["pricing:fx.daily_rates/lag_days(as_of)"]["remeasured"] is False
     marks = re.findall(r'data-testid="anomaly-mark" data-interval="([^"]+)"',
                        str(svg.metric_chart(fx, uid="x")))  # fmt: skip

@@ -67,6 +67,10 @@ def review_cmd(
 
     if as_json and as_markdown:
         raise click.UsageError("--json and --markdown are exclusive: choose one")
+    if no_data and "metric-change" in fail_on:
+        raise click.UsageError(
+            "--fail-on metric-change needs the data step, which --no-data skips: drop one"
+        )
     progress = None
     if not (as_json or as_markdown):
         from splice.cli.render import console
@@ -98,4 +102,13 @@ def review_cmd(
     ]
     if tripped:
         click.echo(f"splice review: --fail-on {' and '.join(tripped)}: the gate fails", err=True)
+        sys.exit(1)
+    missing = result.not_built
+    if fail_on and missing:  # a gate passes only on what was compared
+        click.echo(
+            f"splice review: {len(missing)} model(s) to compare were not built for the head "
+            f"({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}): --fail-on "
+            f"{' and '.join(fail_on)} cannot pass on data not compared; the gate fails",
+            err=True,
+        )
         sys.exit(1)

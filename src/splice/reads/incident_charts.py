@@ -275,6 +275,8 @@ def _chart(
         "metric = ?",
         (incident_id, metric),
     ).fetchone()[0]
+    if not anomalous:  # measured again since (a repair): the evidence says how many were
+        anomalous = max((int(e.get("series") or 0) for e in items), default=0)
     method = max(methods, key=lambda k: methods[k]) if methods else None
     return {
         "metric": metric,

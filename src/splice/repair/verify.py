@@ -334,14 +334,16 @@ def _settle(ws: Any, incident: Any, scope: Scope, result: Verification,
             ids = [b["anomaly_id"] for b in result.beyond]
             # the resolved incident keeps the diagnosis of what was repaired (the fresh
             # measurement re-diagnosed it from what it found, the anomalies outside included)
+            # and the count of the anomalies it was repaired for: measuring again replaced
+            # them, and a resolved incident says what it had, as its evidence does
             conn.execute(
                 "UPDATE incidents SET title = ?, origin_node = ?, diagnosis = ?, "
-                "first_interval = ?, last_interval = ?, anomalies = (SELECT COUNT(*) FROM "
-                "watch_anomalies a WHERE a.incident_id = incidents.incident_id) - ? "
+                "first_interval = ?, last_interval = ?, anomalies = MAX(?, (SELECT COUNT(*) "
+                "FROM watch_anomalies a WHERE a.incident_id = incidents.incident_id) - ?) "
                 "WHERE incident_id = ?",
                 (incident.title, incident.origin_node, json.dumps(incident.diagnosis, default=str),
                  incident.first_interval.isoformat(), incident.last_interval.isoformat(),
-                 len(ids), iid),
+                 int(incident.anomalies or 0), len(ids), iid),
             )  # fmt: skip
             for i in range(0, len(ids), 500):
                 chunk = ids[i : i + 500]

@@ -3,7 +3,9 @@
 Per model, with the key its tool declares (SQLMesh's ``grain`` and uniqueness audits, dbt's
 ``unique`` tests and ``unique_key``): rows only in the head (added), only in prod (removed),
 in both with a value that differs (changed), and per column how many values differ with a few
-examples.  A model with no key is compared as a multiset of rows (added and removed only).
+examples.  A model without a key of its own takes the key of the nearest node upstream that
+has one, where it identifies a row on both sides (a staging model keeps its table's grain);
+a model with no key at all is compared as a multiset of rows (added and removed only).
 Columns only on one side are listed, not compared.  Above ``[review] max_rows`` rows, both sides
 are compared on the same sample of keys (a hash of the key), and the result says so.
 
@@ -53,6 +55,7 @@ class ModelDiff:
     columns_removed: list[str] = field(default_factory=list)
     sampled: str | None = None
     note: str | None = None  # why it was not compared, or how
+    key_from: str | None = None  # the upstream node whose key this one takes (none of its own)
 
     @property
     def differs(self) -> bool:
@@ -65,6 +68,7 @@ class ModelDiff:
             "prod_relation": self.prod,
             "head_relation": self.head,
             "key": self.key,
+            "key_from": self.key_from,
             "rows": {"prod": self.rows_prod, "head": self.rows_head},
             "added": self.added,
             "removed": self.removed,
@@ -106,6 +110,49 @@ def node_key(graph: Graph, node: Node) -> list[str]:
     if isinstance(uk, list) and uk:
         return [str(u).lower() for u in uk]
     return []
+
+
+#: Nodes whose rows a downstream model may carry through with their key.
+_DATA = frozenset({"model", "source", "seed", "snapshot"})
+
+
+def review_keys(graph: Graph, node: Node, depth: int = 4) -> list[tuple[list[str], str | None]]:
+    """The keys a review may compare ``node`` by, best first, each with where it comes from:
+    its own (:func:`node_key`; None), else the keys of the nearest nodes upstream that declare
+    one (their ids), as a staging model selecting from a table keeps that table's grain.
+    Whether such a key really is in ``node`` and unique there is checked on the data
+    (:func:`compare_model` takes the first that is)."""
+    own = node_key(graph, node)
+    if own:
+        return [(own, None)]
+    out: list[tuple[list[str], str | None]] = []
+    seen, level = {node.id}, [node.id]
+    for _ in range(depth):
+        nxt = sorted(
+            p
+            for nid in level
+            for p in graph.parents(nid)
+            if p not in seen and p in graph.nodes and graph.nodes[p].kind in _DATA
+        )
+        for p in nxt:
+            key = node_key(graph, graph.nodes[p])
+            if key and all(key != k for k, _ in out):
+                out.append((key, p))
+        seen.update(nxt)
+        level = nxt
+    return out
+
+
+def duplicate_keys_query(rel: exp.Expr, key: list[str]) -> exp.Select:
+    """How many values of ``key`` occur on more than one row of ``rel``."""
+    cols = [_c(k) for k in key]
+    dupes = (
+        exp.select(*cols)
+        .from_(rel)
+        .group_by(*cols)
+        .having(exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(1)))
+    )
+    return exp.select(exp.Count(this=exp.Star())).from_(exp.Subquery(this=dupes, alias="_d"))
 
 
 def _sample_filter(key: list[str], every: int, dialect: str, alias: str | None) -> exp.Expr:
@@ -273,9 +320,14 @@ def compare_model(
     dialect: str,
     max_rows: int,
     examples: int,
+    keys: list[tuple[list[str], str | None]] | None = None,
 ) -> ModelDiff:
-    """The diff of one model's head relation against its prod relation."""
-    d = ModelDiff(node, prod.key, head.key, key=key)
+    """The diff of one model's head relation against its prod relation, by ``key``, or by the
+    first of ``keys`` (:func:`review_keys`) that fits: an upstream node's key is used only where
+    it is in both versions and unique in each."""
+    cands = keys if keys is not None else [(key, None)]
+    key, key_from = cands[0] if cands else ([], None)
+    d = ModelDiff(node, prod.key, head.key, key=key, key_from=key_from)
     tp, th = table(prod, dialect), table(head, dialect)
     cp, ch = _columns(con, prod, dialect), _columns(con, head, dialect)
     if ch is None:
@@ -291,15 +343,29 @@ def compare_model(
     common = [c for c in ch if c in cp]
     d.rows_prod = int(_one(con, exp.select(exp.Count(this=exp.Star())).from_(tp), dialect)[0])
     d.rows_head = int(_one(con, exp.select(exp.Count(this=exp.Star())).from_(th), dialect)[0])
-    if not key or any(k not in common for k in key):
+    why = None
+    for key, key_from in cands:
+        if any(k not in common for k in key):
+            why = f"the key of {key_from}" if key_from else "its key"
+            why += f" ({', '.join(key)}) is not in both versions"
+            continue
+        if key_from and any(_one(con, duplicate_keys_query(t, key), dialect)[0] for t in (tp, th)):
+            why = f"the key of {key_from} ({', '.join(key)}) is not unique in it"
+            continue
+        why = None
+        d.key, d.key_from = key, key_from
+        break
+    if why or not key:
+        if key_from:
+            why = f"no key of its own, and {why or 'none upstream'}"
         row = _one(con, multiset_query(tp, th, common), dialect)
         d.added, d.removed = int(row[0] or 0), int(row[1] or 0)
         d.note = (
-            f"its key ({', '.join(key)}) is not in both versions: rows compared as a whole"
-            if key
+            f"{why}: rows compared as a whole"
+            if why
             else "no key declared (a grain, a unique test or audit): rows compared as a whole"
         )
-        d.key = []
+        d.key, d.key_from = [], None
         return d
     sample = None
     largest = max(d.rows_prod, d.rows_head)

@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from splice.review.data import compare_model, metric_query, node_key, plain
+from splice.review.data import compare_model, metric_query, plain, review_keys
 from splice.sqlrows import table
 
 Progress = Callable[[str], None]
@@ -58,6 +58,7 @@ def build_and_compare(
         rws.check_targets()
         for project, path in defer.items():
             rws.provider(project).defer_state = path
+        out["copied"] = virtual_copies(rws, graph, ids, execution_time, progress)
         if progress:
             progress(f"building {len(ids)} model(s) for the head in target {target!r}")
         report = run(
@@ -101,10 +102,11 @@ def build_and_compare(
                     nid,
                     hn.writes,
                     rn.writes,
-                    node_key(graph, hn),
+                    [],
                     dialect=head_ws.dialect,
                     max_rows=rcfg.max_rows,
                     examples=rcfg.examples,
+                    keys=review_keys(graph, hn),
                 )
                 out["models"].append(d.to_dict())
             out["metrics"] = _metrics(con, head_ws, metrics, rgraph, built)
@@ -116,6 +118,59 @@ def build_and_compare(
         for prov in shared:  # the head's Context: closed with the head's workspace
             prov._context = None
         rws.close()
+    return out
+
+
+def virtual_copies(
+    rws: Any, graph: Any, ids: list[str], execution_time: Any, progress: Progress | None
+) -> list[str]:
+    """Create the review environment of each SQLMesh project that the build reads but does not
+    change, as a virtual copy of prod: views over prod's own tables (``include_unmodified``, no
+    backfill: nothing is written but views).  A dbt model built in the review target reads
+    its sources from the review environment's schemas (``marts__review``): without the copy a
+    change to dbt models alone finds none of them (a model read through a ``ref`` that is not
+    built is deferred to prod).  Returns ``project:environment`` of each."""
+    from splice.capture import captured
+
+    wanted = set(ids)
+    # what the built models read themselves: their parents, and the writers of the sources
+    # among them (a dbt source over another project's view); a model they read through a ref
+    # they do not build is deferred to prod and needs no copy
+    upstream: set[str] = set()
+    for nid in ids:
+        for p in graph.parents(nid) - wanted:
+            upstream.add(p)
+            if p in graph.nodes and graph.nodes[p].kind == "source":
+                upstream |= graph.parents(p)
+    prod = rws.config.workspace.default_target
+    out = []
+    for spec in rws.config.projects:
+        if spec.format != "sqlmesh":
+            continue
+        mine = {n.id for n in graph.nodes.values() if n.project == spec.name}
+        if mine & wanted or not mine & upstream:
+            continue  # the run plans it (a change of its own), or nothing built reads it
+        prov = rws.provider(spec.name)
+        env = rws.environment(spec.name)
+        source = rws.config.environment_for(spec.name, prod)
+        if progress:
+            progress(f"making {spec.name}'s environment {env!r} a virtual copy of {source!r}")
+        with captured(
+            rws.log_path,
+            f"sqlmesh plan {env} (virtual copy of {source}, {spec.name})",
+            cwd=prov.ctx.project_path,
+        ):
+            prov.context.plan(
+                env,
+                create_from=source,
+                include_unmodified=True,
+                skip_backfill=True,  # unchanged snapshots share prod's tables: never write them
+                no_prompts=True,
+                auto_apply=True,
+                execution_time=execution_time,
+            )
+        prov.release()
+        out.append(f"{spec.name}:{env}")
     return out
 
 

@@ -134,14 +134,25 @@ def summary_lines(r: dict[str, Any]) -> list[str]:
     if data:
         run = data.get("run") or {}
         models = [m for m in data["models"] if "added" in m]
+        missing = [m["node"] for m in data["models"] if "added" not in m]
         differ = [m for m in models if m["differs"]]
-        line = (
-            f"**Data:** {len(models)} model(s) built in `{data['target']}` and compared with "
-            f"prod: {len(differ)} differ"
-        )
-        if differ:
-            line += " (" + ", ".join(f"`{m['node']}`" for m in differ[:6])
-            line += f" and {len(differ) - 6} more)" if len(differ) > 6 else ")"
+        if not models:  # never "0 differ" after comparing nothing
+            line = (
+                f"**Data: nothing compared:** none of the {len(missing)} model(s) to compare was "
+                f"built in `{data['target']}`"
+            )
+        else:
+            line = (
+                f"**Data:** {len(models)} model(s) built in `{data['target']}` and compared "
+                f"with prod: {len(differ)} differ"
+            )
+            if differ:
+                line += " (" + ", ".join(f"`{m['node']}`" for m in differ[:6])
+                line += f" and {len(differ) - 6} more)" if len(differ) > 6 else ")"
+            if missing:
+                line += f"; **{len(missing)} not built, not compared:** " + ", ".join(
+                    f"`{n}`" for n in missing[:6]
+                )
         lines.append(line)
         if run.get("status") not in (None, "success"):
             failed = run.get("not_built") or {}
@@ -225,6 +236,8 @@ def _data_section(r: dict[str, Any], examples: bool) -> list[str]:
             extra.append("dropped columns " + ", ".join(f"`{c}`" for c in m["columns_removed"]))
         if not m["key"]:
             extra.append("no key: whole rows compared")
+        elif m.get("key_from"):
+            extra.append(f"key ({', '.join(m['key'])}) from `{m['key_from']}`")
         if m["sampled"]:
             extra.append("sampled " + m["sampled"])
         cell = "; ".join([vals, *extra]) if vals else "; ".join(extra)
@@ -355,6 +368,7 @@ def text(r: dict[str, Any]) -> str:
                     else ""
                 )
                 + ("" if m["key"] else " [no key: whole rows compared]")
+                + (f" [key from {m['key_from']}]" if m.get("key_from") else "")
                 + (f" [sampled {m['sampled']}]" if m["sampled"] else "")
             )
     plain = re.sub(r"\[([^\]]+)\]\(([^)]+)\)", r"\1 <\2>", "\n".join(lines))  # links

@@ -73,6 +73,14 @@ class Review:
             return []
         return sorted({m["name"] for m in self.data.get("metrics", []) if m.get("changed")})
 
+    @property
+    def not_built(self) -> list[str]:
+        """The models the data step was to compare and could not, not built for the head (its
+        build failed, or never ran): a review with any compared less than it says."""
+        if self.data is None:
+            return []
+        return [m["node"] for m in self.data.get("models", []) if "added" not in m]
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "base": self.base,
@@ -85,6 +93,7 @@ class Review:
             "impact": self.impact.to_dict() if self.impact is not None else None,
             "build": self.build,
             "not_compared": self.not_compared,
+            "not_built": self.not_built,
             "data": self.data,
             "metric_changes": self.metric_changes,
             "timings": {k: round(v, 3) for k, v in self.timings.items()},

@@ -17,7 +17,9 @@ There are two sources of specs:
   dimension value (so the rates in ``fx.daily_rates`` are watched per currency) and the lag in
   days of every other date column behind the time column (``as_of``).  Key columns come from
   the tools' own metadata: SQLMesh audits (``unique_combination_of_columns``,
-  ``unique_values``, ``not_null``).
+  ``unique_values``, ``not_null``).  A monitor that measures exactly what a declared metric
+  does (the same aggregate of the same node, time column, grain and dimensions) is left out:
+  the metric's owner watches it, and one finding is counted once.
 
 SQL is built as sqlglot expressions and transpiled to the warehouse dialect; nothing from a
 declaration is pasted into SQL text.
@@ -583,7 +585,7 @@ def watch_specs(ws: Any, graph: Graph | None = None) -> list[MetricSpec]:
         for i, m in enumerate(ws.config.metrics)
     ]
     if wcfg.default_monitors:
-        specs += default_monitors(
+        monitors = default_monitors(
             graph,
             types,
             dialect=ws.dialect,
@@ -591,4 +593,7 @@ def watch_specs(ws: Any, graph: Graph | None = None) -> list[MetricSpec]:
             calendar=wcfg.calendar,
             exclude=wcfg.exclude,
         )
+        from splice.watch.coverage import uncovered
+
+        specs += uncovered(monitors, specs, ws.dialect)
     return specs
