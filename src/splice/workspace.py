@@ -190,6 +190,7 @@ class Workspace:
                 if spec.profiles_dir
                 else None,
                 "gateway": self._gateway(spec),
+                "dialect": spec.dialect,  # dbt: the SQL's own dialect, if not the adapter's
                 "environments_key": self._environments_key(spec.name),
             },
         )
