@@ -139,19 +139,23 @@ class WarehouseSection(_Strict):
     @field_validator("dialect")
     @classmethod
     def _known_dialect(cls, v: str) -> str:
-        """A dialect sqlglot knows (imported only when it is not the default)."""
-        if v in ("duckdb", "postgres", ""):
-            return v
-        from sqlglot.dialects.dialect import Dialect
+        return known_dialect(v)
 
-        try:
-            Dialect.get_or_raise(v)
-        except ValueError:
-            from sqlglot.dialects import DIALECTS
 
-            known = ", ".join(sorted(d.lower() for d in DIALECTS))
-            raise ValueError(f"unknown dialect {v!r} (sqlglot knows: {known})") from None
+def known_dialect(v: str) -> str:
+    """A dialect sqlglot knows (imported only when it is not the default)."""
+    if v in ("duckdb", "postgres", ""):
         return v
+    from sqlglot.dialects.dialect import Dialect
+
+    try:
+        Dialect.get_or_raise(v)
+    except ValueError:
+        from sqlglot.dialects import DIALECTS
+
+        known = ", ".join(sorted(d.lower() for d in DIALECTS))
+        raise ValueError(f"unknown dialect {v!r} (sqlglot knows: {known})") from None
+    return v
 
 
 class ProjectSection(_Strict):
@@ -163,6 +167,23 @@ class ProjectSection(_Strict):
     environments: dict[str, str] = Field(default_factory=dict)
     profiles_dir: str | None = None  # dbt only; defaults to the project directory
     gateway: str | None = None  # SQLMesh only
+    # dbt only: the SQL dialect the models are written in, when it is not the adapter's (a
+    # project written in Snowflake SQL run on DuckDB); column lineage parses it in this one
+    dialect: str | None = None
+
+    @field_validator("dialect")
+    @classmethod
+    def _known_dialect(cls, v: str | None) -> str | None:
+        return known_dialect(v) if v else None
+
+    @model_validator(mode="after")
+    def _dialect_for_dbt(self) -> ProjectSection:
+        if self.dialect and self.format != "dbt":
+            raise ValueError(
+                f"project {self.name!r}: dialect is for dbt projects; a SQLMesh model names its "
+                "own (model_defaults.dialect in the project's config, or dialect in its MODEL)"
+            )
+        return self
 
 
 class BindingSection(_Strict):

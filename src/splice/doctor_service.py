@@ -39,6 +39,37 @@ def doctor(ws: Workspace, *, lineage: bool = True) -> list[Check]:
     return sorted(checks, key=lambda c: (order[c.severity], c.code, c.node or ""))
 
 
+def project_dialects(ws: Workspace) -> dict[str, dict[str, Any]]:
+    """The SQL dialect each project's models were parsed in for column lineage, and where it
+    comes from: a dbt project's ``[[projects]] dialect`` or its adapter's, a SQLMesh model's own.
+    Read from the graph (no tool is loaded for it); empty when the graph does not load."""
+    from splice.errors import SpliceError
+
+    try:
+        g = ws.graph()
+    except SpliceError:
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for spec in ws.config.projects:
+        mine = [n for n in g.nodes.values() if n.project == spec.name and n.dialect]
+        found = sorted({str(n.dialect) for n in mine})
+        if spec.format == "dbt":
+            adapter = next((str(n.meta["adapter_type"]) for n in mine
+                            if n.meta.get("adapter_type")), None)  # fmt: skip
+            source = (
+                "splice.toml: [[projects]] dialect"
+                if spec.dialect
+                else f"dbt's {adapter} adapter"
+                if adapter
+                else "dbt's adapter"
+            )
+            found = [spec.dialect] if spec.dialect else found
+        else:
+            source = "each SQLMesh model's dialect"
+        out[spec.name] = {"format": spec.format, "dialects": found or [ws.dialect], "from": source}
+    return out
+
+
 def warehouses(ws: Workspace) -> dict[str, Any]:
     """Each project's warehouse as its tool resolves it (project -> WarehouseLocation, or None
     when its config can't be read); reads the tools' configs, never the warehouse.

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 KIND = "graph"
-VERSION = "2"  # bump when the cached form or the way a graph is loaded changes
+VERSION = "3"  # bump when the cached form or the way a graph is loaded changes
 TOOL_PREFIXES = ("dbt", "sqlmesh", "sqlglot", "duckdb", "dlt")
 ENV_PREFIXES = ("DBT_", "SQLMESH_")
 # set by Splice itself before it starts a tool: never a reason to reload

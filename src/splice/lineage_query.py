@@ -115,6 +115,8 @@ def column_lineage(
             cols = [column] if column else _columns_of(graph, wl, p)
             starts.extend((p, c) for c in cols)
     else:
+        if column:
+            column = _own_column(ws, graph, wl, idx, nid, column)
         cols = [column] if column else _columns_of(graph, wl, nid)
         if (
             column
@@ -179,6 +181,53 @@ def column_lineage(
 
     add_why_empty(out, graph, wl.models)  # keeps a reason already given (a tool's column)
     return out
+
+
+def _own_column(
+    ws: Workspace, graph: Graph, wl: WorkspaceLineage, idx: Any, nid: str, column: str
+) -> str:
+    """``column`` as the lineage names it (``customerNumber`` is ``customernumber`` on DuckDB).
+
+    A source (or external table, seed, ingestion job) that declares no columns is checked
+    against what is known of it: the warehouse's columns of its relation and the columns
+    models read from it; a column none of them has is a :class:`NodeNotFoundError`."""
+    from splice.graph.bindings import closest
+    from splice.graph.relations import normalise_identifier
+
+    node = graph.nodes[nid]
+    ml = wl.models.get(nid)
+    known = list(ml.columns) if ml is not None and not ml.opaque_reason else []
+    known += [c.lower() for c in node.columns]
+
+    def match(names: list[str]) -> str | None:
+        if column in names:
+            return column
+        same = sorted({n for n in names if n.lower() == column.lower()})
+        return same[0] if len(same) == 1 else None
+
+    found = match(known)
+    if found:
+        return found
+    if node.kind in ("source", "external", "seed", "ingestion") and not node.columns:
+        from splice.lineage_service import warehouse_columns
+
+        rels = node.all_writes or node.reads
+        seen: set[str] = set()
+        wh = warehouse_columns(ws) if rels else {}
+        for r in rels:
+            seen |= set(wh.get(r, {})) | idx.columns_read(r)
+        found = match(sorted(seen))
+        if found:
+            return found
+        if seen:
+            near = closest(column, sorted(seen)) or closest(column.lower(), sorted(seen))
+            raise NodeNotFoundError(
+                f"{nid} has no column {column!r}: it declares none, and neither the warehouse "
+                "nor any model that reads it has one by that name."
+                + (f" Closest: {', '.join(near)}." if near else ""),
+                fix=f"name one of its columns: {', '.join(sorted(seen)[:10])}",
+            )
+    return normalise_identifier(column, ws.dialect)
 
 
 def _columns_of(graph: Graph, wl: WorkspaceLineage, nid: str) -> list[str]:

@@ -65,6 +65,7 @@ class Workspace:
             normalise_identifier(self._catalog_name(), self.dialect) if self.has_config else None
         )
         self._providers: dict[str, Any] = {}
+        self._run_dirs: dict[str, Path] | None = None
         self._graph: Graph | None = None
         self._lone_warehouse: Path | None = None
         self._state: StateStore | None = None
@@ -190,9 +191,31 @@ class Workspace:
                 if spec.profiles_dir
                 else None,
                 "gateway": self._gateway(spec),
+                "dialect": spec.dialect,  # dbt: the SQL's own dialect, if not the adapter's
+                # SQLMesh: where it runs (the project directory unless the multi-repo setup
+                # shares its state only from the workspace's, as `sqlmesh -p a -p b` does)
+                "run_dir": self._sqlmesh_run_dirs().get(spec.name)
+                if spec.format == "sqlmesh"
+                else None,
                 "environments_key": self._environments_key(spec.name),
             },
         )
+
+    def _sqlmesh_run_dirs(self) -> dict[str, Path]:
+        """SQLMesh projects that run from the workspace directory, not their own (see
+        :func:`splice.providers.locations.shared_run_dirs`); read once per Workspace."""
+        if self._run_dirs is None:
+            specs = [p for p in self.config.projects if p.format == "sqlmesh"]
+            self._run_dirs = {}
+            if len(specs) > 1:
+                from splice.providers.locations import shared_run_dirs
+
+                self._run_dirs = shared_run_dirs(
+                    self.root,
+                    [(s.name, (self.root / s.path).resolve(), self._gateway(s)) for s in specs],
+                    self.log_path,
+                )
+        return self._run_dirs
 
     def _gateway(self, spec: Any) -> str | None:
         """The SQLMesh gateway of ``spec`` in this target: ``[targets.T] gateways``, else the

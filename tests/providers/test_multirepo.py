@@ -201,19 +201,71 @@ def test_a_breaking_change_in_repo_a_reaches_repo_b_as_sqlmesh_does_it_by_hand(
     }
 
 
-def test_doctor_reports_repos_whose_relative_paths_resolve_to_two_files(tmp_path: Path) -> None:
-    """Each repo's `database: warehouse.duckdb` resolves against its own directory: two files,
-    two SQLMesh states; repo_b would never see repo_a's model."""
-    root = copy_fixture("multirepo", tmp_path)
-    for repo in ("repo_a", "repo_b"):
+def _relative_paths(root: Path, **databases: str) -> None:
+    """Each repo's config names its warehouse relative to the working directory."""
+    for repo, database in databases.items():
         f = root / repo / "config.yaml"
-        f.write_text(f.read_text().replace("../warehouse.duckdb", "warehouse.duckdb"))
+        f.write_text(f.read_text().replace("../warehouse.duckdb", database))
+
+
+def test_doctor_reports_repos_whose_relative_paths_resolve_to_two_files(tmp_path: Path) -> None:
+    """repo_a's `database: warehouse.duckdb` and repo_b's `../repo_b/warehouse.duckdb` are two
+    files from the repos' directories and from the workspace's: two SQLMesh states wherever
+    SQLMesh runs; repo_b would never see repo_a's model."""
+    root = copy_fixture("multirepo", tmp_path)
+    _relative_paths(root, repo_a="warehouse.duckdb", repo_b="../repo_b/warehouse.duckdb")
     res = splice(root, "doctor", "--no-lineage", "--json")
     assert res.returncode == 1, res.stdout + res.stderr
     (found,) = [c for c in json.loads(res.stdout)["checks"] if c["code"] == "SPL401"]
     assert str(root / "repo_a" / "warehouse.duckdb") in found["message"]
     assert str(root / "repo_b" / "warehouse.duckdb") in found["message"]
     assert str(root / "repo_b" / "config.yaml") in found["message"]
+    # the run is refused before anything runs, naming the check and its fix (it used to fail
+    # halfway, in repo_b: "sqlmesh._environments does not exist")
+    run = splice(root, "run")
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "refused before anything runs: SPL401:" in run.stderr
+    assert "point both at one file" in run.stderr and "_environments" not in run.stderr
+    assert tables_in(root / "repo_a" / "warehouse.duckdb") == {}  # nothing was built
+
+
+def test_relative_paths_run_as_sqlmeshs_multi_project_cli_runs_them(tmp_path: Path) -> None:
+    """SQLMesh's multi-repo example: both configs say `database: warehouse.duckdb`, relative.
+    `sqlmesh -p repo_a -p repo_b plan` from the workspace directory resolves it there: one
+    file, one state. Splice runs them there too: the same tables, no SPL401, and no
+    "sqlmesh._environments does not exist" when repo_b runs."""
+    from splice.sqlmesh_import import import_sqlmesh
+
+    hand = copy_fixture("multirepo", tmp_path / "hand")
+    _relative_paths(hand, repo_a="warehouse.duckdb", repo_b="warehouse.duckdb")
+    with cwd(hand):  # as `sqlmesh -p repo_a -p repo_b plan` from the root
+        ctx = import_sqlmesh().Context(paths=[str(hand / "repo_a"), str(hand / "repo_b")])
+        try:
+            ctx.plan("prod", auto_apply=True, no_prompts=True)
+        finally:
+            ctx.close()
+
+    root = copy_fixture("multirepo", tmp_path / "splice")
+    _relative_paths(root, repo_a="warehouse.duckdb", repo_b="warehouse.duckdb")
+    doc = splice(root, "doctor", "--no-lineage", "--json")
+    assert doc.returncode == 0, doc.stdout + doc.stderr
+    assert json.loads(doc.stdout)["checks"] == []
+    first = splice(root, "run")
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "2 built" in first.stdout
+    second = splice(root, "run")
+    assert second.returncode == 0 and "0 built" in second.stdout, second.stdout + second.stderr
+    assert tables_in(root / "warehouse.duckdb") == tables_in(hand / "warehouse.duckdb")
+    q = "SELECT * FROM silver.revenue_by_country ORDER BY country"
+    assert rows(root / "warehouse.duckdb", q) == rows(hand / "warehouse.duckdb", q)
+    assert rows(root / "warehouse.duckdb", q) == [("GB", 32.25, 2), ("US", 35.5, 1)]
+    assert not list(root.glob("repo_*/*.duckdb"))  # nothing written beside the configs
+    with Workspace.open(root) as ws:
+        locs = warehouses(ws)
+    assert {p: loc.path for p, loc in locs.items()} == {
+        "repo_a": str(root / "warehouse.duckdb"),
+        "repo_b": str(root / "warehouse.duckdb"),
+    }
 
 
 def test_doctor_reports_sqlmesh_projects_sharing_a_state_without_project_names(

@@ -133,6 +133,14 @@ def doctor(ws: Workspace, *, lineage: bool = True) -> list[Check]:
     return _doctor(ws, lineage=lineage)
 
 
+def project_dialects(ws: Workspace) -> dict[str, dict[str, Any]]:
+    """project -> the SQL dialect(s) its models were parsed in and where that comes from
+    (:func:`splice.doctor_service.project_dialects`)."""
+    from splice.doctor_service import project_dialects as _dialects
+
+    return _dialects(ws)
+
+
 def warehouses(ws: Workspace) -> dict[str, Any]:
     """Each project's warehouse as its tool resolves it (project -> WarehouseLocation, or None
     when its config can't be read); reads the tools' configs, never the warehouse."""

@@ -7,7 +7,14 @@ from pathlib import Path
 import click
 
 from splice.cli.main import cli, emit_json, open_workspace
-from splice.cli.render import console, render_checks, render_lineage, render_nodes, working
+from splice.cli.render import (
+    console,
+    render_checks,
+    render_dialects,
+    render_lineage,
+    render_nodes,
+    working,
+)
 
 
 @cli.command("ls")
@@ -123,18 +130,21 @@ def lineage_cmd(
 @click.pass_context
 def doctor_cmd(ctx: click.Context, as_json: bool, no_lineage: bool) -> None:
     """Check where the join of projects is weak. Exit status 1 when a check is an error."""
-    from splice.api import doctor, doctor_exit_status
+    from splice.api import doctor, doctor_exit_status, project_dialects
 
     with open_workspace(ctx) as ws, working("Running checks..."):
         checks = doctor(ws, lineage=not no_lineage)
+        dialects = project_dialects(ws)
     if as_json:
         emit_json(
             {
                 "checks": [c.to_dict() for c in checks],
                 "errors": sum(c.severity == "error" for c in checks),
+                "projects": dialects,
             }
         )
     else:
+        render_dialects(dialects)
         render_checks(checks)
     ctx.exit(doctor_exit_status(checks))
 

@@ -59,6 +59,19 @@ def render_search(found: list[dict[str, Any]], query: str) -> None:
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
+def render_dialects(projects: dict[str, dict[str, Any]]) -> None:
+    """One line per project: the SQL dialect its models were parsed in, and why."""
+    c = console()
+    for name, p in projects.items():
+        c.print(
+            f"[dim]{escape(name)} ({p['format']}): SQL parsed as {', '.join(p['dialects'])}"
+            f" ({escape(p['from'])})[/]",
+            soft_wrap=True,
+        )
+    if projects:
+        c.print()
+
+
 def render_checks(checks: list[Any]) -> None:
     c = console()
     if not checks:

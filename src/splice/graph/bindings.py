@@ -3,7 +3,9 @@
 Rules (DESIGN.md, "Binding"): a declared binding always wins; otherwise a read of relation R
 that no node of the reader's own project writes becomes an edge from R's writer when exactly one
 node of another project writes R (evidence "matched", shown as inferred); zero or several writers
-is never an edge: the input counts as external and doctor reports it.
+is never an edge: the input counts as external and doctor reports it.  A source (or external
+model) over a relation its own project writes (a dbt source declared where the project's seed
+lands) is matched to that writer the same way: the tool itself knows no such edge.
 """
 
 from __future__ import annotations
@@ -125,7 +127,15 @@ def join(
         for rel in n.reads:
             if rel in covered:
                 continue  # read through a source / external node of its own project
-            own = [w for w in writers.get(rel, []) if g.nodes[w].project == n.project]
+            own = [w for w in writers.get(rel, []) if g.nodes[w].project == n.project and w != n.id]
+            if own and n.kind in ("source", "external"):
+                # a source over its own project's seed or model: the tool knows no edge (dbt
+                # never links a source to what writes its relation), so the relation does
+                if len(own) == 1:
+                    g.add_edge(Edge(own[0], n.id, "matched", rel))
+                else:
+                    g.ambiguities.append(Ambiguity(n.id, rel, tuple(sorted(own))))
+                continue
             if own:
                 continue  # an edge the tool itself knows
             others = sorted(w for w in writers.get(rel, []) if g.nodes[w].project != n.project)

@@ -31,6 +31,8 @@ def node_record(node: Node, graph: Graph | None = None) -> dict[str, Any]:
         "owner": node.owner,
         "path": node.path,
         "columns": dict(node.columns),
+        # the SQL dialect its SQL is parsed in ([[projects]] dialect, else the tool's)
+        "dialect": node.dialect,
     }
     if graph is not None:
         rec["upstream"] = sorted(graph.parents(node.id))

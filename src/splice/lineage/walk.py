@@ -138,6 +138,12 @@ class LineageIndex:
         self._opaque_readers = dict(opaque)
         return self._readers
 
+    def columns_read(self, rel: Relation) -> set[str]:
+        """The columns of ``rel`` that some model reads (for its output or its rows)."""
+        readers = self._readers if self._readers is not None else self._build_readers()
+        keys = list(readers) + list(self._query_readers)
+        return {col for key, col in keys if key == rel.key}
+
     # -- steps ---------------------------------------------------------------------------------
     def _up(
         self, node: str | None, rel: Relation | None, column: str, indirect: bool

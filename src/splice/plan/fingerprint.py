@@ -205,7 +205,7 @@ def fingerprints(ws: Any, node_ids: Iterable[str]) -> dict[str, dict[str, str]]:
         else:
             from splice.capture import captured
 
-            with captured(ws.log_path, f"sqlmesh snapshots ({project})", cwd=prov.ctx.project_path):
+            with captured(ws.log_path, f"sqlmesh snapshots ({project})", cwd=prov.run_dir):
                 snaps = prov.context.snapshots
             for n in nodes:
                 snap = snaps.get(str(n.meta.get("fqn")))

@@ -381,12 +381,21 @@ def plan_from_inputs(
 
 # -- gathering the inputs from a workspace ------------------------------------------------------
 def check_environments(ws: Any, graph: Graph, candidates: set[str]) -> None:
-    """Refuse a plan in which a node would read another project's prod relation (SPL201/202)."""
+    """Refuse a plan in which a node would read another project's prod relation (SPL201/202),
+    or a SQLMesh project of a multi-repo setup would read another whose state is in another
+    file (SPL401: its SQLMesh finds an empty state and fails halfway through the run)."""
     from splice.doctor_service import doctor
+    from splice.providers.locations import shares_sqlmesh_state
 
     for check in doctor(ws, lineage=False):
-        if check.code not in ("SPL201", "SPL202") or check.node is None:
+        if check.code not in ("SPL201", "SPL202", "SPL401") or check.node is None:
             continue
+        if check.code == "SPL401":
+            down = graph.nodes.get(check.node)
+            if down is None or not any(
+                shares_sqlmesh_state(graph.nodes[p], down) for p in graph.parents(check.node)
+            ):
+                continue  # a split warehouse of other tools: doctor reports it, the run goes on
         reader = check.node
         affected = _readers(graph, reader, candidates)
         if not affected:
@@ -395,7 +404,9 @@ def check_environments(ws: Any, graph: Graph, candidates: set[str]) -> None:
         relation = rnode.reads[0].key if rnode is not None and rnode.reads else None
         feeds = sorted(a for a in affected if a != reader)
         raise EnvironmentRefusedError(
-            f"target {ws.target!r} is refused before anything runs: {check.message}"
+            f"target {ws.target!r} is refused before anything runs: "
+            + (f"{check.code}: " if check.code == "SPL401" else "")
+            + check.message
             + (f" It feeds {', '.join(feeds)}." if feeds else ""),
             fix=check.fix,
             node=reader,

@@ -59,6 +59,12 @@ def make_segments(
         if nid == last:
             break
 
+    hidden = _hidden_ancestors(graph, building)
+
+    def clash(nodes: set[str]) -> bool:
+        """Would one invocation of the tool hold a node and an ancestor it cannot order?"""
+        return any(hidden.get(x, empty) & nodes for x in nodes)
+
     seg_of: dict[str, int] = {}
     members: list[list[str]] = []
     project: list[str] = []
@@ -118,6 +124,8 @@ def make_segments(
                 continue  # some other segment this node needs depends on it: a cycle
             if any(through_other(c, k, trial) for k in joined):
                 continue
+            if hidden and clash({nid}.union(*(members[k] for k in trial))):
+                continue  # an edge the tool does not know: Splice orders them, in two segments
             joined.append(c)
         if joined:
             chosen = joined[0]
@@ -157,7 +165,11 @@ def make_segments(
                 groups.setdefault((project[x], frozenset(deps[x])), []).append(x)
         for same in groups.values():
             if len(same) > 1:
-                for other in same[1:]:
+                others = [o for o in same[1:]
+                          if not (hidden and clash(set(members[same[0]]) | set(members[o])))]  # fmt: skip
+                if not others:
+                    continue
+                for other in others:
                     merge(same[0], other)
                 merged_any = True
                 break
@@ -194,3 +206,34 @@ def make_segments(
         )
         for s in run
     ]
+
+
+def _hidden_ancestors(graph: Graph, building: set[str]) -> dict[str, frozenset[str]]:
+    """For each node to build: the nodes to build upstream of it that its tool cannot order
+    before it, because every path between them crosses an edge the tool does not know (a
+    binding inside one project: a dbt source over the project's own seed). Such pairs never
+    share a segment, so Splice runs them one after the other. Empty when no binding joins two
+    nodes of one project (the usual case: nothing is computed)."""
+    blind = {
+        (e.upstream, e.downstream)
+        for e in graph.edges
+        if e.binding and graph.nodes[e.upstream].project == graph.nodes[e.downstream].project
+    }
+    if not blind:
+        return {}
+    tool_up: dict[str, frozenset[str]] = {}
+    all_up: dict[str, frozenset[str]] = {}
+    out: dict[str, frozenset[str]] = {}
+    for nid in graph.topological_order():
+        t: set[str] = set()
+        a: set[str] = set()
+        for p in graph.parents(nid):
+            mine = {p} if p in building else set()
+            a |= mine | all_up.get(p, frozenset())
+            e = graph.edge(p, nid)
+            if e is not None and not e.binding:  # an edge the tool knows and orders itself
+                t |= mine | tool_up.get(p, frozenset())
+        tool_up[nid], all_up[nid] = frozenset(t), frozenset(a)
+        if nid in building and a - t:
+            out[nid] = frozenset(a - t)
+    return out

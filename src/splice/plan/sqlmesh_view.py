@@ -215,7 +215,7 @@ def environment_state(
     env_name = ws.environment(project)
     prov = ws.provider(project)
     ids = _ids_by_fqn(ws.graph(), project)
-    with captured(ws.log_path, f"sqlmesh state ({project})", cwd=prov.ctx.project_path):
+    with captured(ws.log_path, f"sqlmesh state ({project})", cwd=prov.run_dir):
         try:
             env, snaps = prov.environment_snapshots(env_name)
         except ProjectError:
@@ -337,7 +337,7 @@ def plan_view(
     with captured(
         ws.log_path,
         f"sqlmesh plan, not applied ({project}, {env_name})",
-        cwd=prov.ctx.project_path,
+        cwd=prov.run_dir,
     ):
         try:
             from splice.sqlmesh_import import import_sqlmesh

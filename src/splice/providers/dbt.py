@@ -203,12 +203,19 @@ class DbtProvider:
         return getattr(meta, "adapter_type", None) or None
 
     @property
-    def dialect(self) -> str:
-        """The sqlglot dialect of the SQL dbt compiles: the adapter's (the workspace's
-        ``[warehouse] dialect`` only for an adapter sqlglot does not know)."""
+    def adapter_dialect(self) -> str:
+        """The sqlglot dialect of the adapter (the workspace's ``[warehouse] dialect`` only
+        for an adapter sqlglot does not know): the relation names dbt writes are in it."""
         from splice.providers.dbt_render import dialect_for_adapter
 
         return dialect_for_adapter(self.adapter_type, self.ctx.dialect)
+
+    @property
+    def dialect(self) -> str:
+        """The sqlglot dialect of the SQL dbt compiles: the project's ``[[projects]] dialect``
+        when set (Snowflake SQL run on DuckDB), else the adapter's."""
+        own = self.ctx.options.get("dialect")
+        return str(own) if own else self.adapter_dialect
 
     # -- graph ----------------------------------------------------------------------------------
     def load(self) -> list[Node]:
@@ -220,13 +227,14 @@ class DbtProvider:
         nodes: list[Node] = []
 
         dialect = self.dialect
+        names_in = self.adapter_dialect
 
         def rel(text: str | None) -> Any:
-            # written in the project's dialect, named by the workspace's (relations must meet);
+            # written by the adapter, named by the workspace's rules (relations must meet);
             # a name without a catalog (dbt-spark's) is in the warehouse's default catalog
-            if not text or _reads_files(text, dialect):
+            if not text or _reads_files(text, names_in):
                 return None
-            return parse_relation(text, dialect=self.ctx.dialect, read=dialect,
+            return parse_relation(text, dialect=self.ctx.dialect, read=names_in,
                                   default_catalog=self.ctx.default_catalog)  # fmt: skip
 
         for uid, s in m.sources.items():
@@ -300,6 +308,10 @@ class DbtProvider:
                         **_version_meta(n),
                         **_key_meta(n, names, p),
                         "adapter_type": self.adapter_type,  # its SQL is in this adapter's dialect
+                        # ... unless the project names the dialect its SQL is written in
+                        "dialect_from": "splice.toml"
+                        if self.ctx.options.get("dialect")
+                        else "adapter",
                         **_column_descriptions(n),
                     },
                 )

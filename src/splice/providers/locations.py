@@ -3,7 +3,9 @@
 SQLMesh and dbt-duckdb both resolve a relative DuckDB path against the working directory, and
 Splice runs each tool in its project directory (splice.capture): so ``database: db.duckdb`` in a
 SQLMesh gateway and ``path: db.duckdb`` in a dbt-duckdb profile mean a file in that project's
-directory. Two projects meant to share one warehouse but configured with relative paths can
+directory (SQLMesh projects of a multi-repo setup that share a state only from the workspace's
+directory run there: :func:`shared_run_dirs`). Two projects meant to
+share one warehouse but configured with relative paths can
 silently use two files; an in-memory warehouse (``:memory:``, or no path at all) keeps nothing
 between runs. This module reads the tools' configs (never the warehouse) and says where each
 project writes, naming the config file and key, for ``splice doctor``.
@@ -71,10 +73,11 @@ def resolve_duckdb(value: str | None, cwd: Path) -> tuple[Kind, str | None]:
 
 
 def sqlmesh_location(
-    project: str, config: Any, project_path: Path, gateway: str | None
+    project: str, config: Any, project_path: Path, gateway: str | None, *, cwd: Path | None = None
 ) -> WarehouseLocation:
     """The warehouse of a SQLMesh project from its loaded ``Config`` (SQLMesh's own loader, so
-    config.yaml, config.py and env vars are read as SQLMesh reads them)."""
+    config.yaml, config.py and env vars are read as SQLMesh reads them), its relative paths
+    resolved against ``cwd`` (where SQLMesh runs; default: the project directory)."""
     from splice.providers.sqlmesh import _config_file
 
     cfg_file = str(_config_file(project_path) or project_path / "config.yaml")
@@ -85,12 +88,13 @@ def sqlmesh_location(
     else:
         prefix = "gateways"
     gw = config.get_gateway(gateway)
-    loc = _sqlmesh_connection(project, config, gw, project_path, prefix, cfg_file)
+    run_dir = cwd or project_path
+    loc = _sqlmesh_connection(project, config, gw, run_dir, prefix, cfg_file)
     state_kind, state_path = loc.kind, loc.path
     if gw.state_connection is not None:
         sc = gw.state_connection
         if str(getattr(sc, "type_", "")) == "duckdb":
-            state_kind, state_path = resolve_duckdb(getattr(sc, "database", None), project_path)
+            state_kind, state_path = resolve_duckdb(getattr(sc, "database", None), run_dir)
         else:
             state_kind, state_path = "other", None
     state = (
@@ -211,3 +215,48 @@ def shares_sqlmesh_state(a: Any, b: Any) -> bool:
         and bool(b.meta.get("sqlmesh_project"))
         and a.meta.get("sqlmesh_project") != b.meta.get("sqlmesh_project")
     )
+
+
+def load_sqlmesh_config(project_path: Path) -> Any:
+    """A SQLMesh project's ``Config``, read by SQLMesh's own loader (config.yaml, config.py,
+    environment variables); loads no model and opens no connection."""
+    from splice.sqlmesh_import import import_sqlmesh
+
+    import_sqlmesh()
+    from sqlmesh.core.config import Config
+    from sqlmesh.core.config.loader import load_configs
+
+    return load_configs("config", Config, [project_path])[project_path.absolute()]
+
+
+def shared_run_dirs(
+    root: Path, projects: list[tuple[str, Path, str | None]], log_path: Path | None = None
+) -> dict[str, Path]:
+    """SQLMesh's multi-repo setup as SQLMesh's own CLI runs it: ``projects`` (name, directory,
+    gateway) -> the directory to run each in, for those that need ``root``.
+
+    Projects with `project:` names whose relative state paths (``database: db.duckdb``) point
+    at different files from their own directories but at one file from ``root`` are the
+    multi-repo example run as ``sqlmesh -p repo_1 -p repo_2`` from ``root``: SQLMesh resolves
+    them against the working directory, so they share one state there. Splice runs them there
+    too (otherwise each would find an empty state: "sqlmesh._environments does not exist").
+    Empty when they share a state from their own directories already, or in no directory."""
+    from splice.capture import captured
+
+    own: dict[str, str | None] = {}
+    from_root: dict[str, str | None] = {}
+    for name, path, gateway in projects:
+        try:
+            with captured(log_path, f"sqlmesh config ({name})", cwd=path):
+                config = load_sqlmesh_config(path)
+        except Exception:  # noqa: BLE001 - the project's own load says what is wrong
+            return {}
+        if not config.project:
+            continue
+        own[name] = sqlmesh_location(name, config, path, gateway).state
+        from_root[name] = sqlmesh_location(name, config, path, gateway, cwd=root).state
+    shared_here = len(set(own.values())) == 1 and None not in own.values()
+    shared_there = len(set(from_root.values())) == 1 and None not in from_root.values()
+    if len(from_root) < 2 or shared_here or not shared_there:
+        return {}
+    return {name: root for name in from_root}

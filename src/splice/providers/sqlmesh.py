@@ -34,6 +34,15 @@ class SqlmeshProvider:
         self._stale = False
 
     @property
+    def run_dir(self) -> Path:
+        """Where SQLMesh runs for this project, so the relative paths of its config mean what
+        they mean by hand: the project directory, or the workspace's when the projects of a
+        multi-repo setup share one state only from there, as `sqlmesh -p repo_1 -p repo_2`
+        run from that directory shares it (:func:`~splice.providers.locations.shared_run_dirs`)."""
+        own = self.ctx.options.get("run_dir")
+        return Path(str(own)) if own else self.ctx.project_path
+
+    @property
     def multi_repo(self) -> bool:
         """True when the project has a `project:` name (SQLMesh's multi-repo setup): its Context
         then also reads the other projects' models from the shared state when it loads."""
@@ -56,18 +65,16 @@ class SqlmeshProvider:
         if self._context is not None:
             config = self._context.config
         else:
+            from splice.providers.locations import load_sqlmesh_config
+
             with self._calling("config", "load its config"):
-                from splice.sqlmesh_import import import_sqlmesh
-
-                import_sqlmesh()
-                from sqlmesh.core.config import Config
-                from sqlmesh.core.config.loader import load_configs
-
-                config = load_configs("config", Config, [self.ctx.project_path])[
-                    self.ctx.project_path.absolute()
-                ]
+                config = load_sqlmesh_config(self.ctx.project_path)
         return sqlmesh_location(
-            self.ctx.project_name, config, self.ctx.project_path, str(gateway) if gateway else None
+            self.ctx.project_name,
+            config,
+            self.ctx.project_path,
+            str(gateway) if gateway else None,
+            cwd=self.run_dir,
         )
 
     def owned_elsewhere(self) -> dict[str, str]:
@@ -141,7 +148,7 @@ class SqlmeshProvider:
         with captured(
             self.ctx.log_path,
             f"sqlmesh {label} ({self.ctx.project_name})",
-            cwd=self.ctx.project_path,
+            cwd=self.run_dir,
         ):
             try:
                 yield
@@ -361,7 +368,7 @@ class SqlmeshProvider:
         with captured(
             self.ctx.log_path,
             f"sqlmesh render ({self.ctx.project_name})",
-            cwd=self.ctx.project_path,
+            cwd=self.run_dir,
         ):
             for n in nodes:
                 if n.kind != "model":
@@ -394,7 +401,7 @@ class SqlmeshProvider:
     def intervals(self) -> dict[str, list[tuple[int, int]]]:
         """Intervals in SQLMesh's state for this environment, per node id ([start_ms, end_ms))."""
         with captured(
-            self.ctx.log_path, f"sqlmesh state ({self.ctx.project_name})", cwd=self.ctx.project_path
+            self.ctx.log_path, f"sqlmesh state ({self.ctx.project_name})", cwd=self.run_dir
         ):
             env, snaps = self.environment_snapshots(self.ctx.environment)
             if env is None:

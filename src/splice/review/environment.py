@@ -275,9 +275,7 @@ def cleanup(rws: Any, head_ws: Any, rgraph: Any, report: Any) -> dict[str, Any]:
             continue
         prov = rws.provider(spec.name)
         env = rws.environment(spec.name)
-        with captured(
-            rws.log_path, f"sqlmesh invalidate {env} ({spec.name})", cwd=prov.ctx.project_path
-        ):
+        with captured(rws.log_path, f"sqlmesh invalidate {env} ({spec.name})", cwd=prov.run_dir):
             prov.context.invalidate_environment(env, sync=True)
         done["sqlmesh"].append(f"{spec.name}:{env}")
     if rgraph is None or report is None:

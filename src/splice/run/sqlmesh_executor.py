@@ -178,7 +178,7 @@ class SqlmeshExecutor:
         with captured(
             self.ws.log_path,
             f"sqlmesh ({self.project}, segment {job.segment.id})",
-            cwd=prov.ctx.project_path,  # relative paths in its config are the project's
+            cwd=prov.run_dir,  # where its config's relative paths resolve (see run_dir)
         ):
             console = _make_console(rec, sys.stdout)
             previous = get_console()
