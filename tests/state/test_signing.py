@@ -27,7 +27,9 @@ def test_a_missing_key_file_is_made_private_and_kept(tmp_path: Path) -> None:
     assert not signing.verify(other.key_id, signing.message("ab" * 32), sig)
 
 
-def test_a_key_from_the_environment_pem_or_raw(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_key_from_the_environment_pem_or_raw(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from cryptography.hazmat.primitives import serialization
 
     made = signing.from_file(tmp_path / "k.pem")
