@@ -174,7 +174,8 @@ def _verify(ws: Path, r: Any) -> None:  # the hash-chained log of every decision
 
 
 def _undo(ws: Path, r: Any) -> None:  # an owner puts back exactly what the repair rewrote
-    _ok(r)
+    _ok(r, "PR-1 undone: 7 relation(s), 2,186 rows restored, checksums equal.")
+    assert "Restoring the undo of PR-1 in one warehouse transaction" in r.stderr
     # the frozen rates are back: Monday repeats Friday's, as the vendor served them
     assert _rate(ws, "2026-09-28") == _rate(ws, "2026-09-25")
 
@@ -232,6 +233,7 @@ def test_the_readme_tour_does_what_it_says(made: Any) -> None:
     refused = splice(made.workspace, "undo PR-1")
     assert refused.returncode == 2 and "Traceback" not in refused.stderr
     assert "Fix: one of them runs splice undo PR-1 --as maria" in refused.stderr, refused.stderr
+    assert "Restoring" not in refused.stderr  # refused before anything is said to start
     metrics_show_example(made.workspace, frozen=False)  # the repaired rates: nothing flagged
     for command in commands:
         CHECKS[command](made.workspace, splice(made.workspace, command))
