@@ -208,6 +208,7 @@ class LocalPostgres:
         """Stop the server (fast: open sessions are ended); a no-op when it is not running."""
         if not self.running:
             return
+        self._reachable()  # a directory above may have lost its execute bit since the start
         self._run(
             ["pg_ctl", "-D", str(self.data_dir), "-m", "fast", "-w", "stop"],
             f"stopping PostgreSQL in {self.data_dir}",

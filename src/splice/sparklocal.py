@@ -132,12 +132,15 @@ class LocalSpark:
             self.proc.wait(timeout=10)
 
     @classmethod
-    def ensure_at(cls, base: Path, remote: str) -> None:
+    def ensure_at(cls, base: Path, remote: str) -> bool:
         """Start the server kept in ``base`` on ``remote``'s port unless something answers
-        there already (it outlives this process: :meth:`stop_at` stops it)."""
+        there already (it outlives this process: :meth:`stop_at` stops it); whether it was
+        started."""
         port = _port_of(remote)
-        if not _answers(port):
-            cls(base, port=port).start()
+        if _answers(port):
+            return False
+        cls(base, port=port).start()
+        return True
 
     @classmethod
     def stop_at(cls, base: Path, remote: str) -> bool:

@@ -168,7 +168,10 @@ def ensure_local_server(root: Any, wh: Any) -> None:
     if wh.type == "spark":
         from splice.sparklocal import LocalSpark
 
-        LocalSpark.ensure_at(Path(root) / wh.local, str(wh.remote))
+        if LocalSpark.ensure_at(Path(root) / wh.local, str(wh.remote)):
+            from splice.procs import announce_started
+
+            announce_started(f"a local Spark Connect server on {wh.remote}", root)
         return
     from splice.pglocal import LocalPostgres
 
@@ -182,3 +185,8 @@ def ensure_local_server(root: Any, wh: Any) -> None:
     server = LocalPostgres(data, port=int(wh.port or 5432))
     if not server.running:
         server.start()
+        from splice.procs import announce_started
+
+        announce_started(
+            f"a local PostgreSQL on 127.0.0.1:{server.port} (data in {wh.local})", root
+        )

@@ -86,3 +86,62 @@ def test_a_server_in_a_deep_workspace_starts(tmp_path: Path) -> None:
             assert con.execute("SELECT 1").fetchone() == (1,)
     finally:
         server.stop()
+
+
+def test_a_reading_command_says_it_started_the_server_and_splice_local_stop_stops_it(
+    tmp_path: Path,
+) -> None:
+    """A workspace whose warehouse is a local PostgreSQL (stopped): the first command that
+    opens it starts the server and says so once, naming how to stop it; ``splice local stop``
+    stops it (as root too, where a bare ``pg_ctl stop`` is refused)."""
+    from splice.demo import write_workspace
+    from splice.demo.pg import start_local, stop_local, write_configs
+
+    ensure_postgres()
+    ws = tmp_path / "travel"
+    write_workspace(ws)
+    target = start_local(ws)
+    write_configs(ws, target)
+    stop_local(ws)
+    data = ws / ".splice" / "postgres"
+    assert not (data / "postmaster.pid").exists()
+    try:
+        status = _splice("-w", str(ws), "local", "status", "--json")
+        assert status.returncode == 0, status.stderr
+        (rec,) = json.loads(status.stdout)
+        assert rec["kind"] == "postgres" and rec["running"] is False
+        assert rec["address"] == f"127.0.0.1:{target.port}" and rec["home"] == ".splice/postgres"
+        assert not (data / "postmaster.pid").exists()  # status never starts it
+
+        first = _splice("-w", str(ws), "runs", "--json")
+        assert first.returncode == 0, first.stderr
+        said = [line for line in first.stderr.splitlines() if "Splice started" in line]
+        assert said == [
+            f"Splice started a local PostgreSQL on 127.0.0.1:{target.port} (data in "
+            f".splice/postgres); it keeps running after this command (`splice --workspace "
+            f"{ws} local stop` stops it)."
+        ]
+        again = _splice("-w", str(ws), "runs", "--json")  # already running: nothing to say
+        assert again.returncode == 0 and "Splice started" not in again.stderr
+
+        status = _splice("-w", str(ws), "local", "status")
+        assert status.returncode == 0, status.stderr
+        assert "PostgreSQL" in status.stdout and "running (pid " in status.stdout
+        assert "local stop stops them" in status.stdout
+        with psycopg.connect(target_url := f"postgresql://splice@127.0.0.1:{target.port}/travel"):
+            pass
+
+        stopped = _splice("-w", str(ws), "local", "stop")
+        assert stopped.returncode == 0, stopped.stderr
+        assert "stopped" in stopped.stdout and "Traceback" not in stopped.stderr
+        assert not (data / "postmaster.pid").exists()
+        try:
+            psycopg.connect(target_url, connect_timeout=3).close()
+            raise AssertionError("the server still answers after splice local stop")
+        except psycopg.OperationalError:
+            pass
+        after = _splice("-w", str(ws), "local", "stop", "--json")
+        assert after.returncode == 0
+        assert [(r["running"], r["stopped"]) for r in json.loads(after.stdout)] == [(False, False)]
+    finally:
+        LocalPostgres(data).stop()

@@ -158,3 +158,65 @@ def test_cli_lineage_json_and_errors(ws_dir: Path):
     bad = _splice(ws_dir, "lineage", "pricing:fx.daly_rates")
     assert bad.returncode == 2
     assert "pricing:fx.daily_rates" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def _tree_parents(text: str) -> dict[str, str]:
+    """Each line of a drawn tree -> the line it hangs under (by the guides' width: 4 columns a
+    level), for the lines below the first."""
+    parents: dict[str, str] = {}
+    stack: list[tuple[int, str]] = []
+    for line in text.splitlines():
+        label = line.lstrip(" │├└─")
+        level = (len(line) - len(label)) // 4
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        if stack:
+            parents[label] = stack[-1][1]
+        stack.append((level, label))
+    return parents
+
+
+def test_cli_lineage_draws_a_tree_by_parent(ws_dir: Path):
+    """Each column is drawn under the column it was reached from, with the edge's kind: the
+    vendor's rate under the rate it feeds, not under whatever column came before it at its
+    depth."""
+    up = _splice(ws_dir, "lineage", "finance:exposure:q3_close", "--upstream")
+    assert up.returncode == 0, up.stderr
+    assert "├── " in up.stdout and "└── " in up.stdout
+    parents = _tree_parents(up.stdout)
+    assert parents["finance:fct_gmv_qtd.gmv_usd direct"] == "upstream (23 columns)"
+    assert (
+        parents["pricing:marts.agg_gmv_daily.gmv_usd direct (across binding)"]
+        == "finance:stg_gmv_daily.gmv_usd direct"
+    )
+    assert (
+        parents["pricing:fx.daily_rates.rate_to_usd direct"]
+        == "pricing:marts.fct_bookings_usd.amount_usd direct"
+    )
+    assert (
+        parents["ingestion:fx_rates_ingest.rate_to_usd direct (across binding)"]
+        == "pricing:fx.daily_rates.rate_to_usd direct"
+    )
+    assert (
+        parents["ingestion:fx_rates_ingest.currency indirect (across binding)"]
+        == "pricing:fx.daily_rates.currency indirect"
+    )
+    # a walk from a whole node: one branch per column of it
+    node = _splice(ws_dir, "lineage", "pricing:fx.daily_rates", "--upstream")
+    assert node.returncode == 0, node.stderr
+    parents = _tree_parents(node.stdout)
+    assert parents["pricing:fx.daily_rates.rate_to_usd"] == "upstream (4 columns)"
+    assert (
+        parents["ingestion:fx_rates_ingest.rate_to_usd direct (across binding)"]
+        == "pricing:fx.daily_rates.rate_to_usd"
+    )
+    down = _splice(ws_dir, "lineage", "pricing:fx.daily_rates.rate_to_usd", "--downstream")
+    parents = _tree_parents(down.stdout)
+    assert (
+        parents["finance:fct_gmv_qtd.gmv_usd_qtd direct"]
+        == "finance:stg_gmv_daily.gmv_usd direct (across binding)"
+    )
+    assert down.stdout.rstrip().endswith(
+        "dashboards: dashboards:pricing_ops, finance:exposure:gmv_usd_dashboard, "
+        "finance:exposure:q3_close"
+    )

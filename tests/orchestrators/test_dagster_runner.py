@@ -121,3 +121,63 @@ def test_a_run_whose_splice_run_died_is_stopped_in_dagster_by_the_next_holder(
     assert [s["run_id"] for s in stopped] == [run_id]
     assert job.status(run_id).status == "CANCELED"
     assert not mark.exists()
+
+
+WORKSPACE_TOML = """\
+[workspace]
+name = "events"
+
+[[ingestion]]
+name = "events"
+runner = "dagster"
+writes = ["raw.events"]
+
+[ingestion.dagster]
+url = "http://127.0.0.1:{port}"
+job = "events_load"
+days = "partitions"
+local = "definitions.py"
+home = "home"
+"""
+
+
+def test_a_local_dagster_started_is_said_once_and_splice_local_stop_stops_it(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The first call that needs the job starts ``dagster dev`` and says so on stderr, naming
+    how to stop it; ``splice local status`` shows it and ``splice local stop`` stops it."""
+    import json
+    import subprocess
+    import sys
+
+    from splice.config import load_config
+    from splice.orchestrators import for_job
+    from splice.orchestrators.local_server import answers
+
+    shutil.copy(FIXTURE, tmp_path / "definitions.py")
+    port = free_port()
+    (tmp_path / "splice.toml").write_text(WORKSPACE_TOML.format(port=port))
+
+    def splice(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "splice", "-w", str(tmp_path), *args],
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+
+    try:
+        for _ in range(2):  # the second finds it running: nothing more to say
+            job = for_job(load_config(tmp_path).ingestion[0], tmp_path)
+            assert job is not None and job.check()["location"]
+        said = [line for line in capfd.readouterr().err.splitlines() if "Splice started" in line]
+        assert said == [
+            f"Splice started a local Dagster at http://127.0.0.1:{port}; it keeps running after "
+            f"this command (`splice --workspace {tmp_path} local stop` stops it)."
+        ]
+        (rec,) = json.loads(splice("local", "status", "--json").stdout)
+        assert (rec["kind"], rec["running"], rec["job"]) == ("dagster", True, "events")
+        stopped = splice("local", "stop")
+        assert stopped.returncode == 0, stopped.stderr
+        assert "Dagster" in stopped.stdout and "stopped" in stopped.stdout
+        assert not answers(f"http://127.0.0.1:{port}", "/server_info")
+        (rec,) = json.loads(splice("local", "status", "--json").stdout)
+        assert rec["running"] is False
+    finally:
+        stop(tmp_path / "home")

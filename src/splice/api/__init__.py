@@ -14,6 +14,7 @@ them all, so callers write ``from splice import api`` and ``api.NAME``.
 
 from splice.api.core import *  # noqa: F403
 from splice.api.grants import *  # noqa: F403
+from splice.api.local import *  # noqa: F403
 from splice.api.migrate import *  # noqa: F403
 from splice.api.reads import *  # noqa: F403
 from splice.api.repair import *  # noqa: F403

@@ -279,7 +279,8 @@ def story_tour(story: Any, repair: Any = None) -> str:
         "  splice audit-log verify                     # the hash-chained log of every decision",
         f"  splice undo {pid} --as maria                # put the rows back exactly as they were",
         "  splice mcp                                  # these tools for a coding agent (docs/mcp.md)",
-        "  splice keys create --principal maria --kind person   # a key to sign in with, then:",
+        "  splice keys create --principal maria --kind person --scopes read,propose,approve",
+        "                                              # a key maria signs in with and approves, then:",
         "  splice serve                                # the web page at http://127.0.0.1:8765/ (docs/web.md)",
     ]
     url = getattr(story.build, "orchestrator", None)

@@ -105,11 +105,12 @@ def receipt(ws: Workspace, proposal_id: str) -> dict[str, Any]:
     return _receipt(ws, proposal_id)
 
 
-def undo(ws: Workspace, proposal_id: str, *, principal: Principal) -> Any:
-    """Restore exactly what an applied proposal rewrote, and record it."""
+def undo(ws: Workspace, proposal_id: str, *, principal: Principal, progress: Any = None) -> Any:
+    """Restore exactly what an applied proposal rewrote, and record it (``progress(message)``
+    is told when the restore starts, once every check passed)."""
     from splice.repair.undo import undo as _undo
 
-    return _undo(ws, proposal_id, principal=principal)
+    return _undo(ws, proposal_id, principal=principal, progress=progress)
 
 
 def accept_level(

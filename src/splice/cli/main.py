@@ -211,6 +211,7 @@ COMMAND_MODULES = (
     "review_cmds",
     "access_cmds",
     "migrate_cmds",
+    "local_cmds",
 )
 
 

@@ -90,34 +90,85 @@ def render_checks(checks: list[Any]) -> None:
     c.print(f"\n{errors} error(s), {warnings} warning(s), {len(checks) - errors - warnings} info")
 
 
+def _hop_label(h: dict[str, Any]) -> str:
+    """One column reached, with the kind of the edge that reached it from its parent."""
+    col = escape(f".{h['column']}") if h.get("column") else ""
+    kind = h.get("kind", "")
+    label = f"{escape(str(h['node']))}{col} " + (kind if kind == "direct" else f"[dim]{kind}[/]")
+    if h.get("across_binding"):
+        label += " [magenta](across binding)[/]"
+    if h.get("self_ref"):
+        label += " [cyan](previous state: the model reads its own table)[/]"
+    if h.get("opaque_reason"):
+        label += f" [red]opaque: {escape(h['opaque_reason'])}[/]"
+    return label
+
+
+def lineage_tree(result: dict[str, Any], direction: str) -> Any:
+    """The hops of one direction as a tree: each column under the column it was reached from
+    (its ``via``), each edge labelled with its kind. A walk from a whole node starts from each
+    of its columns: those are the first branches."""
+    from collections import defaultdict
+
+    from rich.tree import Tree
+
+    hops = result.get(direction) or []
+    tree = Tree(f"[bold]{direction}[/] ({len(hops)} columns)", guide_style="dim")
+    if not hops:
+        why = (result.get("why_empty") or {}).get(direction)
+        tree.add(f"[dim](none{': ' + escape(why) if why else ''})[/]")
+        return tree
+    index: dict[str, int] = {}
+    for i, h in enumerate(hops):
+        if not h.get("self_ref"):  # a model's earlier state leads nowhere further
+            index.setdefault(f"{h['node']}.{h['column']}", i)
+    children: dict[int, list[int]] = defaultdict(list)
+    tops: list[int] = []
+    for i, h in enumerate(hops):
+        parent = index.get(h.get("via") or "")
+        if parent is None or parent == i:
+            tops.append(i)
+        else:
+            children[parent].append(i)
+    start = str(result["node"])
+
+    def start_column(i: int) -> str | None:
+        """The root node's column a first hop was reached from, when the walk began at the
+        whole node (not at one column, nor at a dashboard)."""
+        via = str(hops[i].get("via") or "")
+        if result.get("column") or not via or via.endswith("."):
+            return None
+        head, _, col = via.rpartition(".")
+        return col if head in (start, "None") else None
+
+    groups: dict[str | None, list[int]] = defaultdict(list)
+    for i in tops:
+        groups[start_column(i)].append(i)
+    placed: set[int] = set()
+
+    def add(branch: Any, i: int) -> None:
+        placed.add(i)
+        node = branch.add(_hop_label(hops[i]))
+        for j in children.get(i, []):
+            if j not in placed:
+                add(node, j)
+
+    for col, members in groups.items():
+        branch = tree if col is None else tree.add(f"[bold]{escape(start)}.{escape(col)}[/]")
+        for i in members:
+            add(branch, i)
+    for i in range(len(hops)):  # a parent that leads back to its child: shown at the top
+        if i not in placed:
+            add(tree, i)
+    return tree
+
+
 def render_lineage(result: dict[str, Any]) -> None:
     c = console()
-    c.print(f"[bold]{result['root']}[/]")
+    c.print(f"[bold]{escape(str(result['root']))}[/]")
     for direction in ("upstream", "downstream"):
-        hops = result.get(direction)
-        if hops is None:
-            continue
-        c.print(f"[bold]{direction}[/] ({len(hops)} columns)")
-        if not hops:
-            why = (result.get("why_empty") or {}).get(direction)
-            c.print(f"  [dim](none{': ' + escape(why) if why else ''})[/]", soft_wrap=True)
-        for h in hops:
-            indent = "  " * h["depth"]
-            col = escape(f".{h['column']}") if h.get("column") else ""
-            kind = h.get("kind", "")
-            style = "" if kind == "direct" else "dim"
-            note = (
-                f" [red]opaque: {escape(h['opaque_reason'])}[/]" if h.get("opaque_reason") else ""
-            )
-            via = " [magenta](across binding)[/]" if h.get("across_binding") else ""
-            if h.get("self_ref"):
-                via += " [cyan](previous state: the model reads its own table)[/]"
-            line = (
-                f"{indent}{escape(str(h['node']))}{col} [{style}]{kind}[/]{via}{note}"
-                if style
-                else f"{indent}{escape(str(h['node']))}{col} {kind}{via}{note}"
-            )
-            c.print(line, soft_wrap=True)
+        if result.get(direction) is not None:
+            c.print(lineage_tree(result, direction))
     if result.get("upstream_origins"):
         c.print(f"[bold]origins[/]: {', '.join(result['upstream_origins'])}")
     if result.get("dashboards"):

@@ -139,8 +139,7 @@ def undo_cmd(ctx: click.Context, proposal_id: str, actor: str | None, as_json: b
 
     with open_workspace(ctx) as ws:
         who = cli_principal(ws, actor)
-        _say(f"Restoring the undo of {proposal_id} in one warehouse transaction")
-        p = undo(ws, proposal_id, principal=who)
+        p = undo(ws, proposal_id, principal=who, progress=_say)
     if as_json:
         emit_json(p.as_dict())
         return

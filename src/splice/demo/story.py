@@ -318,10 +318,12 @@ def throwaway_server(directory: Path, warehouse: str, warehouse_url: str | None)
     needs either starts it again)."""
     from splice.demo import orchestration
     from splice.demo.pg import stop_local
+    from splice.procs import quiet_local_starts
 
     workspace = Path(directory).expanduser().resolve()
     try:
-        yield
+        with quiet_local_starts():  # stopped below: nothing is left running to announce
+            yield
     finally:
         if warehouse == "postgres" and not warehouse_url and (workspace / "splice.toml").exists():
             stop_local(workspace)

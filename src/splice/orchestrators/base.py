@@ -126,7 +126,7 @@ class Orchestrator:
         if self.cfg.local and not self._local_up:
             from splice.orchestrators.local_server import ensure_running
 
-            ensure_running(self.local_server())
+            ensure_running(self.local_server(), self.root)
             self._local_up = True
 
     def stop_local(self) -> bool:

@@ -51,8 +51,9 @@ def answers(url: str, probe: str, timeout: float = 2.0) -> bool:
         return False
 
 
-def ensure_running(srv: LocalServer) -> None:
-    """Start ``srv`` unless something already answers at its URL; wait until it is ready."""
+def ensure_running(srv: LocalServer, root: Path | None = None) -> None:
+    """Start ``srv`` unless something already answers at its URL; wait until it is ready.
+    One started is announced on stderr (it outlives the command); ``root``: the workspace."""
     if answers(srv.url, srv.probe):
         return
     u = urlsplit(srv.url)
@@ -70,9 +71,14 @@ def ensure_running(srv: LocalServer) -> None:
     srv.home.mkdir(parents=True, exist_ok=True)
     with open(srv.home / "start.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one starter at a time; the others find it running
-        if not answers(srv.url, srv.probe):
+        started = not answers(srv.url, srv.probe)
+        if started:
             _start(srv)
     _wait_ready(srv)
+    if started:
+        from splice.procs import announce_started
+
+        announce_started(f"a local {srv.system.capitalize()} at {srv.url}", root)
 
 
 def _start(srv: LocalServer) -> int:

@@ -265,7 +265,7 @@ def _settle_repairs(ws: Any, now: float | None) -> None:
 
 def _check_may_accept(ws: Any, inc: Any, name: str) -> Any:
     """The domain whose owner ``name`` must be, after checking they are one."""
-    from splice.repair.approvals import is_owner
+    from splice.repair.approvals import as_owner, is_owner
 
     dom = _origin_domain(ws, inc)
     if not is_owner(name, dom):
@@ -273,7 +273,8 @@ def _check_may_accept(ws: Any, inc: Any, name: str) -> Any:
             f"{name} may not accept the new level of {inc.incident_id}: only an owner of domain "
             f"{dom.name} (where it starts, {inc.origin_node}) may; its owners are "
             f"{', '.join(dom.owners)}.",
-            fix=f"one of them runs splice incident accept-level {inc.incident_id} "
+            fix=f"one of them runs splice incident accept-level {inc.incident_id}"
+            f"{as_owner(ws, dom)} "
             "(or add the owner to [[domains]] in splice.toml)",
         )
     return dom

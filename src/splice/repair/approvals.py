@@ -161,6 +161,14 @@ def _requesters(ws: Any, p: Proposal) -> set[str]:
     return names
 
 
+def as_owner(ws: Any, dom: Any) -> str:
+    """`` --as OWNER`` to add to a command an owner of ``dom`` runs, where the command line may
+    name who decides (``[policy] allow_as = true``: the demo, a single-user set-up); else ""."""
+    if getattr(ws.config.policy, "allow_as", False) and dom.owners:
+        return f" --as {dom.owners[0]}"
+    return ""
+
+
 def _check_approve(ws: Any, cur: Proposal, name: str, dom: Any) -> None:
     """Why ``name`` may not approve ``cur`` now (an ApprovalError), or nothing."""
     refuse_during_stop(ws, "approved")
@@ -173,7 +181,7 @@ def _check_approve(ws: Any, cur: Proposal, name: str, dom: Any) -> None:
     if not is_owner(name, dom):
         raise ApprovalError(
             f"{name} is not an owner of domain {dom.name}; its owners are {', '.join(dom.owners)}.",
-            fix=f"one of them runs splice approve {cur.proposal_id} "
+            fix=f"one of them runs splice approve {cur.proposal_id}{as_owner(ws, dom)} "
             "(or add the owner to [[domains]] in splice.toml)",
         )
     if cur.status == "expired":
@@ -274,7 +282,7 @@ def check_may_undo(ws: Any, p: Proposal, principal: Principal) -> Principal:
         raise ApprovalError(
             f"{name} may not undo {p.proposal_id}: an undo rewrites production rows, so only an "
             f"owner of domain {dom.name} ({', '.join(dom.owners)}) may.",
-            fix=f"one of them runs splice undo {p.proposal_id}",
+            fix=f"one of them runs splice undo {p.proposal_id}{as_owner(ws, dom)}",
         )
     return principal
 

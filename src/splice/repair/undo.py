@@ -392,9 +392,17 @@ def restore(ws: Any, entries: list[UndoEntry]) -> list[str]:
         return _put_back(con, ws, entries, keep=True)
 
 
-def undo(ws: Any, proposal_id: str, *, principal: Principal, now: float | None = None) -> Any:
+def undo(
+    ws: Any,
+    proposal_id: str,
+    *,
+    principal: Principal,
+    now: float | None = None,
+    progress: Any = None,
+) -> Any:
     """``splice undo``: restore an applied (or failed) proposal's undo and record it.
-    ``principal``: a :class:`~splice.principals.Principal`, a person owning the domain."""
+    ``principal``: a :class:`~splice.principals.Principal`, a person owning the domain.
+    ``progress(message)`` is told when the restore starts (every check passed)."""
     from splice.repair import store
     from splice.repair.access import require
     from splice.repair.approvals import check_may_undo
@@ -416,6 +424,8 @@ def undo(ws: Any, proposal_id: str, *, principal: Principal, now: float | None =
         raise RepairError(f"proposal {p.proposal_id} has no undo recorded.",
                           fix="restore by hand; splice receipt shows what it touched")  # fmt: skip
     check_as_requested(ws, p)
+    if progress is not None:
+        progress(f"Restoring the undo of {p.proposal_id} in one warehouse transaction")
     started = time.perf_counter()
     after = restore(ws, p.undo)
     seconds = round(time.perf_counter() - started, 3)
