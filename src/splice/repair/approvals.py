@@ -30,7 +30,7 @@ from typing import Any
 from splice.config import parse_duration
 from splice.errors import ApprovalError
 from splice.names import name_key
-from splice.principals import SYSTEM, Principal
+from splice.principals import SYSTEM, Principal, same_identity
 from splice.repair import store
 from splice.repair.access import require
 from splice.repair.autonomy import active_stop
@@ -154,17 +154,27 @@ def refuse_during_stop(ws: Any, what: str) -> None:
         )
 
 
-def _requesters(ws: Any, p: Proposal) -> set[str]:
-    names = {name_key(p.created_by)}
-    names |= {name_key(d.actor) for d in store.decisions(ws.state, p.proposal_id)
-              if d.decision == "request"}  # fmt: skip
-    return names
+def _requesters(ws: Any, p: Proposal) -> list[dict[str, Any]]:
+    """Who created or requested ``p``, as recorded principals (a name alone, for what was
+    recorded before principals: compared by name, :func:`splice.principals.same_identity`)."""
+    out: list[dict[str, Any]] = [p.requester or {"name": p.created_by, "kind": None}]
+    out += [d.principal for d in store.decisions(ws.state, p.proposal_id)
+            if d.decision == "request"]  # fmt: skip
+    return out
 
 
-def _check_approve(ws: Any, cur: Proposal, name: str, dom: Any) -> None:
-    """Why ``name`` may not approve ``cur`` now (an ApprovalError), or nothing."""
+def is_requester(ws: Any, p: Proposal, principal: Principal) -> bool:
+    """Whether ``principal`` is the one who created or requested ``p``: the same principal
+    (kind, name and how authenticated), not merely the same name: an agent over stdio whose
+    client calls itself "maria" is not maria the person."""
+    return any(same_identity(principal, r) for r in _requesters(ws, p))
+
+
+def _check_approve(ws: Any, cur: Proposal, who: Principal, dom: Any) -> None:
+    """Why ``who`` may not approve ``cur`` now (an ApprovalError), or nothing."""
+    name = who.name
     refuse_during_stop(ws, "approved")
-    if name_key(name) in _requesters(ws, cur):
+    if is_requester(ws, cur, who):
         raise ApprovalError(
             f"{name} created or requested {cur.proposal_id}, so {name} cannot approve it "
             "(no one approves their own work).",
@@ -193,8 +203,9 @@ def _check_approve(ws: Any, cur: Proposal, name: str, dom: Any) -> None:
         )
 
 
-def _check_reject(cur: Proposal, name: str, dom: Any) -> None:
-    """Why ``name`` may not reject ``cur`` now (an ApprovalError), or nothing."""
+def _check_reject(cur: Proposal, who: Principal, dom: Any) -> None:
+    """Why ``who`` may not reject ``cur`` now (an ApprovalError), or nothing."""
+    name = who.name
     owners = {name_key(o) for o in dom.owners}
     if cur.status == "approved":  # revoking an approval: owners only
         if name_key(name) not in owners:
@@ -204,7 +215,8 @@ def _check_reject(cur: Proposal, name: str, dom: Any) -> None:
                 fix=f"one of them runs splice reject {cur.proposal_id} --reason ...",
             )
         return
-    if name_key(name) not in owners | {name_key(cur.created_by)}:
+    proposer = cur.requester or {"name": cur.created_by, "kind": None}
+    if name_key(name) not in owners and not same_identity(who, proposer):
         raise ApprovalError(
             f"{name} may not reject {cur.proposal_id}: only an owner of {dom.name} "
             f"({', '.join(dom.owners)}) or its proposer ({cur.created_by}) may.",
@@ -227,13 +239,13 @@ def approve(
     now: float | None = None,
 ) -> Proposal:
     """``splice approve``: a named owner, not the requester, approves a pending proposal."""
-    name = require(principal, "approve", ws.config.policy, where=ws.config.serve.resource_url).name
+    require(principal, "approve", ws.config.policy, where=ws.config.serve.resource_url)
     _recover(ws)
     p = refresh(ws, store.load(ws.state, proposal_id), now=now)
     dom = _domain(ws, p)
 
     def check(cur: Proposal) -> None:
-        _check_approve(ws, cur, name, dom)
+        _check_approve(ws, cur, principal, dom)
 
     at = time.time() if now is None else now
     expiry = parse_duration(ws.config.policy.approval_expiry)
@@ -250,7 +262,7 @@ def reject(
 ) -> Proposal:
     """``splice reject``: an owner rejects, or the proposer withdraws, an open proposal; an
     owner revokes an approval that was not applied yet."""
-    name = require(principal, "reject", ws.config.policy, where=ws.config.serve.resource_url).name
+    require(principal, "reject", ws.config.policy, where=ws.config.serve.resource_url)
     if not reason.strip():
         raise ApprovalError("a rejection needs a reason.", fix="pass --reason TEXT")
     _recover(ws)
@@ -258,7 +270,7 @@ def reject(
     dom = _domain(ws, p)
 
     def check(cur: Proposal) -> None:
-        _check_reject(cur, name, dom)
+        _check_reject(cur, principal, dom)
 
     return store.transition(ws.state, p.proposal_id, "rejected", principal=principal, now=now,
                             comment=reason.strip(), check=check)  # fmt: skip
@@ -308,10 +320,10 @@ def options(ws: Any, p: Proposal, principal: Principal) -> dict[str, str | None]
         return _domain(ws, p)  # raises, naming a [[domains]] entry splice.toml lost
 
     def approve_check(name: str) -> None:
-        _check_approve(ws, p, name, need_domain())
+        _check_approve(ws, p, principal, need_domain())
 
     def reject_check(name: str) -> None:
-        _check_reject(p, name, need_domain())
+        _check_reject(p, principal, need_domain())
 
     def apply_check(name: str) -> None:
         refuse_during_stop(ws, "applied")
