@@ -60,6 +60,7 @@ def served(
         "agent": make_key(ws, "ci-agent", "agent", "read,propose"),
         "sam": make_key(ws, "sam", "person", "read,propose,approve"),
         "lee": make_key(ws, "lee", "person", "read,propose,approve"),
+        "ana": make_key(ws, "ana", "person", "read,propose,approve"),
         "reader": make_key(ws, "rita", "person", "read"),
         "no-read": make_key(ws, "nora", "person", "propose"),
         "revoked": make_key(ws, "old-bot", "agent", "read"),
@@ -204,11 +205,19 @@ def test_agent_proposes_owner_approves_over_mcp_and_it_applies(served: Served) -
         bot = s.token(sub="ci-bot-account", azp="ci-bot", scope="splice:approve")
         msg = await refused(bot, "approve_proposal", proposal_id=pid)
         assert "agent" in msg
-        msg = await refused(s.keys["lee"], "approve_proposal", proposal_id=pid)
+        msg = await refused(s.keys["ana"], "approve_proposal", proposal_id=pid)
         assert "owner" in msg
-        # the owner approves with her identity provider's token, and applies
+        # the owner approves with her identity provider's token: pricing has approved, and the
+        # result says finance (whose dbt models the repair rebuilds) still has to
         async with s.session(s.token(sub="maria")) as maria:
-            approved = await call(maria, "approve_proposal", proposal_id=pid, comment="ok")
+            partly = await call(maria, "approve_proposal", proposal_id=pid, comment="ok")
+            assert partly["status"] == "pending", partly
+            assert [w["domain"] for w in partly["waiting_for"]] == ["finance"]
+            msg = await refused(s.token(sub="maria"), "apply_proposal", proposal_id=pid)
+            assert "finance" in msg
+        async with s.session(s.keys["lee"]) as lee:
+            approved = await call(lee, "approve_proposal", proposal_id=pid, comment="finance ok")
+        async with s.session(s.token(sub="maria")) as maria:
             applied = await call(maria, "apply_proposal", proposal_id=pid)
             receipt = await call(maria, "get_receipt", proposal_id=pid)
             audit = await call(maria, "verify_audit_log")

@@ -118,13 +118,16 @@ def _runs(ws: Path) -> list[dict[str, Any]]:
 @pytest.fixture(scope="module")
 def story(stale_story: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
     ws = web_workspace(stale_story, tmp_path_factory.mktemp("web_pages") / "travel")
-    with served_site(ws, people=("agent", "sam", "rita")) as site:
-        agent, sam = site.client("agent"), site.client("sam")
+    with served_site(ws, people=("agent", "sam", "lee", "rita")) as site:
+        agent, sam, lee = site.client("agent"), site.client("sam"), site.client("lee")
         agent.get("/incidents/INC-1")
         r = agent.post("/incidents/INC-1/propose")
         assert r.status_code == 200 and r.url.path == "/proposals/PR-1", text_of(r.text)[:500]
         sam.get("/proposals/PR-1")
         r = sam.post("/proposals/PR-1/approve", {"comment": "rates confirmed with the vendor"})
+        assert r.status_code == 200, text_of(r.text)[:500]
+        lee.get("/proposals/PR-1")  # finance's owner, for the dbt models it rebuilds
+        r = lee.post("/proposals/PR-1/approve", {"comment": "finance models checked"})
         assert r.status_code == 200, text_of(r.text)[:500]
         r = sam.post("/proposals/PR-1/apply")
         assert r.status_code == 200, text_of(r.text)[:500]
@@ -141,7 +144,7 @@ def story(stale_story: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         failed = [x for x in _runs(ws) if x["status"] == "failed"]
         assert len(failed) == 1
         yield Story(site, ws, applied[0]["run_id"], failed[0]["run_id"])
-        for c in (agent, sam):
+        for c in (agent, sam, lee):
             c.close()
 
 

@@ -71,8 +71,19 @@ def proposal(ws: Workspace, proposal_id: str) -> dict[str, Any]:
     return {
         **p.as_dict(),
         "asked": who,
+        **approval_status(ws, p),
         "decisions": [d.as_dict() for d in store.decisions(ws.state, p.proposal_id)],
     }
+
+
+def approval_status(ws: Workspace, p: Any) -> dict[str, Any]:
+    """Which domains decide proposal ``p`` (every domain it rewrites or reloads), who approved
+    for each (``approved_for``), which still have to (``waiting_for``: each domain with its
+    owners and the ones asked so far), and the nodes it rewrites that no domain covers
+    (``unowned``)."""
+    from splice.repair.approvals import approval_status as _status
+
+    return _status(ws, p)
 
 
 def approve(

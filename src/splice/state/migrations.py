@@ -396,4 +396,12 @@ MIGRATIONS: list[tuple[int, str]] = [
         )
         """,
     ),
+    (
+        # Every domain a repair touches decides (splice.repair.approvals): an approval names
+        # the domains it is for, an escalation the domain whose owner it asks (a JSON list).
+        12,
+        """
+        ALTER TABLE repair_decisions ADD COLUMN domains TEXT
+        """,
+    ),
 ]
