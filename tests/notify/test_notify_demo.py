@@ -97,4 +97,4 @@ def test_the_demo_repair_is_told_step_by_step(story: StoryResult, tmp_path: Path
         assert f"Next: splice receipt {pid}" in text
 
     r = _cli(ws, "notify", "status")
-    assert "15 delivered, 0 waiting, 0 failed" in r.output, r.output
+    assert "17 delivered, 0 waiting, 0 failed" in r.output, r.output
