@@ -159,6 +159,24 @@ def test_rotated_keys_are_fetched_once_and_unknown_kids_refused(served: Served) 
     assert s.idp.fetches == fetched + 1  # cached from now on
 
 
+def test_an_agent_token_named_like_an_owner_is_agent_name(served: Served) -> None:
+    """An agent's token from the identity provider whose name claim is an owner's (lee) is
+    the agent ``agent:lee``, never lee the person (issue 34, item 6)."""
+    s = served
+    bot = s.token(sub="lee", azp="ci-bot", scope="splice:approve")
+
+    async def main() -> str:
+        async with s.session(bot) as sess:
+            with pytest.raises(ToolFailed) as e:
+                await call(sess, "accept_level", incident_id="INC-1")
+            return str(e.value)
+
+    before = s.written()
+    msg = anyio.run(main)
+    assert "agent:lee (agent, oauth) may not accept-level" in msg, msg
+    assert s.written() == before
+
+
 def test_the_requester_cannot_approve_its_own_proposal(served: Served) -> None:
     s = served
 
