@@ -187,7 +187,9 @@ class Authenticator:
     ``keys`` authenticates an API key (``keys(raw) -> Principal``, raising AccessError; it
     hashes the secret: about 50 ms of CPU); ``reconfirm`` (optional, same signature) reads a
     key's principal again without hashing, for a token whose secret was verified here before;
-    ``serve`` is the ``[serve]`` section.
+    ``agents`` (optional, ``agents(principal) -> Principal``) names an OAuth token's agent as
+    Splice records it (``agent:NAME`` when it claims a person's name); ``serve`` is the
+    ``[serve]`` section.
 
     A verified token is trusted for ``API_KEY_RECHECK`` / ``TOKEN_RECHECK`` seconds, then
     checked again: an API key through ``reconfirm`` (revoked or removed: refused), an OAuth
@@ -195,10 +197,11 @@ class Authenticator:
     clients on one key after a restart, or when the trust lapses, hashes once, not once each).
     """
 
-    def __init__(self, serve: Any, keys: Any, reconfirm: Any = None) -> None:
+    def __init__(self, serve: Any, keys: Any, reconfirm: Any = None, agents: Any = None) -> None:
         self.serve = serve
         self.keys = keys
         self.reconfirm = reconfirm
+        self.agents = agents
         oauth = serve.auth.oauth
         self.jwks = (
             JWKSCache(oauth.jwks_url, refetch_interval=oauth.refetch_interval) if oauth else None
@@ -265,4 +268,7 @@ class Authenticator:
             leeway=cfg.leeway_seconds,
         )
         exp = claims.get("exp")
-        return oauth_principal(claims, cfg), int(exp) if isinstance(exp, (int, float)) else None
+        who = oauth_principal(claims, cfg)
+        if who.kind == "agent" and self.agents is not None:
+            who = self.agents(who)
+        return who, int(exp) if isinstance(exp, (int, float)) else None

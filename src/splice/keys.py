@@ -22,10 +22,12 @@ import hmac
 import re
 import secrets
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from splice.errors import AccessError, InputError
+from splice.names import name_key
 from splice.principals import SCOPES, Principal, parse_scopes
 from splice.state.store import StateStore
 
@@ -113,11 +115,15 @@ def create(
     kind: str,
     scopes: str | list[str] | tuple[str, ...],
     principal: Principal,
+    persons: Iterable[str] = (),
     now: float | None = None,
 ) -> tuple[KeyRecord, str]:
     """Make a key for ``name``; returns (its record, the key: shown once, never stored).
-    ``principal`` (a person) is who made it, recorded in the audit log."""
+    ``principal`` (a person) is who made it, recorded in the audit log.  A key is never made
+    for one of Splice's reserved names, nor an agent's key for a person's name (``persons``:
+    the domains' owners; people with keys are added here)."""
     from splice.repair import auditlog
+    from splice.repair.access import RESERVED
 
     if principal.kind != "person":
         raise AccessError(f"{principal.label()} may not make API keys: a person does.",
@@ -127,6 +133,18 @@ def create(
         raise InputError("a key needs at least one scope.",
                          fix=f"--scopes with some of {','.join(SCOPES)}")  # fmt: skip
     who = Principal.of(name, kind=kind, auth="api-key", scopes=held)  # checks name and kind
+    if who.key in RESERVED:
+        raise InputError(
+            f"{who.name!r} is a name Splice records its own decisions under "
+            f"({', '.join(sorted(RESERVED))}); no key is made for it.",
+            fix="make the key for the person's or the agent's own name",
+        )
+    if who.kind == "agent" and who.key in {name_key(p) for p in persons} | person_names(state):
+        raise InputError(
+            f"{who.name!r} is a person's name (a domain owner or a person's API key); an agent's "
+            "key may not take it.",
+            fix=f"name the agent after itself (for example --principal {who.name}-agent)",
+        )
     if who.kind == "agent" and "approve" in held:
         raise AccessError(
             f"an agent's key cannot hold the approve scope ({who.name}): an agent never "
@@ -146,6 +164,12 @@ def create(
                         payload={"key_id": key_id, "for": who.name, "kind": who.kind,
                                  "scopes": scope_text.split(",")})  # fmt: skip
     return get(state, key_id), f"{PREFIX}_{key_id}_{secret}"
+
+
+def person_names(state: StateStore) -> set[str]:
+    """The names (name keys) of every person an API key was made for, revoked keys included."""
+    rows = state.conn.execute("SELECT DISTINCT principal FROM api_keys WHERE kind = 'person'")
+    return {name_key(r[0]) for r in rows}
 
 
 def get(state: StateStore, key_id: str) -> KeyRecord:

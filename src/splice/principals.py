@@ -22,6 +22,15 @@ How a principal is made:
 Traceback (most recent call last):
 ...
 splice.errors.InputError: principal kind must be one of person, agent (got 'robot').
+
+A principal is its kind, its name and how it was authenticated, never a name alone: an agent
+may not take a person's name (an owner in ``[[domains]]``, a person's API key) or one of
+Splice's own; it is recorded as ``agent:NAME``, with the name it claimed
+(:func:`unborrowed`).
+
+>>> bot = unborrowed(Principal.of("maria", kind="agent", auth="stdio"), {"maria"})
+>>> bot.name, bot.record()["claimed"]
+('agent:maria', 'maria')
 """
 
 from __future__ import annotations
@@ -37,6 +46,10 @@ from splice.names import name_key, normalise_name
 #: Every scope a principal may hold, in order of what it allows.
 SCOPES = ("read", "propose", "approve")
 KINDS = ("person", "agent")
+#: The longest name a principal may have (after normalising).
+NAME_LIMIT = 64
+#: What an agent's name is prefixed with when it claims a person's or a reserved name.
+AGENT_PREFIX = "agent:"
 AUTH_METHODS = ("os-user", "cli-as", "api-key", "oauth", "stdio", "system")
 #: How a principal was authenticated, in words (resolutions, receipts, the page).
 AUTH_WORDS = {
@@ -78,6 +91,9 @@ class Principal:
     scopes: frozenset[str] = field(default_factory=lambda: frozenset(SCOPES))
     #: What identified it beyond the name: an API key's id, a token's subject and issuer.
     credential: str | None = None
+    #: The name an agent claimed when it was not given it (a person's: ``name`` is then
+    #: ``agent:`` + the claimed name); None when it has the name it asked for.
+    claimed: str | None = None
 
     @classmethod
     def of(
@@ -88,12 +104,25 @@ class Principal:
         auth: str,
         scopes: str | list[str] | frozenset[str] | None = None,
         credential: str | None = None,
+        claimed: str | None = None,
     ) -> Principal:
         clean = normalise_name(name)
         if not clean:
             raise InputError(
                 "a principal needs a name (the one given has only invisible or blank characters).",
                 fix="give a visible name",
+            )
+        own = normalise_name(claimed) if claimed else clean  # the prefix is not the name's
+        if len(own) > NAME_LIMIT:
+            raise InputError(
+                f"a principal's name is at most {NAME_LIMIT} characters "
+                f"(the one given has {len(own)}: {own[:20]!r}...).",
+                fix=f"give a name of at most {NAME_LIMIT} characters",
+            )
+        if kind == "person" and name_key(clean).startswith(AGENT_PREFIX):
+            raise InputError(
+                f"{clean!r} is not a person's name: names beginning {AGENT_PREFIX!r} are agents'.",
+                fix="give the person's own name",
             )
         if kind not in KINDS:
             raise InputError(
@@ -103,7 +132,7 @@ class Principal:
         if auth not in AUTH_METHODS:
             raise InputError(f"unknown authentication method {auth!r}.")
         held = frozenset(SCOPES) if scopes is None else parse_scopes(scopes)
-        return cls(clean, kind, auth, held, credential)
+        return cls(clean, kind, auth, held, credential, own if claimed else None)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Principal:
@@ -119,6 +148,7 @@ class Principal:
             auth=data["auth"],
             scopes=data.get("scopes") or [],
             credential=data.get("credential"),
+            claimed=data.get("claimed"),
         )
 
     @property
@@ -133,26 +163,97 @@ class Principal:
         return f"{self.name} ({self.kind}, {self.auth})"
 
     def record(self) -> dict[str, Any]:
-        """What a decision records of its principal: name, kind, how authenticated, credential.
+        """What a decision records of its principal: name, kind, how authenticated, credential
+        (and, for an agent that claimed a name it was not given, the name it claimed).
 
         >>> Principal.of("lee", kind="person", auth="api-key", credential="k1").record()
         {'name': 'lee', 'kind': 'person', 'auth': 'api-key', 'credential': 'k1'}
         """
-        return {"name": self.name, "kind": self.kind, "auth": self.auth,
-                "credential": self.credential}  # fmt: skip
+        out = {"name": self.name, "kind": self.kind, "auth": self.auth,
+               "credential": self.credential}  # fmt: skip
+        if self.claimed:
+            out["claimed"] = self.claimed
+        return out
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "name": self.name,
             "kind": self.kind,
             "auth": self.auth,
             "scopes": sorted(self.scopes, key=SCOPES.index),
             "credential": self.credential,
         }
+        if self.claimed:
+            out["claimed"] = self.claimed
+        return out
 
 
 #: Splice's own bookkeeping (escalation, expiry, recovery).
 SYSTEM = Principal("splice", "agent", "system", frozenset(SCOPES))
+
+
+def unborrowed(principal: Principal, taken: set[str] | frozenset[str]) -> Principal:
+    """``principal`` itself, or, for an agent whose name is in ``taken`` (name keys: a person's
+    names and Splice's reserved ones), the same agent named ``agent:NAME`` with the name it
+    claimed recorded. A person is returned unchanged.
+
+    >>> unborrowed(Principal.of("Maria", kind="agent", auth="stdio"), {"maria"}).label()
+    'agent:Maria (agent, stdio)'
+    >>> unborrowed(Principal.of("claude", kind="agent", auth="stdio"), {"maria"}).name
+    'claude'
+    """
+    if principal.kind != "agent" or principal.key not in taken:
+        return principal
+    return Principal.of(
+        AGENT_PREFIX + principal.name,
+        kind="agent",
+        auth=principal.auth,
+        scopes=principal.scopes,
+        credential=principal.credential,
+        claimed=principal.name,
+    )
+
+
+Recorded = dict[str, Any] | Principal | None
+
+
+def _identity(record: Recorded) -> tuple[Any, ...] | None:
+    if record is None:
+        return None
+    if isinstance(record, Principal):
+        record = record.record()
+    return (name_key(str(record.get("name") or "")), record.get("kind"), record.get("auth"),
+            record.get("credential"))  # fmt: skip
+
+
+def same_identity(a: Recorded, b: Recorded) -> bool:
+    """Whether two recorded principals are the same one.
+
+    - different names (compared normalised) are never the same;
+    - a record from before principals (no kind) is compared by its name alone;
+    - a person and an agent are never the same, whatever their names;
+    - two persons of one name are the same person, however each signed in (a person does not
+      become someone else by using an API key instead of the command line);
+    - two agents of one name are the same when they authenticated the same way with the same
+      credential (where both have one).
+
+    >>> maria = {"name": "maria", "kind": "person", "auth": "cli-as", "credential": None}
+    >>> bot = {"name": "maria", "kind": "agent", "auth": "stdio", "credential": "os-user:x"}
+    >>> same_identity(maria, bot), same_identity(maria, {**maria, "auth": "api-key"})
+    (False, True)
+    >>> same_identity({"name": "Maria", "kind": None}, maria)
+    True
+    """
+    x, y = _identity(a), _identity(b)
+    if x is None or y is None or x[0] != y[0]:
+        return False
+    if x[1] is None or y[1] is None:  # recorded before principals: by name
+        return True
+    if x[1] != y[1]:
+        return False
+    if x[1] == "person":
+        return True
+    return x[2] == y[2] and (x[3] is None or y[3] is None or x[3] == y[3])
 
 
 def describe(record: dict[str, Any] | None) -> str:

@@ -58,9 +58,17 @@ def test_the_demo_repair_is_told_step_by_step(story: StoryResult, tmp_path: Path
         assert (requested["target"], requested["incident_id"]) == ("prod", inc)
         assert requested["next_command"] == f"splice approve {pid}"
 
+        assert requested["summary"].startswith(f"Proposal {pid} waits for approval by maria, lee")
         assert _cli(ws, "approve", pid, "--as", "maria").exit_code == 0
-        approved = rx.on("/ops")[-1]
+        approved = rx.on("/ops")[-1]  # pricing has approved; finance's dbt models still wait
         assert approved["event"] == "proposal_approved" and approved["actor"] == "maria"
+        assert approved["summary"].startswith(
+            f"Proposal {pid} approved for pricing by maria; it waits for finance"
+        )
+        assert approved["next_command"] == f"splice approve {pid}"
+        assert _cli(ws, "approve", pid, "--as", "lee").exit_code == 0
+        approved = rx.on("/ops")[-1]
+        assert approved["event"] == "proposal_approved" and approved["actor"] == "lee"
         assert approved["next_command"] == f"splice apply {pid}"
 
         r = _cli(ws, "apply", pid, "--as", "maria")
@@ -73,11 +81,11 @@ def test_the_demo_repair_is_told_step_by_step(story: StoryResult, tmp_path: Path
         assert _cli(ws, "stop", "--as", "lee", "--reason", "Q3 close").exit_code == 0
         assert _cli(ws, "resume", "--as", "lee").exit_code == 0
         assert [b["event"] for b in rx.on("/ops")] == [
-            "incident_opened", "proposal_requested", "proposal_approved", "repair_verified",
-            "stop_started", "stop_ended",
+            "incident_opened", "proposal_requested", "proposal_approved", "proposal_approved",
+            "repair_verified", "stop_started", "stop_ended",
         ]  # fmt: skip
         slack = rx.on("/slack")
-        assert len(slack) == 6 and all(set(b) == {"text", "blocks"} for b in slack)
+        assert len(slack) == 7 and all(set(b) == {"text", "blocks"} for b in slack)
         assert f"Incident {inc} opened" in slack[0]["text"]
 
         subjects = [m["Subject"] for _f, _t, m in mail.messages]
@@ -89,4 +97,4 @@ def test_the_demo_repair_is_told_step_by_step(story: StoryResult, tmp_path: Path
         assert f"Next: splice receipt {pid}" in text
 
     r = _cli(ws, "notify", "status")
-    assert "15 delivered, 0 waiting, 0 failed" in r.output, r.output
+    assert "17 delivered, 0 waiting, 0 failed" in r.output, r.output

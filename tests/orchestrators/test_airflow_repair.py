@@ -15,7 +15,7 @@ from tests.orchestrators.orchestrator_support import (
     fx_rows,
     orchestrator_run,
 )
-from tests.repair.principals_support import as_principal
+from tests.repair.principals_support import approve_everywhere, as_principal
 
 from splice.demo.story import StoryResult
 
@@ -59,7 +59,7 @@ def test_a_run_that_fails_in_airflow_fails_the_step_and_the_undo_puts_rows_back(
     copy: Path,
 ) -> None:
     from splice.demo.vendor import settings_path
-    from splice.repair import approvals, store
+    from splice.repair import store
     from splice.repair.flow import apply, propose
     from splice.workspace import Workspace
 
@@ -68,7 +68,7 @@ def test_a_run_that_fails_in_airflow_fails_the_step_and_the_undo_puts_rows_back(
         "from": "2026-09-28", "to": "2026-09-29", "serve_as_of": "2026-09-27"}}))  # fmt: skip
     with Workspace.open(copy) as ws:
         p = propose(ws, "INC-1", principal=as_principal("splice-agent"))
-        approvals.approve(ws, p.proposal_id, principal=as_principal("maria"))
+        approve_everywhere(ws, p.proposal_id, "maria")  # and lee, for finance
         done = apply(ws, p.proposal_id, principal=as_principal("maria"))
         assert not done.run.ok
         msg = done.run.nodes[FX].message or ""

@@ -19,7 +19,7 @@ from tests.orchestrators.orchestrator_support import (
     orchestrator_run,
     stop,
 )
-from tests.repair.principals_support import as_principal
+from tests.repair.principals_support import approve_everywhere, as_principal
 
 from splice.demo.story import StoryResult
 
@@ -113,7 +113,7 @@ def test_a_run_that_fails_in_dagster_fails_the_step_and_the_undo_puts_rows_back(
     copy: Path,
 ) -> None:
     from splice.demo.vendor import settings_path
-    from splice.repair import approvals, store
+    from splice.repair import store
     from splice.repair.flow import apply, propose
     from splice.workspace import Workspace
 
@@ -123,7 +123,7 @@ def test_a_run_that_fails_in_dagster_fails_the_step_and_the_undo_puts_rows_back(
         "from": "2026-09-28", "to": "2026-09-29", "serve_as_of": "2026-09-27"}}))  # fmt: skip
     with Workspace.open(copy) as ws:
         p = propose(ws, "INC-1", principal=as_principal("splice-agent"))
-        approvals.approve(ws, p.proposal_id, principal=as_principal("maria"))
+        approve_everywhere(ws, p.proposal_id, "maria")  # and lee, for finance
         done = apply(ws, p.proposal_id, principal=as_principal("maria"))
         assert not done.run.ok
         seg = done.run.segments[0]
@@ -143,14 +143,14 @@ def test_a_run_that_fails_in_dagster_fails_the_step_and_the_undo_puts_rows_back(
 
 def test_an_unreachable_dagster_is_one_line_and_changes_nothing(copy: Path) -> None:
     from splice.demo.vendor import set_incident
-    from splice.repair import approvals, store
+    from splice.repair import store
     from splice.repair.flow import propose
     from splice.workspace import Workspace
 
     set_incident(copy, None)
     with Workspace.open(copy) as ws:
         p = propose(ws, "INC-1", principal=as_principal("splice-agent"))
-        approvals.approve(ws, p.proposal_id, principal=as_principal("maria"))
+        approve_everywhere(ws, p.proposal_id, "maria")  # and lee, for finance
     stop(copy)
     toml = copy / "splice.toml"
     toml.write_text(re.sub(r'local = ".*"\n', "", toml.read_text()))  # Dagster stays down

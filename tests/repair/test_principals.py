@@ -205,7 +205,7 @@ def test_decision_rows_the_audit_log_and_the_receipt_say_how_each_decider_was_kn
     assert r["requester"]["kind"] == "agent"
     assert r["approved_by"][0] | {"at": None} == {
         "by": "sam", "kind": "person", "auth": "api-key", "credential": rec.key_id, "at": None,
-        "comment": "checked"}  # fmt: skip
+        "comment": "checked", "domains": ["pricing"]}  # fmt: skip
     md = receipt_markdown(r)
     assert "- Requested by: claude (agent, api-key test-key)" in md
     assert f"- Approved by: sam (person, api-key {rec.key_id}) at" in md

@@ -11,7 +11,7 @@ from typing import Any
 
 import duckdb
 import pytest
-from principals_support import as_principal
+from principals_support import approve_everywhere, as_principal
 
 from splice.demo import relocate
 from splice.demo.story import StoryResult, tell_repair
@@ -164,7 +164,6 @@ def test_undo_restores_byte_identical_data_after_a_repair_that_made_things_worse
     incident_ws: StoryResult, tmp_path: Path
 ) -> None:
     from splice.demo.vendor import settings_path
-    from splice.repair import approvals
     from splice.repair.flow import apply, propose
     from splice.workspace import Workspace
 
@@ -177,7 +176,7 @@ def test_undo_restores_byte_identical_data_after_a_repair_that_made_things_worse
         p = propose(ws, inc, principal=as_principal("splice-agent"))
         relations = [u.relation for u in p.undo]
         before = _snapshot(ws_dir, relations)
-        approvals.approve(ws, p.proposal_id, principal=as_principal("sam"))
+        approve_everywhere(ws, p.proposal_id, "sam")  # and lee, for finance's models
         res = apply(ws, p.proposal_id, principal=as_principal("sam"))
     assert res.run.ok
     assert not res.verification.passed  # still frozen: verification says so ...
@@ -230,6 +229,7 @@ def test_a_reload_that_fails_half_way_leaves_the_warehouse_as_the_undo_recorded_
     assert proposal["status"] == "pending"
     before = _snapshot(ws_dir, relations)
     assert _cli(ws_dir, "approve", pid, "--as", "maria").exit_code == 0
+    assert _cli(ws_dir, "approve", pid, "--as", "lee").exit_code == 0  # finance's models too
     r = _cli(ws_dir, "apply", pid, "--as", "maria")
     assert r.exit_code == 1, r.output
     assert _snapshot(ws_dir, relations) == before
@@ -312,7 +312,6 @@ def _repaired(story: StoryResult, dest: Path) -> tuple[Path, str, Any, Any]:
     """A copy where the vendor fixed its feed and the repair was proposed, approved by maria
     and applied: (workspace, incident id, proposal, the apply's result)."""
     from splice.demo.vendor import set_incident
-    from splice.repair import approvals
     from splice.repair.flow import apply, propose
     from splice.workspace import Workspace
 
@@ -321,7 +320,7 @@ def _repaired(story: StoryResult, dest: Path) -> tuple[Path, str, Any, Any]:
     inc = story.incidents[0].incident_id
     with Workspace.open(ws_dir) as ws:
         p = propose(ws, inc, principal=as_principal("splice-agent"))
-        approvals.approve(ws, p.proposal_id, principal=as_principal("maria"))
+        approve_everywhere(ws, p.proposal_id, "maria")  # and lee, for finance's models
         done = apply(ws, p.proposal_id, principal=as_principal("maria"))
     return ws_dir, inc, p, done
 
@@ -447,7 +446,6 @@ def test_an_undo_file_swapped_or_pointed_outside_the_undo_directory_is_refused(
 def test_undo_then_repair_again_verifies_like_the_first_repair(
     incident_ws: StoryResult, tmp_path: Path
 ) -> None:
-    from splice.repair import approvals
     from splice.repair.flow import apply, propose
     from splice.repair.undo import undo
     from splice.workspace import Workspace
@@ -460,7 +458,7 @@ def test_undo_then_repair_again_verifies_like_the_first_repair(
     assert _gmv(ws_dir) != repaired  # the stale days are back
     with Workspace.open(ws_dir) as ws:
         second = propose(ws, inc, principal=as_principal("splice-agent"))
-        approvals.approve(ws, second.proposal_id, principal=as_principal("sam"))
+        approve_everywhere(ws, second.proposal_id, "sam")
         again = apply(ws, second.proposal_id, principal=as_principal("sam"))
     assert again.run.ok
     assert again.verification.passed, again.verification.summary

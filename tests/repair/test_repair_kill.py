@@ -16,7 +16,7 @@ from typing import Any
 
 import duckdb
 import pytest
-from principals_support import as_principal
+from principals_support import approve_everywhere, as_principal
 
 from splice.demo import relocate
 from splice.demo.story import StoryResult, tell_repair
@@ -61,13 +61,12 @@ def repaired(story: StoryResult, tmp_path_factory: pytest.TempPathFactory) -> di
 
 
 def _proposed(story: StoryResult, ws: Path) -> tuple[str, list[str]]:
-    from splice.repair import approvals
     from splice.repair.flow import propose
     from splice.workspace import Workspace
 
     with Workspace.open(ws) as w:
         p = propose(w, story.incidents[0].incident_id, principal=as_principal("splice-agent"))
-        approvals.approve(w, p.proposal_id, principal=as_principal("maria"))
+        approve_everywhere(w, p.proposal_id, "maria")
     return p.proposal_id, [u.relation for u in p.undo]
 
 

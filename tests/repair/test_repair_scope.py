@@ -19,7 +19,7 @@ from typing import Any
 import duckdb
 import pytest
 from friday_support import FridayStory, give_node_scope, strip_node_scope, tell_friday_freeze
-from principals_support import as_principal
+from principals_support import approve_everywhere, as_principal
 
 from splice.demo import relocate
 
@@ -73,7 +73,6 @@ def _incident(friday: FridayStory) -> str:
 def test_a_friday_freeze_is_restated_over_the_weekend_and_verified_there(
     friday: FridayStory, tmp_path: Path
 ) -> None:
-    from splice.repair import approvals
     from splice.repair.flow import apply
     from splice.workspace import Workspace
 
@@ -120,7 +119,7 @@ def test_a_friday_freeze_is_restated_over_the_weekend_and_verified_there(
         text = "\n".join(proposal_lines(store.load(ws.state, p["proposal_id"])))
         assert ("pricing:marts.fct_bookings_usd: 2026-09-25..2026-09-27; SQLMesh's cascade of "
                 "fx.daily_rates 2026-09-25; restated 2026-09-26..2026-09-27") in text  # fmt: skip
-        approvals.approve(ws, p["proposal_id"], principal=as_principal("maria"))
+        approve_everywhere(ws, p["proposal_id"], "maria")
         res = apply(ws, p["proposal_id"], principal=as_principal("maria"))
         assert res.run.ok, res.run.summary()
         v = res.verification
@@ -143,7 +142,6 @@ def test_a_repair_restricted_to_the_origins_days_is_not_verified(
 ) -> None:
     """Proposed from the origin's intervals alone (an incident without a per-node scope), the
     repair restates Friday; the weekend stays wrong, and verification says so."""
-    from splice.repair import approvals
     from splice.repair.flow import apply, propose
     from splice.workspace import Workspace
 
@@ -157,7 +155,7 @@ def test_a_repair_restricted_to_the_origins_days_is_not_verified(
         restate = next(s for s in p.steps if s.kind == "restate")
         assert [x["node"] for x in restate.detail["restatements"]] == ["pricing:fx.daily_rates"]
         give_node_scope(ws, inc)  # the damage as the diagnosis knows it
-        approvals.approve(ws, p.proposal_id, principal=as_principal("maria"))
+        approve_everywhere(ws, p.proposal_id, "maria")
         res = apply(ws, p.proposal_id, principal=as_principal("maria"))
         assert res.run.ok
         v = res.verification
@@ -178,7 +176,6 @@ def test_anomalies_after_the_repaired_scope_open_a_new_incident(
     """Monday's GMV goes wrong too (a second fault) and joins the open incident; the repair of
     the Friday freeze is verified, and Monday's anomaly opens INC-2, said plainly, instead of
     being resolved with INC-1."""
-    from splice.repair import approvals
     from splice.repair.flow import apply, propose
     from splice.watch.incidents import get_incident, incident_anomalies, list_incidents
     from splice.watch.service import watch
@@ -202,7 +199,7 @@ def test_anomalies_after_the_repaired_scope_open_a_new_incident(
         assert on_monday and on_monday[0]["metric"] == "gmv_usd"  # filed into the open INC-1
         give_node_scope(ws, inc, force=True)
         p = propose(ws, inc, principal=as_principal("splice-agent"))
-        approvals.approve(ws, p.proposal_id, principal=as_principal("maria"))
+        approve_everywhere(ws, p.proposal_id, "maria")
         res = apply(ws, p.proposal_id, principal=as_principal("maria"))
         v = res.verification
         assert v.passed, v.summary

@@ -62,6 +62,7 @@ def served(
         "agent": make_key(ws, "ci-agent", "agent", "read,propose"),
         "sam": make_key(ws, "sam", "person", "read,propose,approve"),
         "lee": make_key(ws, "lee", "person", "read,propose,approve"),
+        "ana": make_key(ws, "ana", "person", "read,propose,approve"),
         "reader": make_key(ws, "rita", "person", "read"),
         "no-read": make_key(ws, "nora", "person", "propose"),
         "revoked": make_key(ws, "old-bot", "agent", "read"),
@@ -160,6 +161,24 @@ def test_rotated_keys_are_fetched_once_and_unknown_kids_refused(served: Served) 
     assert s.idp.fetches == fetched + 1  # cached from now on
 
 
+def test_an_agent_token_named_like_an_owner_is_agent_name(served: Served) -> None:
+    """An agent's token from the identity provider whose name claim is an owner's (lee) is
+    the agent ``agent:lee``, never lee the person (issue 34, item 6)."""
+    s = served
+    bot = s.token(sub="lee", azp="ci-bot", scope="splice:approve")
+
+    async def main() -> str:
+        async with s.session(bot) as sess:
+            with pytest.raises(ToolFailed) as e:
+                await call(sess, "accept_level", incident_id="INC-1")
+            return str(e.value)
+
+    before = s.written()
+    msg = anyio.run(main)
+    assert "agent:lee (agent, oauth) may not accept-level" in msg, msg
+    assert s.written() == before
+
+
 def test_the_requester_cannot_approve_its_own_proposal(served: Served) -> None:
     s = served
 
@@ -206,11 +225,19 @@ def test_agent_proposes_owner_approves_over_mcp_and_it_applies(served: Served) -
         bot = s.token(sub="ci-bot-account", azp="ci-bot", scope="splice:approve")
         msg = await refused(bot, "approve_proposal", proposal_id=pid)
         assert "agent" in msg
-        msg = await refused(s.keys["lee"], "approve_proposal", proposal_id=pid)
+        msg = await refused(s.keys["ana"], "approve_proposal", proposal_id=pid)
         assert "owner" in msg
-        # the owner approves with her identity provider's token, and applies
+        # the owner approves with her identity provider's token: pricing has approved, and the
+        # result says finance (whose dbt models the repair rebuilds) still has to
         async with s.session(s.token(sub="maria")) as maria:
-            approved = await call(maria, "approve_proposal", proposal_id=pid, comment="ok")
+            partly = await call(maria, "approve_proposal", proposal_id=pid, comment="ok")
+            assert partly["status"] == "pending", partly
+            assert [w["domain"] for w in partly["waiting_for"]] == ["finance"]
+            msg = await refused(s.token(sub="maria"), "apply_proposal", proposal_id=pid)
+            assert "finance" in msg
+        async with s.session(s.keys["lee"]) as lee:
+            approved = await call(lee, "approve_proposal", proposal_id=pid, comment="finance ok")
+        async with s.session(s.token(sub="maria")) as maria:
             applied = await call(maria, "apply_proposal", proposal_id=pid)
             receipt = await call(maria, "get_receipt", proposal_id=pid)
             audit = await call(maria, "verify_audit_log")

@@ -83,26 +83,33 @@ def test_sign_in_never_sends_the_browser_to_another_site(site: Site) -> None:
 
 def test_only_a_named_owner_who_is_not_the_requester_sees_approve(site: Site) -> None:
     pages = {
-        who: site.client(who).get("/proposals/PR-1") for who in ("agent", "lee", "rita", "sam")
+        who: site.client(who).get("/proposals/PR-1")
+        for who in ("agent", "ana", "lee", "rita", "sam")
     }
     assert all(p.status_code == 200 for p in pages.values())
     assert "pending" in text_of(pages["sam"].text)
-    assert _approve_button(pages["sam"].text)
-    for who in ("agent", "lee", "rita"):
+    # an owner of each domain the repair rewrites: pricing (sam) and finance (lee)
+    assert _approve_button(pages["sam"].text) and _approve_button(pages["lee"].text)
+    for who in ("agent", "ana", "rita"):
         assert not _approve_button(pages[who].text), who
     # each is told why, in words
     assert "never decides" in text_of(pages["agent"].text)
-    assert "not an owner of domain pricing" in text_of(pages["lee"].text)
+    assert "ana is not an owner of any domain PR-1 rewrites (pricing, finance)" in text_of(
+        pages["ana"].text
+    )
     assert "'approve' scope" in text_of(pages["rita"].text)
+    # the page says which domains decide it and that both still have to
+    assert "Domains pricing, finance" in text_of(pages["sam"].text)
+    assert "Waiting for pricing" in text_of(pages["sam"].text)
     # the requester may withdraw; a non-owner may not reject
-    assert 'data-testid="reject"' not in pages["lee"].text
+    assert 'data-testid="reject"' not in pages["ana"].text
     # with PR-1 open, the incident offers no second proposal
     assert 'data-testid="propose"' not in site.client("agent").get("/incidents/INC-1").text
 
 
 def test_a_forged_approval_is_refused_and_writes_nothing(site: Site) -> None:
     before = site.written()
-    for who in ("agent", "lee", "rita"):
+    for who in ("agent", "ana", "rita"):
         c = site.client(who)
         c.get("/proposals/PR-1")  # a valid CSRF token of their own session
         r = c.post("/proposals/PR-1/approve", {"comment": "looks fine"})
@@ -123,8 +130,19 @@ def test_the_owner_approves_applies_and_the_receipt_names_them(site: Site) -> No
     r = sam.post("/proposals/PR-1/approve", {"comment": "vendor confirmed the fix"})
     assert r.status_code == 200 and str(r.url).endswith("/proposals/PR-1")
     page = text_of(r.text)
+    # pricing has approved; finance's dbt models still wait for lee: no apply yet
+    assert re.search(r"PR-1 pending", page), page[:400]
+    assert re.search(r"Approved for ?pricing by sam", page), page[:1200]
+    assert re.search(r"Waiting for ?finance \(owners: lee\)", page), page[:1200]
+    assert 'data-testid="apply"' not in r.text and not _approve_button(r.text)
+    lee = site.client("lee")
+    lee.get("/proposals/PR-1")
+    r = lee.post("/proposals/PR-1/approve", {"comment": "finance models checked"})
+    assert r.status_code == 200
+    page = text_of(r.text)
     assert re.search(r"PR-1 approved", page)
     assert re.search(r"approve by sam \(person, api-key\) ?: vendor confirmed the fix", page)
+    assert re.search(r"Approved for ?pricing by sam; finance by lee", page), page[:1200]
     assert 'data-testid="apply"' in r.text and not _approve_button(r.text)
     r = sam.post("/proposals/PR-1/apply")
     assert r.status_code == 200, r.text[:800]

@@ -118,13 +118,16 @@ def _runs(ws: Path) -> list[dict[str, Any]]:
 @pytest.fixture(scope="module")
 def story(stale_story: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
     ws = web_workspace(stale_story, tmp_path_factory.mktemp("web_pages") / "travel")
-    with served_site(ws, people=("agent", "sam", "rita")) as site:
-        agent, sam = site.client("agent"), site.client("sam")
+    with served_site(ws, people=("agent", "sam", "lee", "rita")) as site:
+        agent, sam, lee = site.client("agent"), site.client("sam"), site.client("lee")
         agent.get("/incidents/INC-1")
         r = agent.post("/incidents/INC-1/propose")
         assert r.status_code == 200 and r.url.path == "/proposals/PR-1", text_of(r.text)[:500]
         sam.get("/proposals/PR-1")
         r = sam.post("/proposals/PR-1/approve", {"comment": "rates confirmed with the vendor"})
+        assert r.status_code == 200, text_of(r.text)[:500]
+        lee.get("/proposals/PR-1")  # finance's owner, for the dbt models it rebuilds
+        r = lee.post("/proposals/PR-1/approve", {"comment": "finance models checked"})
         assert r.status_code == 200, text_of(r.text)[:500]
         r = sam.post("/proposals/PR-1/apply")
         assert r.status_code == 200, text_of(r.text)[:500]
@@ -141,7 +144,7 @@ def story(stale_story: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         failed = [x for x in _runs(ws) if x["status"] == "failed"]
         assert len(failed) == 1
         yield Story(site, ws, applied[0]["run_id"], failed[0]["run_id"])
-        for c in (agent, sam):
+        for c in (agent, sam, lee):
             c.close()
 
 
@@ -329,9 +332,12 @@ def test_the_receipt_records_cause_scope_approver_runs_verification_and_undo(
     assert doc.one("receipt-status").text == "applied"
     assert "as_of is 2026-09-25" in doc.one("receipt-cause").text
     assert doc.one("receipt-scope").text.startswith("2026-09-28..2026-09-29")
-    approver = doc.one("approvers").one("approver").text
+    approver, finance = (a.text for a in doc.one("approvers").all("approver"))
     assert approver.startswith("sam (person, signed in with an API key, credential")
-    assert "rates confirmed with the vendor" in approver
+    assert "rates confirmed with the vendor" in approver and " for pricing" in approver
+    # every domain the repair rewrote approved it: lee for finance's dbt models
+    assert finance.startswith("lee (person, signed in with an API key, credential")
+    assert " for finance" in finance
     assert doc.one("requester").text.startswith("ci-agent (agent, signed in with an API key")
     runs = doc.one("receipt-runs")
     assert runs.one(tag="a").attrs["href"] == f"/runs/{story.applied_run}"
@@ -359,7 +365,9 @@ def test_audit_log_is_verified_and_says_not_verified_after_tampering(
     rows = doc.all("audit-entry")
     assert len(rows) == head["entries"]
     assert all(r.one("audit-principal").text for r in rows)  # every entry names its principal
-    approve = next(r for r in rows if " approve " in f" {r.text} ")
+    approves = [r for r in rows if " approve " in f" {r.text} "]  # pricing's, then finance's
+    assert sorted(r.one("audit-principal").text.split(" ")[0] for r in approves) == ["lee", "sam"]
+    approve = next(r for r in approves if r.one("audit-principal").text.startswith("sam "))
     assert approve.one("audit-principal").text.startswith("sam (person, api-key")
     seq = int(approve.attrs["data-seq"])
 

@@ -2,9 +2,10 @@
 fixed so a repair can reload good rates), API keys for its people and its agent, and a page
 client that signs in and posts forms with the page's own CSRF token.
 
-People in the demo: maria and sam own the ``pricing`` domain (the repair's), lee owns
-``finance`` only (a non-owner here), rita may only read; ``ci-agent`` is an agent that reads
-and proposes.
+People in the demo: maria and sam own the ``pricing`` domain (the repair's origin), lee owns
+``finance`` (whose dbt models the repair rebuilds: every domain a repair touches approves it),
+ana owns neither (a non-owner with the approve scope), rita may only read; ``ci-agent`` is an
+agent that reads and proposes.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ PEOPLE = {
     "maria": ("maria", "person", "read,propose,approve"),
     "sam": ("sam", "person", "read,propose,approve"),
     "lee": ("lee", "person", "read,propose,approve"),
+    "ana": ("ana", "person", "read,propose,approve"),
     "rita": ("rita", "person", "read"),
 }
 

@@ -26,7 +26,7 @@ def authenticator(hub: Any, settings: Any) -> Any:
     """A :class:`splice.access.Authenticator` for ``splice serve``: bearer token -> principal
     (API keys checked against the workspace's state, OAuth tokens through the JWKS)."""
     from splice.access import Authenticator
-    from splice.api.repair import authenticate_key, reconfirm_key
+    from splice.api.repair import agent_principal, authenticate_key, reconfirm_key
 
     def check_key(raw: str) -> Any:
         with hub.workspace() as ws:
@@ -36,7 +36,11 @@ def authenticator(hub: Any, settings: Any) -> Any:
         with hub.workspace() as ws:
             return reconfirm_key(ws, raw)
 
-    return Authenticator(settings, check_key, recheck_key)
+    def agent(principal: Any) -> Any:  # an agent's token never borrows a person's name
+        with hub.workspace() as ws:
+            return agent_principal(ws, principal)
+
+    return Authenticator(settings, check_key, recheck_key, agent)
 
 
 def oidc_client(settings: Any) -> Any:

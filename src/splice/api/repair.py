@@ -22,6 +22,15 @@ def cli_principal(ws: Workspace, as_name: str | None = None) -> Principal:
     return _cli_principal(ws.config.policy, as_name)
 
 
+def agent_principal(ws: Workspace, principal: Principal) -> Principal:
+    """An agent as Splice records it: ``agent:NAME`` when the name it claims is a person's (a
+    domain owner, a person's API key) or one of Splice's own, with the claimed name recorded;
+    any other principal unchanged."""
+    from splice.repair.access import as_agent
+
+    return as_agent(principal, ws.config, ws.state)
+
+
 def propose(ws: Workspace, incident_id: str, *, principal: Principal, progress: Any = None) -> Any:
     """Draft the narrowest repair of an incident, capture and test its undo, request approval
     (``principal``: a person or an agent with the ``propose`` scope; it is the requester)."""
@@ -62,8 +71,19 @@ def proposal(ws: Workspace, proposal_id: str) -> dict[str, Any]:
     return {
         **p.as_dict(),
         "asked": who,
+        **approval_status(ws, p),
         "decisions": [d.as_dict() for d in store.decisions(ws.state, p.proposal_id)],
     }
+
+
+def approval_status(ws: Workspace, p: Any) -> dict[str, Any]:
+    """Which domains decide proposal ``p`` (every domain it rewrites or reloads), who approved
+    for each (``approved_for``), which still have to (``waiting_for``: each domain with its
+    owners and the ones asked so far), and the nodes it rewrites that no domain covers
+    (``unowned``)."""
+    from splice.repair.approvals import approval_status as _status
+
+    return _status(ws, p)
 
 
 def approve(
@@ -182,8 +202,9 @@ def create_key(
     from splice.keys import create
     from splice.principals import os_user_principal
 
+    owners = [o for d in ws.config.domains for o in d.owners]
     return create(ws.state, name=name, kind=kind, scopes=scopes,
-                  principal=principal or os_user_principal())  # fmt: skip
+                  principal=principal or os_user_principal(), persons=owners)  # fmt: skip
 
 
 def list_keys(ws: Workspace) -> list[Any]:
@@ -202,18 +223,21 @@ def revoke_key(ws: Workspace, key_id: str, *, principal: Principal) -> Any:
 
 def authenticate_key(ws: Workspace, raw_key: str) -> Principal:
     """The principal an API key stands for (auth ``api-key``, credential the key's id);
-    AccessError for a malformed, unknown, wrong or revoked key."""
+    AccessError for a malformed, unknown, wrong or revoked key.  An agent's key whose name is
+    a person's (an owner named since the key was made) stands for ``agent:NAME``."""
     from splice.keys import authenticate
+    from splice.repair.access import as_agent
 
-    return authenticate(ws.state, raw_key)
+    return as_agent(authenticate(ws.state, raw_key), ws.config, ws.state)
 
 
 def reconfirm_key(ws: Workspace, raw_key: str) -> Principal:
     """:func:`authenticate_key` for a key whose secret this process has already checked: the
     state is read again (revoked or removed: AccessError), the secret is not hashed again."""
     from splice.keys import reconfirm
+    from splice.repair.access import as_agent
 
-    return reconfirm(ws.state, raw_key)
+    return as_agent(reconfirm(ws.state, raw_key), ws.config, ws.state)
 
 
 def move_state(ws: Workspace, url: str, *, progress: Any = None) -> Any:

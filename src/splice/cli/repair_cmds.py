@@ -16,7 +16,13 @@ def _say(msg: str) -> None:
     click.echo(msg, err=True)
 
 
-def _line(p: Any, asked: list[str]) -> str:
+def waiting_text(status: dict[str, Any]) -> str:
+    """``finance (lee)``: the domains that still have to approve, with their owners."""
+    return "; ".join(f"{w['domain']} ({', '.join(w['owners']) or 'no owners'})"
+                     for w in status.get("waiting_for") or [])  # fmt: skip
+
+
+def _line(p: Any, asked: list[str], status: dict[str, Any]) -> str:
     from rich.markup import escape
 
     colour = {"pending": "yellow", "approved": "cyan", "applied": "green", "failed": "red",
@@ -24,9 +30,15 @@ def _line(p: Any, asked: list[str]) -> str:
     from splice.principals import describe
 
     waiting = f"; asked: {', '.join(asked)}" if p.status == "pending" and asked else ""
+    if p.status == "pending" and status.get("waiting_for"):
+        waiting += f"; waiting for: {waiting_text(status)}"
+    doms = status.get("domains") or [p.domain]
+    where = f"domain {doms[0]}" if len(doms) == 1 else f"domains {', '.join(doms)}"
+    if status.get("unowned"):
+        where += f" (in no domain: {', '.join(status['unowned'])})"
     by = describe(p.requester) if p.requester else p.created_by
     return (f"[bold]{p.proposal_id}[/] [{colour}]{p.status}[/] {escape(p.title)}  "
-            f"[dim]{p.incident_id}, domain {p.domain}, by {escape(by)}{waiting}[/]")  # fmt: skip
+            f"[dim]{p.incident_id}, {escape(where)}, by {escape(by)}{escape(waiting)}[/]")  # fmt: skip
 
 
 @cli.command("proposals")
@@ -35,20 +47,21 @@ def _line(p: Any, asked: list[str]) -> str:
 @click.pass_context
 def proposals_cmd(ctx: click.Context, show_all: bool, as_json: bool) -> None:
     """List the target's repair proposals, newest first (expiry and escalation applied)."""
-    from splice.api import list_proposals
+    from splice.api import approval_status, list_proposals
     from splice.cli.render import console
 
     with open_workspace(ctx) as ws:
-        found = list_proposals(ws, include_closed=show_all)
+        found = [(p, asked, approval_status(ws, p))
+                 for p, asked in list_proposals(ws, include_closed=show_all)]  # fmt: skip
     if as_json:
-        emit_json([{**p.as_dict(), "asked": asked} for p, asked in found])
+        emit_json([{**p.as_dict(), "asked": asked, **status} for p, asked, status in found])
         return
     c = console()
     if not found:
         c.print("[green]No proposals.[/] (splice propose INCIDENT_ID drafts one)")
         return
-    for p, asked in found:
-        c.print(_line(p, asked), soft_wrap=True)
+    for p, asked, status in found:
+        c.print(_line(p, asked, status), soft_wrap=True)
     c.print("[dim]splice approve ID approves one; splice receipt ID shows a done one.[/]")
 
 
@@ -61,16 +74,25 @@ def proposals_cmd(ctx: click.Context, show_all: bool, as_json: bool) -> None:
 def approve_cmd(
     ctx: click.Context, proposal_id: str, actor: str | None, comment: str | None, as_json: bool
 ) -> None:
-    """Approve PROPOSAL_ID as a named owner of its domain (never the one who asked for it)."""
-    from splice.api import approve, cli_principal
+    """Approve PROPOSAL_ID for the domains it touches that you own (never the one who asked
+    for it); it is approved once an owner of every domain it touches has."""
+    from splice.api import approval_status, approve, cli_principal
 
     with open_workspace(ctx) as ws:
         who = cli_principal(ws, actor)
         p = approve(ws, proposal_id, principal=who, comment=comment)
+        status = approval_status(ws, p)
     if as_json:
-        emit_json(p.as_dict())
+        emit_json({**p.as_dict(), **status})
         return
     again = f" --as {who.name}" if actor is not None else ""
+    if p.status == "pending":
+        mine = [d for d, names in status["approved_for"].items() if who.name in names]
+        click.echo(
+            f"{p.proposal_id} approved for {', '.join(mine)} by {who.label()}; it stays pending, "
+            f"waiting for {waiting_text(status)}: splice approve {p.proposal_id}"
+        )
+        return
     click.echo(
         f"{p.proposal_id} approved by {who.label()}. Run it: splice apply {p.proposal_id}{again}"
     )

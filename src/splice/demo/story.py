@@ -7,7 +7,8 @@
    missing intervals and the dbt models downstream; every audit and test passes;
 4. ``splice watch``: one incident on Monday's data, diagnosed;
 5. (:func:`tell_repair`) the vendor is fixed; the agent proposes the repair (undo captured
-   first), maria (an owner of the pricing domain) approves it, it applies as one journaled
+   first), maria (an owner of the pricing domain) approves it, and lee for finance (whose dbt
+   models it rebuilds: every domain a repair touches decides), it applies as one journaled
    run, the verification passes, and the receipt is written.
 """
 
@@ -219,7 +220,13 @@ def tell_repair(
     with api.open_workspace(workspace) as ws:
         p = api.propose(ws, incident_id, principal=agent, progress=say)
         say(f"{DEMO_OWNER} (owner of domain {p.domain}) approves {p.proposal_id}")
-        api.approve(ws, p.proposal_id, principal=owner, comment="vendor confirmed the fix")
+        p = api.approve(ws, p.proposal_id, principal=owner, comment="vendor confirmed the fix")
+        # every domain the repair rewrites decides: finance's owner approves its rebuilt models
+        for waiting in api.approval_status(ws, p)["waiting_for"]:
+            other = Principal.of(waiting["owners"][0], kind="person", auth="cli-as")
+            say(f"{other.name} (owner of domain {waiting['domain']}) approves {p.proposal_id}")
+            p = api.approve(ws, p.proposal_id, principal=other,
+                            comment=f"the {waiting['domain']} models it rebuilds checked")  # fmt: skip
         say(f"Applying {p.proposal_id}: reload, restatement, dbt rebuild")
         applied = api.apply(ws, p.proposal_id, principal=owner, progress=say)
     return RepairStory(p, applied)

@@ -39,8 +39,10 @@ log = logging.getLogger("splice.mcp")
 STDIO_SCOPES = "read,propose"
 
 
-def principal_of(ctx: Context[Any, Any]) -> Principal:
-    """The caller: the token's principal on ``splice serve``, else the stdio client (an agent)."""
+def principal_of(ctx: Context[Any, Any], ws: Any = None) -> Principal:
+    """The caller: the token's principal on ``splice serve``, else the stdio client (an agent,
+    named ``agent:NAME`` when its client calls itself by a person's name or one of Splice's:
+    ``ws``, the workspace whose owners and keys say whose names those are)."""
     token = get_access_token()
     if token is not None:
         data = (token.claims or {}).get("splice_principal")
@@ -53,9 +55,14 @@ def principal_of(ctx: Context[Any, Any]) -> Principal:
         name = info.name or name
     except (AttributeError, LookupError, ValueError):
         pass
-    return Principal.of(
+    who = Principal.of(
         name, kind="agent", auth="stdio", scopes=STDIO_SCOPES, credential=f"os-user:{os_user()}"
     )
+    if ws is None:
+        return who
+    from splice import api
+
+    return api.agent_principal(ws, who)
 
 
 _ATOMS = frozenset({str, int, float, bool, type(None)})
@@ -116,8 +123,8 @@ def call(
     ``notify`` (default: when a principal decides): tell the ``[[notify]]`` channels after."""
     hub = ctx.mcp_server.splice_hub  # type: ignore[attr-defined]
     try:
-        who = principal_of(ctx) if principal else None
         with hub.workspace() as ws:
+            who = principal_of(ctx, ws) if principal else None
             result = plain(fn(ws, who) if principal else fn(ws))
         if principal if notify is None else notify:  # now, in the background
             hub.notify_soon()

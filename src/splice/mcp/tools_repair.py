@@ -23,16 +23,27 @@ Ctx = Context[Any, Any]
 # -- repairs --------------------------------------------------------------------------------
 def propose_repair(ctx: Ctx, incident_id: str) -> Any:
     """Draft the narrowest repair of an incident (what to rebuild or reload, and why), capture
-    and test its undo, and ask the domain's owners to approve it. Nothing is applied."""
-    return call(ctx, lambda ws, who: api.propose(ws, incident_id, principal=who), principal=True)
+    and test its undo, and ask the owners of every domain it touches to approve it. Nothing
+    is applied."""
+    return call(
+        ctx,
+        lambda ws, who: _with_status(ws, api.propose(ws, incident_id, principal=who)),
+        principal=True,
+    )
+
+
+def _with_status(ws: Any, p: Any) -> dict[str, Any]:
+    """A proposal as data with the domains that decide it (``waiting_for``: still to approve)."""
+    return {**p.as_dict(), **api.approval_status(ws, p)}
 
 
 def list_proposals(ctx: Ctx, include_closed: bool = False) -> Any:
-    """Repair proposals, newest first, with their status and the owners asked so far."""
+    """Repair proposals, newest first, with their status, the owners asked so far, and the
+    domains that still have to approve (``waiting_for``)."""
     return call(
         ctx,
         lambda ws: [
-            {**p.as_dict(), "asked": asked}
+            {**p.as_dict(), "asked": asked, **api.approval_status(ws, p)}
             for p, asked in api.list_proposals(ws, include_closed=include_closed)
         ],
         key="proposals",
@@ -40,7 +51,8 @@ def list_proposals(ctx: Ctx, include_closed: bool = False) -> Any:
 
 
 def get_proposal(ctx: Ctx, proposal_id: str) -> Any:
-    """One proposal: its scope, the plan it would run, its undo, its decisions so far."""
+    """One proposal: its scope, the plan it would run, its undo, its decisions so far, and
+    the domains that decide it: who approved for each, which still have to (``waiting_for``)."""
     return call(ctx, lambda ws: api.proposal(ws, proposal_id))
 
 
@@ -102,11 +114,14 @@ def get_migrations(ctx: Ctx, migration_id: str | None = None) -> Any:
 
 # -- decisions (people only, on splice serve) ----------------------------------------------
 def approve_proposal(ctx: Ctx, proposal_id: str, comment: str | None = None) -> Any:
-    """Approve a pending proposal as a named owner of its domain (a person; never its
-    requester)."""
+    """Approve a pending proposal for the domains it touches that you own (a person; never
+    its requester). It is approved once an owner of every domain it touches has approved;
+    until then it stays pending, and the result says which domains it waits for."""
     return call(
         ctx,
-        lambda ws, who: api.approve(ws, proposal_id, principal=who, comment=comment),
+        lambda ws, who: _with_status(
+            ws, api.approve(ws, proposal_id, principal=who, comment=comment)
+        ),
         principal=True,
     )
 

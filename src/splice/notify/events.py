@@ -119,10 +119,15 @@ def from_audit(
     if comment:
         details["comment"] = comment
     first = owners[0] if owners else "NAME"
+    others = [d for d in p.get("domains") or [] if d != p.get("domain")]
+    if others:  # every domain the repair touches decides: the first owner of each is asked
+        details["domains"] = [p.get("domain"), *others]
+        firsts = [first, *(o[0] for o in (_owners(config, d) for d in others) if o)]
+        first = ", ".join(firsts)
     if event == "proposal_requested":
         summary = f"Proposal {pid} waits for approval by {first}: {title}"
         nxt = f"splice approve {pid}"
-        details["asked"] = owners[:1]
+        details["asked"] = first.split(", ") if others else owners[:1]
     elif event == "request_escalated":
         owner = payload.get("owner") or "NAME"
         summary = f"Proposal {pid} is still unanswered: {owner} is asked as well"
@@ -131,6 +136,13 @@ def from_audit(
     elif event == "request_expired":
         summary = f"Proposal {pid} expired: {comment or 'unanswered'}"
         nxt = f"splice propose {inc}" if inc else "splice proposals --all"
+    elif event == "proposal_approved" and payload.get("waiting"):
+        waiting = list(payload["waiting"])
+        mine = ", ".join(payload.get("domains") or [])
+        summary = (f"Proposal {pid} approved for {mine} by {actor}; it waits for "
+                   f"{', '.join(waiting)}: {title}")  # fmt: skip
+        nxt = f"splice approve {pid}"
+        details["waiting_for"] = waiting
     elif event == "proposal_approved":
         summary = f"Proposal {pid} approved by {actor}: {title}"
         nxt = f"splice apply {pid}"

@@ -28,7 +28,8 @@ from __future__ import annotations
 from typing import Any
 
 from splice.errors import AccessError
-from splice.principals import Principal, os_user, os_user_principal
+from splice.names import name_key
+from splice.principals import Principal, os_user, os_user_principal, unborrowed
 
 #: action -> (the scope it needs, whether only a person may do it)
 ACTIONS: dict[str, tuple[str, bool]] = {
@@ -53,8 +54,9 @@ COMMANDS = {
 DECISIONS = tuple(a for a, (_s, person) in ACTIONS.items() if person)
 #: How the command line authenticates (``[policy] decisions = "server"`` refuses them).
 CLI_AUTHS = frozenset({"os-user", "cli-as"})
-#: Names Splice records its own decisions under; no person decides under them.
-RESERVED = frozenset({"splice", "splice-autonomy"})
+#: Names Splice records its own decisions and operations under: no person decides under them,
+#: no API key is made for them, and an agent claiming one is recorded as ``agent:NAME``.
+RESERVED = frozenset({"splice", "splice-autonomy", "splice-operator"})
 
 
 def require(
@@ -103,6 +105,23 @@ def require(
             'provider\'s sign-in; or set [policy] decisions = "anywhere"',
         )
     return principal
+
+
+def taken_names(config: Any, state: Any) -> frozenset[str]:
+    """The names (name keys) no agent may take: every owner in ``[[domains]]``, every person
+    an API key was made for (revoked ones too), and Splice's reserved names."""
+    from splice.keys import person_names
+
+    owners = {name_key(o) for d in config.domains for o in d.owners}
+    return frozenset(owners | person_names(state) | RESERVED)
+
+
+def as_agent(principal: Principal, config: Any, state: Any) -> Principal:
+    """``principal``, or, for an agent claiming a person's or a reserved name, the agent as
+    ``agent:NAME`` with the name it claimed recorded (:func:`splice.principals.unborrowed`)."""
+    if principal.kind != "agent":
+        return principal
+    return unborrowed(principal, taken_names(config, state))
 
 
 def cli_principal(policy: Any, as_name: str | None) -> Principal:

@@ -58,6 +58,38 @@ def domain_for(graph: Graph, config: WorkspaceConfig, node_id: str) -> DomainSec
     return _pick(config, _all_matches(graph, config), node_id)
 
 
+def domains_touched(
+    graph: Graph, config: WorkspaceConfig, node_ids: list[str], *, first: str | None = None
+) -> tuple[list[DomainSection], list[str]]:
+    """The domains of ``node_ids`` (each once; ``first``'s domain, the origin's, first, then in
+    the order the nodes come) and the nodes in no domain.
+
+    >>> from splice.config import WorkspaceConfig
+    >>> from splice.graph.model import Graph, Node
+    >>> g = Graph()
+    >>> for nid in ("pricing:fx.daily_rates", "finance:fct_gmv_qtd", "shop:orders"):
+    ...     project, name = nid.split(":", 1)
+    ...     g.add_node(Node(nid, project, name, "model", "dbt"))
+    >>> cfg = WorkspaceConfig.model_validate({"domains": [
+    ...     {"name": "pricing", "nodes": ["pricing:*"], "owners": ["maria"]},
+    ...     {"name": "finance", "nodes": ["finance:*"], "owners": ["lee"]}]})
+    >>> doms, unowned = domains_touched(g, cfg, sorted(g.nodes), first="pricing:fx.daily_rates")
+    >>> [d.name for d in doms], unowned
+    (['pricing', 'finance'], ['shop:orders'])
+    """
+    matches = _all_matches(graph, config)
+    out: list[DomainSection] = []
+    unowned: list[str] = []
+    for nid in ([first] if first else []) + [n for n in node_ids if n != first]:
+        d = _pick(config, matches, nid)
+        if d is None:
+            if nid not in unowned:
+                unowned.append(nid)
+        elif all(x.name != d.name for x in out):
+            out.append(d)
+    return out, unowned
+
+
 def domain_named(config: WorkspaceConfig, name: str) -> DomainSection | None:
     return next((d for d in config.domains if d.name == name), None)
 

@@ -51,6 +51,16 @@ def _domain(ws: Any, node_id: str) -> Any:
     return domain_for(ws.graph(), ws.config, node_id)
 
 
+def _touched(ws: Any, draft: Any) -> tuple[list[Any], list[str]]:
+    """Every domain whose relations the draft's steps rewrite or reload (the ingestion job
+    reloaded, every SQLMesh model restated, every dbt model rebuilt), the origin's first; and
+    the nodes it rewrites that no domain covers."""
+    from splice.repair.domains import domains_touched
+
+    nodes = [n for s in draft.steps for n in s["nodes"]]
+    return domains_touched(ws.graph(), ws.config, nodes, first=draft.origin)
+
+
 def propose(
     ws: Any,
     incident_id: str,
@@ -90,6 +100,7 @@ def propose(
             f"no [[domains]] entry covers {draft.origin}, so nobody could approve a repair of it.",
             fix=f"add a [[domains]] whose nodes select {draft.origin}, with named owners",
         )
+    touched, unowned = _touched(ws, draft)
     now = time.time() if now is None else now
     expiry = parse_duration(ws.config.policy.approval_expiry)
     proposal = Proposal(
@@ -97,6 +108,8 @@ def propose(
         incident_id=inc.incident_id,
         target=ws.target,
         domain=dom.name,
+        domains=[d.name for d in touched],
+        unowned=unowned,
         change_class=draft.change_class,  # type: ignore[arg-type]
         title=draft.title,
         cause=draft.cause,
@@ -284,29 +297,40 @@ def _restore_after_failure(ws: Any, p: Proposal, run_id: str) -> None:
 
 
 def _approve_autonomously(ws: Any, p: Proposal, *, now: float | None) -> Proposal:
-    """At L3/L4, a proven change class may be approved by Splice itself; otherwise refuse."""
+    """At L3/L4, a proven change class may be approved by Splice itself, only when every
+    domain still waiting for an approval allows it (each at L3/L4 with its own proven
+    record); otherwise refuse, naming the domain that does not."""
+    from splice.repair.approvals import _domains, waiting_for
     from splice.repair.autonomy import active_stop, autonomy_decision, clean_record
-    from splice.repair.domains import domain_named
 
-    dom = domain_named(ws.config, p.domain)
-    if p.status != "pending" or dom is None:
+    doms = _domains(ws, p) if p.status == "pending" else []
+    if not doms:
         raise ApprovalError(
             f"proposal {p.proposal_id} is {p.status}; only an approved proposal is applied.",
             fix=f"a named owner runs splice approve {p.proposal_id}",
         )
-    ok, why = autonomy_decision(
-        dom, p.change_class, clean_record(ws.state, p.domain, p.change_class),
-        policy=ws.config.policy, stop=active_stop(ws.state),
+    waiting = set(waiting_for(p, store.decisions(ws.state, p.proposal_id)))
+    stop = active_stop(ws.state)
+    whys = []
+    for dom in [d for d in doms if d.name in waiting]:
+        ok, why = autonomy_decision(
+            dom, p.change_class, clean_record(ws.state, dom.name, p.change_class),
+            policy=ws.config.policy, stop=stop,
+        )  # fmt: skip
+        if not ok:
+            owners = ", ".join(dom.owners)
+            raise ApprovalError(
+                f"proposal {p.proposal_id} is not approved, and Splice may not approve it "
+                f"itself: {why}.",
+                fix=f"an owner of {dom.name} ({owners}) runs splice approve {p.proposal_id}",
+            )
+        whys.append(why if len(waiting) == 1 else f"{dom.name}: {why}")
+    mine = [d.name for d in doms if d.name in waiting]
+    return store.approve(
+        ws.state, p.proposal_id, principal=SYSTEM, now=now,
+        comment=f"approved autonomously: {'; '.join(whys)}",
+        decide=lambda cur, ds: (mine, [d for d in waiting_for(cur, ds) if d not in mine]),
     )  # fmt: skip
-    if not ok:
-        owners = ", ".join(dom.owners)
-        raise ApprovalError(
-            f"proposal {p.proposal_id} is not approved, and Splice may not approve it itself: "
-            f"{why}.",
-            fix=f"an owner of {dom.name} ({owners}) runs splice approve {p.proposal_id}",
-        )
-    return store.transition(ws.state, p.proposal_id, "approved", principal=SYSTEM, now=now,
-                            comment=f"approved autonomously: {why}")  # fmt: skip
 
 
 def receipt(ws: Any, proposal_id: str) -> dict[str, Any]:

@@ -192,6 +192,16 @@ class Proposal:
     #: the damage per node and how the repair rewrites it (``{"nodes": [...], "blocked": [...]}``,
     #: :func:`splice.repair.draft.draft_repair`); empty for proposals made before it existed
     scope: dict[str, Any] = field(default_factory=dict)
+    #: every domain whose relations the repair rewrites or reloads, ``domain`` (the origin's)
+    #: first: an owner of each approves it. Empty for proposals made before: ``[domain]``
+    domains: list[str] = field(default_factory=list)
+    #: nodes the repair rewrites that no ``[[domains]]`` entry covers (nobody approves for them)
+    unowned: list[str] = field(default_factory=list)
+
+    @property
+    def touched_domains(self) -> list[str]:
+        """The domains whose owners decide it: ``domains``, or the origin's alone (older)."""
+        return list(self.domains) or [self.domain]
 
     def as_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {}
@@ -230,6 +240,8 @@ class Proposal:
             requested_at=(float(d["requested_at"]) if d.get("requested_at") is not None else None),
             requester=dict(d["requester"]) if d.get("requester") else None,
             scope=dict(d.get("scope") or {}),
+            domains=[str(x) for x in d.get("domains") or []],
+            unowned=[str(x) for x in d.get("unowned") or []],
         )
 
 
@@ -245,6 +257,9 @@ class Decision:
     principal_kind: str | None = None  # person | agent (None: recorded before principals)
     principal_auth: str | None = None  # os-user | cli-as | api-key | oauth | stdio | system
     principal_credential: str | None = None  # an API key's id, a token's subject
+    #: the domains an approval is for (an escalation: the domain whose owner is asked); None
+    #: for other decisions and for those recorded before proposals had several domains
+    domains: tuple[str, ...] | None = None
 
     @property
     def principal(self) -> dict[str, Any]:
@@ -252,7 +267,9 @@ class Decision:
                 "credential": self.principal_credential}  # fmt: skip
 
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "principal": self.principal}
+        d = {**asdict(self), "principal": self.principal}
+        d["domains"] = list(self.domains) if self.domains is not None else None
+        return d
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ def build_receipt(
         "scope": {"start": str(proposal.get("scope_start")), "end": str(proposal.get("scope_end"))},
         "change_class": proposal.get("change_class"),
         "domain": proposal.get("domain"),
+        "domains": list(proposal.get("domains") or [proposal.get("domain")]),
         "requested_by": proposal.get("created_by"),
         "requester": proposal.get("requester"),
         "approved_by": [
@@ -50,6 +51,7 @@ def build_receipt(
                 "credential": a.get("principal_credential"),
                 "at": a.get("at"),
                 "comment": a.get("comment"),
+                "domains": list(a.get("domains") or [proposal.get("domain")]),
             }
             for a in approvals
         ],  # fmt: skip
@@ -106,7 +108,9 @@ def receipt_markdown(r: dict[str, Any]) -> str:
             by = describe(
                 {"name": a["by"], **{k: a.get(k) for k in ("kind", "auth", "credential")}}
             )
-            lines.append(f"- Approved by: {by} at {utc_text(a.get('at'))}{note}")
+            domains = ", ".join(a.get("domains") or [])
+            scope = f" for {domains}" if domains else ""
+            lines.append(f"- Approved by: {by} at {utc_text(a.get('at'))}{scope}{note}")
     else:
         lines.append("- Approved by: nobody")
     cost = r.get("cost") or {}

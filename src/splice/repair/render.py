@@ -13,6 +13,11 @@ def proposal_lines(p: Any) -> list[str]:
     by = describe(p.requester) if p.requester else p.created_by
     lines.append(f"  incident {p.incident_id}; domain {p.domain}; change class {p.change_class}; "
                  f"requested by {by}")  # fmt: skip
+    doms = getattr(p, "touched_domains", None) or [p.domain]
+    lines.append(f"Approvals: an owner of each domain it rewrites: {', '.join(doms)}")
+    if getattr(p, "unowned", None):
+        lines.append(f"  in no domain (nobody approves for them; splice doctor: SPL403): "
+                     f"{', '.join(p.unowned)}")  # fmt: skip
     lines.append(f"Cause: {p.cause}")
     lines.append(f"Scope: {p.scope_start}..{p.scope_end}")
     lines += scope_lines(p.scope or {})

@@ -73,6 +73,8 @@ def save(
         auditlog.append(
             conn, kind="propose", principal=principal, proposal_id=proposal.proposal_id,
             at=now, payload={"incident_id": proposal.incident_id, "domain": proposal.domain,
+                             **({"domains": proposal.domains, "unowned": proposal.unowned}
+                                if proposal.domains else {}),
                              "change_class": proposal.change_class, "title": proposal.title,
                              "status": proposal.status,
                              "scope": [proposal.scope_start.isoformat(),
@@ -131,11 +133,12 @@ def list_proposals(
 def decisions(state: StateStore, proposal_id: str) -> list[Decision]:
     rows = state.conn.execute(
         "SELECT proposal_id, decision, actor, comment, at, principal_kind, principal_auth, "
-        "principal_credential FROM repair_decisions "
+        "principal_credential, domains FROM repair_decisions "
         "WHERE proposal_id = ? COLLATE NOCASE ORDER BY at, rowid",
         (proposal_id,),
     )
-    return [Decision(*r) for r in rows]
+    return [Decision(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7],
+                     tuple(json.loads(r[8])) if r[8] else None) for r in rows]  # fmt: skip
 
 
 def _write(conn: sqlite3.Connection, p: Proposal, now: float) -> None:
@@ -156,16 +159,21 @@ def note(
     comment: str | None,
     at: float,
     payload: dict[str, Any] | None = None,
+    domains: list[str] | None = None,
 ) -> None:
-    """A decision that does not change the status (an escalation), with its log entry;
-    ``conn`` must be inside a transaction.  The row and the entry record the principal."""
+    """A decision that does not change the status (an escalation, an approval for some of the
+    domains), with its log entry; ``conn`` must be inside a transaction.  The row and the entry
+    record the principal, and ``domains``: the domains an approval is for, or whose owner an
+    escalation asks."""
     conn.execute(
         "INSERT INTO repair_decisions(proposal_id, decision, actor, comment, at, principal_kind, "
-        "principal_auth, principal_credential) VALUES (?,?,?,?,?,?,?,?)",
+        "principal_auth, principal_credential, domains) VALUES (?,?,?,?,?,?,?,?,?)",
         (p.proposal_id, decision, principal.name, comment, at, principal.kind, principal.auth,
-         principal.credential),
+         principal.credential, json.dumps(list(domains)) if domains else None),
     )  # fmt: skip
     body = {"status": p.status, "comment": comment, **(payload or {})}
+    if domains:
+        body["domains"] = list(domains)
     auditlog.append(
         conn, kind=decision, principal=principal, proposal_id=p.proposal_id, payload=body, at=at
     )
@@ -198,18 +206,64 @@ def transition(
         p = _load(conn, proposal_id)
         if check is not None:
             check(p)
-        if not can_move(p.status, to):
-            allowed = ", ".join(sorted(TRANSITIONS[p.status])) or "nothing (it is final)"
-            raise RepairError(
-                f"proposal {p.proposal_id} is {p.status}; it cannot become {to} "
-                f"(from {p.status} it can become: {allowed}).",
-                fix=f"splice audit-log show lists what happened to {p.proposal_id}",
-            )
-        before = p.status
-        if update is not None:
-            update(p)
-        p.status = to
-        _write(conn, p, now)
-        note(conn, p, DECISION_FOR[to], principal=principal, comment=comment, at=now,
-             payload={"from": before, "to": to, **(payload or {})})  # fmt: skip
+        _move(conn, p, to, principal=principal, comment=comment, now=now, update=update,
+              payload=payload)  # fmt: skip
+    return p
+
+
+def _move(
+    conn: sqlite3.Connection,
+    p: Proposal,
+    to: str,
+    *,
+    principal: Principal,
+    comment: str | None,
+    now: float,
+    update: Callable[[Proposal], None] | None = None,
+    payload: dict[str, Any] | None = None,
+    domains: list[str] | None = None,
+) -> None:
+    if not can_move(p.status, to):
+        allowed = ", ".join(sorted(TRANSITIONS[p.status])) or "nothing (it is final)"
+        raise RepairError(
+            f"proposal {p.proposal_id} is {p.status}; it cannot become {to} "
+            f"(from {p.status} it can become: {allowed}).",
+            fix=f"splice audit-log show lists what happened to {p.proposal_id}",
+        )
+    before = p.status
+    if update is not None:
+        update(p)
+    p.status = to
+    _write(conn, p, now)
+    note(conn, p, DECISION_FOR[to], principal=principal, comment=comment, at=now,
+         payload={"from": before, "to": to, **(payload or {})}, domains=domains)  # fmt: skip
+
+
+def approve(
+    state: StateStore,
+    proposal_id: str,
+    *,
+    principal: Principal,
+    decide: Callable[[Proposal, list[Decision]], tuple[list[str], list[str]]],
+    comment: str | None = None,
+    now: float | None = None,
+    update: Callable[[Proposal], None] | None = None,
+) -> Proposal:
+    """An approval of ``principal`` for some of a proposal's domains, in one transaction.
+
+    ``decide(p, decisions)`` runs first, inside the transaction, on the proposal and its
+    decisions as stored now: it raises to refuse, else returns (the domains this approval is
+    for, the domains still waiting after it).  When none is left waiting the proposal becomes
+    ``approved`` (``update(p)`` first); otherwise it stays ``pending`` and the approval is
+    recorded as an ``approve`` decision naming its domains, with its log entry."""
+    now = time.time() if now is None else now
+    with state.transaction() as conn:
+        p = _load(conn, proposal_id)
+        mine, waiting = decide(p, decisions(state, p.proposal_id))
+        if waiting:
+            note(conn, p, "approve", principal=principal, comment=comment, at=now,
+                 payload={"waiting": waiting}, domains=mine)  # fmt: skip
+        else:
+            _move(conn, p, "approved", principal=principal, comment=comment, now=now,
+                  update=update, domains=mine)  # fmt: skip
     return p

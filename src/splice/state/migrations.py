@@ -397,9 +397,17 @@ MIGRATIONS: list[tuple[int, str]] = [
         """,
     ),
     (
+        # Every domain a repair touches decides (splice.repair.approvals): an approval names
+        # the domains it is for, an escalation the domain whose owner it asks (a JSON list).
+        12,
+        """
+        ALTER TABLE repair_decisions ADD COLUMN domains TEXT
+        """,
+    ),
+    (
         # Signed audit-log entries (splice.state.signing): the writing process's Ed25519 key
         # (``ed25519:`` + its public key) and its signature of the entry's hash.
-        12,
+        13,
         """
         ALTER TABLE repair_audit_log ADD COLUMN signer TEXT;
         ALTER TABLE repair_audit_log ADD COLUMN signature TEXT

@@ -18,7 +18,7 @@ from splice.web.core import Ctx, PageError, Redirect, Web
 def proposal_list(ctx: Ctx) -> tuple[str, dict[str, Any]]:
     rows = []
     for p, asked in api.list_proposals(ctx.ws, include_closed=True):
-        rows.append({**p.as_dict(), "asked": asked})
+        rows.append({**p.as_dict(), "asked": asked, **api.approval_status(ctx.ws, p)})
     return "proposals.html", {
         "title": "Proposals",
         "proposals": rows,
