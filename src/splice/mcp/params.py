@@ -75,7 +75,7 @@ IncidentId = Annotated[
     str,
     Field(
         description="An incident's id, INC-N, as list_incidents returns it.",
-        pattern=r"^INC-\d+$",
+        pattern=r"^[Ii][Nn][Cc]-\d+$",
         examples=["INC-1"],
     ),
 ]
@@ -83,7 +83,7 @@ ProposalId = Annotated[
     str,
     Field(
         description="A repair proposal's id, PR-N, as propose_repair and list_proposals return it.",
-        pattern=r"^PR-\d+$",
+        pattern=r"^[Pp][Rr]-\d+$",
         examples=["PR-1"],
     ),
 ]
@@ -92,7 +92,7 @@ GrantId = Annotated[
     Field(
         description="An access grant's id, AG-N, as request_access and list_access_grants "
         "return it.",
-        pattern=r"^AG-\d+$",
+        pattern=r"^[Aa][Gg]-\d+$",
         examples=["AG-1"],
     ),
 ]
