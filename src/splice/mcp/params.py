@@ -3,7 +3,9 @@ work on the demo workspace (``splice demo``; tests/mcp_server/test_mcp_params.py
 tool with every example against the built demo and its stale-rates incident).
 
 The MCP SDK turns these ``Annotated`` types into each tool's JSON Schema (``description``,
-``examples``, bounds), as dbt-mcp does for its discovery tools.
+``examples``, bounds), as dbt-mcp does for its discovery tools. Ids carry no ``pattern``: a
+wrong one is answered by Splice itself, naming the ids that exist and the tool that lists
+them, which helps an agent more than a schema validation error.
 """
 
 from __future__ import annotations
@@ -75,7 +77,6 @@ IncidentId = Annotated[
     str,
     Field(
         description="An incident's id, INC-N, as list_incidents returns it.",
-        pattern=r"^[Ii][Nn][Cc]-\d+$",
         examples=["INC-1"],
     ),
 ]
@@ -83,7 +84,6 @@ ProposalId = Annotated[
     str,
     Field(
         description="A repair proposal's id, PR-N, as propose_repair and list_proposals return it.",
-        pattern=r"^[Pp][Rr]-\d+$",
         examples=["PR-1"],
     ),
 ]
@@ -92,7 +92,6 @@ GrantId = Annotated[
     Field(
         description="An access grant's id, AG-N, as request_access and list_access_grants "
         "return it.",
-        pattern=r"^[Aa][Gg]-\d+$",
         examples=["AG-1"],
     ),
 ]

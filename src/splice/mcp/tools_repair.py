@@ -2,10 +2,12 @@
 
 An agent proposes; a person decides. ``propose_repair`` records the caller as the requester.
 ``accept_level`` is in ``repairs`` (the library refuses it to every agent, so on stdio, where
-the caller is an agent, it is always refused; a person's key or token on ``splice serve`` may).
-The ``decisions`` tools exist only on ``splice serve`` (where callers are authenticated) and
-the library refuses them to any agent principal, to a principal without the scope, to the
-requester and to anyone who is not a named owner of the proposal's domain.
+the caller is an agent, it is not offered and refused if called; a person's key or token on
+``splice serve`` may). The ``decisions`` tools exist only on ``splice serve`` (where callers are
+authenticated); they are offered only to callers who may make the decision at all
+(:func:`splice.mcp.server.offered`), and the library refuses them to any agent principal, to a
+principal without the scope, to the requester and to anyone who is not a named owner of the
+proposal's domain.
 """
 
 from __future__ import annotations
