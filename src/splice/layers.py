@@ -102,6 +102,7 @@ INFRASTRUCTURE: tuple[str, ...] = (
     "splice.names",
     "splice.principals",
     "splice.clock",
+    "splice.numbers",
     "splice.capture",
     "splice.faults",
     "splice.faults_env",

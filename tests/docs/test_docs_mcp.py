@@ -25,3 +25,24 @@ def test_the_client_configuration_blocks_are_valid_json() -> None:
     assert len(blocks) >= 4
     for b in blocks:
         assert "mcpServers" in json.loads(b)
+
+
+def test_the_parameter_table_shows_the_examples_the_tools_give() -> None:
+    """The examples docs/mcp.md shows are the schemas' own (which a test runs on the demo)."""
+
+    class _Hub:
+        root = None
+
+    from splice.mcp.server import ALL_GROUPS, build_server
+
+    tools = build_server(_Hub(), ALL_GROUPS)._tool_manager.list_tools()
+    given: dict[str, set[str]] = {}
+    for t in tools:
+        for name, prop in t.parameters.get("properties", {}).items():
+            given.setdefault(name, set()).update(str(x) for x in prop.get("examples") or [])
+    section = DOC.read_text().split("**Parameters.**", 1)[1].split("**Times.**", 1)[0]
+    rows = re.findall(r"^\| `(\w+)`[^|]*\| [^|]* \| (.*) \|$", section, flags=re.M)
+    assert len(rows) >= 7
+    for name, examples in rows:
+        for ex in re.findall(r"`([^`]+)`", examples):
+            assert ex in given.get(name, set()) or any(ex in v for v in given.values()), (name, ex)

@@ -166,7 +166,7 @@ def _receipt_json(ws: Path, r: Any) -> None:  # the receipt as data
     _ok(r)
     d = json.loads(r.stdout)
     assert d["proposal"] == "PR-1" and d["incident"] == "INC-1"
-    assert [a["by"] for a in d["approved_by"]] == ["maria"], d["approved_by"]
+    assert [a["by"] for a in d["approved_by"]] == ["maria", "lee"], d["approved_by"]
 
 
 def _verify(ws: Path, r: Any) -> None:  # the hash-chained log of every decision

@@ -12,6 +12,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -253,7 +254,8 @@ def test_over_mcp_an_agent_asks_an_owner_grants_and_serve_revokes_after_a_restar
         assert done["status"] == "granted" and done["requester"]["kind"] == "agent"
         assert can_read(url, reader, "finance.fct_gmv_qtd")  # the server is down; access holds
         with running_server(ws, port):  # started again: its scheduler revokes on time
-            time.sleep(max(0.0, done["until"] - time.time()) + 3)
+            until = datetime.fromisoformat(done["until"]).timestamp()  # MCP: ISO 8601
+            time.sleep(max(0.0, until - time.time()) + 3)
             assert not can_read(url, reader, "finance.fct_gmv_qtd")
         shown = json.loads(splice(ws, "access", "show", done["grant_id"], "--json").stdout)
         assert shown["status"] == "ended" and shown["decisions"][-1]["actor"] == "splice"

@@ -182,7 +182,7 @@ def serve_config(port: int, idp: IdentityProvider | None) -> str:
 
 
 @contextmanager
-def running_server(workspace: Path, port: int, *, timeout: float = 60.0) -> Iterator[str]:
+def running_server(workspace: Path, port: int, *, timeout: float = 180.0) -> Iterator[str]:
     """``splice serve`` on 127.0.0.1:port for the block; yields its base URL."""
     log = open(workspace / "serve.log", "w")  # noqa: SIM115 - closed below
     proc = subprocess.Popen(

@@ -53,21 +53,25 @@ def served(stale_story: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     idp.close()
 
 
-def test_an_agent_on_stdio_sees_the_tool_and_is_refused(served: Served) -> None:
+def test_an_agent_on_stdio_is_not_offered_the_tool_and_is_refused(served: Served) -> None:
     before = served.written()
 
-    async def main() -> tuple[Any, str]:
+    async def main() -> tuple[set[str], Any, str]:
         async with stdio_session(served.ws, client="claude-code") as s:
-            tools = {t.name: t for t in (await s.list_tools()).tools}
+            names = {t.name for t in (await s.list_tools()).tools}
             with pytest.raises(ToolFailed) as e:
                 await call(s, "accept_level", incident_id="INC-1", note="looks permanent")
-            return tools["accept_level"], str(e.value)
+        async with http_session(served.base, served.keys["lee"]) as person:
+            tools = {t.name: t for t in (await person.list_tools()).tools}
+        return names, tools["accept_level"], str(e.value)
 
-    tool, msg = anyio.run(main)
+    names, tool, msg = anyio.run(main)
+    assert "accept_level" not in names  # an agent is not offered what it may never do
     assert tool.annotations.destructive_hint is True and tool.annotations.read_only_hint is False
     assert tool.meta["group"] == "repairs"
     assert "claude-code (agent, stdio) may not accept-level: an agent never decides" in msg
     assert "splice incident accept-level" in msg  # the fix names the command a person runs
+    assert "Over MCP:" in msg and "calls accept_level" in msg  # and who calls the tool
     assert served.written() == before
 
 

@@ -98,6 +98,80 @@ def test_the_band_is_what_the_detectors_tolerate(site: Site) -> None:
     )
 
 
+def _figure(html: str, metric: str) -> str:
+    return next(f for f in _figures(html) if f'data-metric="{metric}"' in f)
+
+
+def test_every_series_of_the_metric_can_be_picked_and_drawn(site: Site, page: str) -> None:
+    fx = _figure(page, "fx_rate")
+    picker = re.search(r'<form[^>]*data-testid="series-picker".*?</form>', fx, flags=re.S)
+    assert picker, fx[:500]
+    options = re.findall(r'<option value="([^"]+)"( selected)?>([^<]*)</option>', picker.group(0))
+    labels = [o[0] for o in options]
+    assert len(labels) == 30 and len(set(labels)) == 30  # every series, not only the first
+    anomalous = [o[0] for o in options if "(anomalous)" in o[2]]
+    assert len(anomalous) == 29 and labels[:29] == anomalous  # the anomalous ones first
+    assert [o[0] for o in options if o[1]] == ["currency=AUD"]  # the one drawn is selected
+    calm = labels[-1]  # the one series that kept moving
+    c = site.client("rita")
+    for label, marks in (("currency=JPY", INCIDENT_DAYS), (calm, [])):
+        r = c.get(f"/incidents/INC-1?metric=fx_rate&series={label.replace('=', '%3D')}")
+        assert r.status_code == 200
+        drawn = _figure(r.text, "fx_rate")
+        assert f'data-series="{label}"' in drawn
+        assert f'<option value="{label}" selected>' in drawn
+        assert re.findall(r'data-testid="anomaly-mark" data-interval="([^"]+)"', drawn) == marks
+        assert 'data-testid="remeasured"' not in drawn
+        # the other metrics keep their own series
+        lag = _figure(r.text, "pricing:fx.daily_rates/lag_days(as_of)")
+        assert lag == _figure(page, "pricing:fx.daily_rates/lag_days(as_of)")
+    c.close()
+
+
+def test_the_detectors_own_rule_is_drawn(page: str) -> None:
+    # stopped moving: the value repeated, drawn from the last interval it moved to the last
+    # interval it repeated, and said in words
+    fx = _figure(page, "fx_rate")
+    rep = re.search(r'<g data-testid="repeat-line"[^>]*data-value="([^"]+)" '
+                    r'data-from="([^"]+)" data-to="([^"]+)"', fx)  # fmt: skip
+    assert rep, "no repeated value drawn for the stopped-moving detector"
+    assert abs(float(rep.group(1)) - 0.703) < 5e-4
+    assert rep.group(2) < INCIDENT_DAYS[0] and rep.group(3) == INCIDENT_DAYS[-1]
+    words = text_of(re.search(r'<p class="rule" data-testid="repeat-rule">.*?</p>', fx,
+                              flags=re.S).group(0))  # type: ignore[union-attr]  # fmt: skip
+    assert words.startswith(f"Stopped moving: 0.703 on every interval from {rep.group(2)} to "
+                            f"{INCIDENT_DAYS[-1]}")  # fmt: skip
+    # a metric judged by its band has no repeat drawn
+    lag = _figure(page, "pricing:fx.daily_rates/lag_days(as_of)")
+    assert 'data-testid="repeat-line"' not in lag and 'data-testid="baseline-band"' in lag
+    # lateness: how far behind its interval the payload's as-of date is, with the usual lag
+    late = re.search(r'<figure[^>]*data-testid="lateness-chart".*?</figure>', page, flags=re.S)
+    assert late, "no as-of lag chart"
+    bars = re.findall(r'data-testid="lag-bar" data-interval="([^"]+)" data-stale="(\w+)"',
+                      late.group(0))  # fmt: skip
+    assert len(bars) >= 5
+    assert [iv for iv, stale in bars if stale == "true"] == INCIDENT_DAYS
+    assert 'data-testid="usual-lag"' in late.group(0)
+    assert "How far behind is as_of?" in text_of(late.group(0))
+
+
+def test_repeat_rule_and_lag_chart_on_small_inputs() -> None:
+    from splice.reads.incident_charts import repeat_rule
+
+    pts = [{"interval": f"2026-09-{d:02d}", "value": v}
+           for d, v in [(20, 1.0), (21, 1.1), (22, 1.1), (23, 1.1)]]  # fmt: skip
+    rule = repeat_rule(pts, [{"interval": "2026-09-23", "detector": "stopped_moving"}])
+    assert rule == {"value": 1.1, "from": "2026-09-21", "to": "2026-09-23", "intervals": 2}
+    chart = {"metric": "m", "series": "s", "points": [dict(p, lower=0.9, upper=1.2,
+             expected=1.05) for p in pts], "intervals": ["2026-09-23"], "repeat": rule}  # fmt: skip
+    drawn = str(svg.metric_chart(chart, uid="r"))
+    assert 'data-testid="repeat-line"' in drawn and "unchanged at 1.1 since 2026-09-21" in drawn
+    lag = str(svg.lag_chart({"column": "as_of", "usual_lag_days": 1, "days": [
+        {"interval": "2026-09-22", "lag_days": 1, "stale": False},
+        {"interval": "2026-09-23", "lag_days": 4, "stale": True}]}, uid="l"))  # fmt: skip
+    assert lag.count('data-testid="lag-bar"') == 2 and "style=" not in lag
+
+
 def test_restated_points_keep_the_incident_marked(stale_story: Any, tmp_path: Path) -> None:
     """Once a repair restated the intervals, watch measures them again and the incident's
     stored anomalies are gone: the chart draws today's values and still marks where the

@@ -355,6 +355,35 @@ def test_the_receipt_records_cause_scope_approver_runs_verification_and_undo(
     assert "The log verifies" in doc.one("receipt-audit-head").text
 
 
+def test_counts_and_checksums_read_the_same_on_the_pages_and_in_the_receipt(
+    story: Story, sam: PageClient
+) -> None:
+    receipt = json.loads(splice(story.ws, "receipt", "PR-1", "--json").stdout)
+    md = splice(story.ws, "receipt", "PR-1", "--markdown").stdout
+    proposal, printed = page(sam, "/proposals/PR-1"), page(sam, "/receipts/PR-1")
+    # row counts are whole numbers, thousands separated, wherever they are shown
+    cost = proposal.one("cost").text
+    assert re.fullmatch(r"[1-9][\d,]* rows rewritten, against [1-9][\d,]* for a full rebuild "
+                        r"\(\d+\.\d%\)\.", cost), cost  # fmt: skip
+    for text in (proposal.text, printed.text, md):
+        assert not re.search(r"\d\.\d+ rows", text)
+    # each relation of the undo: the same rows and the same checksum on both pages and in the
+    # receipt (its first 16 characters; the whole one in the JSON)
+    undo = receipt["undo"]
+    assert undo
+    page_rows = {r.all(tag="td")[0].text: r.all(tag="td") for r in
+                 proposal.one("undo-table").one(tag="tbody").all(tag="tr")}  # fmt: skip
+    receipt_rows = {r.all(tag="td")[0].text: r.all(tag="td") for r in
+                    printed.one("receipt-undo").one(tag="tbody").all(tag="tr")}  # fmt: skip
+    for u in undo:
+        rows, short = f"{int(u['rows']):,}", u["checksum"][:16]
+        assert [c.text for c in page_rows[u["relation"]]][1:4:2] == [rows, short]
+        assert [c.text for c in receipt_rows[u["relation"]]][2:4] == [rows, short]
+        assert f"{rows} rows, checksum {short}," in md
+    scoped = f"{int(receipt['cost']['rows_scoped']):,}"
+    assert cost.startswith(f"{scoped} rows") and f"Rows rewritten: {scoped} of" in md
+
+
 def test_audit_log_is_verified_and_says_not_verified_after_tampering(
     story: Story, sam: PageClient
 ) -> None:

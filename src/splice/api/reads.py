@@ -79,13 +79,16 @@ def node_details(ws: Workspace, node_id: str) -> dict[str, Any]:
     return _details(ws, node_id)
 
 
-def incident_charts(ws: Workspace, incident_id: str) -> list[dict[str, Any]]:
-    """One chart's data per anomalous metric of an incident: a series' history around it, the
-    band the detectors tolerate, the anomalous intervals, how many series were anomalous (see
-    :func:`splice.reads.incident_charts.incident_charts`)."""
+def incident_charts(
+    ws: Workspace, incident_id: str, picks: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """One chart's data per anomalous metric of an incident: a series' history, the band its
+    detectors tolerate, the anomalous intervals marked, every series of the metric to pick
+    from (``picks``: metric -> the series label to draw) and the stopped-moving detector's
+    repeat (see :func:`splice.reads.incident_charts.incident_charts`)."""
     from splice.reads.incident_charts import incident_charts as _charts
 
-    return _charts(ws, incident_id)
+    return _charts(ws, incident_id, picks)
 
 
 def incident_lineage(ws: Workspace, incident_id: str) -> dict[str, Any]:

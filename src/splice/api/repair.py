@@ -390,6 +390,22 @@ def credential_active(ws: Workspace, principal: Principal) -> bool:
     return True
 
 
+def may_act(principal: Principal, action: str) -> str | None:
+    """None when ``principal`` may ``action`` at all (``propose``, ``approve``, ``reject``,
+    ``apply``, ``undo``, ``stop``, ``resume``, ``accept-level``: its kind and scopes, before
+    any rule of a particular proposal or grant), else why not, in words. Writes nothing; what
+    it offers (the MCP server lists only the tools a principal may call) is decided again by
+    the action itself."""
+    from splice.errors import AccessError
+    from splice.repair.access import require
+
+    try:
+        require(principal, action)
+    except AccessError as e:
+        return e.message
+    return None
+
+
 def decision_options(ws: Workspace, proposal_id: str, principal: Principal) -> dict[str, Any]:
     """For each decision (approve, reject, apply, undo): None when ``principal`` may make it on
     ``proposal_id`` now, else why not, in words. Writes nothing."""

@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from splice.cli.main import cli, emit_json, open_workspace
+from splice.numbers import count
 
 #: ``--as NAME``: honoured only where splice.toml's [policy] allow_as is true.
 AS_HELP = "Decide under this name (only where [policy] allow_as = true; default: your login)."
@@ -166,7 +167,7 @@ def undo_cmd(ctx: click.Context, proposal_id: str, actor: str | None, as_json: b
         emit_json(p.as_dict())
         return
     rows = sum(u.rows for u in p.undo)
-    click.echo(f"{p.proposal_id} undone: {len(p.undo)} relation(s), {rows:,} rows restored, "
+    click.echo(f"{p.proposal_id} undone: {len(p.undo)} relation(s), {count(rows)} rows restored, "
                f"checksums equal. Incident {p.incident_id} is open again.")  # fmt: skip
 
 

@@ -46,9 +46,9 @@ def _st(status: str, text: str | None = None) -> str:
 
 
 def _fmt_s(seconds: float | None) -> str:
-    if seconds is None:
-        return ""
-    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
+    from splice.numbers import duration
+
+    return duration(seconds)
 
 
 class RunDisplay:

@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from splice.cli.main import cli, emit_json, open_workspace
+from splice.numbers import duration
 
 
 def _stderr(message: str) -> None:
@@ -66,7 +67,7 @@ def render_watch(result: Any, *, show_sql: bool = False) -> None:
         f"[bold]Watched[/] {len(result.metrics)} metric queries, "
         f"{sum(m.series for m in result.metrics)} series: {result.points} new point(s)"
         + (" (backfill)" if result.backfill else "")
-        + f" in {result.seconds:.1f} s."
+        + f" in {duration(result.seconds)}."
     )
     if show_sql:
         for m in result.metrics:

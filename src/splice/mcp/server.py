@@ -89,7 +89,8 @@ def build_server(hub: Any, groups: Iterable[str] | None = None, **server_options
     table = tool_table()
     writes = tools_read.WRITES_STATE | tools_repair.WRITES_STATE
     state_lane = anyio.CapacityLimiter(1)
-    for group in check_groups(groups):
+    chosen = check_groups(groups)
+    for group in chosen:
         for fn in table[group]:
             name = fn.__name__
             destructive = name in tools_repair.DESTRUCTIVE
@@ -106,7 +107,56 @@ def build_server(hub: Any, groups: Iterable[str] | None = None, **server_options
                 ),
                 meta={"group": group},
             )
+    offer_only_callable(server)
     return server
+
+
+#: The decision (:func:`splice.api.may_act`) each tool makes; a caller who may not make it at
+#: all (an agent deciding, a key without the scope) is not offered the tool.
+TOOL_ACTIONS = {
+    "propose_repair": "propose",
+    "request_access": "propose",
+    "accept_level": "accept-level",
+    "approve_proposal": "approve",
+    "reject_proposal": "reject",
+    "apply_proposal": "apply",
+    "undo_proposal": "undo",
+    "stop_repairs": "stop",
+    "resume_repairs": "resume",
+    "approve_access": "approve",
+    "reject_access": "reject",
+    "revoke_access": "reject",
+}
+
+
+def offered(name: str, who: Any) -> bool:
+    """Whether the tool ``name`` is offered to the principal ``who`` (reads to everyone who
+    may read; a decision only to those its rules allow to make it at all).
+
+    >>> from splice.principals import Principal
+    >>> bot = Principal.of("ci", kind="agent", auth="api-key", scopes="read,propose", credential="k")
+    >>> [offered(t, bot) for t in ("get_incident", "propose_repair", "approve_proposal")]
+    [True, True, False]
+    """
+    from splice import api
+
+    action = TOOL_ACTIONS.get(name)
+    return action is None or api.may_act(who, action) is None
+
+
+def offer_only_callable(server: Any) -> None:
+    """``tools/list`` answers each caller with only the tools it may call: the principal of the
+    request's token on ``splice serve``, the stdio client (an agent that reads and proposes)
+    otherwise. A tool not offered still refuses when called, saying what to do instead."""
+    from splice.mcp.calls import caller
+
+    listed = server.list_tools
+
+    async def list_tools() -> list[Any]:
+        who = caller()
+        return [t for t in await listed() if who is None or offered(t.name, who)]
+
+    server.list_tools = list_tools
 
 
 def in_lane(fn: Any, lane: Any) -> Any:

@@ -7,44 +7,64 @@ answers.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from mcp.server.mcpserver import Context
 
 from splice import api
 from splice.mcp.calls import call
+from splice.mcp.params import (
+    AnomalyStatus,
+    Column,
+    Depth,
+    Direction,
+    IncidentId,
+    IncidentStatus,
+    Last,
+    Limit,
+    MetricFilter,
+    MetricName,
+    NodeId,
+    NodeKind,
+    Query,
+    RunId,
+    Selector,
+    Series,
+    Since,
+)
 
 Ctx = Context[Any, Any]
 
 
 # -- catalog --------------------------------------------------------------------------------
-def search_nodes(ctx: Ctx, query: str, kind: str | None = None, limit: int = 20) -> Any:
+def search_nodes(ctx: Ctx, query: Query, kind: NodeKind = None, limit: Limit = 20) -> Any:
     """Find models, sources, seeds, ingestion tables and dashboards by name, description or
-    column (for example "gmv" or "fx rates"), best match first."""
+    column (for example "gmv" or "fx rates"), best match first. Each result's ``id`` is what
+    get_node, get_graph and get_column_lineage take."""
     return call(ctx, lambda ws: api.search_nodes(ws, query, kind=kind, limit=limit), key="nodes")
 
 
-def get_node(ctx: Ctx, node_id: str) -> Any:
+def get_node(ctx: Ctx, node_id: NodeId) -> Any:
     """One node: its tool and project, relation, columns with types, parents and children,
     owners, and its last build."""
     return call(ctx, lambda ws: api.node_details(ws, node_id))
 
 
-def get_graph(ctx: Ctx, selector: str | None = None) -> Any:
+def get_graph(ctx: Ctx, selector: Selector = None) -> Any:
     """The joined graph across dbt, SQLMesh, ingestion and dashboards (optionally a selection
-    such as "+marts.gmv_daily" or "tag:finance") as nodes and edges."""
+    such as "+pricing:marts.agg_gmv_daily", everything upstream of it) as nodes and edges."""
     return call(ctx, lambda ws: api.graph_view(ws, selector, "json"))
 
 
 def get_column_lineage(
     ctx: Ctx,
-    column: str,
-    direction: Literal["up", "down", "both"] = "both",
-    depth: int | None = None,
+    column: Column,
+    direction: Direction = "both",
+    depth: Depth = None,
 ) -> Any:
     """Column lineage across tools for "node.column" (for example
-    "marts.gmv_daily.gmv_usd"): where it comes from (up) and what reads it, down to the
-    dashboards (down)."""
+    "pricing:fx.daily_rates.rate_to_usd"): where it comes from (up) and what reads it, down to
+    the dashboards (down)."""
     way = {"up": "upstream", "down": "downstream"}.get(direction)
     return call(ctx, lambda ws: api.lineage(ws, column, direction=way, depth=depth))
 
@@ -55,10 +75,9 @@ def run_doctor(ctx: Ctx) -> Any:
 
 
 # -- incidents ------------------------------------------------------------------------------
-def list_incidents(
-    ctx: Ctx, status: Literal["open", "resolved", "accepted", "all"] = "open"
-) -> Any:
-    """The target's incidents, newest first: id, title, origin node, intervals, anomalies."""
+def list_incidents(ctx: Ctx, status: IncidentStatus = "open") -> Any:
+    """The target's incidents, newest first: id, title, origin node, intervals, anomalies;
+    ``opened_at`` and ``resolved_at`` in ISO 8601 (UTC)."""
     return call(
         ctx,
         lambda ws: [
@@ -69,7 +88,7 @@ def list_incidents(
     )
 
 
-def get_incident(ctx: Ctx, incident_id: str) -> Any:
+def get_incident(ctx: Ctx, incident_id: IncidentId) -> Any:
     """One incident with its diagnosis: the origin node and the cause across systems (for
     example a vendor's frozen rates), the evidence, the blast radius down to dashboards, and
     the repair scope."""
@@ -89,16 +108,14 @@ def list_metrics(ctx: Ctx) -> Any:
     return call(ctx, lambda ws: api.metrics(ws), key="metrics")
 
 
-def get_metric_history(
-    ctx: Ctx, name: str, series: str | None = None, last: int | None = None
-) -> Any:
+def get_metric_history(ctx: Ctx, name: MetricName, series: Series = None, last: Last = None) -> Any:
     """A metric's values per series with the baseline the detectors compare against, and the
     anomalies found on it."""
     return call(ctx, lambda ws: api.metric_history(ws, name, series=series, last=last))
 
 
 def list_anomalies(
-    ctx: Ctx, status: str | None = None, metric: str | None = None, since: str | None = None
+    ctx: Ctx, status: AnomalyStatus = None, metric: MetricFilter = None, since: Since = None
 ) -> Any:
     """Anomalies the detectors found (optionally of one status or metric, or since a date)."""
     return call(
@@ -126,14 +143,23 @@ def list_dashboards(ctx: Ctx) -> Any:
     return call(ctx, lambda ws: api.dashboards(ws), key="dashboards")
 
 
-def list_runs(ctx: Ctx, limit: int = 20) -> Any:
-    """The runs in the journal, newest first (status, what built, how long)."""
+def list_runs(ctx: Ctx, limit: Limit = 20) -> Any:
+    """The runs in the journal, newest first (status, what built, how long; times in ISO 8601,
+    UTC)."""
     return call(ctx, lambda ws: api.list_runs(ws, limit=limit), key="runs")
 
 
-def get_run_journal(ctx: Ctx, run_id: str) -> Any:
-    """One run (an id or a unique prefix) and its events in order."""
-    return call(ctx, lambda ws: api.run_journal(ws, run_id))
+def get_run_journal(ctx: Ctx, run_id: RunId) -> Any:
+    """One run (an id, a unique prefix, or "latest") and its events in order."""
+
+    def journal(ws: Any) -> Any:
+        rid = run_id
+        if rid.strip().lower() == "latest":
+            newest = api.list_runs(ws, limit=1)
+            rid = newest[0]["run_id"] if newest else rid
+        return api.run_journal(ws, rid)
+
+    return call(ctx, journal)
 
 
 GROUPS: dict[str, list[Any]] = {

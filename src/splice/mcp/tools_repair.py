@@ -2,10 +2,12 @@
 
 An agent proposes; a person decides. ``propose_repair`` records the caller as the requester.
 ``accept_level`` is in ``repairs`` (the library refuses it to every agent, so on stdio, where
-the caller is an agent, it is always refused; a person's key or token on ``splice serve`` may).
-The ``decisions`` tools exist only on ``splice serve`` (where callers are authenticated) and
-the library refuses them to any agent principal, to a principal without the scope, to the
-requester and to anyone who is not a named owner of the proposal's domain.
+the caller is an agent, it is not offered and refused if called; a person's key or token on
+``splice serve`` may). The ``decisions`` tools exist only on ``splice serve`` (where callers are
+authenticated); they are offered only to callers who may make the decision at all
+(:func:`splice.mcp.server.offered`), and the library refuses them to any agent principal, to a
+principal without the scope, to the requester and to anyone who is not a named owner of the
+proposal's domain.
 """
 
 from __future__ import annotations
@@ -16,12 +18,27 @@ from mcp.server.mcpserver import Context
 
 from splice import api
 from splice.mcp.calls import call
+from splice.mcp.params import (
+    AccessSelector,
+    Comment,
+    Grantee,
+    GrantId,
+    Hours,
+    IncidentId,
+    IncludeClosed,
+    MigrationId,
+    Note,
+    ProposalId,
+    Reason,
+    SeriesList,
+    Why,
+)
 
 Ctx = Context[Any, Any]
 
 
 # -- repairs --------------------------------------------------------------------------------
-def propose_repair(ctx: Ctx, incident_id: str) -> Any:
+def propose_repair(ctx: Ctx, incident_id: IncidentId) -> Any:
     """Draft the narrowest repair of an incident (what to rebuild or reload, and why), capture
     and test its undo, and ask the owners of every domain it touches to approve it. Nothing
     is applied."""
@@ -37,7 +54,7 @@ def _with_status(ws: Any, p: Any) -> dict[str, Any]:
     return {**p.as_dict(), **api.approval_status(ws, p)}
 
 
-def list_proposals(ctx: Ctx, include_closed: bool = False) -> Any:
+def list_proposals(ctx: Ctx, include_closed: IncludeClosed = False) -> Any:
     """Repair proposals, newest first, with their status, the owners asked so far, and the
     domains that still have to approve (``waiting_for``)."""
     return call(
@@ -50,20 +67,20 @@ def list_proposals(ctx: Ctx, include_closed: bool = False) -> Any:
     )
 
 
-def get_proposal(ctx: Ctx, proposal_id: str) -> Any:
+def get_proposal(ctx: Ctx, proposal_id: ProposalId) -> Any:
     """One proposal: its scope, the plan it would run, its undo, its decisions so far, and
     the domains that decide it: who approved for each, which still have to (``waiting_for``)."""
     return call(ctx, lambda ws: api.proposal(ws, proposal_id))
 
 
-def get_receipt(ctx: Ctx, proposal_id: str) -> Any:
+def get_receipt(ctx: Ctx, proposal_id: ProposalId) -> Any:
     """The receipt of a repair: cause, scope, who approved and how they were authenticated,
     the runs, the metrics before and after, and the undo."""
     return call(ctx, lambda ws: api.receipt(ws, proposal_id))
 
 
 def accept_level(
-    ctx: Ctx, incident_id: str, note: str | None = None, series: list[str] | None = None
+    ctx: Ctx, incident_id: IncidentId, note: Note = None, series: SeriesList = None
 ) -> Any:
     """Accept an incident's new level as the normal (a person who owns the domain where it
     starts; never an agent): from where each series' fault started it is judged against its
@@ -83,7 +100,9 @@ def verify_audit_log(ctx: Ctx) -> Any:
     return call(ctx, lambda ws: api.verify_audit_log(ws))
 
 
-def request_access(ctx: Ctx, selector: str, grantee: str, why: str, hours: float) -> Any:
+def request_access(
+    ctx: Ctx, selector: AccessSelector, grantee: Grantee, why: Why, hours: Hours
+) -> Any:
     """Ask for read access, for the warehouse role ``grantee``, to the relations the nodes
     ``selector`` picks write (one domain's), for ``hours``; an owner of the domain decides.
     Nothing is granted until then."""
@@ -95,25 +114,25 @@ def request_access(ctx: Ctx, selector: str, grantee: str, why: str, hours: float
     )  # fmt: skip
 
 
-def list_access_grants(ctx: Ctx, include_closed: bool = False) -> Any:
+def list_access_grants(ctx: Ctx, include_closed: IncludeClosed = False) -> Any:
     """Access grants, newest first: what is granted to whom and until when, and requests
     waiting for an owner (ended, rejected and expired ones with ``include_closed``)."""
     return call(ctx, lambda ws: api.list_access(ws, include_closed=include_closed), key="grants")
 
 
-def get_access_grant(ctx: Ctx, grant_id: str) -> Any:
+def get_access_grant(ctx: Ctx, grant_id: GrantId) -> Any:
     """One access grant: relations, grantee, every decision, the statements run, its receipt."""
     return call(ctx, lambda ws: api.access_grant(ws, grant_id))
 
 
-def get_migrations(ctx: Ctx, migration_id: str | None = None) -> Any:
+def get_migrations(ctx: Ctx, migration_id: MigrationId = None) -> Any:
     """Warehouse migrations (or one): each wave's relations and rows, who approved it, its
     parity checks and what failed, and whether the migration was signed complete."""
     return call(ctx, lambda ws: api.migrate_status(ws, migration_id), key="migrations")
 
 
 # -- decisions (people only, on splice serve) ----------------------------------------------
-def approve_proposal(ctx: Ctx, proposal_id: str, comment: str | None = None) -> Any:
+def approve_proposal(ctx: Ctx, proposal_id: ProposalId, comment: Comment = None) -> Any:
     """Approve a pending proposal for the domains it touches that you own (a person; never
     its requester). It is approved once an owner of every domain it touches has approved;
     until then it stays pending, and the result says which domains it waits for."""
@@ -126,7 +145,7 @@ def approve_proposal(ctx: Ctx, proposal_id: str, comment: str | None = None) -> 
     )
 
 
-def reject_proposal(ctx: Ctx, proposal_id: str, reason: str) -> Any:
+def reject_proposal(ctx: Ctx, proposal_id: ProposalId, reason: Reason) -> Any:
     """Reject a proposal (an owner) or withdraw it (its requester)."""
     return call(
         ctx,
@@ -135,17 +154,17 @@ def reject_proposal(ctx: Ctx, proposal_id: str, reason: str) -> Any:
     )
 
 
-def apply_proposal(ctx: Ctx, proposal_id: str) -> Any:
+def apply_proposal(ctx: Ctx, proposal_id: ProposalId) -> Any:
     """Run an approved proposal as one journaled run, verify it and write its receipt."""
     return call(ctx, lambda ws, who: api.apply(ws, proposal_id, principal=who), principal=True)
 
 
-def undo_proposal(ctx: Ctx, proposal_id: str) -> Any:
+def undo_proposal(ctx: Ctx, proposal_id: ProposalId) -> Any:
     """Put back exactly what an applied repair rewrote (an owner)."""
     return call(ctx, lambda ws, who: api.undo(ws, proposal_id, principal=who), principal=True)
 
 
-def approve_access(ctx: Ctx, grant_id: str, comment: str | None = None) -> Any:
+def approve_access(ctx: Ctx, grant_id: GrantId, comment: Comment = None) -> Any:
     """Approve a pending access request as a named owner of its domain (never its requester):
     the grant is made on the warehouse now and revoked when its hours are up."""
     return call(
@@ -155,7 +174,7 @@ def approve_access(ctx: Ctx, grant_id: str, comment: str | None = None) -> Any:
     )
 
 
-def reject_access(ctx: Ctx, grant_id: str, reason: str) -> Any:
+def reject_access(ctx: Ctx, grant_id: GrantId, reason: Reason) -> Any:
     """Refuse a pending access request (an owner) or withdraw it (its requester)."""
     return call(
         ctx,
@@ -164,7 +183,7 @@ def reject_access(ctx: Ctx, grant_id: str, reason: str) -> Any:
     )
 
 
-def revoke_access(ctx: Ctx, grant_id: str, reason: str) -> Any:
+def revoke_access(ctx: Ctx, grant_id: GrantId, reason: Reason) -> Any:
     """End a granted access now, before its time (an owner, or its requester)."""
     return call(
         ctx,
@@ -173,7 +192,7 @@ def revoke_access(ctx: Ctx, grant_id: str, reason: str) -> Any:
     )
 
 
-def stop_repairs(ctx: Ctx, reason: str) -> Any:
+def stop_repairs(ctx: Ctx, reason: Reason) -> Any:
     """Halt every approval and apply org-wide until an owner resumes."""
     return call(ctx, lambda ws, who: api.stop(ws, principal=who, reason=reason), principal=True)
 

@@ -12,7 +12,12 @@ moves (at least ``min_jump`` of the value). A ``stopped_moving`` point is inside
 anomalous because it did not move; the chart marks it all the same.
 
 One series is drawn per metric: the evidence's example series (the one the diagnosis names),
-with the count of series anomalous in the incident beside it; nothing is measured here.
+or the one picked (``picks``: metric -> series label), with every series of the metric offered
+to pick (the anomalous ones first); nothing is measured here. Each detector's own rule is
+drawn with it: the band for the level and jump detectors, the repeated value for
+``stopped_moving`` (``repeat``: the value, from the last interval it moved to the last one it
+repeated), and, for a source re-serving old data, how far its payload's as-of date is behind
+(:func:`lag_chart`).
 """
 
 from __future__ import annotations
@@ -183,33 +188,76 @@ def _num(x: Any) -> float | None:
     return float(x) if x is not None and math.isfinite(float(x)) else None
 
 
-def _series_for(conn: Any, target: str, metric: str, wanted: str | None) -> tuple[Any, int]:
-    """(series row (id, dims, node, kind) drawn, how many series the metric has)."""
+def _series_for(
+    conn: Any, target: str, metric: str, wanted: list[str | None]
+) -> tuple[Any, list[Any]]:
+    """(series row (id, dims, node, kind) drawn: the first of ``wanted`` that the metric has,
+    else its first; every series row of the metric)."""
     rows = conn.execute(
         "SELECT series_id, dims, node_id, kind FROM watch_series WHERE target = ? AND metric = ? "
         "ORDER BY dims",
         (target, metric),
     ).fetchall()
     if not rows:
-        return None, 0
-    for r in rows:
-        if wanted is not None and dims_label(json.loads(r[1])) == wanted:
-            return r, len(rows)
-    return rows[0], len(rows)
+        return None, []
+    labels = {dims_label(json.loads(r[1])): r for r in rows}
+    for w in wanted:
+        if w is not None and w in labels:
+            return labels[w], rows
+    return rows[0], rows
+
+
+def _options(conn: Any, rows: list[Any], incident_id: str, drawn: int) -> list[dict[str, Any]]:
+    """Every series of a metric to pick from: its label, whether the incident found it
+    anomalous, whether it is the one drawn; the anomalous ones first."""
+    hit = {int(r[0]) for r in conn.execute(
+        "SELECT DISTINCT series_id FROM watch_anomalies WHERE incident_id = ?", (incident_id,))}  # fmt: skip
+    out = [{"label": dims_label(json.loads(r[1])), "anomalous": int(r[0]) in hit,
+            "selected": int(r[0]) == drawn} for r in rows]  # fmt: skip
+    out.sort(key=lambda o: (not o["anomalous"], o["label"]))
+    return out
+
+
+def repeat_rule(points: list[dict[str, Any]], anomalies: list[dict[str, Any]]) -> Any:
+    """The ``stopped_moving`` detector's rule on the drawn series: the value it repeated, from
+    the last interval it moved to (its first repeat's value, going back while the value is the
+    same) to the last interval flagged; None without such an anomaly.
+
+    >>> pts = [{"interval": f"2026-09-2{d}", "value": v} for d, v in
+    ...        [(4, 1.0), (5, 1.2), (6, 1.2), (7, 1.2), (8, 1.2)]]
+    >>> repeat_rule(pts, [{"interval": "2026-09-27", "detector": "stopped_moving"},
+    ...                   {"interval": "2026-09-28", "detector": "stopped_moving"}])
+    {'value': 1.2, 'from': '2026-09-25', 'to': '2026-09-28', 'intervals': 3}
+    >>> repeat_rule(pts, [{"interval": "2026-09-28", "detector": "spike"}]) is None
+    True
+    """
+    flagged = sorted(a["interval"] for a in anomalies if a["detector"] == "stopped_moving")
+    at = {p["interval"]: i for i, p in enumerate(points)}
+    flagged = [iv for iv in flagged if iv in at]
+    if not flagged:
+        return None
+    first, last = at[flagged[0]], at[flagged[-1]]
+    value = points[first]["value"]
+    start = first
+    while start > 0 and points[start - 1]["value"] == value:
+        start -= 1
+    return {"value": value, "from": points[start]["interval"], "to": points[last]["interval"],
+            "intervals": last - start}  # fmt: skip
 
 
 def _chart(
     ws: Any, conn: Any, info: dict[str, tuple[Any, Any]], incident_id: str,
-    span: tuple[date, date], metric: str, items: list[dict[str, Any]],
+    span: tuple[date, date], metric: str, items: list[dict[str, Any]], pick: str | None = None,
 ) -> dict[str, Any] | None:  # fmt: skip
     from splice.watch import history as hist
     from splice.watch.metrics import KIND_DETECTORS
     from splice.watch.panel import sensitivity
 
     example = next((e.get("example") for e in items if e.get("example")), None) or {}
-    row, total = _series_for(conn, ws.target, metric, example.get("series"))
+    row, rows = _series_for(conn, ws.target, metric, [pick, example.get("series")])
     if row is None:
         return None
+    total = len(rows)
     sid, dims, node, kind = int(row[0]), json.loads(row[1]), row[2], row[3]
     spec, measure = info.get(metric, (None, None))
     grain = spec.grain if spec is not None else "day"
@@ -266,7 +314,9 @@ def _chart(
         if r[5] == incident_id and r[0] in shown
     ]
     intervals = sorted({a["interval"] for a in mine})
-    remeasured = not mine  # restated since (a repair): the evidence still says where it was
+    # restated since (a repair): the evidence still says where it was, on the series it names
+    # (a series picked instead, without anomalies of this incident, has nothing to mark)
+    remeasured = not mine and (pick is None or dims_label(dims) == example.get("series"))
     if remeasured:
         intervals = sorted({iv for e in items for iv in e.get("intervals") or [] if iv in shown})
     others = sorted({r[0] for r in found if r[5] != incident_id and r[0] in shown})
@@ -286,6 +336,9 @@ def _chart(
         "grain": grain,
         "series": dims_label(dims),
         "series_total": total,
+        "series_options": _options(conn, rows, incident_id, sid),
+        "picked": pick is not None and dims_label(dims) == pick,
+        "repeat": repeat_rule(points, mine),
         "series_anomalous": int(anomalous),
         "detectors": sorted({e["detector"] for e in items}),
         "evidence": items,
@@ -306,12 +359,16 @@ def _chart(
     }
 
 
-def incident_charts(ws: Any, incident_id: str) -> list[dict[str, Any]]:
+def incident_charts(
+    ws: Any, incident_id: str, picks: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
     """One chart's data per anomalous metric of the incident (in the order of its evidence):
     ``metric``, ``node``, ``series`` (the series drawn: the evidence's example), ``series_total``
     and ``series_anomalous``, ``points`` (``interval``, ``value``, ``expected``, ``lower``,
     ``upper``; from :data:`BEFORE` intervals before the incident to the newest point, at most
-    :data:`AFTER` intervals after it), the
+    :data:`AFTER` intervals after it), ``series_options`` (every series of the metric:
+    ``label``, ``anomalous``, ``selected``; ``picks`` maps a metric to the series to draw),
+    ``repeat`` (the ``stopped_moving`` rule: :func:`repeat_rule`), the
     incident's ``anomalies`` on the drawn series and their ``intervals`` (``remeasured``: the
     stored anomalies are gone, the points measured again since, as after a repair; the
     intervals are then the evidence's), ``other_intervals``
@@ -333,7 +390,8 @@ def incident_charts(ws: Any, incident_id: str) -> list[dict[str, Any]]:
     out = []
     for metric, items in by_metric.items():
         span = (inc.first_interval, inc.last_interval)
-        c = _chart(ws, conn, info, inc.incident_id, span, metric, items)
+        c = _chart(ws, conn, info, inc.incident_id, span, metric, items,
+                   (picks or {}).get(metric))  # fmt: skip
         if c is not None:
             out.append(c)
     return out

@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from splice.errors import ApprovalError, RepairError
+from splice.numbers import count
 from splice.principals import SYSTEM, Principal
 from splice.repair import auditlog, store
 from splice.repair.model import Proposal, Step
@@ -151,7 +152,7 @@ def propose(
     )
     store.save(state, proposal, principal=principal, now=now)
     say(
-        f"Copying aside the {draft.cost.get('rows_scoped', 0):,} rows the repair will rewrite (undo)"
+        f"Copying aside the {count(draft.cost.get('rows_scoped', 0))} rows the repair will rewrite (undo)"
     )
     targets = [(t.node_id, t.relation, t.time_column, t.start, t.end) for t in draft.touches]
     t0 = time.perf_counter()

@@ -12,13 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from splice.clock import utc_text
+from splice.numbers import checksum, count, percent, value
 from splice.principals import describe
 
-
-def _num(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:,.4f}" if abs(v) < 100 else f"{v:,.2f}"
-    return "-" if v is None else str(v)
+#: A measured value in the receipt, as on the page and in the terminal.
+_num = value
 
 
 def build_receipt(
@@ -116,8 +114,9 @@ def receipt_markdown(r: dict[str, Any]) -> str:
     cost = r.get("cost") or {}
     if cost.get("rows_full_rebuild"):
         lines.append(
-            f"- Rows rewritten: {cost.get('rows_scoped', 0):,} of {cost['rows_full_rebuild']:,} "
-            f"a full rebuild would rewrite ({100 * (cost.get('share') or 0):.1f}%)"
+            f"- Rows rewritten: {count(cost.get('rows_scoped', 0))} of "
+            f"{count(cost['rows_full_rebuild'])} a full rebuild would rewrite "
+            f"({percent(cost.get('share') or 0)})"
         )
     lines += ["", "## What ran", ""]
     for i, s in enumerate(r.get("steps") or [], 1):
@@ -169,8 +168,8 @@ def receipt_markdown(r: dict[str, Any]) -> str:
         lines.append("No undo recorded.")
     for u in undo:
         rng = f" for {u.get('start')}..{u.get('end')}" if u.get("start") else " (whole table)"
-        lines.append(f"- {u.get('relation')}{rng}: {u.get('rows')} rows, checksum "
-                     f"{str(u.get('checksum'))[:16]}, saved to {u.get('saved_to')}")  # fmt: skip
+        lines.append(f"- {u.get('relation')}{rng}: {count(u.get('rows'))} rows, checksum "
+                     f"{checksum(u.get('checksum'))}, saved to {u.get('saved_to')}")  # fmt: skip
     lines.append("")
     lines.append(f"`splice undo {r['proposal']}` (an owner) restores every relation above exactly.")
     head = r.get("audit_head")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from splice.numbers import checksum, count, percent
+
 
 def proposal_lines(p: Any) -> list[str]:
     """Plain lines: what runs, in order; what a person could run instead; undo; cost; audit."""
@@ -54,8 +56,9 @@ def proposal_lines(p: Any) -> list[str]:
     cost = p.cost or {}
     if cost.get("rows_full_rebuild"):
         lines.append(
-            f"Cost: {cost.get('rows_scoped', 0):,} rows rewritten of {cost['rows_full_rebuild']:,} "
-            f"a full rebuild of the same relations would ({100 * (cost.get('share') or 0):.1f}%)"
+            f"Cost: {count(cost.get('rows_scoped', 0))} rows rewritten of "
+            f"{count(cost['rows_full_rebuild'])} a full rebuild of the same relations would "
+            f"({percent(cost.get('share') or 0)})"
             + (
                 f"; {cost['intervals_scoped']} SQLMesh intervals"
                 if cost.get("intervals_scoped")
@@ -71,7 +74,9 @@ def proposal_lines(p: Any) -> list[str]:
                      f"restorable; splice undo {p.proposal_id} restores it):")  # fmt: skip
         for u in p.undo:
             rng = f" {u.start}..{u.end}" if u.start else " (all rows)"
-            lines.append(f"  {u.relation}{rng}: {u.rows} rows, checksum {u.checksum[:12]}")
+            lines.append(
+                f"  {u.relation}{rng}: {count(u.rows)} rows, checksum {checksum(u.checksum)}"
+            )
     audit = cost.get("audit")
     if audit and p.audit_diff:
         lines.append(f"New audit that would have caught it: {audit['name']} ({audit['why']})")
@@ -114,7 +119,7 @@ def scope_lines(scope: dict[str, Any]) -> list[str]:
             days += " (rebuilt whole)"
         text = f"  {n['node']}: {days or 'no damaged interval listed'}; {n.get('repair', '')}"
         if n.get("rows_total"):
-            text += f" ({n.get('rows_scoped', 0):,} of {n['rows_total']:,} rows)"
+            text += f" ({count(n.get('rows_scoped', 0))} of {count(n['rows_total'])} rows)"
         if n.get("not_rewritten"):
             text += "; NOT rewritten: " + ", ".join(_span(a, b) for a, b in n["not_rewritten"])
         lines.append(text)

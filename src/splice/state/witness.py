@@ -60,7 +60,7 @@ class Witness:
 SETTING = "[workspace] witness in splice.toml"
 
 
-def _unusable(path: Path, doing: str, e: OSError) -> StateError:
+def unusable(path: Path, doing: str, e: OSError) -> StateError:
     """A witness path Splice cannot read or write (a parent that is a file, a directory it
     cannot create or write): one line naming the setting, the path and the OS's error."""
     where = f" ({e.filename})" if e.filename and str(e.filename) != str(path) else ""
@@ -78,7 +78,7 @@ def read(path: Path) -> Witness | None:
     except FileNotFoundError:
         return None
     except (NotADirectoryError, PermissionError) as e:  # the path, not the file's content
-        raise _unusable(path, "read", e) from None
+        raise unusable(path, "read", e) from None
     except (OSError, UnicodeDecodeError) as e:
         raise StateError(
             f"Splice's state witness {path} cannot be read: {e}.",
@@ -124,7 +124,7 @@ def _lock_file(path: Path) -> IO[str]:
         path.parent.mkdir(parents=True, exist_ok=True)
         return open(path.with_name(f".{path.name}.lock"), "a+")  # noqa: SIM115 - the caller's
     except OSError as e:
-        raise _unusable(path, "written", e) from None
+        raise unusable(path, "written", e) from None
 
 
 def write(path: Path, w: Witness) -> None:
@@ -141,4 +141,4 @@ def write(path: Path, w: Witness) -> None:
     except OSError as e:
         with contextlib.suppress(OSError):
             tmp.unlink()
-        raise _unusable(path, "written", e) from None
+        raise unusable(path, "written", e) from None

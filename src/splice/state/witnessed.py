@@ -270,6 +270,11 @@ def open_witnessed(
                 fix=FIX_MISSING.format(state=where),
             )
         recorded = recorded_witness(store.conn)
+        if w is None and recorded is not None and not new_state:
+            try:  # a witness that is gone must at least be restorable where it is configured
+                witness_path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise witness.unusable(witness_path, "written", e) from None
         if new_state or (w is None and recorded is None):
             head = store.audit_head()
             w = witness.Witness(sid, time.time(), *(head or (0, None)))

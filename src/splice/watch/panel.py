@@ -3,7 +3,6 @@ series, one column per interval), the sensitivity thresholds, and a finding with
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -128,21 +127,14 @@ def _quiet() -> Iterator[None]:
 
 
 def fmt(v: float | None) -> str:
-    """A number for a reason: short, exact enough.
+    """A number for a reason: short, exact enough (:func:`splice.numbers.value`).
 
     >>> fmt(1.14030001), fmt(12345.678), fmt(0.0), fmt(None)
     ('1.1403', '12,345.7', '0', '-')
     """
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
-    if v == 0:
-        return "0"
-    a = abs(v)
-    if a >= 1000:
-        return f"{v:,.1f}"
-    if a >= 1:
-        return f"{v:.6g}"
-    return f"{v:.4g}"
+    from splice.numbers import value
+
+    return value(v)
 
 
 def _day(d: date) -> str:

@@ -5,15 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from splice.clock import utc_text
+from splice.numbers import value
 from splice.watch.incidents import Incident
 
 MAX_EVIDENCE = 6
 
 
 def _fmt(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:.6g}"
-    return "-" if v is None else str(v)
+    return value(v)
 
 
 def path_line(path: list[dict[str, Any]]) -> str:

@@ -20,7 +20,7 @@ from urllib.parse import quote
 
 import anyio.to_thread
 
-from splice import api
+from splice import api, numbers
 from splice.errors import AccessError, NodeNotFoundError, SpliceError
 from splice.principals import AUTH_WORDS, Principal
 from splice.web.session import COOKIE, Sessions, csrf_ok, server_secret
@@ -68,7 +68,11 @@ class Web:
         self.secure = serve.base_url.startswith("https://")
         self.templates = Jinja2Templates(directory=str(HERE / "templates"))
         env = self.templates.env
-        env.globals["fmt"] = api.format_number
+        env.globals["fmt"] = numbers.value  # one format per kind of number (splice.numbers)
+        env.filters["count"] = numbers.count
+        env.filters["seconds"] = numbers.duration
+        env.filters["percent"] = numbers.percent
+        env.filters["checksum"] = numbers.checksum
         env.filters["when"] = _when
         env.globals["methods"] = serve.auth.methods()
         env.globals["auth_words"] = AUTH_WORDS

@@ -209,6 +209,21 @@ def metric_chart(chart: dict[str, Any], *, uid: str) -> Markup:
         'stroke-linejoin="round"/>'
     )
     out.extend(marks)
+    rep = chart.get("repeat")
+    if rep and rep.get("from") and rep.get("to"):
+        # the stopped_moving detector's rule: the same value on every interval since it moved
+        x0, x1 = x(date.fromisoformat(rep["from"])), x(date.fromisoformat(rep["to"]))
+        yy = _f(y(float(rep["value"])))
+        label = f"unchanged at {num(rep['value'])} since {rep['from']}"
+        out.append(
+            f'<g data-testid="repeat-line" class="repeat" data-value="{e(str(rep["value"]))}" '
+            f'data-from="{e(rep["from"])}" data-to="{e(rep["to"])}"><title>{e(label)} '
+            f"({rep.get('intervals', 0)} intervals repeated)</title>"
+            f'<line x1="{_f(x0)}" x2="{_f(max(x1, x0 + 2))}" y1="{yy}" y2="{yy}" '
+            'stroke="#b3261e" stroke-width="3" stroke-dasharray="7 3"/>'
+            f'<text x="{_f(max(x1, ML + 200))}" y="{yy}" dy="-0.7em" text-anchor="end" '
+            f'fill="#b3261e">{e(label)}</text></g>'
+        )
     for iv in chart.get("other_intervals") or []:
         if iv in by_day and iv not in (chart.get("intervals") or []):
             d = date.fromisoformat(iv)
@@ -238,6 +253,87 @@ def metric_chart(chart: dict[str, Any], *, uid: str) -> Markup:
         f"{e(_years(days))}</text></g>"
     )
     out.append("</svg>")
+    return Markup("".join(out))
+
+
+def lag_chart(payload: dict[str, Any], *, uid: str) -> Markup:
+    """How far behind its interval a source's payload is (its own as-of date), per interval:
+    a bar per interval (``lag-bar``, red where stale), the usual lag as a dashed line
+    (``usual-lag``): the rule the as-of check judges lateness by.
+
+    >>> p = {"column": "as_of", "usual_lag_days": 1, "days": [
+    ...     {"interval": "2026-09-27", "lag_days": 1, "stale": False},
+    ...     {"interval": "2026-09-28", "lag_days": 3, "stale": True}]}
+    >>> svg = str(lag_chart(p, uid="l1"))
+    >>> svg.count('data-testid="lag-bar"'), svg.count('data-stale="true"'), 'usual-lag' in svg
+    (2, 1, True)
+    """
+    days = [d for d in payload.get("days") or [] if d.get("lag_days") is not None]
+    column = str(payload.get("column") or "as_of")
+    usual = payload.get("usual_lag_days")
+    e = escape
+    title = f"How many days {column} is behind each interval"
+    if not days:
+        return Markup(
+            f'<svg class="chart" viewBox="0 0 {W} 60" width="100%" role="img" '
+            f'aria-labelledby="{e(uid)}-t"><title id="{e(uid)}-t">{e(title)}: no intervals'
+            "</title></svg>"
+        )
+    top = max([float(d["lag_days"]) for d in days] + [float(usual or 0), 1.0])
+    ticks = nice_ticks(0.0, top)
+    y_hi = ticks[-1] or 1.0
+    pw, ph = W - ML - MR, H - MT - MB
+    step = pw / len(days)
+
+    def y(v: float) -> float:
+        return MT + ph - v / y_hi * ph
+
+    stale = [d["interval"] for d in days if d.get("stale")]
+    desc = (f"{len(days)} intervals from {days[0]['interval']} to {days[-1]['interval']}; usually "
+            f"{usual} days behind" + (f"; stale: {', '.join(stale)}" if stale else "") + ".")  # fmt: skip
+    out = [
+        f'<svg class="chart" viewBox="0 0 {W} {H}" width="100%" role="img" data-testid="lag-chart" '
+        f'aria-labelledby="{e(uid)}-t {e(uid)}-d" font-size="14">',
+        f'<title id="{e(uid)}-t">{e(title)}</title><desc id="{e(uid)}-d">{e(desc)}</desc>',
+        '<g class="axis y-axis">',
+    ]
+    for t in ticks:
+        yy = _f(y(t))
+        out.append(
+            f'<line x1="{ML}" x2="{W - MR}" y1="{yy}" y2="{yy}" class="grid" stroke="#e3e7eb"/>'
+            f'<text x="{ML - 6}" y="{yy}" dy="0.35em" text-anchor="end" fill="#5a6470">'
+            f"{e(tick_label(t, ticks))} d</text>"
+        )
+    out.append("</g>")
+    for i, d in enumerate(days):
+        v = float(d["lag_days"])
+        bad = bool(d.get("stale"))
+        out.append(
+            f'<g data-testid="lag-bar" data-interval="{e(d["interval"])}" '
+            f'data-stale="{"true" if bad else "false"}"><title>{e(d["interval"])}: {e(num(v))} '
+            f'days behind{" (stale)" if bad else ""}</title><rect x="{_f(ML + i * step + 1)}" '
+            f'y="{_f(y(v))}" width="{_f(max(step - 2, 1.0))}" height="{_f(y(0) - y(v))}" '
+            f'fill="{"#b3261e" if bad else "#6d8fb3"}"/></g>'
+        )
+    if usual is not None:
+        yy = _f(y(float(usual)))
+        out.append(
+            f'<g data-testid="usual-lag"><title>usually {e(num(usual))} days behind</title>'
+            f'<line x1="{ML}" x2="{W - MR}" y1="{yy}" y2="{yy}" stroke="#1b1f24" '
+            'stroke-width="1.5" stroke-dasharray="5 3"/>'
+            f'<text x="{W - MR}" y="{yy}" dy="-0.5em" text-anchor="end" fill="#1b1f24">'
+            f"usual: {e(num(usual))} d</text></g>"
+        )
+    base = MT + ph
+    out.append(f'<g class="axis x-axis"><line x1="{ML}" x2="{W - MR}" y1="{base}" y2="{base}" '
+               'stroke="#8a949e"/>')  # fmt: skip
+    picked = _date_ticks([date.fromisoformat(d["interval"]) for d in days])
+    at = {d["interval"]: i for i, d in enumerate(days)}
+    for dd in picked:
+        xx = _f(ML + (at[dd.isoformat()] + 0.5) * step)
+        out.append(f'<text x="{xx}" y="{base + 20}" text-anchor="middle" fill="#5a6470">'
+                   f"{e(day_label(dd))}</text>")  # fmt: skip
+    out.append("</g></svg>")
     return Markup("".join(out))
 
 

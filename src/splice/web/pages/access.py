@@ -18,6 +18,7 @@ def access_list(ctx: Ctx) -> tuple[str, dict[str, Any]]:
     return "access.html", {
         "title": "Access",
         "grants": api.list_access(ctx.ws, include_closed=True),
+        "max_hours": ctx.ws.config.access.max_hours,
     }
 
 

@@ -41,7 +41,9 @@ def incident_page(ctx: Ctx) -> tuple[str, dict[str, Any]]:
     inc = api.incident(ctx.ws, ctx.params["incident_id"])
     data = inc.as_dict()
     d = data.get("diagnosis") or {}
-    charts = api.incident_charts(ctx.ws, data["id"])
+    metric, series = ctx.query.get("metric"), ctx.query.get("series")
+    picks = {metric: series} if metric and series else None
+    charts = api.incident_charts(ctx.ws, data["id"], picks)
     for i, c in enumerate(charts, 1):
         c["svg"] = svg.metric_chart(c, uid=f"chart-{i}")
         c["words"] = [api.detector_words(x) for x in c["detectors"]]
@@ -62,6 +64,11 @@ def incident_page(ctx: Ctx) -> tuple[str, dict[str, Any]]:
         "inc": data,
         "d": d,
         "charts": charts,
+        # the as-of check's rule, drawn: how far behind its interval the payload is
+        "lag_charts": [
+            (p, svg.lag_chart(_lateness(p, charts), uid=f"lag-{i}"))
+            for i, p in enumerate((d.get("source") or {}).get("payload_dates") or [], 1)
+        ],
         "uncharted": uncharted,
         "lineage_svg": svg.lineage(drawing),
         "drawing": drawing,
@@ -71,6 +78,34 @@ def incident_page(ctx: Ctx) -> tuple[str, dict[str, Any]]:
         "may_propose": ctx.principal.may("propose")
         and not any(p["status"] in ("draft", "pending", "approved") for p in proposals),
     }
+
+
+#: Intervals of as-of lag drawn before the stale ones.
+LAG_HISTORY = 28
+
+
+def _lateness(payload: dict[str, Any], charts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The payload's as-of lag per interval, with the history before the stale intervals taken
+    from the lag monitor of the same column when it is charted (the diagnosis keeps only the
+    intervals around the fault).
+
+    >>> p = {"column": "as_of", "usual_lag_days": 0, "days": [
+    ...     {"interval": "2026-09-28", "lag_days": 3, "stale": True}]}
+    >>> c = {"kind": "lag", "metric": "p:fx/lag_days(as_of)", "points": [
+    ...     {"interval": "2026-09-27", "value": 0.0}, {"interval": "2026-09-28", "value": 3.0}]}
+    >>> [(d["interval"], d["lag_days"], d["stale"]) for d in _lateness(p, [c])["days"]]
+    [('2026-09-27', 0.0, False), ('2026-09-28', 3, True)]
+    """
+    own = {d["interval"]: d for d in payload.get("days") or []}
+    lag = next((c for c in charts if c.get("kind") == "lag"
+                and str(c.get("metric", "")).endswith(f"lag_days({payload.get('column')})")),
+               None)  # fmt: skip
+    if lag is None or not own:
+        return payload
+    first = min(own)
+    before = [p for p in lag.get("points") or [] if p["interval"] < first][-LAG_HISTORY:]
+    days = [{"interval": p["interval"], "lag_days": p["value"], "stale": False} for p in before]
+    return {**payload, "days": days + [own[k] for k in sorted(own)]}
 
 
 def accept_level(ctx: Ctx) -> tuple[str, dict[str, Any]]:

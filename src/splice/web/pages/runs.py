@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from splice import api
+from splice import api, numbers
 from splice.web.core import Ctx, Web
 
 #: Checks (dbt tests, SQLMesh audits) are summed per segment, not drawn as lanes of their own.
@@ -60,33 +60,9 @@ def _span(start: float, end: float, t0: float, length: float) -> dict[str, float
     return {"x": round(x, 1), "w": round(min(w, SCALE - x), 1)}
 
 
-def seconds(s: float | None) -> str:
-    """A duration as people read it.
-
-    >>> seconds(0.0423), seconds(2.5), seconds(75), seconds(None)
-    ('42 ms', '2.5 s', '1 min 15 s', '')
-    """
-    if s is None:
-        return ""
-    if s < 1:
-        return f"{s * 1000:.0f} ms"
-    if s < 60:
-        return f"{s:.1f} s"
-    return f"{int(s // 60)} min {s % 60:.0f} s"
-
-
-def count(n: Any) -> str:
-    """A count of rows or nodes: a whole number with thousands separated.
-
-    >>> count(1815), count(2186.0), count(None), count("n/a")
-    ('1,815', '2,186', '-', 'n/a')
-    """
-    if n is None:
-        return "-"
-    try:
-        return f"{int(n):,}"
-    except (TypeError, ValueError):
-        return str(n)
+#: Durations and counts as everywhere else (splice.numbers).
+seconds = numbers.duration
+count = numbers.count
 
 
 def why(status: str | None, data: dict[str, Any]) -> str:

@@ -1,5 +1,6 @@
 // Splice's page script: small, no dependencies. Forms that can take long show progress
-// (data-busy="text"); filter boxes narrow a list (data-filter="#list-id").
+// (data-busy="text"); filter boxes narrow a list (data-filter="#list-id"); a picker
+// (select[data-autosubmit]) submits its form when changed.
 document.addEventListener("submit", (ev) => {
   const form = ev.target;
   const busy = form.getAttribute("data-busy");
@@ -17,4 +18,8 @@ document.addEventListener("input", (ev) => {
   for (const li of document.querySelectorAll(sel + " > li")) {
     li.hidden = q !== "" && !li.textContent.toLowerCase().includes(q);
   }
+});
+document.addEventListener("change", (ev) => {
+  const sel = ev.target;
+  if (sel.matches && sel.matches("select[data-autosubmit]") && sel.form) sel.form.requestSubmit();
 });
