@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.serve.serve_support import child_env
 from tests.web.test_web_pages import page, tree
 from tests.web.web_support import PageClient, Site, served_site, splice, text_of, web_workspace
 
@@ -225,6 +228,23 @@ def test_a_node_page_shows_its_sql_as_written_and_compiled(sam: PageClient) -> N
     # a source has no SQL of its own
     doc = page(sam, "/graph/node/finance:source:pricing.agg_gmv_daily")
     assert not doc.all("raw-sql") and "has no SQL" in doc.one("node-sql").text
+
+
+def test_a_nodes_sql_is_read_without_loading_a_tool(story: Applied) -> None:
+    """A warm read (the graph from its cache) shows the SQL without importing dbt or SQLMesh."""
+    code = (
+        "import sys, json; from splice import api; from splice.workspace import Workspace\n"
+        f"ws = Workspace.open({str(story.ws)!r})\n"
+        "dbt = api.node_sql(ws, 'finance:fct_gmv_qtd')\n"
+        "sm = api.node_sql(ws, 'pricing:fx.daily_rates')\n"
+        "print(json.dumps([dbt['compiled'] is not None, sm['raw'] is not None, sm['can_render'],"
+        " sorted(m for m in ('dbt.cli', 'sqlmesh') if m in sys.modules)]))\n"
+    )
+    for _warm in (False, True):  # the first read may fill the graph cache; the second is warm
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           timeout=300, env=child_env())  # fmt: skip
+        assert r.returncode == 0, r.stderr[-2000:]
+    assert json.loads(r.stdout.strip().splitlines()[-1]) == [True, True, True, []]
 
 
 # -- 4: the whole graph ----------------------------------------------------------------------------

@@ -23,6 +23,13 @@
     };
     const pan = (dx, dy) => { vb.x += dx * vb.w; vb.y += dy * vb.h; apply(); };
     svg.setAttribute("preserveAspectRatio", "xMinYMin meet");
+    // as tall as the drawing needs at the view's width, at most most of the window
+    const fit = () => {
+      const natural = view.clientWidth * (home.h / home.w);
+      svg.style.height = `${Math.round(Math.max(200, Math.min(window.innerHeight * 0.7, natural)))}px`;
+    };
+    fit();
+    window.addEventListener("resize", fit);
     svg.addEventListener("wheel", (ev) => {
       ev.preventDefault();
       const r = svg.getBoundingClientRect();
