@@ -264,6 +264,8 @@ def test_the_whole_graph_is_drawn_every_node_a_link(story: Applied, sam: PageCli
     assert {a.attrs["data-node"] for a in with_checks} == rest | checks
     finance = page(sam, "/graph/all?project=finance").one("whole-graph").all("lineage-node")
     assert {a.attrs["data-node"].split(":")[0] for a in finance} == {"finance"}
+    choices = {o.text for o in doc.one("graph-filters").all(tag="option")}
+    assert {"ingestion", "pricing", "finance", "dashboards"} <= choices  # every project drawn
     # each node drawn right of what it reads
     x = {a.attrs["data-node"]: float(a.one(tag="rect").attrs["x"]) for a in drawn}
     assert x["ingestion:fx_rates_ingest"] < x["pricing:fx.daily_rates"] < x["finance:fct_gmv_qtd"]

@@ -79,7 +79,7 @@ def graph_page(ctx: Ctx) -> tuple[str, dict[str, Any]]:
 def whole_graph_page(ctx: Ctx) -> tuple[str, dict[str, Any]]:
     checks = ctx.query.get("checks") == "1"
     project = ctx.query.get("project", "").strip() or None
-    projects = [p.name for p in ctx.ws.config.projects]
+    projects = [p["project"] for p in api.graph_summary(ctx.ws, bindings=0)["projects"]]
     drawing = api.graph_drawing(ctx.ws, checks=checks, project=project)
     if project is not None and not drawing["nodes"]:
         raise PageError(f"no node in a project {project!r}.", status=400,
