@@ -128,7 +128,12 @@ def test_propose_review_approve_apply_and_the_receipt(browser: Any, site: Site) 
 
     # the owner applies; the receipt names the approver and the verification
     sam.locator("[data-testid=apply]").click()
+    # the apply runs in the background: its progress at once, then on to the proposal
+    sam.wait_for_url(f"{site.base}/proposals/PR-1/applying", timeout=15_000)
+    assert sam.locator("[data-testid=apply-running]").is_visible()
+    shot(sam, "05b-owner-applying")
     sam.locator("[data-testid=receipt-link]").wait_for(timeout=300_000)
+    assert sam.url == f"{site.base}/proposals/PR-1"
     assert sam.locator("[data-testid=proposal-status]").inner_text() == "applied"
     shot(sam, "06-owner-applied")
     sam.locator("[data-testid=receipt-link]").click()
@@ -143,9 +148,37 @@ def test_propose_review_approve_apply_and_the_receipt(browser: Any, site: Site) 
     assert "resolved" in sam.locator("h1").inner_text()
 
 
+def test_the_whole_graph_zooms_pans_and_opens_a_node(browser: Any, site: Site) -> None:
+    page = signed_in(browser, site, "rita", width=1366, height=768)
+    page.goto(f"{site.base}/graph/all")
+    svg = page.locator("[data-testid=whole-graph] svg")
+    start = [float(v) for v in svg.get_attribute("viewBox").split()]
+    page.get_by_role("button", name="Zoom in").click()
+    page.get_by_role("button", name="Zoom in").click()
+    zoomed = [float(v) for v in svg.get_attribute("viewBox").split()]
+    assert zoomed[2] < start[2] * 0.7  # narrower: closer in
+    # a drag moves the drawing and opens nothing
+    box = svg.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] / 2 - 200, box["y"] + box["height"] / 2 - 40, steps=5)
+    page.mouse.up()
+    moved = [float(v) for v in svg.get_attribute("viewBox").split()]
+    assert moved[0] > zoomed[0] and page.url.endswith("/graph/all")
+    page.mouse.wheel(0, 400)  # the wheel zooms out again
+    assert [float(v) for v in svg.get_attribute("viewBox").split()][2] > moved[2]
+    shot(page, "08-whole-graph")
+    page.get_by_role("button", name="Fit").click()
+    assert [float(v) for v in svg.get_attribute("viewBox").split()] == start
+    page.locator("[data-testid=lineage-node][data-node='finance:fct_gmv_qtd']").click()
+    page.wait_for_url(f"{site.base}/graph/node/finance:fct_gmv_qtd")
+    page.context.close()
+
+
 def test_every_page_fits_a_phone_and_a_laptop(browser: Any, site: Site) -> None:
     pages = ["/incidents", "/incidents/INC-1", "/proposals", "/proposals/PR-1", "/receipts/PR-1",
-             "/runs", "/graph?q=gmv", "/graph/node/pricing:fx.daily_rates", "/audit"]  # fmt: skip
+             "/runs", "/runs?kind=repair", "/graph?q=gmv&kind=model", "/graph/all",
+             "/graph/node/pricing:fx.daily_rates", "/audit"]  # fmt: skip
     for name, size in {"phone": (390, 844), "laptop": (1366, 768)}.items():
         page = signed_in(browser, site, "rita", width=size[0], height=size[1])
         for path in pages:

@@ -12,7 +12,14 @@ from typing import Any
 import httpx2
 import pytest
 from tests.serve.serve_support import server_decides
-from tests.web.web_support import Site, served_site, splice, text_of, web_workspace
+from tests.web.web_support import (
+    Site,
+    apply_and_follow,
+    served_site,
+    splice,
+    text_of,
+    web_workspace,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -144,7 +151,7 @@ def test_the_owner_approves_applies_and_the_receipt_names_them(site: Site) -> No
     assert re.search(r"approve by sam \(person, api-key\) ?: vendor confirmed the fix", page)
     assert re.search(r"Approved for ?pricing by sam; finance by lee", page), page[:1200]
     assert 'data-testid="apply"' in r.text and not _approve_button(r.text)
-    r = sam.post("/proposals/PR-1/apply")
+    r = apply_and_follow(sam, "PR-1")
     assert r.status_code == 200, r.text[:800]
     assert re.search(r"PR-1 applied", text_of(r.text))
     receipt = sam.get("/receipts/PR-1")

@@ -19,7 +19,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.web.web_support import PageClient, Site, served_site, splice, text_of, web_workspace
+from tests.web.web_support import (
+    PageClient,
+    Site,
+    apply_and_follow,
+    served_site,
+    splice,
+    text_of,
+    web_workspace,
+)
 
 # -- a small HTML tree (the standard library's parser): find elements, read their text --------
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
@@ -129,7 +137,7 @@ def story(stale_story: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         lee.get("/proposals/PR-1")  # finance's owner, for the dbt models it rebuilds
         r = lee.post("/proposals/PR-1/approve", {"comment": "finance models checked"})
         assert r.status_code == 200, text_of(r.text)[:500]
-        r = sam.post("/proposals/PR-1/apply")
+        r = apply_and_follow(sam, "PR-1")
         assert r.status_code == 200, text_of(r.text)[:500]
         assert tree(r.text).one("proposal-status").text == "applied"
         applied = [x for x in _runs(ws) if x.get("selector") == "repair:PR-1"]

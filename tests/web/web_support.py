@@ -131,3 +131,23 @@ def text_of(page: str) -> str:
     main = page.split("<main", 1)[-1]
     main = re.sub(r"<(script|style)[^>]*>.*?</\1>", " ", main, flags=re.S)
     return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", main))).strip()
+
+
+def apply_and_follow(
+    client: PageClient, proposal_id: str, *, timeout: float = 600
+) -> httpx2.Response:
+    """Apply a proposal from its page and follow the progress view as the page's script does
+    (the apply runs in the background) until it ends; the proposal's page afterwards."""
+    import time
+
+    r = client.post(f"/proposals/{proposal_id}/apply")
+    assert r.status_code == 200 and r.url.path == f"/proposals/{proposal_id}/applying", (
+        r.status_code, text_of(r.text)[:800])  # fmt: skip
+    deadline = time.monotonic() + timeout
+    while 'data-poll="' in r.text:
+        assert time.monotonic() < deadline, f"{proposal_id} still applying after {timeout} s"
+        time.sleep(0.5)
+        r = client.get(f"/proposals/{proposal_id}/applying?partial=1")
+        assert r.status_code == 200, text_of(r.text)[:500]
+    assert 'data-testid="apply-error"' not in r.text, text_of(r.text)[:1500]
+    return client.get(f"/proposals/{proposal_id}")

@@ -79,6 +79,37 @@ def node_details(ws: Workspace, node_id: str) -> dict[str, Any]:
     return _details(ws, node_id)
 
 
+def node_sql(ws: Workspace, node_id: str, *, render: bool = False) -> dict[str, Any]:
+    """A node's raw SQL (its file) and compiled SQL (dbt's target/compiled, else rendered by
+    the tool when ``render`` or when the tool is loaded already; see
+    :func:`splice.reads.node_sql.node_sql`)."""
+    from splice.reads.node_sql import node_sql as _sql
+
+    return _sql(ws, node_id, render=render)
+
+
+def node_domains(ws: Workspace, node_ids: list[str]) -> dict[str, str | None]:
+    """The domain each node belongs to (None where no domain covers it, or it is unknown)."""
+    from splice.repair.domains import domain_for
+
+    g = ws.graph()
+    out: dict[str, str | None] = {}
+    for nid in node_ids:
+        d = domain_for(g, ws.config, nid) if nid in g.nodes else None
+        out[nid] = d.name if d is not None else None
+    return out
+
+
+def graph_drawing(
+    ws: Workspace, *, checks: bool = False, project: str | None = None
+) -> dict[str, Any]:
+    """Every node of the graph laid out in columns for drawing (checks only with ``checks``;
+    see :func:`splice.reads.graph_drawing.whole_graph`)."""
+    from splice.reads.graph_drawing import whole_graph
+
+    return whole_graph(ws, checks=checks, project=project)
+
+
 def incident_charts(
     ws: Workspace, incident_id: str, picks: dict[str, str] | None = None
 ) -> list[dict[str, Any]]:

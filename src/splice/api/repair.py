@@ -102,14 +102,24 @@ def reject(ws: Workspace, proposal_id: str, *, principal: Principal, reason: str
     return _reject(ws, proposal_id, principal=principal, reason=reason)
 
 
-def apply(ws: Workspace, proposal_id: str, *, principal: Principal, progress: Any = None) -> Any:
-    """Run an approved proposal as one journaled run, verify it, write the receipt."""
+def apply(
+    ws: Workspace,
+    proposal_id: str,
+    *,
+    principal: Principal,
+    progress: Any = None,
+    run_progress: Any = None,
+) -> Any:
+    """Run an approved proposal as one journaled run, verify it, write the receipt
+    (``progress``: each step in words; ``run_progress``: each event of the run's journal)."""
     from splice.api.grants import keep_access
     from splice.repair.flow import apply as _apply
 
     # the repair's rebuild keeps the access granted on what it rebuilt
     try:
-        applied = _apply(ws, proposal_id, principal=principal, progress=progress)
+        applied = _apply(
+            ws, proposal_id, principal=principal, progress=progress, run_progress=run_progress
+        )
     except BaseException:
         keep_access(ws)  # granted again whatever the apply did; its error is what to report
         raise

@@ -71,8 +71,14 @@ class DbtExecutor:
             args.append("--full-refresh")  # a repair of an incremental model: rebuilt whole
         started: dict[str, float] = {}
 
+        said: list[str] = []  # dbt's own log lines (its console is off): kept for the journal
+
         def on_event(msg: Any) -> None:
             name = msg.info.name
+            if str(getattr(msg.info, "level", "")) in ("info", "warn", "error"):
+                text = str(getattr(msg.info, "msg", "") or "")
+                if text.strip():
+                    said.append(f"{time.strftime('%H:%M:%S', time.gmtime())}  {text}")
             if name not in ("NodeStart", "NodeFinished"):
                 return
             uid = getattr(getattr(msg.data, "node_info", None), "unique_id", None)
@@ -95,11 +101,12 @@ class DbtExecutor:
             self.ws.log_path,
             f"dbt build ({self.project}, segment {job.segment.id})",
             cwd=self.ws.provider(self.project).ctx.project_path,  # as dbt runs by hand
-        ):
+        ) as out:
             try:
                 res = dbtRunner(manifest=manifest, callbacks=[on_event]).invoke(args)
             finally:
                 release_warehouse()
+                outcome.log = "\n".join([*said, out.getvalue()])
         if isinstance(res.exception, KeyboardInterrupt):  # dbtRunner catches BaseException
             raise res.exception
         results = list(getattr(res.result, "results", None) or [])

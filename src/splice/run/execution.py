@@ -21,6 +21,7 @@ from splice.run.executors import (
     SegmentOutcome,
     executor_for,
     release_all,
+    tool_log,
 )
 from splice.run.journal import Journal, RunEvent
 from splice.run.report import CheckResult, NodeResult, RunReport, SegmentResult
@@ -297,6 +298,7 @@ class _Run:
                 "notes": res.notes,
                 "skipped": res.skipped,
                 "failed": [r.node_id for r in node_res if r.failed],
+                **(tool_log(outcome.log) if outcome is not None and ran else {}),
             },
         )
 

@@ -21,6 +21,7 @@ reads those, never the class. All tool chatter goes to the workspace log (splice
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -135,6 +136,36 @@ class SegmentOutcome:
     checks: dict[str, CheckResult] = field(default_factory=dict)
     error: str | None = None  # the segment as a whole failed (the tool raised)
     notes: list[str] = field(default_factory=list)
+    #: the tool's own output while it ran this segment (what it printed and logged)
+    log: str = ""
+
+
+#: The tool's output kept in the journal per segment: its last lines, each cut to a length.
+LOG_LINES, LOG_LINE_CHARS = 400, 2000
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
+
+
+def tool_log(text: str) -> dict[str, Any]:
+    r"""A segment's tool output as the journal keeps it: ``{"log": [lines], "log_lines": total}``
+    (the last :data:`LOG_LINES` lines, terminal colour codes removed, blank lines dropped, a line
+    rewritten with ``\r`` as the terminal shows it last; the whole output stays in
+    ``.splice/logs/tools.log``).
+
+    >>> tool_log("\x1b[32mOK\x1b[0m created model\n\nDone.\n")
+    {'log': ['OK created model', 'Done.'], 'log_lines': 2}
+    >>> tool_log("10%\r100%\r\nok")["log"]
+    ['100%', 'ok']
+    >>> tool_log("")
+    {}
+    """
+    lines = []
+    for raw in _ANSI.sub("", text or "").split("\n"):
+        shown = [p for p in raw.split("\r") if p.strip()]  # a terminal shows the last rewrite
+        if shown:
+            lines.append(shown[-1].rstrip()[:LOG_LINE_CHARS])
+    if not lines:
+        return {}
+    return {"log": lines[-LOG_LINES:], "log_lines": len(lines)}
 
 
 class Executor(Protocol):

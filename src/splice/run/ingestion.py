@@ -73,6 +73,7 @@ class IngestionExecutor:
                 except OSError as e:
                     out, code = str(e), -1
                 log.write(out)
+            outcome.log += f"$ {' '.join(argv)}\n{out}"
             duration = time.perf_counter() - t0
             ok = code == 0
             sink.node_reported(node.id, "success" if ok else "error", duration)

@@ -179,7 +179,7 @@ class SqlmeshExecutor:
             self.ws.log_path,
             f"sqlmesh ({self.project}, segment {job.segment.id})",
             cwd=prov.run_dir,  # where its config's relative paths resolve (see run_dir)
-        ):
+        ) as out:
             console = _make_console(rec, sys.stdout)
             previous = get_console()
             set_console(console)
@@ -273,6 +273,7 @@ class SqlmeshExecutor:
             finally:
                 set_console(previous)
                 prov.release()  # releases the warehouse; the loaded Context stays
+                outcome.log = out.getvalue()
         if raised is not None and not rec.failed:
             err = _short(f"{type(raised).__name__}: {raised}")
             from splice.providers.dbt import locked_error

@@ -61,8 +61,11 @@ class Web:
     def __init__(self, hub: Any, serve: Any) -> None:
         from starlette.templating import Jinja2Templates
 
+        from splice.web.applies import Applies
+
         self.hub = hub
         self.serve = serve
+        self.applies = Applies(hub)
         self.sessions = Sessions(server_secret(hub.root))
         self.authenticator = api.authenticator(hub, serve)
         self.secure = serve.base_url.startswith("https://")

@@ -414,7 +414,9 @@ def short(text: str, n: int = LABEL_CHARS) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def lineage(drawing: dict[str, Any], *, uid: str = "lineage") -> Markup:
+def lineage(
+    drawing: dict[str, Any], *, uid: str = "lineage", title: str = "Lineage of the incident"
+) -> Markup:
     """The lineage drawing: one box per node at its ``column`` and ``row`` (each a link to its
     graph page, ``data-testid="lineage-node"``, ``data-node``, ``data-origin``), an arrow per
     edge (the column path's in bold), the origin highlighted.
@@ -448,7 +450,7 @@ def lineage(drawing: dict[str, Any], *, uid: str = "lineage") -> Markup:
         f'<svg data-testid="lineage-path" class="lineage" viewBox="0 0 {width} {height}" '
         f'width="{round(width * SCALE)}" height="{round(height * SCALE)}" '
         f'aria-labelledby="{e(uid)}-t {e(uid)}-d" font-size="14">',
-        f'<title id="{e(uid)}-t">Lineage of the incident</title>',
+        f'<title id="{e(uid)}-t">{e(title)}</title>',
         f'<desc id="{e(uid)}-d">{e(_lineage_words(drawing))}</desc>',
         f'<defs><marker id="{e(uid)}-arrow" viewBox="0 0 10 10" refX="9" refY="5" '
         'markerWidth="7" markerHeight="7" orient="auto-start-reverse">'
@@ -529,6 +531,13 @@ def lineage(drawing: dict[str, Any], *, uid: str = "lineage") -> Markup:
 
 def _lineage_words(drawing: dict[str, Any]) -> str:
     by_id = {n["id"]: n for n in drawing.get("nodes") or []}
+    if drawing.get("origin") is None:  # the whole graph
+        edges = len(drawing.get("edges") or [])
+        return (
+            f"{len(by_id)} nodes and {edges} edges, upstream on the left; "
+            f"{len(drawing.get('sources') or [])} read no other node, "
+            f"{len(drawing.get('dashboards') or [])} are dashboards."
+        )
     dash = [str(by_id[d].get("label") or d) for d in drawing.get("dashboards") or [] if d in by_id]
     src = drawing.get("sources") or []
     words = [

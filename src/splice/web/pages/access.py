@@ -12,14 +12,25 @@ from typing import Any
 from splice import api
 from splice.errors import AccessError, ApprovalError, GrantError, InputError, SelectorError
 from splice.web.core import Ctx, PageError, Redirect, Web
+from splice.web.lists import POLL_MS, filtered, partial, poll_url
 
 
 def access_list(ctx: Ctx) -> tuple[str, dict[str, Any]]:
-    return "access.html", {
+    rows = api.list_access(ctx.ws, include_closed=True)
+    kept, filters = filtered(ctx, rows, [
+        ("status", "Status", lambda g: g["status"]),
+        ("domain", "Domain", lambda g: g.get("domain")),
+    ])  # fmt: skip
+    data = {
         "title": "Access",
-        "grants": api.list_access(ctx.ws, include_closed=True),
+        "grants": kept,
+        "filters": filters,
+        "filtered_out": bool(rows) and not kept,
+        "poll": poll_url(ctx, "/access", any(g["status"] == "granting" for g in kept)),
+        "poll_ms": POLL_MS,
         "max_hours": ctx.ws.config.access.max_hours,
     }
+    return ("access_list.html" if partial(ctx) else "access.html"), data
 
 
 def access_page(ctx: Ctx) -> tuple[str, dict[str, Any]]:

@@ -15,10 +15,13 @@ from urllib.parse import quote
 
 from splice import api
 from splice.errors import SpliceError
-from splice.web.core import Ctx, Web
+from splice.web import svg
+from splice.web.core import Ctx, PageError, Web
 
 #: Severity order on the doctor page.
 SEVERITIES = ("error", "warning", "info")
+#: At most this many nodes are listed for a kind chosen without words.
+LIST_LIMIT = 200
 
 
 def node_url(node_id: str, column: str | None = None) -> str:
@@ -45,12 +48,49 @@ def register_filters(web: Web) -> None:
 
 def graph_page(ctx: Ctx) -> tuple[str, dict[str, Any]]:
     q = ctx.query.get("q", "").strip()
-    found = api.search_nodes(ctx.ws, q, limit=50) if q else []
+    summary = api.graph_summary(ctx.ws)
+    kinds = sorted({k for p in summary["projects"] for k, _c in p["kinds"]})
+    kind = ctx.query.get("kind", "").strip() or None
+    if kind is not None and kind not in kinds:
+        raise PageError(
+            f"no node kind {kind!r} in this graph.", status=400,
+            fix=f"choose one of: {', '.join(kinds)}",
+        )  # fmt: skip
+    found: list[dict[str, Any]] = []
+    if q:
+        found = api.search_nodes(ctx.ws, q, kind=kind, limit=50)
+    elif kind:  # every node of that kind, by id
+        found = [
+            {**r, "relation": r.get("writes")}
+            for r in sorted(api.list_nodes(ctx.ws), key=lambda r: r["id"])
+            if r["kind"] == kind
+        ][:LIST_LIMIT]
     return "graph.html", {
-        "title": f"Graph: {q}" if q else "Graph",
+        "title": "Graph: " + " ".join(x for x in (kind, q) if x) if q or kind else "Graph",
         "q": q,
+        "kind": kind,
+        "kinds": kinds,
         "found": found,
-        "summary": api.graph_summary(ctx.ws),
+        "summary": summary,
+        "limit": LIST_LIMIT,
+    }
+
+
+def whole_graph_page(ctx: Ctx) -> tuple[str, dict[str, Any]]:
+    checks = ctx.query.get("checks") == "1"
+    project = ctx.query.get("project", "").strip() or None
+    projects = [p["project"] for p in api.graph_summary(ctx.ws, bindings=0)["projects"]]
+    drawing = api.graph_drawing(ctx.ws, checks=checks, project=project)
+    if project is not None and not drawing["nodes"]:
+        raise PageError(f"no node in a project {project!r}.", status=400,
+                        fix=f"choose one of: {', '.join(projects)}")  # fmt: skip
+    return "graph_all.html", {
+        "title": "The whole graph" + (f": {project}" if project else ""),
+        "drawing": drawing,
+        "svg": svg.lineage(drawing, uid="whole", title="The whole graph"),
+        "checks": checks,
+        "project": project,
+        "projects": projects,
     }
 
 
@@ -71,8 +111,10 @@ def node_page(ctx: Ctx) -> tuple[str, dict[str, Any]]:
         if lineage is not None:
             for h in lineage.get("upstream", []) + lineage.get("downstream", []):
                 h["via_node"], h["via_column"] = _via(h.get("via"), node["id"], column)
+    sql = api.node_sql(ctx.ws, node["id"], render=ctx.query.get("render") == "1")
     return "node.html", {
         "title": node["id"] + (f".{column}" if column else ""),
+        "sql": sql,
         "n": node,
         "around": around,
         "column": column,
@@ -135,5 +177,6 @@ def routes(web: Web) -> list[Any]:
     return [
         Route("/graph", web.page(graph_page), methods=["GET"]),
         Route("/graph/doctor", web.page(doctor_page), methods=["GET"]),
+        Route("/graph/all", web.page(whole_graph_page), methods=["GET"]),
         Route("/graph/node/{node_id:path}", web.page(node_page), methods=["GET"]),
     ]

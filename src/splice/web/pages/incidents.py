@@ -11,16 +11,34 @@ from splice import api
 from splice.errors import AccessError, ApprovalError
 from splice.web import svg
 from splice.web.core import Ctx, PageError, Redirect, Web
+from splice.web.lists import POLL_MS, filtered, partial, poll_url
 
 
 def incident_list(ctx: Ctx) -> tuple[str, dict[str, Any]]:
     rows = [i.as_dict(with_diagnosis=False) for i in api.list_incidents(ctx.ws, status=None)]
     rows.sort(key=lambda i: (i.get("opened_at") or 0, i["id"]), reverse=True)
-    return "incidents.html", {
+    domains = api.node_domains(ctx.ws, [i["origin"] for i in rows if i.get("origin")])
+    for i in rows:
+        i["domain"] = domains.get(i.get("origin") or "")
+        i["project"] = str(i.get("origin") or "").split(":", 1)[0] or None
+    kept, filters = filtered(ctx, rows, [
+        ("status", "Status", lambda i: i["status"]),
+        ("domain", "Domain", lambda i: i["domain"]),
+        ("project", "Project", lambda i: i["project"]),
+    ])  # fmt: skip
+    # an incident changes while its repair is applied: refresh until the apply ends
+    applying = any(
+        p.status == "applying" for p, _who in api.list_proposals(ctx.ws, include_closed=False)
+    )
+    data = {
         "title": "Incidents",
-        "open": [i for i in rows if i.get("status") == "open"],
-        "past": [i for i in rows if i.get("status") != "open"],
+        "open": [i for i in kept if i.get("status") == "open"],
+        "past": [i for i in kept if i.get("status") != "open"],
+        "filters": filters,
+        "poll": poll_url(ctx, "/incidents", applying),
+        "poll_ms": POLL_MS,
     }
+    return ("incidents_list.html" if partial(ctx) else "incidents.html"), data
 
 
 def _blast(b: dict[str, Any]) -> dict[str, Any]:

@@ -13,17 +13,30 @@ from typing import Any
 from splice import api
 from splice.errors import AccessError, ApprovalError
 from splice.web.core import Ctx, PageError, Redirect, Web
+from splice.web.lists import POLL_MS, filtered, partial, poll_url
+
+#: How often the progress of an apply is fetched again, in milliseconds.
+APPLY_POLL_MS = 1000
 
 
 def proposal_list(ctx: Ctx) -> tuple[str, dict[str, Any]]:
     rows = []
     for p, asked in api.list_proposals(ctx.ws, include_closed=True):
         rows.append({**p.as_dict(), "asked": asked, **api.approval_status(ctx.ws, p)})
-    return "proposals.html", {
+    kept, filters = filtered(ctx, rows, [
+        ("status", "Status", lambda p: p["status"]),
+        ("domain", "Domain", lambda p: p.get("domain")),
+    ])  # fmt: skip
+    data = {
         "title": "Proposals",
-        "proposals": rows,
+        "proposals": kept,
+        "filters": filters,
+        "filtered_out": bool(rows) and not kept,
         "stop": api.active_stop(ctx.ws),
+        "poll": poll_url(ctx, "/proposals", any(p["status"] == "applying" for p in kept)),
+        "poll_ms": POLL_MS,
     }
+    return ("proposals_list.html" if partial(ctx) else "proposals.html"), data
 
 
 def proposal_page(ctx: Ctx) -> tuple[str, dict[str, Any]]:
@@ -78,9 +91,47 @@ def reject(ctx: Ctx) -> None:
     api.reject(ctx.ws, ctx.params["proposal_id"], principal=ctx.principal, reason=reason)
 
 
-@_decided
-def apply(ctx: Ctx) -> None:
-    api.apply(ctx.ws, ctx.params["proposal_id"], principal=ctx.principal)
+def apply(web: Web) -> Any:
+    """Apply, in the background: refused at once (403, nothing written) when the rules would
+    not offer it; otherwise the apply starts (or, already running, is joined) and the browser
+    is sent to its progress. The library decides again when the apply runs."""
+
+    def handler(ctx: Ctx) -> tuple[str, dict[str, Any]]:
+        pid = ctx.params["proposal_id"]
+        job = web.applies.get(pid)
+        if job is None or not job.running:
+            why_not = api.decision_options(ctx.ws, pid, ctx.principal).get("apply")
+            if why_not is not None:
+                raise PageError(f"{pid} cannot be applied by {ctx.principal.name}: {why_not}",
+                                status=403)  # fmt: skip
+            web.applies.start(pid, ctx.principal)
+        raise Redirect(f"/proposals/{pid}/applying")
+
+    return handler
+
+
+def applying(web: Web) -> Any:
+    """The progress of an apply: its steps and the run's events as they come, refreshed by the
+    page's script until the apply ends (then on to the proposal)."""
+
+    def handler(ctx: Ctx) -> tuple[str, dict[str, Any]]:
+        pid = ctx.params["proposal_id"]
+        p = api.proposal(ctx.ws, pid)  # an unknown proposal: 404
+        job = web.applies.get(pid)
+        # another server (or one restarted) applies it: its status says while it runs
+        running = job.running if job is not None else p["status"] == "applying"
+        data = {
+            "title": f"Applying {pid}",
+            "p": p,
+            "job": job,
+            "running": running,
+            "poll": poll_url(ctx, f"/proposals/{pid}/applying", running),
+            "poll_ms": APPLY_POLL_MS,
+            "done_url": f"/proposals/{pid}" if job is None or not job.error else None,
+        }
+        return ("apply_progress.html" if partial(ctx) else "proposal_applying.html"), data
+
+    return handler
 
 
 @_decided
@@ -124,7 +175,8 @@ def routes(web: Web) -> list[Any]:
         Route("/proposals/{proposal_id}", web.page(proposal_page), methods=["GET"]),
         Route("/proposals/{proposal_id}/approve", web.page(approve, post=True), methods=post),
         Route("/proposals/{proposal_id}/reject", web.page(reject, post=True), methods=post),
-        Route("/proposals/{proposal_id}/apply", web.page(apply, post=True), methods=post),
+        Route("/proposals/{proposal_id}/apply", web.page(apply(web), post=True), methods=post),
+        Route("/proposals/{proposal_id}/applying", web.page(applying(web)), methods=["GET"]),
         Route("/proposals/{proposal_id}/undo", web.page(undo, post=True), methods=post),
         Route("/incidents/{incident_id}/propose", web.page(propose, post=True), methods=post),
         Route("/stop", web.page(stop, post=True), methods=post),

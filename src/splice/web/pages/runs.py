@@ -14,7 +14,10 @@ from typing import Any
 
 from splice import api, numbers
 from splice.web.core import Ctx, Web
+from splice.web.lists import POLL_MS, filtered, partial, poll_url
 
+#: The runs read from the journal for the list (newest first), and how many are shown.
+RUNS_READ, RUNS_SHOWN = 500, 50
 #: Checks (dbt tests, SQLMesh audits) are summed per segment, not drawn as lanes of their own.
 CHECK_KINDS = ("test", "audit")
 SCALE = 1000.0
@@ -22,16 +25,44 @@ SCALE = 1000.0
 MIN_W = 4.0
 
 
+def run_kind(r: dict[str, Any]) -> str:
+    """What started a run: a repair applied, a review's build, or ``splice run``.
+
+    >>> run_kind({"selector": "repair:PR-1"}), run_kind({"command": "splice run -s x"})
+    ('repair', 'run')
+    """
+    if str(r.get("selector") or "").startswith("repair:") or "apply" in str(r.get("command")):
+        return "repair"
+    if "review" in str(r.get("command") or "") or r.get("target") == "review":
+        return "review"
+    return "run"
+
+
 def run_list(ctx: Ctx) -> tuple[str, dict[str, Any]]:
-    runs = api.list_runs(ctx.ws, limit=50)
-    for r in runs:
+    every = api.list_runs(ctx.ws, limit=RUNS_READ)
+    for r in every:
         s = r.get("summary") or {}
         counts = s.get("counts") or {}
         r["built"] = counts.get("success", 0)
         r["up_to_date"] = counts.get("noop", 0)
         r["failed"] = counts.get("failed", 0) + counts.get("interrupted", 0)
         r["skipped"] = counts.get("skipped", 0)
-    return "runs.html", {"title": "Runs", "runs": runs}
+        r["kind"] = run_kind(r)
+        r["projects"] = sorted((s.get("environments") or {}).keys())
+    runs, filters = filtered(ctx, every, [
+        ("status", "Status", lambda r: r["status"]),
+        ("kind", "Kind", lambda r: r["kind"]),
+        ("project", "Project", lambda r: r["projects"]),
+    ])  # fmt: skip
+    data = {
+        "title": "Runs",
+        "runs": runs[:RUNS_SHOWN],
+        "filters": filters,
+        "filtered_out": bool(every) and not runs,
+        "poll": poll_url(ctx, "/runs", any(r["status"] == "running" for r in runs)),
+        "poll_ms": POLL_MS,
+    }
+    return ("runs_list.html" if partial(ctx) else "runs.html"), data
 
 
 def run_page(ctx: Ctx) -> tuple[str, dict[str, Any]]:
@@ -130,6 +161,8 @@ def timeline(run: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, Any
                 "notes": [],
                 "nodes": [],
                 "checks": [],
+                "log": [],
+                "log_lines": 0,
             }
             order.append(sid)
         elif kind == "segment_finished" and sid in segs:
@@ -141,6 +174,8 @@ def timeline(run: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, Any
                 method=d.get("method"),
                 error=d.get("error"),
                 notes=list(d.get("notes") or []),
+                log=[str(x) for x in d.get("log") or []],
+                log_lines=int(d.get("log_lines") or 0),
             )
         elif kind == "node_started" and e.get("node_id"):
             nodes[e["node_id"]] = {"started": ts}
