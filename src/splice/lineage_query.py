@@ -102,6 +102,7 @@ def column_lineage(
     """
     from splice.lineage import LineageIndex
 
+    ws.open_state_for_caches()  # the lineage is kept there: the graph then is too
     graph = ws.graph()
     nid, column = resolve_column_ref(graph, ref)
     wl = workspace_lineage(ws)

@@ -330,6 +330,7 @@ def workspace_lineage(
     if memo is not None:
         return memo
     t0 = time.perf_counter()
+    ws.open_state_for_caches()
     graph = ws.graph()
     wh: dict[Relation, dict[str, str]] | None = None
     whole_key = None

@@ -20,6 +20,9 @@ from splice.state.pool import StatePool
 from splice.state.signing import Signer
 from splice.state.store import StateStore
 
+#: the content cache's kind for a lone project's warehouse file (one entry, with its graph key)
+LONE_WAREHOUSE_KIND = "lone_warehouse"
+
 
 @dataclass
 class Timings:
@@ -139,18 +142,34 @@ class Workspace:
         if self.has_config or len(self.config.projects) != 1:
             return (self.root / self.config.warehouse.path).resolve()
         if self._lone_warehouse is None:
-            from splice.errors import SpliceError
-
-            try:
-                loc = self.provider(self.config.projects[0].name).warehouse()
-            except SpliceError:  # the tool reports its broken config when it loads
-                loc = None
-            self._lone_warehouse = (
-                Path(loc.path)
-                if loc is not None and loc.kind == "file" and loc.path
-                else (self.root / self.config.warehouse.path).resolve()
-            )
+            self._lone_warehouse = self._lone_warehouse_path()
         return self._lone_warehouse
+
+    def _lone_warehouse_path(self) -> Path:
+        """The lone project's warehouse file, asked of its tool once per graph key (kept in
+        the content cache beside the graph, so a warm read loads no tool for it)."""
+        from splice.errors import SpliceError
+
+        cached = self.caching and self.state_exists
+        key = self.inputs_key() if cached else ""
+        if cached:
+            hit = self.state.cache_get_many(LONE_WAREHOUSE_KIND, ["lone"]).get("lone")
+            if isinstance(hit, dict) and hit.get("key") == key:
+                return Path(str(hit["path"]))
+        try:
+            loc = self.provider(self.config.projects[0].name).warehouse()
+        except SpliceError:  # the tool reports its broken config when it loads
+            return (self.root / self.config.warehouse.path).resolve()
+        path = (
+            Path(loc.path)
+            if loc is not None and loc.kind == "file" and loc.path
+            else (self.root / self.config.warehouse.path).resolve()
+        )
+        if cached:
+            self.state.cache_put_many(
+                LONE_WAREHOUSE_KIND, {"lone": {"key": key, "path": str(path)}}
+            )
+        return path
 
     # -- providers -----------------------------------------------------------------------------
     def environment(self, project: str) -> str:
@@ -256,6 +275,14 @@ class Workspace:
 
             graph_cache.store(self, self.inputs_key(), graph)
         return graph
+
+    def open_state_for_caches(self) -> None:
+        """Open (or start) the state before the graph loads, for a command that keeps its
+        column lineage there anyway: in a lone project without splice.toml the graph, the
+        warehouse's location and the whole lineage are then cached by this first command too,
+        so the next one loads no tool. Nothing with ``--no-cache``."""
+        if self.use_cache and self._state is None:
+            _ = self.state
 
     @property
     def caching(self) -> bool:
