@@ -549,9 +549,14 @@ def make_plan(
     plan = plan_from_inputs(inp, selector=selector, execution_time=et)
     plan.timings = {**{k: round(v, 4) for k, v in timings.items()}, **plan.timings}
     if observe:
-        due = [m.next_due for st in states.values() for m in st.models.values()]
-        plan_memo.remember(ws, plan, selector, exclude, due, code)
-        plan.memo = {"code": code, "exclude": exclude}
+        due = {
+            nid: m.next_due
+            for st in states.values()
+            for nid, m in st.models.items()
+            if not m.never_due
+        }
+        not_kept = plan_memo.remember(ws, plan, selector, exclude, due, code)
+        plan.memo = {"code": code, "exclude": exclude, "not_kept": not_kept}
     return plan
 
 

@@ -338,10 +338,15 @@ def _remember_noop(ws: Any, plan: Plan, report: RunReport, et: datetime | None) 
     t0 = time.perf_counter()
     try:
         release_all(ws)
-        if remember_after_run(ws, plan, et):
+        noop, not_kept = remember_after_run(ws, plan, et)
+        if noop and not_kept is None:
             report.notes.append(
                 "nothing is left to build: the next run with no new code, data or interval "
                 "due reuses this plan without loading the tools"
+            )
+        elif noop:
+            report.notes.append(
+                f"nothing is left to build; the next run plans from scratch: {not_kept}"
             )
     except Exception as e:  # noqa: BLE001 - the run succeeded; say why the memo is empty
         report.notes.append(
