@@ -18,12 +18,12 @@ def doctor(ws: Workspace, *, lineage: bool = True) -> list[Check]:
     reported with the checks that need only the tools' configs."""
     from splice.errors import WarehouseError
 
-    if lineage:
-        ws.open_state_for_caches()
     try:
         g = ws.graph()
     except WarehouseError as err:
         return _unreachable(ws, err)
+    if lineage:
+        ws.open_state_for_caches()
     prod: dict[str, str] = {}
     for n in g.nodes.values():
         rel = n.meta.get("prod_relation")

@@ -330,8 +330,8 @@ def workspace_lineage(
     if memo is not None:
         return memo
     t0 = time.perf_counter()
-    ws.open_state_for_caches()
     graph = ws.graph()
+    ws.open_state_for_caches()
     wh: dict[Relation, dict[str, str]] | None = None
     whole_key = None
     fast_key: Any = None
