@@ -5,6 +5,7 @@ of them (SPL201/202), so they live below the api, which re-exports :func:`doctor
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from splice.graph.doctor import Check, graph_checks, lineage_checks
@@ -21,6 +22,8 @@ def doctor(ws: Workspace, *, lineage: bool = True) -> list[Check]:
         g = ws.graph()
     except WarehouseError as err:
         return _unreachable(ws, err)
+    if lineage:
+        ws.open_state_for_caches()
     prod: dict[str, str] = {}
     for n in g.nodes.values():
         rel = n.meta.get("prod_relation")
@@ -98,11 +101,28 @@ def _foreign_models(ws: Workspace, g: Any) -> dict[str, dict[str, str]]:
     """Models another SQLMesh project owns that each multi-repo project's Context holds (read
     from the shared state: loads SQLMesh, only for projects that have a `project:` name)."""
     multi = {n.project for n in g.nodes.values() if n.meta.get("sqlmesh_project")}
-    return {
-        p.name: ws.provider(p.name).owned_elsewhere()
-        for p in ws.config.projects
-        if p.format == "sqlmesh" and p.name in multi
-    }
+    names = [p.name for p in ws.config.projects if p.format == "sqlmesh" and p.name in multi]
+    if not names:
+        return {}
+    # kept under the graph's key and a mark of SQLMesh's state (a plan applied in the shared
+    # state moves it), so a warm doctor loads no SQLMesh for it
+    key = None
+    if ws.caching:
+        from splice.providers.sqlmesh_state import state_probe
+
+        probe = state_probe(ws)
+        key = None if probe is None else json.dumps([ws.inputs_key(), probe])
+    if key is not None:
+        hit = ws.state.cache_get_many(FOREIGN_KIND, [ws.target]).get(ws.target)
+        if isinstance(hit, dict) and hit.get("key") == key:
+            return {p: dict(v) for p, v in hit["models"].items()}
+    found = {p: ws.provider(p).owned_elsewhere() for p in names}
+    if key is not None:
+        ws.state.cache_put_many(FOREIGN_KIND, {ws.target: {"key": key, "models": found}})
+    return found
+
+
+FOREIGN_KIND = "sqlmesh_foreign_models"
 
 
 def _unreachable(ws: Workspace, err: Any, *, loaded: bool = False) -> list[Check]:

@@ -7,7 +7,8 @@ The key is a SHA-256 over (:func:`graph_inputs` lists them):
   the environment it gives each project;
 - splice.toml, and the content of every file of every project (build output, logs, caches, the
   warehouse file and Splice's own ``.splice`` directory left out: the rules of
-  :func:`project_files`);
+  :func:`project_files`; and Splice's witness file, which a lone project without splice.toml
+  holds in its own directory: :func:`splice_files`);
 - the dbt profiles file each dbt project uses (``profiles_dir``, the project's own
   profiles.yml, ``$DBT_PROFILES_DIR`` or ``~/.dbt/profiles.yml``) and SQLMesh's user config
   (``$SQLMESH_HOME`` or ``~/.sqlmesh``: config.yaml/.yml/.py);
@@ -213,6 +214,17 @@ class _Hasher:
             self.whole_env |= dynamic
 
 
+def splice_files(ws: Any) -> frozenset[Path]:
+    """Files Splice itself writes in the workspace that no tool reads: the state's witness
+    (moved by every command that writes the state), and the state file when it lies outside
+    ``.splice``. A project whose directory is the workspace's (a bare dbt or SQLMesh project
+    without splice.toml) would otherwise see its key change after each command."""
+    out = {ws.witness_path}
+    if not ws.config.state.url:
+        out.add(ws.state_path)
+    return frozenset(out)
+
+
 def graph_inputs(ws: Any) -> tuple[str, dict[str, Any]]:
     """(the graph key of ``ws``, a summary of what went into it)."""
     from splice.config import CONFIG_FILE
@@ -230,11 +242,13 @@ def graph_inputs(ws: Any) -> tuple[str, dict[str, Any]]:
     hs.text("tools", sorted(versions.items()))
     hs.file("config", ws.root / CONFIG_FILE)
     profiles: list[str] = []
+    own_files = splice_files(ws)
     for spec in sorted(ws.config.projects, key=lambda s: s.name):
         base = (ws.root / spec.path).resolve()
         hs.text("project", f"{spec.name}:{spec.format}:{base}")
         for f in project_files(base):
-            hs.file(str(f.relative_to(base)), f)
+            if f not in own_files:
+                hs.file(str(f.relative_to(base)), f)
         if spec.format == "dbt":
             prof = _dbt_profiles_file(ws, spec)
             profiles.append(str(prof))

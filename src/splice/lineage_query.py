@@ -104,6 +104,7 @@ def column_lineage(
 
     graph = ws.graph()
     nid, column = resolve_column_ref(graph, ref)
+    ws.open_state_for_caches()  # the lineage is kept there: the graph then is too
     wl = workspace_lineage(ws)
     writers = writers_map(graph, ws.dialect)
     idx = LineageIndex({k: (v, graph.nodes[k].writes) for k, v in wl.models.items()}, writers)

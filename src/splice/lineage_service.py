@@ -331,6 +331,7 @@ def workspace_lineage(
         return memo
     t0 = time.perf_counter()
     graph = ws.graph()
+    ws.open_state_for_caches()
     wh: dict[Relation, dict[str, str]] | None = None
     whole_key = None
     fast_key: Any = None

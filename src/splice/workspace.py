@@ -20,6 +20,9 @@ from splice.state.pool import StatePool
 from splice.state.signing import Signer
 from splice.state.store import StateStore
 
+#: the content cache's kind for a lone project's warehouse file (one entry, with its graph key)
+LONE_WAREHOUSE_KIND = "lone_warehouse"
+
 
 @dataclass
 class Timings:
@@ -81,6 +84,7 @@ class Workspace:
         )
         self.graph_key: str | None = None
         self.graph_cached = False  # True when graph() came from the cache
+        self._graph_stored = False  # True when the graph loaded was kept in the cache
         self.notices: list[str] = []  # what opening found that a person should read (shown once)
 
     def _catalog_name(self) -> str:
@@ -140,18 +144,35 @@ class Workspace:
         if self.has_config or len(self.config.projects) != 1:
             return (self.root / self.config.warehouse.path).resolve()
         if self._lone_warehouse is None:
-            from splice.errors import SpliceError
-
-            try:
-                loc = self.provider(self.config.projects[0].name).warehouse()
-            except SpliceError:  # the tool reports its broken config when it loads
-                loc = None
-            self._lone_warehouse = (
-                Path(loc.path)
-                if loc is not None and loc.kind == "file" and loc.path
-                else (self.root / self.config.warehouse.path).resolve()
-            )
+            self._lone_warehouse = self._lone_warehouse_path()
         return self._lone_warehouse
+
+    def _lone_warehouse_path(self) -> Path:
+        """The lone project's warehouse file, asked of its tool once per graph key (kept in
+        the content cache beside the graph, so a warm read loads no tool for it)."""
+        from splice.errors import SpliceError
+
+        cached = self.caching and self.state_exists
+        key = self.inputs_key() if cached else ""
+        if cached:
+            hit = self.state.cache_get_many(LONE_WAREHOUSE_KIND, ["lone"]).get("lone")
+            if isinstance(hit, dict) and hit.get("key") == key:
+                return Path(str(hit["path"]))
+        try:
+            loc = self.provider(self.config.projects[0].name).warehouse()
+        except SpliceError:  # the tool reports its broken config when it loads
+            return (self.root / self.config.warehouse.path).resolve()
+        path = (
+            Path(loc.path)
+            if loc is not None and loc.kind == "file" and loc.path
+            else (self.root / self.config.warehouse.path).resolve()
+        )
+        if cached:
+            self._keep_lone_warehouse(key, path)
+        return path
+
+    def _keep_lone_warehouse(self, key: str, path: Path) -> None:
+        self.state.cache_put_many(LONE_WAREHOUSE_KIND, {"lone": {"key": key, "path": str(path)}})
 
     # -- providers -----------------------------------------------------------------------------
     def environment(self, project: str) -> str:
@@ -273,12 +294,35 @@ class Workspace:
                 self._graph = hit
                 self.graph_cached = True
                 return hit
+        if self.use_cache:
+            self.inputs_key()  # taken before the projects are read: an edit meanwhile is seen
         graph = self.load_graph()
         if self.caching:
             from splice import graph_cache
 
-            graph_cache.store(self, self.inputs_key(), graph)
+            self._graph_stored = graph_cache.store(self, self.inputs_key(), graph)
         return graph
+
+    def open_state_for_caches(self) -> None:
+        """Open (or start) the state once the graph loaded, for a command that keeps its
+        column lineage there anyway, and keep the graph in it: in a lone project without
+        splice.toml the graph, the warehouse's location and the whole lineage are then cached
+        by this first command too, so the next one loads no tool. Nothing with ``--no-cache``."""
+        if not self.use_cache:
+            return
+        if self._state is None:
+            _ = self.state
+        if (
+            self._graph is not None
+            and not self.graph_cached
+            and not self._graph_stored
+            and self.graph_key is not None
+        ):
+            from splice import graph_cache
+
+            self._graph_stored = graph_cache.store(self, self.graph_key, self._graph)
+            if self._lone_warehouse is not None:  # asked of the tool before the state was open
+                self._keep_lone_warehouse(self.graph_key, self._lone_warehouse)
 
     @property
     def caching(self) -> bool:

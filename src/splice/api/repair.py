@@ -345,10 +345,17 @@ def doctor_exit_status(checks: list[Check]) -> int:
 
 
 def plan_summary(plan: Any) -> dict[str, int]:
-    """Counts of a plan's decisions: {"build", "reuse", "segments"}."""
+    """Counts of a plan's decisions: {"build", "models", "checks", "reuse", "segments"}."""
     from splice.plan.planner import summary
 
     return summary(plan)
+
+
+def plan_checks(plan: Any) -> set[str]:
+    """The decisions of a plan that run a test or audit (the rest build relations)."""
+    from splice.plan.checks import is_check
+
+    return {n for n, d in plan.decisions.items() if d.action == "build" and is_check(d)}
 
 
 def watch(

@@ -55,7 +55,7 @@ def plan_cmd(
 def render_plan(plan: Any) -> None:
     from rich.markup import escape
 
-    from splice.api import plan_summary
+    from splice.api import plan_checks, plan_summary
     from splice.cli.render import console
 
     c = console()
@@ -66,14 +66,15 @@ def render_plan(plan: Any) -> None:
         f"[bold]Plan for target {escape(plan.target)}[/] ({escape(envs)}{escape(clock)})",
         soft_wrap=True,
     )
-    checks = {
-        n for n, d in plan.decisions.items() if d.reasons and d.reasons[0].code == "selected_test"
-    }
-    models_build = [n for n in plan.to_build if n not in checks]
+    checks = plan_checks(plan)
+    alone = sorted(
+        n for n in checks if not any(r.code == "selected_test" for r in plan.decisions[n].reasons)
+    )
     reused = [n for n, d in plan.decisions.items() if d.action == "reuse"]
     c.print(
-        f"{len(models_build)} to build in {counts['segments']} segment{'s' if counts['segments'] != 1 else ''}"
-        f" (+{len(checks)} tests/audits), {len(reused)} reused",
+        f"{counts['models']} to build, {counts['checks']} test(s)/audit(s) to run"
+        + (f" ({len(alone)} on their own: new or changed)" if alone else "")
+        + f" in {counts['segments']} segment{'s' if counts['segments'] != 1 else ''}, {len(reused)} reused",
         soft_wrap=True,
     )
     for seg in plan.segments:
@@ -83,12 +84,13 @@ def render_plan(plan: Any) -> None:
             f"\n[bold cyan]{seg.id}[/] [bold]{escape(seg.project)}[/] ({seg.format}, {env_word} {escape(seg.environment)}){after}",
             soft_wrap=True,
         )
-        seg_checks = [n for n in seg.node_ids if n in checks]
+        seg_checks = [n for n in seg.node_ids if n in checks and n not in alone]
         for nid in seg.node_ids:
-            if nid in checks:
+            if nid in checks and nid not in alone:
                 continue
             d = plan.decisions[nid]
-            c.print(f"  [green]BUILD[/] [bold]{escape(nid)}[/]", soft_wrap=True)
+            verb = "[cyan]CHECK[/]" if nid in alone else "[green]BUILD[/]"
+            c.print(f"  {verb} [bold]{escape(nid)}[/]", soft_wrap=True)
             for r in d.reasons:
                 c.print(f"        {escape(r.text)}", soft_wrap=True)
         if seg_checks:

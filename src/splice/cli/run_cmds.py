@@ -95,10 +95,12 @@ class RunDisplay:
         d = ev.data or {}
         if ev.kind == "run_started":
             segs = d.get("segments") or []
-            n = sum(len(s.get("node_ids", [])) for s in segs)
+            n_checks = int(d.get("checks") or 0)
+            n = sum(len(s.get("node_ids", [])) for s in segs) - n_checks
             p(
                 f"[bold]Run {ev.run_id}[/] · {len(segs)} segment{'s' if len(segs) != 1 else ''}, "
                 f"{n} node{'s' if n != 1 else ''} to build"
+                + (f", {n_checks} test(s)/audit(s) to run" if n_checks else "")
                 + (f" · SQLMesh clock {d['execution_time']}" if d.get("execution_time") else "")
             )
             for note in d.get("notes") or []:
@@ -196,7 +198,9 @@ def render_report(report: Any) -> None:
     if checks:
         parts.append("checks " + ", ".join(f"{v} {k}" for k, v in sorted(checks.items())))
     c.print(
-        f"{_st(report.status, f'Run {report.run_id} {report.status}')} in {_fmt_s(report.duration)} "
+        f"{_st(report.status, f'Run {report.run_id} {report.status}')} in {_fmt_s(report.duration)}"
+        + (f" (planning {_fmt_s(report.timings['plan'])})" if report.timings.get("plan") else "")
+        + " "
         f"(target {_escape(_target_text(report.target, report.environments))}): "
         + " · ".join(parts)
     )

@@ -494,3 +494,33 @@ def _span(intervals: list[list[int]] | None) -> str:
     from splice.plan.sqlmesh_view import describe_intervals
 
     return describe_intervals(intervals)
+
+
+# -- checks (tests and audits) that ran ------------------------------------------------------------
+#: The content cache's kind for the code of each check as it last passed, per target: a check
+#: whose code is new or changed since runs at the next plan on its own (as ``dbt build --select
+#: state:modified+`` would), even when the node it checks is reused.
+CHECKS_KIND = "check_runs"
+
+
+def _check_key(target: str, node_id: str) -> str:
+    return json.dumps([target, node_id])
+
+
+def checks_seen(store: StateStore, target: str, node_ids: Iterable[str]) -> dict[str, str] | None:
+    """node id -> the digest of its code when it last passed in ``target``; None when no
+    check was ever recorded there (then nothing says which checks are new: a target built
+    before checks were recorded plans them with their nodes only, until its next run)."""
+    ids = list(node_ids)
+    marker = _check_key(target, "*")
+    found = store.cache_get_many(CHECKS_KIND, [marker, *(_check_key(target, n) for n in ids)])
+    if marker not in found:
+        return None
+    return {n: str(found[_check_key(target, n)]) for n in ids if _check_key(target, n) in found}
+
+
+def record_checks(store: StateStore, target: str, passed: Mapping[str, str]) -> None:
+    """Record that the checks ``passed`` (node id -> the digest of their code) passed."""
+    items: dict[str, object] = {_check_key(target, n): d for n, d in passed.items()}
+    items[_check_key(target, "*")] = 1
+    store.cache_put_many(CHECKS_KIND, items)

@@ -14,7 +14,13 @@ all four are the same and the clock has not reached a new interval:
    ``_environments`` tables in the warehouse (a ``sqlmesh run`` or restatement by hand moves
    it); a project with its own ``state_connection`` is never memoised;
 4. **the clock**: the execution time is before the earliest moment a SQLMesh model can have a
-   new interval due (the end of its last interval plus one interval unit).
+   new interval due (the end of its last interval plus one interval unit); a model SQLMesh
+   never finds missing (EMBEDDED, a seed once loaded, a model filled up to its ``end``) sets
+   no bound.
+
+Each selection keeps its own plan; a selection without one is given the whole workspace's
+no-op plan (when it is valid) reduced to the selected nodes: nothing of a selection builds when
+nothing of the workspace does.
 
 A plan in which a SQLMesh model builds is never kept: SQLMesh's own plan of what is due moves
 with the clock.  What the graph key cannot see (see :mod:`splice.graph_cache`) is not seen
@@ -33,11 +39,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from splice.plan.model import NodeDecision, Plan, Reason, Segment
-from splice.sqlrows import checksum_query
+from splice.providers.sqlmesh_state import state_probe
 
 KIND = "noop_plan"
 REUSED = "nothing changed since the plan of"  # how the memo's note begins
-STATE_TABLES = ("_intervals", "_environments")
 
 
 def key_of(data: Any) -> str:
@@ -63,48 +68,6 @@ def evidence_mark(ws: Any) -> list[Any]:
     return [list(v), list(a)]
 
 
-def _own_state_connection(ws: Any, spec: Any) -> bool:
-    base = ws.root / spec.path
-    for name in ("config.yaml", "config.yml", "config.py"):
-        f = base / name
-        if f.exists() and "state_connection" in f.read_text(errors="replace"):
-            return True
-    return False
-
-
-def state_probe(ws: Any) -> list[str] | None:
-    """A checksum of SQLMesh's interval and environment state, or None when it cannot be read
-    cheaply (then nothing is memoised)."""
-    specs = [s for s in ws.config.projects if s.format == "sqlmesh"]
-    if not specs:
-        return []
-    kind = ws.config.warehouse.type
-    if kind not in ("duckdb", "postgres") or any(_own_state_connection(ws, s) for s in specs):
-        return None
-    from splice.errors import WarehouseError
-    from splice.warehouse import connect
-
-    if kind == "duckdb":
-        import duckdb
-
-        errors: tuple[type[BaseException], ...] = (duckdb.Error, WarehouseError)
-    else:
-        import psycopg
-
-        errors = (psycopg.Error, WarehouseError)
-    out: list[str] = []
-    try:
-        with connect(ws, "the plan memo", read_only=True) as con:
-            for t in STATE_TABLES:
-                n, total = con.execute(
-                    checksum_query(f"sqlmesh.{t}", None, None, None, ws.dialect)
-                ).fetchone()
-                out.append(f"{t}:{n}:{total}")
-    except errors:
-        return None
-    return out
-
-
 def _now_ms(execution_time: datetime | None) -> int:
     if execution_time is None:
         return int(time.time() * 1000)
@@ -124,6 +87,13 @@ def marks(ws: Any, code: str) -> dict[str, Any] | None:
     }
 
 
+def _valid(hit: Any, now: dict[str, Any], execution_time: datetime | None) -> bool:
+    if not isinstance(hit, dict) or hit.get("marks") != now:
+        return False
+    due = hit.get("valid_until")
+    return due is None or _now_ms(execution_time) < int(due)
+
+
 def lookup(
     ws: Any,
     selector: str | None,
@@ -131,19 +101,35 @@ def lookup(
     execution_time: datetime | None,
     code: str,
 ) -> Plan | None:
-    """The memoised no-op plan, if every mark is unchanged and no interval fell due."""
+    """The memoised no-op plan, if every mark is unchanged and no interval fell due.
+
+    A selection (or exclusion) with no plan of its own kept is given the no-op plan of the
+    whole workspace, when that one is valid, reduced to the selected nodes: when nothing of
+    the workspace builds, nothing of any selection does (the graph comes from the graph
+    cache: still no tool is loaded)."""
     t0 = time.perf_counter()
     now = marks(ws, code)
     if now is None:
         return None
     key = key_of([ws.target, selector, exclude])
-    hit = ws.state.cache_get_many(KIND, [key]).get(key)
-    if not isinstance(hit, dict) or hit.get("marks") != now:
+    whole = key_of([ws.target, None, None])
+    keys = [key] if key == whole else [key, whole]
+    found = ws.state.cache_get_many(KIND, keys)
+    hit = found.get(key)
+    plan: Plan | None = None
+    if _valid(hit, now, execution_time):
+        plan = plan_from_dict(hit["plan"])  # type: ignore[index]
+    elif key != whole:
+        hit = found.get(whole)
+        whole_now = {**now, "code": code_key(ws, None, None)}
+        if _valid(hit, whole_now, execution_time):
+            kept = plan_from_dict(hit["plan"])  # type: ignore[index]
+            if not kept.to_build:
+                plan = _reduced(ws, kept, selector, exclude)
+    if plan is None:
         return None
+    assert isinstance(hit, dict)
     due = hit.get("valid_until")
-    if due is not None and _now_ms(execution_time) >= int(due):
-        return None
-    plan = plan_from_dict(hit["plan"])
     made = datetime.fromtimestamp(float(hit["made_at"]), tz=UTC)
     until = (
         f"; no SQLMesh interval falls due before "
@@ -165,45 +151,70 @@ def lookup(
     return plan
 
 
+def _reduced(ws: Any, plan: Plan, selector: str | None, exclude: str | None) -> Plan:
+    """The whole workspace's no-op ``plan`` as the plan of ``selector`` / ``exclude``."""
+    from splice.graph.selectors import select
+
+    chosen = set(select(ws.graph(), selector, exclude=exclude))
+    plan.decisions = {n: d for n, d in plan.decisions.items() if n in chosen}
+    plan.segments = []
+    plan.selector = selector
+    plan.warnings = [w for w in plan.warnings if any(n in w for n in plan.decisions)]
+    return plan
+
+
 def remember(
     ws: Any,
     plan: Plan,
     selector: str | None,
     exclude: str | None,
-    next_due: list[int | None],
+    next_due: dict[str, int | None],
     code: str,
-) -> bool:
-    """Keep ``plan`` when no SQLMesh model builds in it and every SQLMesh model's next due
-    time is known;
-    ``code`` is the :func:`code_key` taken before the plan read the projects."""
-    if any(d is None for d in next_due):
-        return False
+) -> str | None:
+    """Keep ``plan`` when no SQLMesh model builds in it and the next due time of every SQLMesh
+    model that can fall due is known (``next_due``: node id -> ms; a model that never falls due
+    is left out of it). ``code`` is the :func:`code_key` taken before the plan read the
+    projects. None when kept, else why not, in words."""
     formats = {p.name: p.format for p in ws.config.projects}
     if any(formats.get(plan.decisions[n].project) == "sqlmesh" for n in plan.to_build):
-        return False
+        return "a SQLMesh model builds in it"
+    unknown = sorted(n for n, d in next_due.items() if d is None)
+    if unknown:
+        return (
+            f"SQLMesh cannot say when {unknown[0]}"
+            + (f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else "")
+            + " next falls due (no interval of it is filled)"
+        )
     now = marks(ws, code)
     if now is None:
-        return False
+        return (
+            "SQLMesh's state cannot be read without loading SQLMesh (a state_connection of its "
+            "own, or a warehouse other than DuckDB or PostgreSQL)"
+        )
     key = key_of([ws.target, selector, exclude])
+    dues = [d for d in next_due.values() if d is not None]
     ws.state.cache_put_many(KIND, {key: {
         "marks": now,
-        "valid_until": min(next_due) if next_due else None,  # type: ignore[type-var]
+        "valid_until": min(dues) if dues else None,
         "made_at": time.time(),
         "plan": plan.to_dict(),
     }})  # fmt: skip
-    return True
+    return None
 
 
-def remember_after_run(ws: Any, plan: Plan, execution_time: datetime | str | None = None) -> bool:
+def remember_after_run(
+    ws: Any, plan: Plan, execution_time: datetime | str | None = None
+) -> tuple[bool, str | None]:
     """After ``plan`` ran cleanly, plan once more with the graph already loaded (a fraction of a
     second) so that the next ``splice run`` with nothing new finds that no-op plan in the memo
-    and loads neither tool. True when a no-op plan was remembered.
+    and loads neither tool. (whether nothing is left to build, why that no-op plan was not
+    kept: None when it was).
 
     The memo rests on the code key taken before ``plan`` read the projects: a file edited
     while the run went on no longer matches it, so that edit is never hidden.
     """
     if not plan.memo or not plan.to_build:
-        return False
+        return False, None
     from splice.plan.planner import make_plan
 
     again = make_plan(
@@ -214,7 +225,9 @@ def remember_after_run(ws: Any, plan: Plan, execution_time: datetime | str | Non
         fresh=True,
         code=str(plan.memo["code"]),
     )
-    return not again.to_build
+    if again.to_build:
+        return False, None
+    return True, again.memo.get("not_kept")
 
 
 def plan_from_dict(d: dict[str, Any]) -> Plan:

@@ -22,6 +22,7 @@ ReasonCode = Literal[
     "incomplete_upstream_intervals",  # a binding's upstream still has intervals missing
     "failed_last_time",  # the last attempt failed or was interrupted
     "selected_test",  # a test/audit of a node that builds
+    "check_changed",  # a test whose code is new or changed since it last passed
     "repair",  # an approved repair rewrites it (splice apply; see splice.repair)
     "unchanged",
 ]

@@ -46,6 +46,7 @@ from typing import Any
 
 from splice.errors import SpliceError
 from splice.graph.model import Graph
+from splice.plan.checks import PASS_THROUGH, attach_checks, check_fingerprints
 from splice.plan.evidence import Attempt, BuildRecord
 from splice.plan.fingerprint import changed_components, is_buildable
 from splice.plan.model import Action, NodeDecision, Plan, Reason, ReasonCode
@@ -54,7 +55,6 @@ from splice.plan.sqlmesh_view import ModelState, NodeView, describe_intervals
 from splice.providers.locations import shares_sqlmesh_state
 
 CODE_CAUSES = frozenset({"code_changed", "upstream_code_changed", "sqlmesh_change"})
-PASS_THROUGH = frozenset({"source", "external"})
 
 
 class EnvironmentRefusedError(SpliceError):
@@ -115,6 +115,10 @@ class PlanInputs:
     sqlmesh_audits: dict[str, Reason] = field(default_factory=dict)
     # (upstream id, seq) -> the upstream's version just before seq (history look-up)
     seen_before: Callable[[str, int], int] = lambda _u, _s: 0
+    # selected dbt tests -> their fingerprint; node id -> its digest when it last passed (None:
+    # no check was ever recorded in the target, so none is known to be new)
+    check_fingerprints: dict[str, dict[str, str]] = field(default_factory=dict)
+    checks_seen: dict[str, str] | None = None
 
 
 def _cause(d: NodeDecision) -> tuple[str, str, bool]:
@@ -302,50 +306,8 @@ def decide(inp: PlanInputs) -> tuple[dict[str, NodeDecision], list[str]]:
             f"selected ({describe_intervals(miss)})"
         )
 
-    _attach_checks(inp, decisions)
+    attach_checks(inp, decisions)
     return _in_order(g, decisions), warnings
-
-
-def _attach_checks(inp: PlanInputs, decisions: dict[str, NodeDecision]) -> None:
-    g = inp.graph
-    selected = set(inp.selected)
-    for t, why in inp.sqlmesh_audits.items():  # SQLMesh applies and runs a changed one
-        if t in selected and t not in inp.excluded:
-            decisions[t] = NodeDecision(
-                t, g.nodes[t].project, "build", [why], {}, {"tool": "sqlmesh", **why.data}
-            )
-    building = {n for n, d in decisions.items() if d.action == "build"}
-    if not building:
-        return
-    fed_sources: dict[str, set[str]] = {}
-    for nid in building:
-        for p in g.parents(nid):
-            if g.nodes[p].kind in PASS_THROUGH and g.nodes[p].project == g.nodes[nid].project:
-                fed_sources.setdefault(p, set()).add(nid)
-    candidates: set[str] = set()
-    for nid in building | set(fed_sources):
-        candidates |= {c for c in g.children(nid) if g.nodes[c].kind in ("test", "audit")}
-    for t in candidates:
-        if t in inp.excluded or t in decisions:
-            continue
-        checked = sorted(p for p in g.parents(t) if p in building)
-        via = sorted(p for p in g.parents(t) if p in fed_sources)
-        if not checked and not via:
-            continue
-        what = (
-            ", ".join(checked)
-            if checked
-            else f"{', '.join(via)}, read by {', '.join(sorted(set().union(*(fed_sources[v] for v in via))))}"
-        )
-        decisions[t] = NodeDecision(
-            t,
-            g.nodes[t].project,
-            "build",
-            [Reason("selected_test", f"checks {what}", upstream=(checked or via)[0])],
-            {},
-            {},
-            sorted(checked or via),
-        )
 
 
 def _in_order(g: Graph, decisions: dict[str, NodeDecision]) -> dict[str, NodeDecision]:
@@ -462,7 +424,13 @@ def make_plan(
     """
     from splice.graph.selectors import select
     from splice.plan import memo as plan_memo
-    from splice.plan.evidence import last_attempts, last_builds, observe_sqlmesh, version_before
+    from splice.plan.evidence import (
+        checks_seen,
+        last_attempts,
+        last_builds,
+        observe_sqlmesh,
+        version_before,
+    )
     from splice.plan.fingerprint import dbt_fingerprint, fallback_fingerprint
     from splice.plan.sqlmesh_kinds import changed_standalone_audits
     from splice.plan.sqlmesh_view import environment_state, plan_view, resolve_execution_time
@@ -539,6 +507,8 @@ def make_plan(
         fps[n] = (
             dbt_fingerprint(mnode, manifest) if mnode is not None else fallback_fingerprint(node)
         )
+    check_fps = check_fingerprints(ws, g, selected, excluded)
+    seen = checks_seen(ws.state, ws.target, check_fps)
     timings["fingerprints"] = time.perf_counter() - t
 
     inp = PlanInputs(
@@ -556,13 +526,20 @@ def make_plan(
         excluded=excluded,
         sqlmesh_audits=audits,
         seen_before=lambda u, seq: version_before(store, ws.target, u, seq),
+        check_fingerprints=check_fps,
+        checks_seen=seen,
     )
     plan = plan_from_inputs(inp, selector=selector, execution_time=et)
     plan.timings = {**{k: round(v, 4) for k, v in timings.items()}, **plan.timings}
     if observe:
-        due = [m.next_due for st in states.values() for m in st.models.values()]
-        plan_memo.remember(ws, plan, selector, exclude, due, code)
-        plan.memo = {"code": code, "exclude": exclude}
+        due = {
+            nid: m.next_due
+            for st in states.values()
+            for nid, m in st.models.items()
+            if not m.never_due
+        }
+        not_kept = plan_memo.remember(ws, plan, selector, exclude, due, code)
+        plan.memo = {"code": code, "exclude": exclude, "not_kept": not_kept}
     return plan
 
 
@@ -614,6 +591,16 @@ def explain(
 
 
 def summary(plan: Plan) -> dict[str, int]:
-    """Counts of the plan's decisions."""
-    build = sum(1 for d in plan.decisions.values() if d.action == "build")
-    return {"build": build, "reuse": len(plan.decisions) - build, "segments": len(plan.segments)}
+    """Counts of the plan's decisions: ``build`` (every decision that runs), of which
+    ``checks`` run tests and audits and ``models`` build relations; ``reuse``; ``segments``."""
+    from splice.plan.checks import is_check
+
+    build = [d for d in plan.decisions.values() if d.action == "build"]
+    checks = sum(1 for d in build if is_check(d))
+    return {
+        "build": len(build),
+        "models": len(build) - checks,
+        "checks": checks,
+        "reuse": len(plan.decisions) - len(build),
+        "segments": len(plan.segments),
+    }

@@ -171,6 +171,23 @@ def _next_due(snapshot: Any, intervals: list[list[int]]) -> int | None:
         return None
 
 
+def _never_due(snapshot: Any, intervals: list[list[int]]) -> bool:
+    """True when SQLMesh never finds an interval of this model missing, whatever the clock:
+    a model it never evaluates (EMBEDDED, without audits), a seed once loaded, a model filled
+    up to its ``end``."""
+    try:
+        if not snapshot.evaluatable or (snapshot.is_seed and intervals):
+            return True
+        end = getattr(snapshot.node, "end", None)
+        if end is None or not intervals:
+            return False
+        from sqlmesh.utils.date import to_timestamp
+
+        return intervals[-1][1] >= int(to_timestamp(end))
+    except Exception:  # noqa: BLE001 - not known: it may fall due (the memo then gives up)
+        return False
+
+
 # -- what SQLMesh's state holds ------------------------------------------------------------------
 @dataclass
 class ModelState:
@@ -190,6 +207,8 @@ class ModelState:
     # the earliest moment (ms) a new interval can fall due: the end of the last filled interval
     # plus one interval unit (a cron offset only makes it later); None when nothing is filled
     next_due: int | None = None
+    # no interval of it ever falls due (see _never_due): it sets no bound on the plan memo
+    never_due: bool = False
 
     @property
     def complete(self) -> bool:
@@ -261,6 +280,7 @@ def environment_state(
             cron=getattr(s.node, "cron", None),
             start=str(s.node.start) if s.node.start is not None else None,
             next_due=_next_due(s, intervals),
+            never_due=_never_due(s, intervals),
         )
     return out
 

@@ -14,6 +14,9 @@ journaled only: their outcome is recorded on the node they check):
 - ``record_failure`` when it failed or a blocking check of it failed;
 - nothing when the tool had nothing to do (SQLMesh: no missing intervals), so that readers in
   other projects do not rebuild for a version that did not move.
+
+And per check that passed (or only warned) with a fingerprint in the plan, the digest of its
+code (``record_checks``): a new or changed check then runs at the next plan on its own.
 """
 
 from __future__ import annotations
@@ -80,3 +83,13 @@ def commit_attempt(store: Any, *, target: str, node_ids: list[str], run_id: str)
     if not node_ids or mod is None or not hasattr(mod, "record_attempt"):
         return
     mod.record_attempt(store, target=target, node_ids=node_ids, run_id=run_id)
+
+
+def commit_check(store: Any, *, target: str, node_id: str, fingerprint: dict[str, str]) -> None:
+    """Record that a check passed with the code ``fingerprint`` describes."""
+    mod = _evidence()
+    if not fingerprint or mod is None or not hasattr(mod, "record_checks"):
+        return
+    from splice.plan.checks import check_digest
+
+    mod.record_checks(store, target, {node_id: check_digest(fingerprint)})

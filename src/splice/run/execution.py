@@ -14,7 +14,7 @@ from typing import Any
 
 from splice.faults import pause
 from splice.plan.model import Plan, Segment
-from splice.run.commit import commit_attempt, commit_build, commit_failure
+from splice.run.commit import commit_attempt, commit_build, commit_check, commit_failure
 from splice.run.executors import (
     CAPABILITIES,
     SegmentJob,
@@ -431,8 +431,19 @@ class _Run:
         return bool(caps and caps.owns_state)
 
     def _commit_check(self, seg: Segment, chk: CheckResult) -> None:
-        # a check's outcome is evidence about the node it checks (see _finish_segment); the
-        # check itself is journaled only
+        # a check's outcome is evidence about the node it checks (see _finish_segment); of the
+        # check itself, only that its code passed (a new or changed one runs on its own)
+        d = self.plan.decisions.get(chk.node_id)
+        if chk.status in ("pass", "warn") and d is not None and d.fingerprint:
+            try:
+                commit_check(
+                    self.store(),
+                    target=self.report.target,
+                    node_id=chk.node_id,
+                    fingerprint=dict(d.fingerprint),
+                )
+            except Exception as e:  # noqa: BLE001 - the check ran; say the record did not land
+                self.report.notes.append(f"recording check {chk.node_id} failed: {e}")
         with self.lock:
             self.report.checks[chk.node_id] = chk
         self.emit(

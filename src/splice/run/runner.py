@@ -292,6 +292,7 @@ def run_plan(
                 for s in plan.segments
             ],
             "to_build": len(plan.to_build),
+            "checks": _count_checks(plan),
             "notes": list(report.notes),
         },
     )
@@ -328,6 +329,15 @@ def run_plan(
     return report
 
 
+def _count_checks(plan: Plan) -> int:
+    """How many of the plan's decisions run a test or audit."""
+    try:
+        from splice.plan.checks import is_check
+    except ModuleNotFoundError:  # pragma: no cover - the planner ships with Splice
+        return 0
+    return sum(1 for d in plan.decisions.values() if d.action == "build" and is_check(d))
+
+
 def _remember_noop(ws: Any, plan: Plan, report: RunReport, et: datetime | None) -> None:
     """Let the next ``splice run`` with nothing new skip loading the tools
     (:func:`splice.plan.memo.remember_after_run`); a failure to remember costs only that."""
@@ -338,10 +348,15 @@ def _remember_noop(ws: Any, plan: Plan, report: RunReport, et: datetime | None) 
     t0 = time.perf_counter()
     try:
         release_all(ws)
-        if remember_after_run(ws, plan, et):
+        noop, not_kept = remember_after_run(ws, plan, et)
+        if noop and not_kept is None:
             report.notes.append(
                 "nothing is left to build: the next run with no new code, data or interval "
                 "due reuses this plan without loading the tools"
+            )
+        elif noop:
+            report.notes.append(
+                f"nothing is left to build; the next run plans from scratch: {not_kept}"
             )
     except Exception as e:  # noqa: BLE001 - the run succeeded; say why the memo is empty
         report.notes.append(
@@ -365,10 +380,15 @@ def run(
 ) -> RunReport:
     """Take the run lock, plan (:func:`splice.plan.planner.make_plan`; with ``full``, every
     selected node builds; with ``fresh``, no remembered no-op plan is reused) and run;
-    ``recover`` is passed to :func:`run_session`."""
+    ``recover`` is passed to :func:`run_session`.
+
+    The report's duration is the whole command's, planning included (``timings["plan"]``
+    says how much of it the planning took)."""
+    began = time.time()
     with run_session(
         ws, command=command, selector=selector, exclude=exclude, recover=recover
     ) as session:
+        t0 = time.perf_counter()
         if full:
             from splice.run.segments import fallback_plan
 
@@ -377,7 +397,8 @@ def run(
             plan, planner = make_run_plan(
                 ws, selector, exclude=exclude, execution_time=execution_time, fresh=fresh
             )
-        return run_plan(
+        planning = time.perf_counter() - t0
+        report = run_plan(
             ws,
             plan,
             progress=progress,
@@ -387,6 +408,11 @@ def run(
             planner=planner,
             session=session,
         )
+    report.timings["plan"] = planning
+    report.started_at = began
+    if report.finished_at is not None:
+        report.timings["total"] = report.finished_at - began
+    return report
 
 
 def make_run_plan(

@@ -27,16 +27,22 @@ def executable(graph: Graph, node_id: str, fmt: str | None = None) -> bool:
 def build_evidence(ws: Any, node_ids: Any) -> dict[str, tuple[dict[str, str], list[str]]]:
     """For each buildable node of ``node_ids``: its fingerprint and the nodes it reads (what
     the run records as evidence when it builds it; without them the next plan would see the
-    node as changed and build it again). Plans made without the planner (``--full``, a
+    node as changed and build it again); for each dbt test, its fingerprint (recorded when it
+    passes: see :mod:`splice.plan.checks`). Plans made without the planner (``--full``, a
     repair) fill their decisions with these."""
+    from splice.plan.checks import check_fingerprints
     from splice.plan.fingerprint import fingerprints
     from splice.plan.planner import input_ids
 
     g = ws.graph()
     ids = [n for n in node_ids if n in g.nodes and g.nodes[n].kind not in ("test", "audit")]
+    tests = [n for n in node_ids if n in g.nodes and g.nodes[n].kind == "test"]
     fps = fingerprints(ws, ids)
     memo: dict[str, frozenset[str]] = {}
-    return {n: (fps.get(n, {}), sorted(input_ids(g, n, memo))) for n in ids}
+    out = {n: (fps.get(n, {}), sorted(input_ids(g, n, memo))) for n in ids}
+    for t, fp in check_fingerprints(ws, g, tests, set()).items():
+        out[t] = (fp, [])
+    return out
 
 
 def fallback_plan(ws: Any, selector: str | None = None, *, exclude: str | None = None) -> Plan:

@@ -1,0 +1,59 @@
+"""A cheap mark of SQLMesh's state in the warehouse, read without loading SQLMesh: an
+order-independent checksum of its ``_intervals`` and ``_environments`` tables. A ``sqlmesh
+plan`` or ``sqlmesh run`` (by Splice or by hand) moves it.
+
+The plan memo (:mod:`splice.plan.memo`) rests on it, and doctor keeps what it read from a
+multi-repo project's shared state (the models other projects own) while it is the same.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from splice.sqlrows import checksum_query
+
+STATE_TABLES = ("_intervals", "_environments")
+
+
+def own_state_connection(ws: Any, spec: Any) -> bool:
+    """Whether a SQLMesh project keeps its state elsewhere than the warehouse."""
+    base = ws.root / spec.path
+    for name in ("config.yaml", "config.yml", "config.py"):
+        f = base / name
+        if f.exists() and "state_connection" in f.read_text(errors="replace"):
+            return True
+    return False
+
+
+def state_probe(ws: Any) -> list[str] | None:
+    """A checksum of SQLMesh's interval and environment state, or None when it cannot be read
+    cheaply (a project with its own ``state_connection``, a warehouse other than DuckDB or
+    PostgreSQL, or one that does not answer). ``[]`` when the workspace has no SQLMesh project."""
+    specs = [s for s in ws.config.projects if s.format == "sqlmesh"]
+    if not specs:
+        return []
+    kind = ws.config.warehouse.type
+    if kind not in ("duckdb", "postgres") or any(own_state_connection(ws, s) for s in specs):
+        return None
+    from splice.errors import WarehouseError
+    from splice.warehouse import connect
+
+    if kind == "duckdb":
+        import duckdb
+
+        errors: tuple[type[BaseException], ...] = (duckdb.Error, WarehouseError)
+    else:
+        import psycopg
+
+        errors = (psycopg.Error, WarehouseError)
+    out: list[str] = []
+    try:
+        with connect(ws, "the plan memo", read_only=True) as con:
+            for t in STATE_TABLES:
+                n, total = con.execute(
+                    checksum_query(f"sqlmesh.{t}", None, None, None, ws.dialect)
+                ).fetchone()
+                out.append(f"{t}:{n}:{total}")
+    except errors:
+        return None
+    return out
