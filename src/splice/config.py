@@ -371,6 +371,8 @@ class PolicySection(_Strict):
     #: ``server``: approve, reject, apply, undo, stop and resume only through ``splice serve``
     #: (an authenticated principal), never from the CLI.
     decisions: Literal["anywhere", "server"] = "anywhere"
+    #: names the command line's ``--as`` records as agents (``--kind agent`` without saying it)
+    agents: list[str] = Field(default_factory=list)
     #: the public keys (``ed25519:BASE64``, from ``splice serve --print-key``) whose signature
     #: a decision entry must carry when ``decisions = "server"`` (splice.state.signing)
     server_keys: list[str] = Field(default_factory=list)

@@ -14,12 +14,15 @@ from splice.workspace import Workspace
 # -- repair (splice.repair) -----------------------------------------------------------------------
 # Every decision takes the authenticated Principal behind it (splice.principals); the rules of
 # who may decide are enforced below this layer (splice.repair.access, splice.repair.approvals).
-def cli_principal(ws: Workspace, as_name: str | None = None) -> Principal:
+def cli_principal(ws: Workspace, as_name: str | None = None, kind: str | None = None) -> Principal:
     """Who the command line decides as: the operating-system user, or ``--as NAME`` where
-    splice.toml's ``[policy] allow_as`` is true (refused otherwise, saying what is recorded)."""
+    splice.toml's ``[policy] allow_as`` is true (refused otherwise, saying what is recorded);
+    ``kind`` (``--kind``): a person or an agent (default: an agent when ``[policy] agents``
+    lists the name). An agent named like a person is recorded as ``agent:NAME``."""
     from splice.repair.access import cli_principal as _cli_principal
 
-    return _cli_principal(ws.config.policy, as_name)
+    who = _cli_principal(ws.config.policy, as_name, kind)
+    return agent_principal(ws, who) if who.kind == "agent" else who
 
 
 def agent_principal(ws: Workspace, principal: Principal) -> Principal:

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from splice.cli.main import cli, emit_json, open_workspace
+from splice.cli.main import as_kind, cli, emit_json, kind_option, open_workspace
 from splice.cli.repair_cmds import AS_HELP
 
 
@@ -51,6 +51,7 @@ def access_group() -> None:
 @click.option("--why", required=True, help="Why access is needed (shown to the owners).")
 @click.option("--hours", type=float, required=True, help="How long access lasts once approved.")
 @click.option("--as", "actor", default=None, metavar="NAME", help=AS_HELP)
+@kind_option
 @click.option("--json", "as_json", is_flag=True, help="Print the request as JSON.")
 @click.pass_context
 def access_request_cmd(ctx: click.Context, selector: str, grantee: str, why: str, hours: float,
@@ -60,7 +61,7 @@ def access_request_cmd(ctx: click.Context, selector: str, grantee: str, why: str
 
     with open_workspace(ctx) as ws:
         g = request_access(ws, selector, grantee=grantee, why=why, hours=hours,
-                           principal=cli_principal(ws, actor))  # fmt: skip
+                           principal=cli_principal(ws, actor, as_kind()))  # fmt: skip
     if as_json:
         emit_json(g)
         return
@@ -129,7 +130,7 @@ def _decide(ctx: click.Context, action: str, grant_id: str, actor: str | None,
     from splice import api
 
     with open_workspace(ctx) as ws:
-        who = api.cli_principal(ws, actor)
+        who = api.cli_principal(ws, actor, as_kind())
         g = getattr(api, f"{action}_access")(ws, grant_id, principal=who, **kw)
     if as_json:
         emit_json(g)
@@ -148,6 +149,7 @@ def _decide(ctx: click.Context, action: str, grant_id: str, actor: str | None,
 @access_group.command("approve")
 @click.argument("grant_id")
 @click.option("--as", "actor", default=None, metavar="NAME", help=AS_HELP)
+@kind_option
 @click.option("--comment", default=None, help="Why (goes into the audit log).")
 @click.option("--json", "as_json", is_flag=True, help="Print the grant as JSON.")
 @click.pass_context
@@ -160,6 +162,7 @@ def access_approve_cmd(ctx: click.Context, grant_id: str, actor: str | None,
 @access_group.command("reject")
 @click.argument("grant_id")
 @click.option("--as", "actor", default=None, metavar="NAME", help=AS_HELP)
+@kind_option
 @click.option("--reason", required=True, help="Why (goes into the audit log).")
 @click.option("--json", "as_json", is_flag=True, help="Print the grant as JSON.")
 @click.pass_context
@@ -172,6 +175,7 @@ def access_reject_cmd(ctx: click.Context, grant_id: str, actor: str | None, reas
 @access_group.command("revoke")
 @click.argument("grant_id")
 @click.option("--as", "actor", default=None, metavar="NAME", help=AS_HELP)
+@kind_option
 @click.option("--reason", required=True, help="Why (goes into the audit log).")
 @click.option("--json", "as_json", is_flag=True, help="Print the grant as JSON.")
 @click.pass_context

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from splice.cli.main import cli, emit_json, open_workspace
+from splice.cli.main import as_kind, cli, emit_json, kind_option, open_workspace
 
 
 @cli.command("incidents")
@@ -76,6 +76,7 @@ def incident_show_cmd(ctx: click.Context, incident_id: str, as_json: bool) -> No
 @click.option("--as", "actor", default=None, metavar="NAME",
               help="Decide under this name (only where [policy] allow_as = true; default: your "
               "login).")  # fmt: skip
+@kind_option
 @click.option("--note", default=None, help="Why the new level is right (goes into the audit log).")
 @click.option(
     "--series",
@@ -101,7 +102,7 @@ def incident_accept_level_cmd(
 
     ctx.meta["notify_after"] = True  # the channels hear of the decision
     with open_workspace(ctx) as ws:
-        who = cli_principal(ws, actor)
+        who = cli_principal(ws, actor, as_kind())
         r = accept_level(ws, incident_id, principal=who, note=note, series=list(series) or None)
     if as_json:
         emit_json(r.as_dict())

@@ -115,6 +115,28 @@ def execution_time_option(ctx: click.Context, param: click.Parameter, value: str
     return parse_execution_time(value)
 
 
+def _keep_kind(ctx: click.Context, _param: Any, value: str | None) -> None:
+    ctx.meta["splice.as_kind"] = value
+
+
+def kind_option(f: Any) -> Any:
+    """``--kind person|agent``, beside a command's ``--as NAME`` (read by :func:`as_kind`)."""
+    return click.option(
+        "--kind",
+        type=click.Choice(["person", "agent"]),
+        default=None,
+        expose_value=False,
+        callback=_keep_kind,
+        help="With --as: whether NAME is a person or an agent (default: an agent when "
+        "[policy] agents lists NAME, else a person).",
+    )(f)
+
+
+def as_kind() -> str | None:
+    """The ``--kind`` given to the running command (None when not given)."""
+    return click.get_current_context().meta.get("splice.as_kind")
+
+
 def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, default=str, sort_keys=False))
 

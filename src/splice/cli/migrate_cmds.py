@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from splice.cli.main import cli, emit_json, open_workspace
+from splice.cli.main import as_kind, cli, emit_json, kind_option, open_workspace
 from splice.cli.repair_cmds import AS_HELP
 
 
@@ -66,6 +66,7 @@ def migrate_group() -> None:
 @click.option("--execution-time", default=None, metavar="DATE",
               help="The clock the rebuild waves run with (default: as `splice run`).")  # fmt: skip
 @click.option("--as", "actor", default=None, metavar="NAME", help=AS_HELP)
+@kind_option
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
 @click.pass_context
 def migrate_plan_cmd(ctx: click.Context, source: str, dest: str, tolerance: float,
@@ -80,7 +81,7 @@ def migrate_plan_cmd(ctx: click.Context, source: str, dest: str, tolerance: floa
 
         execution_time = execution_time_option(ctx, None, execution_time).isoformat()  # type: ignore[arg-type]
     with open_workspace(ctx) as ws:
-        m = migrate_plan(ws, to=dest, principal=cli_principal(ws, actor),
+        m = migrate_plan(ws, to=dest, principal=cli_principal(ws, actor, as_kind()),
                          execution_time=execution_time, tolerance=tolerance,
                          relative_tolerance=relative_tolerance)  # fmt: skip
     _show(m, as_json)
@@ -94,6 +95,7 @@ def migrate_plan_cmd(ctx: click.Context, source: str, dest: str, tolerance: floa
 @click.argument("migration_id")
 @click.option("--wave", type=int, default=None, help="The wave (default: the next not approved).")
 @click.option("--as", "actor", default=None, metavar="NAME", help=AS_HELP)
+@kind_option
 @click.option("--comment", default=None, help="Why (goes into the audit log).")
 @click.option("--json", "as_json", is_flag=True, help="Print the migration as JSON.")
 @click.pass_context
@@ -103,7 +105,7 @@ def migrate_approve_cmd(ctx: click.Context, migration_id: str, wave: int | None,
     from splice.api import cli_principal, migrate_approve
 
     with open_workspace(ctx) as ws:
-        m = migrate_approve(ws, migration_id, wave=wave, principal=cli_principal(ws, actor),
+        m = migrate_approve(ws, migration_id, wave=wave, principal=cli_principal(ws, actor, as_kind()),
                             comment=comment)  # fmt: skip
     _show(m, as_json)
 
@@ -113,7 +115,7 @@ def _run_like(ctx: click.Context, fn: str, migration_id: str, actor: str | None,
     from splice import api
 
     with open_workspace(ctx) as ws:
-        m = getattr(api, fn)(ws, migration_id, principal=api.cli_principal(ws, actor),
+        m = getattr(api, fn)(ws, migration_id, principal=api.cli_principal(ws, actor, as_kind()),
                              progress=_progress, **kw)  # fmt: skip
     _show(m, as_json)
     failed = any(w["status"] == "failed" for w in m["waves"])
@@ -126,6 +128,7 @@ def _run_like(ctx: click.Context, fn: str, migration_id: str, actor: str | None,
 @click.option("--wave", type=int, default=None,
               help="The wave (default: the next that has not passed); a failed one resumes.")  # fmt: skip
 @click.option("--as", "actor", default=None, metavar="NAME", help=AS_HELP)
+@kind_option
 @click.option("--json", "as_json", is_flag=True, help="Print the migration as JSON.")
 @click.pass_context
 def migrate_run_cmd(ctx: click.Context, migration_id: str, wave: int | None, actor: str | None,
@@ -138,6 +141,7 @@ def migrate_run_cmd(ctx: click.Context, migration_id: str, wave: int | None, act
 @click.argument("migration_id")
 @click.option("--wave", type=int, required=True, help="The wave to check again.")
 @click.option("--as", "actor", default=None, metavar="NAME", help=AS_HELP)
+@kind_option
 @click.option("--json", "as_json", is_flag=True, help="Print the migration as JSON.")
 @click.pass_context
 def migrate_check_cmd(ctx: click.Context, migration_id: str, wave: int, actor: str | None,
@@ -169,6 +173,7 @@ def migrate_status_cmd(ctx: click.Context, migration_id: str | None, as_json: bo
 @migrate_group.command("complete")
 @click.argument("migration_id")
 @click.option("--as", "actor", default=None, metavar="NAME", help=AS_HELP)
+@kind_option
 @click.option("--json", "as_json", is_flag=True, help="Print the receipt as JSON.")
 @click.pass_context
 def migrate_complete_cmd(ctx: click.Context, migration_id: str, actor: str | None,
@@ -177,7 +182,7 @@ def migrate_complete_cmd(ctx: click.Context, migration_id: str, actor: str | Non
     from splice.api import cli_principal, migrate_complete
 
     with open_workspace(ctx) as ws:
-        r = migrate_complete(ws, migration_id, principal=cli_principal(ws, actor),
+        r = migrate_complete(ws, migration_id, principal=cli_principal(ws, actor, as_kind()),
                              progress=_progress)  # fmt: skip
     if as_json:
         emit_json(r)

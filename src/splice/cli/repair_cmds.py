@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from splice.cli.main import cli, emit_json, open_workspace
+from splice.cli.main import as_kind, cli, emit_json, kind_option, open_workspace
 from splice.numbers import count
 
 #: ``--as NAME``: honoured only where splice.toml's [policy] allow_as is true.
@@ -69,6 +69,7 @@ def proposals_cmd(ctx: click.Context, show_all: bool, as_json: bool) -> None:
 @cli.command("approve")
 @click.argument("proposal_id")
 @click.option("--as", "actor", default=None, metavar="NAME", help=AS_HELP)
+@kind_option
 @click.option("--comment", default=None, help="Why (goes into the audit log).")
 @click.option("--json", "as_json", is_flag=True, help="Print the proposal as JSON.")
 @click.pass_context
@@ -80,7 +81,7 @@ def approve_cmd(
     from splice.api import approval_status, approve, cli_principal
 
     with open_workspace(ctx) as ws:
-        who = cli_principal(ws, actor)
+        who = cli_principal(ws, actor, as_kind())
         p = approve(ws, proposal_id, principal=who, comment=comment)
         status = approval_status(ws, p)
     if as_json:
@@ -102,6 +103,7 @@ def approve_cmd(
 @cli.command("reject")
 @click.argument("proposal_id")
 @click.option("--as", "actor", default=None, metavar="NAME", help=AS_HELP)
+@kind_option
 @click.option("--reason", required=True, help="Why (goes into the audit log).")
 @click.option("--json", "as_json", is_flag=True, help="Print the proposal as JSON.")
 @click.pass_context
@@ -112,7 +114,7 @@ def reject_cmd(
     from splice.api import cli_principal, reject
 
     with open_workspace(ctx) as ws:
-        who = cli_principal(ws, actor)
+        who = cli_principal(ws, actor, as_kind())
         p = reject(ws, proposal_id, principal=who, reason=reason)
     if as_json:
         emit_json(p.as_dict())
@@ -122,6 +124,7 @@ def reject_cmd(
 
 @cli.command("stop")
 @click.option("--as", "actor", default=None, metavar="NAME", help=AS_HELP)
+@kind_option
 @click.option("--reason", required=True, help="Why (goes into the audit log).")
 @click.pass_context
 def stop_cmd(ctx: click.Context, actor: str | None, reason: str) -> None:
@@ -129,7 +132,7 @@ def stop_cmd(ctx: click.Context, actor: str | None, reason: str) -> None:
     from splice.api import cli_principal, stop
 
     with open_workspace(ctx) as ws:
-        s, already = stop(ws, principal=cli_principal(ws, actor), reason=reason)
+        s, already = stop(ws, principal=cli_principal(ws, actor, as_kind()), reason=reason)
     if already:
         click.echo(f"An org-wide stop is already active ({s.who}: {s.reason!r}); nothing changed.")
     else:
@@ -140,13 +143,14 @@ def stop_cmd(ctx: click.Context, actor: str | None, reason: str) -> None:
 
 @cli.command("resume")
 @click.option("--as", "actor", default=None, metavar="NAME", help=AS_HELP)
+@kind_option
 @click.pass_context
 def resume_cmd(ctx: click.Context, actor: str | None) -> None:
     """Lift the org-wide stop (a domain owner)."""
     from splice.api import cli_principal, resume
 
     with open_workspace(ctx) as ws:
-        who = cli_principal(ws, actor)
+        who = cli_principal(ws, actor, as_kind())
         s = resume(ws, principal=who)
     click.echo(f"Resumed by {who.label()}; the stop by {s.who} ({s.reason!r}) is lifted.")
 
@@ -154,6 +158,7 @@ def resume_cmd(ctx: click.Context, actor: str | None) -> None:
 @cli.command("undo")
 @click.argument("proposal_id")
 @click.option("--as", "actor", default=None, metavar="NAME", help=AS_HELP)
+@kind_option
 @click.option("--json", "as_json", is_flag=True, help="Print the proposal as JSON.")
 @click.pass_context
 def undo_cmd(ctx: click.Context, proposal_id: str, actor: str | None, as_json: bool) -> None:
@@ -161,7 +166,7 @@ def undo_cmd(ctx: click.Context, proposal_id: str, actor: str | None, as_json: b
     from splice.api import cli_principal, undo
 
     with open_workspace(ctx) as ws:
-        who = cli_principal(ws, actor)
+        who = cli_principal(ws, actor, as_kind())
         p = undo(ws, proposal_id, principal=who, progress=_say)
     if as_json:
         emit_json(p.as_dict())
@@ -212,6 +217,7 @@ def audit_verify_cmd(ctx: click.Context, as_json: bool) -> None:
 
 @audit_group.command("accept-divergence")
 @click.option("--as", "actor", default=None, help="The owner accepting ([policy] allow_as).")
+@kind_option
 @click.option("--reason", required=True, help="Why the log as it is now is right (recorded).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
@@ -222,7 +228,7 @@ def audit_accept_cmd(ctx: click.Context, actor: str | None, reason: str, as_json
     from splice.api import accept_divergence, cli_principal
 
     with open_workspace(ctx) as ws:
-        out = accept_divergence(ws, principal=cli_principal(ws, actor), reason=reason)
+        out = accept_divergence(ws, principal=cli_principal(ws, actor, as_kind()), reason=reason)
     if as_json:
         emit_json(out)
         return
@@ -232,6 +238,7 @@ def audit_accept_cmd(ctx: click.Context, actor: str | None, reason: str, as_json
 
 @audit_group.command("rewitness")
 @click.option("--as", "actor", default=None, help="The owner ([policy] allow_as).")
+@kind_option
 @click.option("--reason", required=True, help="Why the witness was lost (recorded).")
 @click.pass_context
 def audit_rewitness_cmd(ctx: click.Context, actor: str | None, reason: str) -> None:
@@ -240,7 +247,7 @@ def audit_rewitness_cmd(ctx: click.Context, actor: str | None, reason: str) -> N
     from splice.api import cli_principal, rewitness
 
     with open_workspace(ctx) as ws:
-        out = rewitness(ws, principal=cli_principal(ws, actor), reason=reason)
+        out = rewitness(ws, principal=cli_principal(ws, actor, as_kind()), reason=reason)
     click.echo(f"Witness {out['witness']} re-created at entry {out['seq']} (recorded).")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from splice.cli.main import cli, emit_json, open_workspace
+from splice.cli.main import as_kind, cli, emit_json, kind_option, open_workspace
 
 AS_HELP = "Decide under this name (only where [policy] allow_as = true; default: your login)."
 
@@ -22,6 +22,7 @@ def _print_lines(lines: list[str]) -> None:
 @cli.command("propose")
 @click.argument("incident_id")
 @click.option("--as", "actor", default=None, metavar="NAME", help=AS_HELP)
+@kind_option
 @click.option("--json", "as_json", is_flag=True, help="Print the proposal as JSON.")
 @click.pass_context
 def propose_cmd(ctx: click.Context, incident_id: str, actor: str | None, as_json: bool) -> None:
@@ -32,7 +33,7 @@ def propose_cmd(ctx: click.Context, incident_id: str, actor: str | None, as_json
         click.echo(msg, err=True)
 
     with open_workspace(ctx) as ws:
-        p = propose(ws, incident_id, principal=cli_principal(ws, actor), progress=say)
+        p = propose(ws, incident_id, principal=cli_principal(ws, actor, as_kind()), progress=say)
     if as_json:
         emit_json(p.as_dict())
         return
@@ -43,6 +44,7 @@ def propose_cmd(ctx: click.Context, incident_id: str, actor: str | None, as_json
 @cli.command("apply")
 @click.argument("proposal_id")
 @click.option("--as", "actor", default=None, metavar="NAME", help=AS_HELP)
+@kind_option
 @click.option("--json", "as_json", is_flag=True, help="Print the run, verification and receipt.")
 @click.pass_context
 def apply_cmd(ctx: click.Context, proposal_id: str, actor: str | None, as_json: bool) -> None:
@@ -53,7 +55,7 @@ def apply_cmd(ctx: click.Context, proposal_id: str, actor: str | None, as_json: 
         click.echo(msg, err=True)
 
     with open_workspace(ctx) as ws:
-        res = apply(ws, proposal_id, principal=cli_principal(ws, actor), progress=say)
+        res = apply(ws, proposal_id, principal=cli_principal(ws, actor, as_kind()), progress=say)
     if as_json:
         emit_json(res.as_dict())
     else:

@@ -20,7 +20,7 @@ are in :mod:`splice.repair.approvals`; these come first and hold whatever layer 
 >>> require(bot, "approve")
 Traceback (most recent call last):
 ...
-splice.errors.AccessError: claude (agent, api-key) may not approve: an agent never decides (approve, reject, apply, undo, stop, resume, accept-level), whatever its scopes; a person does.
+splice.errors.AccessError: claude (agent, api-key) may not approve: an agent never decides (approve, reject, apply, undo, stop, resume, accept-level, accept-divergence, rewitness), whatever its scopes; a person does.
 """
 
 from __future__ import annotations
@@ -124,10 +124,32 @@ def as_agent(principal: Principal, config: Any, state: Any) -> Principal:
     return unborrowed(principal, taken_names(config, state))
 
 
-def cli_principal(policy: Any, as_name: str | None) -> Principal:
+#: The scopes an agent named on the command line holds: it reads and proposes, never decides.
+AGENT_SCOPES = ("read", "propose")
+
+
+def cli_principal(policy: Any, as_name: str | None, kind: str | None = None) -> Principal:
     """The command line's principal: the operating-system user, or ``--as NAME`` (auth
-    ``cli-as``) where ``[policy] allow_as = true``; otherwise ``--as`` is refused."""
+    ``cli-as``) where ``[policy] allow_as = true``; otherwise ``--as`` is refused. ``kind``
+    (``--kind``) says whether NAME is a person or an agent; a name ``[policy] agents`` lists
+    is an agent (``--kind person`` for it is refused).
+
+    >>> from splice.config import PolicySection
+    >>> pol = PolicySection(allow_as=True, agents=["splice-agent"])
+    >>> cli_principal(pol, "splice-agent").label(), cli_principal(pol, "maria").label()
+    ('splice-agent (agent, cli-as)', 'maria (person, cli-as)')
+    >>> cli_principal(pol, "bot", "agent").scopes == frozenset({"read", "propose"})
+    True
+    """
     if as_name is None:
+        if kind is not None:
+            from splice.errors import InputError
+
+            raise InputError(
+                "--kind says what --as NAME is; without --as the command line records the "
+                "operating-system user, a person.",
+                fix="add --as NAME, or drop --kind",
+            )
         return os_user_principal()
     if not getattr(policy, "allow_as", False):
         me = os_user()
@@ -138,4 +160,15 @@ def cli_principal(policy: Any, as_name: str | None) -> Principal:
             fix=f"drop --as to decide as {me}; set [policy] allow_as = true only in a single-user "
             "set-up; or decide through splice serve with your own key",
         )
+    listed = {name_key(a) for a in getattr(policy, "agents", None) or ()}
+    if name_key(as_name) in listed:
+        if kind == "person":
+            raise AccessError(
+                f"{as_name.strip()!r} is listed as an agent in splice.toml [policy] agents; it is "
+                "never recorded as a person.",
+                fix="drop --kind person (or remove the name from [policy] agents)",
+            )
+        kind = "agent"
+    if kind == "agent":
+        return Principal.of(as_name, kind="agent", auth="cli-as", scopes=list(AGENT_SCOPES))
     return Principal.of(as_name, kind="person", auth="cli-as")
