@@ -15,11 +15,14 @@ import sys
 from pathlib import Path
 
 import pytest
+import test_state_witness
 from principals_support import as_principal
 from tamper_support import forge_append, local_signer, rehash_from
 
 from splice.repair import auditlog
 from splice.workspace import Workspace
+
+logged = test_state_witness.logged  # the fixture: a proposal requested, approved, withdrawn
 
 
 def _cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -38,22 +41,6 @@ def _state(root: Path) -> Path:
 def _witness_bytes(root: Path) -> bytes | None:
     w = root / "splice-witness.json"
     return w.read_bytes() if w.exists() else None
-
-
-@pytest.fixture
-def logged(fresh_demo: Path) -> Path:
-    """The demo with a proposal requested by an agent, approved by maria, then withdrawn."""
-    from test_approval_rules import T0, _pending
-
-    from splice.repair import approvals
-
-    with Workspace.open(fresh_demo) as ws:
-        p = _pending(ws)
-        approvals.approve(ws, p.proposal_id, principal=as_principal("maria"), now=T0 + 1)
-        approvals.reject(
-            ws, p.proposal_id, principal=as_principal("sam"), reason="revoked", now=T0 + 2
-        )
-    return fresh_demo
 
 
 def _rewrite_approver(root: Path) -> None:

@@ -43,11 +43,7 @@ def local_status_cmd(ctx: click.Context, as_json: bool) -> None:
 
     root = _root(ctx)
     servers = local_servers(root)
-    if as_json:
-        emit_json(servers)
-        return
-    if not servers:
-        _none(root)
+    if _nothing_to_list(root, servers, as_json):
         return
     for rec in servers:
         state = f"running (pid {rec['pid']})" if rec["running"] else "[dim]not running[/]"
@@ -56,6 +52,17 @@ def local_status_cmd(ctx: click.Context, as_json: bool) -> None:
         from splice.procs import local_stop_command
 
         console().print(f"[dim]{local_stop_command(root)} stops them.[/]")
+
+
+def _nothing_to_list(root: Any, servers: list[dict[str, Any]], as_json: bool) -> bool:
+    """Print the JSON, or that there is no server: True when nothing is left to list."""
+    if as_json:
+        emit_json(servers)
+        return True
+    if not servers:
+        _none(root)
+        return True
+    return False
 
 
 @local_group.command("stop")
@@ -68,11 +75,7 @@ def local_stop_cmd(ctx: click.Context, as_json: bool) -> None:
 
     root = _root(ctx)
     servers = stop_local_servers(root)
-    if as_json:
-        emit_json(servers)
-        return
-    if not servers:
-        _none(root)
+    if _nothing_to_list(root, servers, as_json):
         return
     for rec in servers:
         console().print(_line(rec, "stopped" if rec["stopped"] else "[dim]was not running[/]"))
