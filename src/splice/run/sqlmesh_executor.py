@@ -20,6 +20,7 @@ from splice.run.executors import (
     _short,
 )
 from splice.run.report import CheckResult, NodeResult
+from splice.run.sqlmesh_audits import BlockedByAudits, audit_stored_changes
 
 #: Node kinds that are SQLMesh models (a SEED model is one, with kind "seed" in the graph).
 BUILT = ("model", "seed")
@@ -213,6 +214,10 @@ class SqlmeshExecutor:
                     elif (models or whole) and why_plan:
                         outcome.method = "sqlmesh plan"
                         outcome.notes.append(f"planned with SQLMesh because {why_plan}")
+                        if not audit_stored_changes(
+                            ctx, env_name, by_fqn, job.execution_time, rec, outcome
+                        ):
+                            raise BlockedByAudits()
                         applied = ctx.plan(
                             env_name,
                             # external models are no build, but a plan selecting models
@@ -245,6 +250,8 @@ class SqlmeshExecutor:
                         prov.remember_snapshots(applied.snapshots.values())
                         for other in self.ws.loaded_providers("sqlmesh", but=self.project):
                             other.state_changed()  # multi-repo: they read this one's models
+                except BlockedByAudits:
+                    pass  # the failed audits are in rec.failed; nothing was promoted
                 except Exception as e:  # noqa: BLE001 - judged per model below
                     raised = e
                 try:
