@@ -22,6 +22,7 @@ def audit_stored_changes(
     ctx: Any,
     env_name: str,
     by_fqn: dict[str, Node],
+    local_ids: dict[str, str],
     execution_time: Any,
     rec: SqlmeshRecorder,
     outcome: SegmentOutcome,
@@ -34,7 +35,8 @@ def audit_stored_changes(
     stored (an earlier plan failed, on that very audit or elsewhere) and promotes it without
     auditing, so a failing audit would pass the second time. These audits are run here, as
     SQLMesh's own audit-only stage runs them, over the intervals the environment holds; each
-    result is recorded as SQLMesh's console would report it.
+    result is recorded as SQLMesh's console would report it. ``local_ids``: the project's
+    ``local_snapshot_ids()``.
     """
     from sqlmesh.utils.errors import AuditError, NodeAuditsErrors
 
@@ -42,7 +44,17 @@ def audit_stored_changes(
     if env is None:
         return True
     in_env = {s.name: s.snapshot_id for s in env.snapshots}
-    local = {f: ctx.snapshots[f] for f in by_fqn if f in ctx.snapshots}
+    # the cheap filter first (``Context.snapshots`` reads every stored snapshot)
+    changed = [
+        f
+        for f in by_fqn
+        if f in in_env
+        and local_ids.get(f) not in (None, in_env[f].identifier)
+        and getattr(ctx.get_model(f), "audits", None)
+    ]
+    if not changed:
+        return True
+    local = {f: ctx.snapshots[f] for f in changed if f in ctx.snapshots}
     todo = {
         f: s
         for f, s in local.items()

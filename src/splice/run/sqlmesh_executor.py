@@ -215,7 +215,13 @@ class SqlmeshExecutor:
                         outcome.method = "sqlmesh plan"
                         outcome.notes.append(f"planned with SQLMesh because {why_plan}")
                         if not audit_stored_changes(
-                            ctx, env_name, by_fqn, job.execution_time, rec, outcome
+                            ctx,
+                            env_name,
+                            by_fqn,
+                            prov.local_snapshot_ids(),
+                            job.execution_time,
+                            rec,
+                            outcome,
                         ):
                             raise BlockedByAudits()
                         applied = ctx.plan(
