@@ -47,6 +47,8 @@ FIX_NO_WITNESS = (
     "(recorded in the log)"
 )
 WITNESS_KEY = "witness"
+#: The state schema whose audit log carries signatures (migration 13).
+SIGNED_SINCE = 13
 
 
 def recorded_witness(conn: Any) -> dict[str, Any] | None:
@@ -285,7 +287,8 @@ def open_witnessed(
     except BaseException:
         store.close()
         raise
-    guard = Guard(witness_path, anchors, signer)
+    # a state kept at an older schema (an older Splice in this process) has no signatures
+    guard = Guard(witness_path, anchors, signer if store.schema_version >= SIGNED_SINCE else None)
     store.guard = guard  # type: ignore[attr-defined]
     store.on_begin.append(guard.on_begin)
     store.before_commit.append(guard.before_commit)
