@@ -30,6 +30,7 @@ def served(stale_story: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         "sam": make_key(ws, "sam", "person", "read,propose,approve"),
         "lee": make_key(ws, "lee", "person", "read,propose,approve"),
         "reader": make_key(ws, "rita", "person", "read"),
+        "ana": make_key(ws, "ana", "person", "read,propose,approve"),  # owns no domain
     }
     with running_server(ws, port) as base:
         yield Served(ws, base, idp, keys)
@@ -67,7 +68,7 @@ def test_a_refusal_says_which_tool_and_which_principal_over_mcp(served: Served) 
         return {
             "agent": await refused("agent", "approve_proposal", proposal_id=pid),
             "reader": await refused("reader", "propose_repair", incident_id="INC-1"),
-            "lee": await refused("lee", "approve_proposal", proposal_id=pid),
+            "ana": await refused("ana", "approve_proposal", proposal_id=pid),
             "pid": pid,
         }
 
@@ -84,6 +85,6 @@ def test_a_refusal_says_which_tool_and_which_principal_over_mcp(served: Served) 
         reader
     )
     # not an owner: an owner calls approve_proposal on this proposal
-    lee = out["lee"]
-    assert "not an owner of domain pricing" in lee and "splice approve" in lee
-    assert f'Over MCP: one of them calls approve_proposal(proposal_id="{pid}")' in lee
+    ana = out["ana"]
+    assert "ana is not an owner of any domain" in ana and "splice approve" in ana
+    assert f'calls approve_proposal(proposal_id="{pid}")' in ana and "Over MCP:" in ana
