@@ -18,6 +18,7 @@ import pytest
 import test_state_witness
 from principals_support import as_principal
 from tamper_support import forge_append, local_signer, rehash_from
+from tests.serve.serve_support import server_decides
 
 from splice.repair import auditlog
 from splice.workspace import Workspace
@@ -205,21 +206,13 @@ def test_an_appended_forged_entry_is_caught_by_its_signature(logged: Path) -> No
     assert report["problem"] == "unsigned" and report["seq"] == seq
 
 
-def _server_policy(root: Path) -> str:
-    key = _cli(root, "audit-log", "server-key").stdout.strip()
-    toml = root / "splice.toml"
-    toml.write_text(toml.read_text().replace(
-        "[policy]\n", f'[policy]\ndecisions = "server"\nserver_keys = ["{key}"]\n', 1))  # fmt: skip
-    return key
-
-
 @pytest.mark.parametrize("signed_with", ["none", "local", "server"])
 def test_with_server_decisions_a_forged_approval_needs_the_servers_key(
     logged: Path, signed_with: str
 ) -> None:
     from splice.state import signing
 
-    _server_policy(logged)
+    server_decides(logged)
     # the decisions made before the policy were the CLI's: accept them as they stand by
     # starting from a workspace whose decisions all came through the server
     con = sqlite3.connect(_state(logged))

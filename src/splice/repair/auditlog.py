@@ -198,10 +198,10 @@ def verify(
     them), every receipt's recorded head, and every anchor's heads
     (:mod:`splice.state.anchors`). ``witness_path``: where the witness should be (a missing
     witness the state records is TAMPERED)."""
-    report = _verify_chain(state)
+    rows = entries(state)  # read once: the chain walk and every check below use them
+    report = _verify_chain(state, rows)
     if not report.intact:
         return report
-    rows = entries(state)
     chain = {e.seq: e.hash for e in rows}
 
     def bad(seq: int | None, problem: str, detail: str) -> AuditReport:
@@ -331,8 +331,7 @@ def head_in_chain(state: StateStore, head: dict[str, Any] | None) -> bool:
     return row is not None and str(row[0]) == head.get("hash")
 
 
-def _verify_chain(state: StateStore) -> AuditReport:
-    rows = entries(state)
+def _verify_chain(state: StateStore, rows: list[Entry]) -> AuditReport:
     head = _head(state.conn)
     report = AuditReport(True, len(rows), head[0] if head else None, head[1] if head else None)
 
