@@ -4,14 +4,12 @@ with neither dbt nor SQLMesh imported, and the same answers as when the tools ar
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import duckdb
 from click.testing import CliRunner
+from tests.tool_probe import probe
 
 from splice import graph_cache
 from splice.cli.main import cli, register_commands
@@ -25,34 +23,6 @@ COMMANDS = [
     ["doctor", "--json"],
     ["plan", "--json"],
 ]
-
-# runs one CLI command in this process, then writes which tools were imported
-PROBE = """
-import json, sys
-from splice.cli.main import cli, register_commands
-register_commands()
-try:
-    cli(sys.argv[2:], prog_name="splice", standalone_mode=False)
-except SystemExit:
-    pass
-tools = sorted({m.split(".")[0] for m in sys.modules} & {"dbt", "sqlmesh", "dlt"})
-open(sys.argv[1], "w").write(json.dumps(tools))
-"""
-
-
-def probe(ws: Path, args: list[str], out: Path) -> tuple[list[str], str]:
-    env = {**os.environ}
-    env.pop("SPLICE_NO_CACHE", None)
-    res = subprocess.run(
-        [sys.executable, "-c", PROBE, str(out), *args],
-        cwd=ws,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert res.returncode == 0, res.stderr
-    return json.loads(out.read_text()), res.stdout
 
 
 def comparable(args: list[str], text: str) -> Any:

@@ -7,42 +7,17 @@ the other from the shared state)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from fixture_projects import copy_fixture, splice_cli
-
-# runs one CLI command in this process, then writes which tools it imported
-PROBE = """
-import json, sys
-from splice.cli.main import cli, register_commands
-register_commands()
-try:
-    cli(sys.argv[2:], prog_name="splice", standalone_mode=False)
-except SystemExit:
-    pass
-tools = sorted({m.split(".")[0] for m in sys.modules} & {"dbt", "sqlmesh", "dlt"})
-open(sys.argv[1], "w").write(json.dumps(tools))
-"""
+from tests.tool_probe import probe as run_probe
 
 
 def probe(root: Path, args: list[str], out: Path) -> tuple[list[str], Any]:
     """(the tools imported, the JSON printed) of `splice ARGS` in ``root``."""
-    env = {**os.environ}
-    env.pop("SPLICE_NO_CACHE", None)
-    res = subprocess.run(
-        [sys.executable, "-c", PROBE, str(out), *args],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert res.returncode == 0, res.stderr
-    return json.loads(out.read_text()), json.loads(res.stdout)
+    tools, printed = run_probe(root, args, out)
+    return tools, json.loads(printed)
 
 
 def comparable(args: list[str], data: Any) -> Any:
