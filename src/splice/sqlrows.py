@@ -97,3 +97,39 @@ def checksum_query(relation: str, time_column: str | None, start: date | None, e
     """:func:`checksum_select` of ``relation``'s rows in the range, as SQL."""
     source = table(relation, dialect, ROW)
     return checksum_select(source, in_range(time_column, start, end), dialect).sql(dialect=dialect)
+
+
+#: Hashes of values are kept below 2**52, so that a sum of them (taken modulo the same) is held
+#: exactly by a double: a stored checksum compares equal exactly when the values did.
+HASH_MODULUS = 2**52
+
+
+def value_hash(value: exp.Expr, dialect: str = "duckdb") -> exp.Expr:
+    """A hash in ``[0, 2**52)`` of one value, as text (NULL hashes as a value of its own).
+
+    >>> print(value_hash(exp.column("region", quoted=True)).sql("duckdb"))
+    HASH(COALESCE(CAST("region" AS TEXT), '<null>')) % 4503599627370496
+    >>> print(value_hash(exp.column("region"), "spark").sql("spark"))
+    PMOD(XXHASH64(COALESCE(CAST(region AS STRING), '<null>')), 4503599627370496)
+    """
+    text = exp.func(
+        "COALESCE", exp.cast(value, exp.DataType.build("TEXT")), exp.Literal.string("<null>")
+    )
+    mod = exp.Literal.number(HASH_MODULUS)
+    if dialect == "spark":
+        return exp.func("PMOD", exp.func("XXHASH64", text), mod)
+    if dialect == "postgres":  # the first 13 hex digits of the MD5: 52 bits
+        first13 = exp.Substring(
+            this=exp.func("MD5", text), start=exp.Literal.number(1), length=exp.Literal.number(13)
+        )
+        bits = exp.cast(exp.DPipe(this=exp.Literal.string("x"), expression=first13),
+                        exp.DataType.build("BIT(52)", dialect="postgres"))  # fmt: skip
+        return exp.cast(bits, exp.DataType.build("BIGINT"))
+    return exp.Mod(this=exp.func("HASH", text), expression=mod)
+
+
+def values_checksum(value: exp.Expr, dialect: str = "duckdb") -> exp.Expr:
+    """An aggregate: the sum of :func:`value_hash` over the rows, modulo ``2**52`` (order does
+    not matter; any changed value changes it but by a chance of one in ``2**52``)."""
+    total = exp.func("COALESCE", exp.Sum(this=value_hash(value, dialect)), exp.Literal.number(0))
+    return exp.Mod(this=exp.Paren(this=total), expression=exp.Literal.number(HASH_MODULUS))

@@ -46,6 +46,7 @@ from typing import Any
 #: Classes read from the values alone (not from the load records or the runs).
 VALUE_CLASSES = ("stopped_moving", "inverted", "unit_change")
 PRIORITY = (
+    "code_change",
     "duplicated_load",
     "late_rows",
     "late",
@@ -603,4 +604,7 @@ def title_words(fault: dict[str, Any] | None) -> str | None:
         "late_rows": "missed rows that arrived late",
         "missing_rows": "lost rows",
         "failed_audit": "failed a check",
+        "code_change": "was built with new code that changed published values"
+        if (fault.get("evidence") or {}).get("how") == "restated values"
+        else "was built with new code",
     }.get(str(fault.get("class")))

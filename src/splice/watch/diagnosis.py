@@ -43,6 +43,7 @@ DETECTOR_WORDS = {
     "duplicates": "has duplicates",
     "distinct_change": "changed its distinct values",
     "late_rows": "missed rows that arrived late",
+    "restated": "changed values it had published",
 }
 #: Which detectors say most about a cause, when an origin has several.
 DETECTOR_WEIGHT = {"stopped_moving": 3, "level_shift": 2, "missing": 2, "volume_drop": 2}
@@ -232,6 +233,12 @@ def diagnose(ws: Any, graph: Graph, anomalies: list[dict[str, Any]]) -> dict[str
     origins = origin_nodes(graph, nodes)
     count = Counter(a["node_id"] for a in anomalies if a["node_id"] in origins)
     origin = max(origins, key=lambda n: (count[n], -len(graph.ancestors(n)))) if origins else None
+    from splice.watch import change_cause
+
+    changed = change_cause.change_origin(graph, anomalies)
+    if changed is not None:  # values a code change rewrote: the incident starts at that node
+        origins = sorted({changed, *(o for o in origins if o != changed)})
+        origin = changed
     at_origin = [a for a in anomalies if a["node_id"] == origin]
     measure_cols = _measure_columns(ws, graph)
     det: Counter[str] = Counter()
@@ -313,7 +320,10 @@ def diagnose(ws: Any, graph: Graph, anomalies: list[dict[str, Any]]) -> dict[str
     except Exception as e:  # noqa: BLE001 - the diagnosis stands without a classified fault
         fault = {"class": "unknown", "words": f"the fault could not be classified ({e})",
                  "evidence": {}, "n": None, "classes": ["unknown"], "intervals": []}  # fmt: skip
+    fault = _code_change(ws, graph, origin, anomalies, at_origin, fault)
     out["fault"] = fault
+    if fault["class"] == "code_change":  # the intervals rewritten are downstream's, not its
+        fault = dict(fault, intervals=[])
     scope_days = sorted(set(scope_days) | {date.fromisoformat(d) for d in fault["intervals"]})
     out["source"] = source_ev
     # scope: the origin's intervals; narrowed to the source's stale days when they say more
@@ -342,6 +352,8 @@ def diagnose(ws: Any, graph: Graph, anomalies: list[dict[str, Any]]) -> dict[str
     }
     if origin is not None:
         _extend_scope(ws, graph, origin, at_origin, out["scope"], gap=1 if confirmed else 3)
+        if change_cause.restated(anomalies):
+            change_cause.change_scope(out["scope"], anomalies, origin)
     out["cause"] = cause_text(fault, cause) or (
         f"{graph.nodes[origin].name} {DETECTOR_WORDS.get(headline or '', 'is anomalous')}; "
         "no record outside the project explains it"
@@ -352,6 +364,33 @@ def diagnose(ws: Any, graph: Graph, anomalies: list[dict[str, Any]]) -> dict[str
                        "series": len({str(a["dims"]) for a in head_items})}  # fmt: skip
     out["title"] = _title(graph, origin, headline, head_items, scope_days, fault)
     return out
+
+
+def _code_change(ws: Any, graph: Graph, origin: str | None, anomalies: list[dict[str, Any]],
+                 at_origin: list[dict[str, Any]], fault: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+    """The fault as a change inside the project (:mod:`splice.watch.change_cause`) when the
+    evidence says so: values a code change rewrote, or, when nothing more specific names the
+    fault, new code shipped in the run that first built the first anomalous interval."""
+    from splice.watch import change_cause
+
+    conn = ws.state.conn
+    found = change_cause.restated_fault(conn, graph, anomalies)
+    if found is None and origin is not None and fault["class"] in change_cause.WEAKER:
+        days = sorted({a["interval"] for a in at_origin if a["detector"] != "restated"})
+        try:
+            shipped = change_cause.shipped_with(conn, ws.target, graph, origin, days[0]) if days \
+                else []  # fmt: skip
+        except Exception:  # noqa: BLE001 - no journal or evidence: the fault stands as it is
+            shipped = []
+        if shipped:
+            found = change_cause.shipped_fault(conn, graph, shipped, days[0])
+    if found is None:
+        return fault
+    others = [c for c in fault.get("classes") or [] if c not in ("unknown", "code_change")]
+    if others:
+        found["classes"] = ["code_change", *others]
+        found["evidence"] = found["evidence"] | {"also": {fault["class"]: fault["evidence"]}}
+    return found
 
 
 def _extend_scope(ws: Any, graph: Graph, origin: str, at_origin: list[dict[str, Any]],

@@ -20,12 +20,22 @@ def _as_date(v: Any) -> date:
     return date.fromisoformat(str(v)[:10])
 
 
+#: Months per interval of the grains counted in months.
+MONTHS = {"month": 1, "quarter": 3, "year": 12}
+
+
 def _step(d: date, grain: str) -> date:
+    """The next interval's start.
+
+    >>> _step(date(2026, 11, 1), "quarter"), _step(date(2026, 1, 1), "year")
+    (datetime.date(2027, 2, 1), datetime.date(2027, 1, 1))
+    """
     if grain == "day":
         return d + timedelta(days=1)
     if grain == "week":
         return d + timedelta(days=7)
-    return date(d.year + (d.month == 12), d.month % 12 + 1, 1)
+    y, m = divmod(d.year * 12 + d.month - 1 + MONTHS.get(grain, 1), 12)
+    return date(y, m + 1, 1)
 
 
 def _back(d: date, grain: str, n: int) -> date:
@@ -33,7 +43,7 @@ def _back(d: date, grain: str, n: int) -> date:
         return d - timedelta(days=n)
     if grain == "week":
         return d - timedelta(days=7 * n)
-    y, m = d.year, d.month - n
+    y, m = d.year, d.month - n * MONTHS.get(grain, 1)
     while m < 1:
         y, m = y - 1, m + 12
     return date(y, m, 1)

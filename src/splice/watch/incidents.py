@@ -5,7 +5,10 @@ are one incident, not fifty-one alerts.  Two anomalies belong together when
 
 - their nodes are the same node, or one is upstream of the other in the graph (across
   projects), and
-- their intervals are at most ``GAP_DAYS`` apart (a run of bad days, a weekend in between).
+- their intervals are at most ``GAP_DAYS`` apart (a run of bad days, a weekend in between);
+
+or when they name the same cause (``key``: values one code change rewrote, however far
+apart their intervals are, see :mod:`splice.watch.restated`).
 
 Grouping works on *runs*: the consecutive anomalous intervals of one node.  New anomalies that
 join the run of an open incident extend that incident; otherwise they open a new one.  Each
@@ -44,6 +47,7 @@ class Ref:
     node_id: str
     interval: date
     incident_id: str | None = None
+    key: str | None = None  # the cause the anomaly names itself (a code change), if any
 
 
 @dataclass
@@ -127,6 +131,15 @@ def group(refs: list[Ref], related: Callable[[str, str], bool]) -> list[list[Ref
             ni, nj = runs[i][0].node_id, runs[j][0].node_id
             if ni != nj and _close(runs[i], runs[j]) and related(ni, nj):
                 parent[find(i)] = find(j)
+    # runs that name the same cause are one incident, however far apart
+    by_key: dict[str, int] = {}
+    for i, run in enumerate(runs):
+        for r in run:
+            if r.key:
+                if r.key in by_key:
+                    parent[find(i)] = find(by_key[r.key])
+                else:
+                    by_key[r.key] = i
     # runs of the same node joined through an open incident stay joined
     by_incident: dict[str, int] = {}
     for i, run in enumerate(runs):
@@ -216,12 +229,14 @@ def _next_id(conn: Any) -> str:
 def _refs(conn: Any, target: str) -> list[Ref]:
     """Anomalies not yet in an incident, and those of open incidents (they may grow)."""
     rows = conn.execute(
-        "SELECT a.anomaly_id, a.node_id, a.interval_start, a.incident_id FROM watch_anomalies a "
+        "SELECT a.anomaly_id, a.node_id, a.interval_start, a.incident_id, "
+        "json_extract(a.data, '$.change_key') FROM watch_anomalies a "
         "LEFT JOIN incidents i ON i.incident_id = a.incident_id "
         "WHERE a.target = ? AND (a.incident_id IS NULL OR i.status = 'open' OR i.status IS NULL)",
         (target,),
     ).fetchall()
-    return [Ref(int(r[0]), r[1], date.fromisoformat(r[2]), r[3] if r[3] else None) for r in rows]
+    return [Ref(int(r[0]), r[1], date.fromisoformat(r[2]), r[3] if r[3] else None,
+                str(r[4]) if r[4] else None) for r in rows]  # fmt: skip
 
 
 Diagnose = Callable[[str, list[dict[str, Any]]], dict[str, Any]]

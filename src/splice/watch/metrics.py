@@ -34,6 +34,7 @@ SELECT CAST("booking_date" AS DATE) AS "interval_start", "currency" AS "d0", SUM
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import hashlib
 import re
@@ -57,6 +58,9 @@ KIND_DETECTORS: dict[str, tuple[str, ...]] = {
     "duplicates": ("duplicates",),
     "distinct": ("distinct_change",),
     "lag": ("spike", "level_shift"),
+    # a checksum of a column's values per interval: never judged as a number; measured so that
+    # values a code change rewrote are seen (splice.watch.restated)
+    "checksum": (),
 }
 VALUE_DETECTORS = KIND_DETECTORS["value"]
 INTERVAL = "interval_start"
@@ -99,9 +103,21 @@ class MetricSpec:
     description: str | None = None
     sensitivity: str = "medium"
     calendar: str | None = None
+    #: a monitor of a node without a time column measures the whole table as of this
+    #: interval (``time`` is empty): the newest interval of the watch that measures it
+    at: date | None = None
+
+    @property
+    def per_table(self) -> bool:
+        return not self.time
 
     # -- SQL ---------------------------------------------------------------------------------
     def interval_expr(self) -> exp.Expr:
+        if self.per_table:
+            return exp.cast(
+                exp.Literal.string((self.at or date(1970, 1, 1)).isoformat()),
+                exp.DataType.build("DATE"),
+            )
         col = exp.column(self.time, quoted=True)
         day = exp.cast(col, exp.DataType.build("DATE"))
         if self.grain == "day":
@@ -113,7 +129,7 @@ class MetricSpec:
         """The query measuring every interval from ``start`` (every interval when None)."""
         interval = self.interval_expr()
         selects: list[exp.Expr] = [exp.alias_(interval, INTERVAL, quoted=True)]
-        group: list[exp.Expr] = [interval.copy()]
+        group: list[exp.Expr] = [] if self.per_table else [interval.copy()]
         for i, d in enumerate(self.dimensions):
             selects.append(exp.alias_(exp.column(d, quoted=True), f"d{i}", quoted=True))
             group.append(exp.column(d, quoted=True))
@@ -127,7 +143,7 @@ class MetricSpec:
                 quoted=True,
             )
         )
-        if start is not None:
+        if start is not None and not self.per_table:
             literal_type = "TIMESTAMP" if "TIMESTAMP" in self.time_type.upper() else "DATE"
             q = q.where(
                 exp.GTE(
@@ -137,7 +153,7 @@ class MetricSpec:
                     ),
                 )
             )
-        return q.group_by(*group)
+        return q.group_by(*group) if group else q
 
     def sql(self, dialect: str, start: date | None = None, pretty: bool = False) -> str:
         try:
@@ -152,7 +168,8 @@ class MetricSpec:
 
     def fingerprint(self, dialect: str) -> str:
         """Changes when what the spec measures changes (its history is then measured anew)."""
-        h = hashlib.sha256(f"{self.grain}|{self.sql(dialect)}".encode())
+        sql = dataclasses.replace(self, at=None).sql(dialect) if self.at else self.sql(dialect)
+        h = hashlib.sha256(f"{self.grain}|{sql}".encode())
         h.update("|".join(f"{m.name}:{m.kind}" for m in self.measures).encode())
         return h.hexdigest()[:16]
 
@@ -594,6 +611,12 @@ def watch_specs(ws: Any, graph: Graph | None = None) -> list[MetricSpec]:
             exclude=wcfg.exclude,
         )
         from splice.watch.coverage import uncovered
+        from splice.watch.table_monitors import table_monitors
+
+        monitors += table_monitors(
+            ws, graph, types, monitors, dialect=ws.dialect, sensitivity=wcfg.sensitivity,
+            calendar=wcfg.calendar, exclude=wcfg.exclude,
+        )  # fmt: skip
 
         specs += uncovered(monitors, specs, ws.dialect)
     return specs

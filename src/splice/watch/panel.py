@@ -66,7 +66,7 @@ SENSITIVITY: dict[str, Sensitivity] = {
 def sensitivity(name: str, training_days: int = 56, grain: str = "day") -> Sensitivity:
     """The preset ``name`` with the training window in intervals of ``grain``."""
     base = SENSITIVITY[name]
-    per = {"day": 1, "week": 7, "month": 30}[grain]
+    per = {"day": 1, "week": 7, "month": 30, "quarter": 91, "year": 365}[grain]
     return replace(
         base,
         training=max(8, training_days // per),

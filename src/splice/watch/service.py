@@ -17,6 +17,7 @@ A spec whose definition changed (its fingerprint) is measured anew from the star
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import math
@@ -35,7 +36,9 @@ from splice.watch.calendars import publishing_calendar
 from splice.watch.detectors import Panel, detect, sensitivity
 from splice.watch.grid import _as_date, _back, _float, _step, grid
 from splice.watch.metrics import MetricSpec, watch_specs
+from splice.watch.restated import Restated, Restatements, patch
 from splice.watch.results import Anomaly, MetricReport, WatchResult, _num
+from splice.watch.table_monitors import closed_rows
 
 Progress = Callable[[str], None]
 #: How much stored history is loaded to judge new points: the training window twice over,
@@ -103,6 +106,7 @@ class _Job:
     history_since: date | None
     rows: list[tuple[Any, ...]] = field(default_factory=list)
     stored: list[hist.SeriesRow] = field(default_factory=list)
+    restated: Restated = field(default_factory=lambda: Restated())
 
 
 #: How long a watch waits for another watch of the same target before it refuses (seconds).
@@ -184,21 +188,35 @@ def _watch(
     else:
         say("Nothing to watch: no [[metrics]] declared and no node with a time column.")
     t1 = time.perf_counter()
-    measured = measure(ws, [(j.spec, j.start) for j in jobs]) if jobs else []
-    for job, rows in zip(jobs, measured, strict=True):
+    # a spec whose node or an upstream node was built with new code is measured over every
+    # interval it has stored, to see what the change rewrote (splice.watch.restated)
+    restate = Restatements(ws, graph, conn)
+    timed = [j for j in jobs if not j.spec.per_table]
+    measured = measure(ws, [(j.spec, restate.start(j)) for j in timed]) if timed else []
+    for job, rows in zip(timed, measured, strict=True):
         job.rows = rows
     timings["measure"] = time.perf_counter() - t1
 
     # the newest interval anywhere: what "late" and "missing" are judged against
     t2 = time.perf_counter()
     ref_end: date | None = None
-    for job in jobs:
+    for job in timed:
         if job.spec.grain != "day":
             continue
         stored_end = None if job.reset else known[job.spec.name].measured_through
         for cand in [stored_end, *(_as_date(r[0]) for r in job.rows if r[0] is not None)]:
             if cand is not None and (ref_end is None or cand > ref_end):
                 ref_end = cand
+
+    # tables without a time column are measured as of the newest interval; coarse intervals
+    # (months, quarters) only once closed
+    untimed = [j for j in jobs if j.spec.per_table]
+    for job in untimed:
+        job.spec = dataclasses.replace(job.spec, at=ref_end or date.today())
+    for job, rows in zip(untimed, measure(ws, [(j.spec, None) for j in untimed]), strict=True):
+        job.rows = rows
+    for job in jobs:
+        job.rows = closed_rows(job.spec, job.rows, ref_end)
 
     now = time.time()
     watch_id = f"w{datetime.now().strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:6]}"
@@ -207,6 +225,7 @@ def _watch(
     for job in jobs:
         if not job.reset:
             job.stored = hist.series_rows(conn, target, job.spec.name)
+            job.restated = restate.compare(job)
         plan = _plan_spec(ws, job, conn, ref_end, known.get(job.spec.name))
         n_new += plan.new_points
         plans.append(plan)
@@ -215,7 +234,7 @@ def _watch(
     say(f"Judging {n_new} new point(s) in {sum(p.n_series for p in plans)} series...")
     anomalies: list[tuple[_SpecPlan, Anomaly, tuple[str, str]]] = []
     for plan in plans:
-        for a, key in plan.judge():
+        for a, key in plan.job.restated.anomalies + plan.judge():
             anomalies.append((plan, a, key))
     timings["detect"] = time.perf_counter() - t2
 
@@ -244,8 +263,9 @@ def _watch(
             conn.executemany(
                 "INSERT OR REPLACE INTO watch_points "
                 "(series_id, interval_start, value, measured_at, watch_id) VALUES (?, ?, ?, ?, ?)",
-                [(ids[key], d, v, now, watch_id) for key, d, v in plan.new_rows()],
-            )
+                [(ids[key], d, v, now, watch_id)
+                 for key, d, v in plan.new_rows() + plan.job.restated.points],
+            )  # fmt: skip
             plan.ids = ids
             conn.execute(
                 "INSERT INTO watch_metrics (target, name, node_id, declared, fingerprint, sql, "
@@ -477,7 +497,7 @@ class _SpecPlan:
         sens = sensitivity(spec.sensitivity, wcfg.training_days, spec.grain)
         for m in spec.measures:
             rows = [i for i, k in enumerate(self.keys) if k[0] == m.name]
-            if not rows:
+            if not rows or not m.active_detectors:
                 continue
             has_new = bool(np.isin(self.n_idx, rows).any())
             if not has_new and "missing" not in m.active_detectors:
@@ -601,6 +621,7 @@ def _plan_spec(
             job.history_since = reach
     empty = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
     stored = hist.point_arrays(conn, ids, job.history_since) if ids else empty
+    stored = patch(stored, job.restated.overrides)
     prior = hist.anomaly_cells(conn, ids, job.history_since, accepted) if ids else set()
     plan = _SpecPlan(ws, job, stored, prior, ref_end, row)
     if ids:
