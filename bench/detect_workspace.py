@@ -27,6 +27,14 @@ and runs on to 2026-09-30, and watches.  Scored per scenario:
 - false alarms: anomalies of the clean scenario, and per scenario the anomalies on intervals
   outside the damage (``out``).
 
+A change inside the project (``change``: a file of the workspace edited before production runs
+on, as a teammate's commit) is scored like a fault: the origin is the node whose code changed.
+A scenario with two independent faults (``also``: the second fault's origin and class, and which
+of the scenario's switches is that fault) expects one incident per fault: its row scores the
+first, and a row ``NAME[2]`` the second; each incident's scope is judged against the damage of
+its fault alone (the scenario run again with only that switch on), and the row of the
+scenario's union of both scopes against the damage of both (``scope`` of the first row).
+
 Columns of the table: det (detected), delay (intervals), inc (incidents opened), out (alarms
 outside the damage), origin, cause (right or NO, and the class named), scope (verdicts per node),
 repair (verification right or WRONG / v verified or nv not), s (seconds).
@@ -68,6 +76,10 @@ class Scenario:
     incident: str | None = None  # the vendor's incident (vendor.json)
     bookings: str | None = None  # "duplicate" | "late"
     base: str = "sep"  # "sep": the workspace of 2026-09-27; "thu": of 09-24; "jul": of 07-26
+    change: tuple[str, str, str] | None = None  # (file in the workspace, old text, new text)
+    # more independent faults: (origin, cause, the switch that is that fault: "incident",
+    # "bookings" or "change"); the first (origin, cause) is the other switches'
+    also: list[tuple[str, str, str]] = field(default_factory=list)
     results: dict[str, Any] = field(default_factory=dict)
 
 
@@ -97,6 +109,13 @@ SCENARIOS: list[Scenario] = [
     Scenario("unit-change-lasting", "JPY x100 from 2026-07-27 to the end (past training)",
              "unit_change", RATES, date(2026, 7, 27), incident="unit-change-lasting",
              base="jul"),
+    Scenario("seed-edit", "a teammate moves EUR to the Americas in the regions seed on Mon",
+             "code_change", "finance:currency_regions", MON,
+             change=("finance/seeds/currency_regions.csv", "EUR,Euro,Europe",
+                     "EUR,Euro,Americas")),
+    Scenario("two-causes", "EUR inverted Mon-Tue, and Monday's bookings loaded twice",
+             "inverted", RATES, MON, incident="inverted-two-days", bookings="duplicate",
+             also=[(BOOKINGS, "duplicated_load", "bookings")]),
 ]  # fmt: skip
 
 
@@ -129,7 +148,8 @@ def _run_on(ws_dir: Path, start: date, end: date, bookings: str | None = None) -
     from splice.demo.faults import run_on
 
     r = run_on(ws_dir, start, end, bookings=bookings)
-    return {"run": r.report.status, "run_ok": r.report.ok, "bookings_loads": r.loads}
+    return {"run": r.report.status, "run_ok": r.report.ok, "bookings_loads": r.loads,
+            "runs": r.runs}  # fmt: skip
 
 
 # -- the truth: what differs from the clean run -------------------------------------------------
@@ -141,7 +161,9 @@ def _relations(ws_dir: Path) -> dict[str, tuple[str, str | None, list[str]]]:
 
     with api.open_workspace(ws_dir) as ws:
         g = ws.graph()
-        nodes = [n for n in g.nodes.values() if n.kind == "model" and n.writes is not None]
+        nodes = [
+            n for n in g.nodes.values() if n.kind in ("model", "seed") and n.writes is not None
+        ]
     con = duckdb.connect(str(ws_dir / "warehouse.duckdb"), read_only=True)
     out = {}
     try:
@@ -273,6 +295,7 @@ def run_scenario(s: Scenario, bases: dict[str, Path], truth: dict[str, Any],
     t0 = time.perf_counter()
     ws_dir = _copy(bases[s.base], tmp / s.name / "travel")
     set_incident(ws_dir, s.incident)
+    _edit(ws_dir, s.change)
     start = {"jul": BASE_THROUGH, "thu": THU}.get(s.base, CLEAN_THROUGH) + timedelta(1)
     ran = _run_on(ws_dir, start, END, s.bookings)
     found = _watch(ws_dir)
@@ -303,6 +326,9 @@ def run_scenario(s: Scenario, bases: dict[str, Path], truth: dict[str, Any],
     res["cause_class"] = fault.get("class")
     res["cause_classes"] = fault.get("classes")
     res["cause_right"] = fault.get("class") == s.cause
+    if s.change is not None:  # a change inside the project: named, with the run that shipped it
+        said = str(d.get("cause") or "")
+        res["cause_right"] &= s.origin in said and any(r in said for r in ran["runs"])
     res["cause"] = d.get("cause")
     now = _profile(ws_dir, rels)
     bad = damage(now, truth)
@@ -319,6 +345,8 @@ def run_scenario(s: Scenario, bases: dict[str, Path], truth: dict[str, Any],
     res["alarms_outside_examples"] = outside[:3]
     res["scope"] = judge_scope(d, bad) if main else {}
     res["scope_exact"] = bool(res["scope"]) and all(v == "exact" for v in res["scope"].values())
+    if s.also:
+        _score_also(s, res, incs, found, bases, truth, rels, tmp, bad)
     res["detect_s"] = round(time.perf_counter() - t0, 1)
     if repair and main is not None:
         set_incident(ws_dir, None)
@@ -341,6 +369,78 @@ def run_scenario(s: Scenario, bases: dict[str, Path], truth: dict[str, Any],
             res["verification_right"] = False
     res["seconds"] = round(time.perf_counter() - t0, 1)
     return res
+
+
+def _edit(ws_dir: Path, change: tuple[str, str, str] | None) -> None:
+    """A teammate's edit of a file of the workspace (it must hold the old text)."""
+    if change is None:
+        return
+    path, old, new = change
+    f = ws_dir / path
+    text = f.read_text()
+    assert old in text, f"{path} does not hold {old!r}"
+    f.write_text(text.replace(old, new))
+
+
+def _alone(s: Scenario, switch: str | None, bases: dict[str, Path], truth: dict[str, Any],
+           rels: dict[str, Any], tmp: Path) -> dict[str, list[str]]:  # fmt: skip
+    """The damage of one of the scenario's faults alone: ``switch`` on (None: every switch but
+    those its ``also`` faults name)."""
+    from splice.demo.vendor import set_incident
+
+    others = {k for _o, _c, k in s.also}
+    on = {switch} if switch else {"incident", "bookings", "change"} - others
+    ws_dir = _copy(bases[s.base], tmp / f"{s.name}-alone-{switch or 'first'}" / "travel")
+    set_incident(ws_dir, s.incident if "incident" in on else None)
+    _edit(ws_dir, s.change if "change" in on else None)
+    start = {"jul": BASE_THROUGH, "thu": THU}.get(s.base, CLEAN_THROUGH) + timedelta(1)
+    _run_on(ws_dir, start, END, s.bookings if "bookings" in on else None)
+    out = damage(_profile(ws_dir, rels), truth)
+    shutil.rmtree(ws_dir.parent, ignore_errors=True)
+    return out
+
+
+def _score_also(s: Scenario, res: dict[str, Any], incs: list[Any], found: Any,
+                bases: dict[str, Path], truth: dict[str, Any], rels: dict[str, Any], tmp: Path,
+                bad: dict[str, list[str]]) -> None:  # fmt: skip
+    """Scores each of a scenario's independent faults on its own incident (see the doc)."""
+    by_origin = {((i.diagnosis or {}).get("origin") or {}).get("node"): i for i in incs}
+    main = by_origin.get(s.origin)
+    nodes: dict[str, dict[str, Any]] = {}  # per node, the union of the incidents' scopes
+    blocked: list[dict[str, Any]] = []
+    for inc in incs:
+        sc = (inc.diagnosis or {}).get("scope") or {}
+        for n in sc.get("nodes") or []:
+            u = nodes.setdefault(n["node"], {"node": n["node"], "intervals": [], "full": False})
+            u["intervals"] = sorted(set(u["intervals"]) | set(n.get("intervals") or []))
+            u["full"] = u["full"] or bool(n.get("full"))
+        blocked += sc.get("blocked") or []
+    res["scope_union"] = judge_scope({"scope": {"nodes": list(nodes.values()),
+                                                "blocked": blocked}}, bad)  # fmt: skip
+    if main is not None:
+        res["scope"] = judge_scope(main.diagnosis or {}, _alone(s, None, bases, truth, rels, tmp))
+        res["scope_exact"] = bool(res["scope"]) and all(v == "exact" for v in res["scope"].values())
+    res["also"] = []
+    for origin, cause, switch in s.also:
+        inc = by_origin.get(origin)
+        d = (inc.diagnosis if inc else None) or {}
+        fault = d.get("fault") or {}
+        flagged = sorted({a.interval.isoformat() for a in found.anomalies if a.node_id == origin})
+        origin_days = sorted(truth.get(origin, {}))
+        alone = _alone(s, switch, bases, truth, rels, tmp)
+        scope = judge_scope(d, alone) if inc else {}
+        res["also"].append({
+            "scenario": f"{s.name}[{len(res['also']) + 2}]", "what": f"{cause} at {origin}",
+            "detected": inc is not None and bool(flagged),
+            "delay": _intervals_between(origin_days, s.start.isoformat(), flagged[0])
+            if flagged else None,
+            "incidents": len(incs), "alarms_outside_damage": res.get("alarms_outside_damage", 0),
+            "incident": inc.incident_id if inc else None, "origin": (d.get("origin") or {}).get("node"),
+            "origin_right": inc is not None, "cause_class": fault.get("class"),
+            "cause_right": fault.get("class") == cause, "cause": d.get("cause"), "scope": scope,
+            "scope_exact": bool(scope) and all(v == "exact" for v in scope.values()),
+            "seconds": 0.0,
+        })  # fmt: skip
 
 
 def build_bases(tmp: Path, say: Callable[[str], None]) -> dict[str, Any]:
@@ -420,7 +520,7 @@ def print_table(report: dict[str, Any]) -> None:
             f"{'cause':22} {'scope':34} {'repair':8} {'s':>5}")  # fmt: skip
     print(head)
     print("-" * len(head))
-    for r in report["scenarios"]:
+    for r in [x for r0 in report["scenarios"] for x in [r0, *r0.get("also", [])]]:
         sc = r.get("scope") or {}
         verdicts: dict[str, int] = {}
         for v in sc.values():
@@ -436,11 +536,14 @@ def print_table(report: dict[str, Any]) -> None:
               f"{'ok' if r['origin_right'] else 'NO':6} {cause[:22]:22} {scope[:34]:34} "
               f"{rep:8} {r['seconds']:>5}")  # fmt: skip
     print("scope per node (node: verdict):")
-    for r in report["scenarios"]:
+    for r in [x for r0 in report["scenarios"] for x in [r0, *r0.get("also", [])]]:
         print(
             f"  {r['scenario']}: "
             + "; ".join(f"{n}: {v}" for n, v in (r.get("scope") or {}).items())
         )
+        if r.get("scope_union"):
+            print(f"  {r['scenario']} (both incidents' scopes, against the damage of both): "
+                  + "; ".join(f"{n}: {v}" for n, v in r["scope_union"].items()))  # fmt: skip
     print(f"(workspace bench ran {report['seconds']:.0f} s)")
 
 

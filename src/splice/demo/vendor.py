@@ -108,6 +108,11 @@ INCIDENTS: dict[str, dict[str, Any]] = {
         "inverted-rate",
         {"kind": "invert", "from": "2026-09-28", "to": "2026-09-30", "currencies": ["EUR"]},
     ),
+    # the same on Monday and Tuesday only
+    "inverted-two-days": _faults(
+        "inverted-two-days",
+        {"kind": "invert", "from": "2026-09-28", "to": "2026-09-29", "currencies": ["EUR"]},
+    ),
     # JPY quoted per 100 yen from Monday on (x100; still inside the range audit)
     "unit-change": _faults(
         "unit-change",

@@ -223,8 +223,13 @@ def _row_keys(graph: Graph, origin: str | None, columns: dict[str, str]) -> list
     return list(keys.grain) if keys.grain and all(k in columns for k in keys.grain) else []
 
 
-def diagnose(ws: Any, graph: Graph, anomalies: list[dict[str, Any]]) -> dict[str, Any]:
-    """The diagnosis of one incident (a plain dict, stored as JSON with the incident)."""
+def diagnose(
+    ws: Any, graph: Graph, anomalies: list[dict[str, Any]], *, siblings: set[str] | None = None
+) -> dict[str, Any]:
+    """The diagnosis of one incident (a plain dict, stored as JSON with the incident).
+
+    ``siblings``: where the causes of other incidents split from the same anomalies start
+    (:mod:`splice.watch.independent`): their failed audits and what those blocked are theirs."""
     from splice.lineage_service import warehouse_columns
     from splice.warehouse import connect
     from splice.watch.source_evidence import cause_sentence, source_evidence
@@ -316,7 +321,10 @@ def diagnose(ws: Any, graph: Graph, anomalies: list[dict[str, Any]]) -> dict[str
     from splice.watch.cause_evidence import gather
 
     try:
-        fault = classify(at_origin, source_ev, **gather(ws, graph, origin, at_origin, source_ev))
+        kw = gather(ws, graph, origin, at_origin, source_ev)
+        if siblings and kw.get("checks"):
+            kw["checks"] = [c for c in kw["checks"] if not set(c["of"]) <= siblings]
+        fault = classify(at_origin, source_ev, **kw)
     except Exception as e:  # noqa: BLE001 - the diagnosis stands without a classified fault
         fault = {"class": "unknown", "words": f"the fault could not be classified ({e})",
                  "evidence": {}, "n": None, "classes": ["unknown"], "intervals": []}  # fmt: skip
@@ -354,6 +362,8 @@ def diagnose(ws: Any, graph: Graph, anomalies: list[dict[str, Any]]) -> dict[str
         _extend_scope(ws, graph, origin, at_origin, out["scope"], gap=1 if confirmed else 3)
         if change_cause.restated(anomalies):
             change_cause.change_scope(out["scope"], anomalies, origin)
+        if siblings and out["scope"].get("blocked"):
+            _sibling_blocked(out["scope"], siblings)
     out["cause"] = cause_text(fault, cause) or (
         f"{graph.nodes[origin].name} {DETECTOR_WORDS.get(headline or '', 'is anomalous')}; "
         "no record outside the project explains it"
@@ -391,6 +401,28 @@ def _code_change(ws: Any, graph: Graph, origin: str | None, anomalies: list[dict
         found["classes"] = ["code_change", *others]
         found["evidence"] = found["evidence"] | {"also": {fault["class"]: fault["evidence"]}}
     return found
+
+
+def _sibling_blocked(scope: dict[str, Any], siblings: set[str]) -> None:
+    """What another incident's failed audit blocked is this incident's damage only where this
+    fault reached the audited node too: those intervals will read its bad values once built."""
+    ours = {n["node"]: set(n.get("intervals") or []) for n in scope.get("nodes") or []}
+    kept = []
+    for b in scope["blocked"]:
+        audited = b.get("audited_node")
+        if audited not in siblings:
+            kept.append(b)
+        elif audited in ours and (b.get("full") or set(b.get("intervals") or []) & ours[audited]):
+            days = sorted(set(b.get("intervals") or []) & ours[audited])
+            kept.append(
+                b
+                | {
+                    "intervals": days,
+                    "why": f"{b.get('why')}; it will read this "
+                    f"fault's values of {', '.join(sorted(ours[audited]))} once built",
+                }
+            )
+    scope["blocked"] = kept
 
 
 def _extend_scope(ws: Any, graph: Graph, origin: str, at_origin: list[dict[str, Any]],

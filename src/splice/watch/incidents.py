@@ -250,11 +250,13 @@ def update_incidents(
     *,
     transaction: Any,
     now: float | None = None,
+    split: Callable[[list[Ref]], list[list[Ref]]] | None = None,
 ) -> list[Incident]:
     """Group the target's new anomalies into incidents; refresh the diagnosis of those touched.
 
     Returns the incidents opened or changed by this call.  ``diagnose(incident_id, anomalies)``
-    runs before the write; the write is one transaction.
+    runs before the write; the write is one transaction.  ``split(group)``: the group's parts
+    that independent causes explain (:mod:`splice.watch.independent`), each an incident.
     """
     now = time.time() if now is None else now
     refs = _refs(conn, target)
@@ -262,7 +264,10 @@ def update_incidents(
     taken: set[str] = set()
     next_n = int(_next_id(conn).split("-")[1])
     open_ones = list_incidents(conn, target, status="open")[::-1]  # oldest first
-    for g in group(refs, related):
+    groups = group(refs, related)
+    if split is not None:
+        groups = [part for g in groups for part in split(g)]
+    for g in groups:
         olds = sorted({r.incident_id for r in g if r.incident_id})
         if olds and all(r.incident_id == olds[0] for r in g):
             continue  # nothing new for this incident
@@ -306,7 +311,10 @@ def update_incidents(
                     f"WHERE anomaly_id IN ({','.join('?' * len(chunk))})",
                     [inc_id, *chunk],
                 )
-            merged = sorted({r.incident_id for r in g if r.incident_id and r.incident_id != inc_id})
+            kept = {p[0] for p in plans}  # an incident another part keeps is no merge
+            merged = sorted(
+                {r.incident_id for r in g if r.incident_id and r.incident_id not in kept}
+            )
             for other in merged:
                 conn.execute(
                     "UPDATE incidents SET status = 'merged', resolution = ?, updated_at = ? "
@@ -367,6 +375,11 @@ def _reopenable(
         if close and any(related(inc.origin_node, n) for n in nodes):
             return inc.incident_id
     return None
+
+
+def anomalies_by_id(conn: Any, ids: list[int]) -> list[dict[str, Any]]:
+    """The stored anomalies with these ids (as the diagnosis reads them)."""
+    return _anomalies_by_id(conn, ids)
 
 
 def _anomalies_by_id(conn: Any, ids: list[int]) -> list[dict[str, Any]]:
