@@ -129,11 +129,23 @@ def test_anomalies_filter_by_status_metric_and_day(ws):
 def test_default_monitors_say_why(ws):
     mons = api.default_monitors(ws)
     by = {m["monitor"]: m for m in mons}
+    # every built model and seed, dbt's included
     assert {m["node"] for m in mons} == {
         "pricing:fx.daily_rates",
         "pricing:marts.agg_gmv_daily",
         "pricing:marts.fct_bookings_usd",
+        "finance:stg_gmv_daily",
+        "finance:fct_gmv_qtd",
+        "finance:fct_gmv_by_currency",
+        "finance:fct_gmv_by_channel",
+        "finance:currency_regions",
     }
+    monthly = by["finance:fct_gmv_by_currency/sum(gmv_usd)"]
+    assert monthly["time_column"] == "month" and "per month of the time column" in monthly["why"]
+    assert "finance:fct_gmv_qtd/sum(gmv_usd_qtd)" not in by  # a running total: no interval's own
+    seed = by["finance:currency_regions/row_count"]
+    assert seed["time_column"] == "" and "whole table" in seed["why"]
+    assert by["finance:currency_regions/checksum(region)"]["detectors"] == []
     rows = by["pricing:fx.daily_rates/row_count"]
     assert rows["kind"] == "volume" and "rate_date" in rows["why"]
     dup = by["pricing:fx.daily_rates/duplicates(rate_date, currency)"]

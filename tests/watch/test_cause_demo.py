@@ -106,3 +106,105 @@ def test_rows_loaded_after_their_day_was_processed_are_noticed_and_named(
     with api.open_workspace(tmp_path / "travel") as ws:
         again = api.watch(ws)
     assert [a for a in again.anomalies if a.detector == "late_rows"] == []
+
+
+def _edit(ws_dir: Path, path: str, old: str, new: str) -> None:
+    f = ws_dir / path
+    text = f.read_text()
+    assert old in text
+    f.write_text(text.replace(old, new))
+
+
+def test_a_seed_edit_is_named_with_the_seed_and_the_run_that_shipped_it(
+    baselined: Path, tmp_path: Path
+) -> None:
+    # a teammate moves EUR to the Americas in finance's regions seed; production runs it on
+    # Monday: no vendor fault, no bookings fault, every audit passes
+    ws_dir = tmp_path / "travel"
+    shutil.copytree(baselined, ws_dir, symlinks=True)
+    relocate(ws_dir)
+    _edit(ws_dir, "finance/seeds/currency_regions.csv", "EUR,Euro,Europe", "EUR,Euro,Americas")
+    ran = run_on(ws_dir, FREEZE_FROM, Q3_END)
+    assert ran.report.ok
+    with api.open_workspace(ws_dir) as ws:
+        found = api.watch(ws)
+    (inc,) = found.incidents
+    d = inc.diagnosis
+    assert d["origin"]["node"] == "finance:currency_regions"
+    fault = d["fault"]
+    assert fault["class"] == "code_change"
+    assert fault["evidence"]["components"] == ["sql"]  # the seed's file, nothing else
+    assert fault["evidence"]["run_id"] == ran.runs[-1]
+    assert "seed finance:currency_regions" in d["cause"] and ran.runs[-1] in d["cause"]
+    # what it rewrote: the region of every closed month finance had already published
+    rewritten = fault["evidence"]["restated"]["finance:fct_gmv_by_currency"]
+    assert rewritten["intervals"] == ["2026-07-01", "2026-08-01"]
+    assert rewritten["measures"] == ["checksum(region)"]  # counts and sums did not move
+    scope = {n["node"]: n for n in d["scope"]["nodes"]}
+    assert set(scope) == {"finance:currency_regions", "finance:fct_gmv_by_currency"}
+    assert scope["finance:currency_regions"]["full"]
+    # September closed on the 30th: built with the new code, so in scope as well
+    assert scope["finance:fct_gmv_by_currency"]["intervals"] == [
+        "2026-07-01", "2026-08-01", "2026-09-01"
+    ]  # fmt: skip
+    # the rates and GMV did not move: nothing else is anomalous
+    assert {a.node_id for a in found.anomalies} == set(scope)
+    with api.open_workspace(ws_dir) as ws:
+        assert api.watch(ws).anomalies == []  # measured again, the new values are the history
+
+
+def test_a_model_sql_edit_names_the_model_and_what_it_rewrote(
+    baselined: Path, tmp_path: Path
+) -> None:
+    # a teammate sums the local amounts instead of the dollars in finance's channel mart
+    ws_dir = tmp_path / "travel"
+    shutil.copytree(baselined, ws_dir, symlinks=True)
+    relocate(ws_dir)
+    _edit(ws_dir, "finance/models/marts/fct_gmv_by_channel.sql", "sum(amount_usd)", "sum(amount)")
+    ran = run_on(ws_dir, FREEZE_FROM, Q3_END)
+    with api.open_workspace(ws_dir) as ws:
+        found = api.watch(ws)
+    (inc,) = found.incidents
+    d = inc.diagnosis
+    assert d["origin"]["node"] == "finance:fct_gmv_by_channel"
+    assert d["fault"]["class"] == "code_change" and d["fault"]["evidence"]["run_id"] == ran.runs[-1]
+    assert "model finance:fct_gmv_by_channel was built with new code (sql " in d["cause"]
+    rewritten = d["fault"]["evidence"]["restated"]["finance:fct_gmv_by_channel"]
+    assert rewritten["intervals"] == ["2026-07-01", "2026-08-01"]
+    assert "sum(gmv_usd)" in rewritten["measures"] and "row_count" not in rewritten["measures"]
+    eur = [a for a in found.anomalies if a.metric.endswith("/sum(gmv_usd)")]
+    assert eur and all(a.value > a.expected for a in eur)  # local units outweigh dollars
+
+
+def test_two_independent_faults_open_two_incidents_each_with_its_cause_and_scope(
+    baselined: Path, tmp_path: Path
+) -> None:
+    # EUR inverted on Monday and Tuesday, and Monday's bookings loaded twice: one path
+    # (rates -> bookings in USD -> GMV), two faults
+    ran, found = _fault(baselined, tmp_path / "travel", "inverted-two-days", "duplicate")
+    by_origin = {i.diagnosis["origin"]["node"]: i.diagnosis for i in found.incidents}
+    assert set(by_origin) == {"pricing:fx.daily_rates", "pricing:marts.fct_bookings_usd"}
+    rates, bookings = (
+        by_origin["pricing:fx.daily_rates"],
+        by_origin["pricing:marts.fct_bookings_usd"],
+    )
+    assert rates["fault"]["class"] == "inverted"
+    assert rates["fault"]["intervals"] == ["2026-09-28", "2026-09-29"]
+    assert bookings["fault"]["class"] == "duplicated_load"
+    assert sorted(bookings["fault"]["evidence"]["load_ids"]) == sorted(ran.loads)
+    # the uniqueness audit the duplicates failed is the duplicate's, not the inversion's
+    assert "unique_values" in bookings["cause"] and "unique_values" not in rates["cause"]
+    scope = {n["node"]: n["intervals"] for n in rates["scope"]["nodes"]}
+    assert scope["pricing:fx.daily_rates"] == ["2026-09-28", "2026-09-29"]
+    assert scope["pricing:marts.fct_bookings_usd"] == ["2026-09-28", "2026-09-29"]
+    dup = {n["node"]: n["intervals"] for n in bookings["scope"]["nodes"]}
+    assert dup["pricing:marts.fct_bookings_usd"] == ["2026-09-28"]
+    assert "pricing:fx.daily_rates" not in dup
+    # each anomaly is in one incident: the rates' own in the first, the rows' in the second
+    first = next(i for i in found.incidents if i.origin_node == "pricing:fx.daily_rates")
+    with api.open_workspace(tmp_path / "travel") as ws:
+        from splice.watch.incidents import incident_anomalies
+
+        mine = incident_anomalies(ws.state.conn, first.incident_id)
+    assert {a["node_id"] for a in mine} == {"pricing:fx.daily_rates"}
+    assert sum(i.anomalies for i in found.incidents) == len(found.anomalies)

@@ -96,9 +96,17 @@ def test_clean_quarter_is_quiet_measured_once_and_backfilled(clean_ws: Path) -> 
         assert again.points == 0 and again.anomalies == []
         # the second watch asks only for the last late_days (7) days, in one query per metric
         assert by_name["gmv_usd_by_currency"].sql.count("SELECT") == 1
-        assert {m.measured_from for m in again.metrics if m.name != "gmv_usd_weekly"} == {
-            date(2026, 9, 23)
+        # finance's monthly rollups (month read from their SQL): from the month before the last
+        # closed one (September closed on the 30th)
+        monthly = {m.name for m in again.metrics if m.measured_from == date(2026, 8, 1)}
+        assert monthly == {
+            f"finance:fct_gmv_by_{t}/{k}"
+            for t in ("channel", "currency")
+            for k in ("rows", "content")
         }
+        assert {
+            m.measured_from for m in again.metrics if m.name not in monthly | {"gmv_usd_weekly"}
+        } == {date(2026, 9, 23)}
         assert (
             "WHERE \"booking_date\" >= CAST('2026-09-23' AS DATE)"
             in {m.name: m for m in again.metrics}["gmv_usd_by_currency"].sql
@@ -131,7 +139,8 @@ def test_clean_quarter_is_quiet_measured_once_and_backfilled(clean_ws: Path) -> 
 
 
 def _hide_from(warehouse: Path, day: str) -> None:
-    """Move every row on or after ``day`` out of the SQLMesh tables (into schema hidden)."""
+    """Move every row on or after ``day`` out of the SQLMesh tables and finance's daily table
+    (into schema hidden): production as it stood before that day's runs."""
     con = duckdb.connect(str(warehouse))
     try:
         con.execute("CREATE SCHEMA IF NOT EXISTS hidden")
@@ -158,7 +167,8 @@ def _restore(warehouse: Path) -> None:
 def _physical(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str]]:
     rows = con.execute(
         "SELECT table_schema, table_name FROM information_schema.tables "
-        "WHERE table_schema LIKE 'sqlmesh__%' AND table_type = 'BASE TABLE'"
+        "WHERE table_type = 'BASE TABLE' AND (table_schema LIKE 'sqlmesh__%' OR "
+        "(table_schema = 'finance' AND table_name = 'fct_gmv_qtd'))"
     ).fetchall()
     return [(s, t, "rate_date" if "daily_rates" in t else "booking_date") for s, t in rows]
 

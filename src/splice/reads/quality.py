@@ -434,8 +434,16 @@ def metric_history(
 def _why(spec: Any, m: Any, keys: Any) -> str:
     t = spec.time
     grain = ", ".join(keys.grain)
+    per = ("of the whole table (it has no time column), as of each watch's newest interval"
+           if spec.per_table else f"per {spec.grain} of the time column {t}")  # fmt: skip
     if m.kind == "volume":
-        return f"row count per {spec.grain} of the time column {t}"
+        return f"row count {per}"
+    if m.kind == "checksum":
+        return (f"a checksum of {m.column}'s values {per}: never judged as a number; measured "
+                "again when this node's or an upstream node's code changes, to see which "
+                "published values the change rewrote")  # fmt: skip
+    if m.kind == "value" and not spec.dimensions:
+        return f"{m.label}, the numeric column {m.column} summed {per}"
     if m.kind == "null_rate":
         c = m.column
         src = (

@@ -145,11 +145,13 @@ class Restatements:
                         out.overrides[(s.series_id, (day - hist.EPOCH).days)] = new
         if found_in and not spec.per_table:
             # the intervals measured for the first time were built by the new code as well
-            new = sorted({d for (metric, dk), v in now.items() if metric in found_in
-                          for d in v if d not in dict(stored.get(sid_of.get((metric, dk), -1), []))
-                          })  # fmt: skip
+            first: set[date] = set()
+            for (metric, dk), v in now.items():
+                had = dict(stored.get(sid_of.get((metric, dk), -1), []))
+                if metric in found_in:
+                    first |= {d for d in v if d not in had}
             for a, _key in out.anomalies:
-                a.data["built_since"] = [d.isoformat() for d in new]
+                a.data["built_since"] = [d.isoformat() for d in sorted(first)]
         if job.start is not None and not spec.per_table:
             job.rows = [r for r in job.rows if r[0] is None or _as_date(r[0]) >= job.start]
         return out
@@ -167,7 +169,7 @@ class Restatements:
             f"{_show(new, label)} now: {kind} {lead.node_id} was built with new code "
             f"({', '.join(lead.components)}) in {self.words(lead)}"
         )
-        rel = None if old in (None, 0) or new is None else (new - old) / abs(old)
+        rel = None if old is None or old == 0 or new is None else (new - old) / abs(old)
         return Anomaly(
             metric=s.metric, node_id=spec.node_id, dims=s.dims, interval=day, detector=DETECTOR,
             direction="changed" if rel is None or "checksum" in label else (

@@ -17,7 +17,6 @@ A spec whose definition changed (its fingerprint) is measured anew from the star
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import json
 import math
@@ -30,15 +29,15 @@ from typing import Any
 
 import numpy as np
 
-from splice.errors import ConfigError, WarehouseError
+from splice.errors import ConfigError
 from splice.watch import history as hist
 from splice.watch.calendars import publishing_calendar
 from splice.watch.detectors import Panel, detect, sensitivity
 from splice.watch.grid import _as_date, _back, _float, _step, grid
+from splice.watch.measuring import measure, measure_jobs  # noqa: F401 - measure: re-exported
 from splice.watch.metrics import MetricSpec, watch_specs
-from splice.watch.restated import Restated, Restatements, patch
+from splice.watch.restated import Restated, patch
 from splice.watch.results import Anomaly, MetricReport, WatchResult, _num
-from splice.watch.table_monitors import closed_rows
 
 Progress = Callable[[str], None]
 #: How much stored history is loaded to judge new points: the training window twice over,
@@ -46,30 +45,6 @@ Progress = Callable[[str], None]
 #: series in an open fault loads more: from its fault's first interval back one training
 #: window, so a fault that lasts is still judged against the level before it.
 HISTORY_DAYS = 120
-
-
-# -- the warehouse ------------------------------------------------------------------------------
-def measure(ws: Any, jobs: list[tuple[MetricSpec, date | None]]) -> list[list[tuple[Any, ...]]]:
-    """Run each spec's query from its start; one connection for the call, closed at once."""
-    import duckdb
-
-    from splice.warehouse import connect
-
-    out: list[list[tuple[Any, ...]]] = []
-    with connect(ws, "splice watch") as con:
-        for spec, start in jobs:
-            sql = spec.sql(ws.dialect, start)
-            try:
-                out.append(con.execute(sql).fetchall())
-            except duckdb.Error as e:
-                first = str(e).splitlines()[0]
-                raise WarehouseError(
-                    f"metric {spec.name!r} on {spec.node_id}: the warehouse refused its query "
-                    f"({first}).",
-                    fix=f"check that {spec.relation.key} is built in this target "
-                    "(splice run), and the metric's columns and value",
-                ) from None
-    return out
 
 
 # -- the call -------------------------------------------------------------------------------------
@@ -188,35 +163,9 @@ def _watch(
     else:
         say("Nothing to watch: no [[metrics]] declared and no node with a time column.")
     t1 = time.perf_counter()
-    # a spec whose node or an upstream node was built with new code is measured over every
-    # interval it has stored, to see what the change rewrote (splice.watch.restated)
-    restate = Restatements(ws, graph, conn)
-    timed = [j for j in jobs if not j.spec.per_table]
-    measured = measure(ws, [(j.spec, restate.start(j)) for j in timed]) if timed else []
-    for job, rows in zip(timed, measured, strict=True):
-        job.rows = rows
+    ref_end, restate = measure_jobs(ws, graph, jobs, known)
     timings["measure"] = time.perf_counter() - t1
-
-    # the newest interval anywhere: what "late" and "missing" are judged against
     t2 = time.perf_counter()
-    ref_end: date | None = None
-    for job in timed:
-        if job.spec.grain != "day":
-            continue
-        stored_end = None if job.reset else known[job.spec.name].measured_through
-        for cand in [stored_end, *(_as_date(r[0]) for r in job.rows if r[0] is not None)]:
-            if cand is not None and (ref_end is None or cand > ref_end):
-                ref_end = cand
-
-    # tables without a time column are measured as of the newest interval; coarse intervals
-    # (months, quarters) only once closed
-    untimed = [j for j in jobs if j.spec.per_table]
-    for job in untimed:
-        job.spec = dataclasses.replace(job.spec, at=ref_end or date.today())
-    for job, rows in zip(untimed, measure(ws, [(j.spec, None) for j in untimed]), strict=True):
-        job.rows = rows
-    for job in jobs:
-        job.rows = closed_rows(job.spec, job.rows, ref_end)
 
     now = time.time()
     watch_id = f"w{datetime.now().strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:6]}"

@@ -250,8 +250,8 @@ def _untimed(
         )  # fmt: skip
         for c in numeric
     ]
-    timing = {"time": time or "", "time_type": cols.get(time or "", "") or "DATE",
-              "grain": grain or "day"}  # fmt: skip
+    timing: dict[str, Any] = {"time": time or "", "time_type": cols.get(time or "", "") or "DATE",
+                              "grain": grain or "day"}  # fmt: skip
     content = [c for c in cols if c != time]
     return [
         MetricSpec(name=f"{base}/rows", measures=rows, **timing, **common),
