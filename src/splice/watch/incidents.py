@@ -230,13 +230,25 @@ def _refs(conn: Any, target: str) -> list[Ref]:
     """Anomalies not yet in an incident, and those of open incidents (they may grow)."""
     rows = conn.execute(
         "SELECT a.anomaly_id, a.node_id, a.interval_start, a.incident_id, "
-        "json_extract(a.data, '$.change_key') FROM watch_anomalies a "
+        "CASE WHEN a.data LIKE '%\"change_key\"%' THEN a.data END FROM watch_anomalies a "
         "LEFT JOIN incidents i ON i.incident_id = a.incident_id "
         "WHERE a.target = ? AND (a.incident_id IS NULL OR i.status = 'open' OR i.status IS NULL)",
         (target,),
     ).fetchall()
     return [Ref(int(r[0]), r[1], date.fromisoformat(r[2]), r[3] if r[3] else None,
-                str(r[4]) if r[4] else None) for r in rows]  # fmt: skip
+                _change_key(r[4])) for r in rows]  # fmt: skip
+
+
+def _change_key(data: str | None) -> str | None:
+    """The cause an anomaly names (its data's ``change_key``); the data may hold a NaN, which
+    only Python's JSON reads, so it is read here rather than in SQL."""
+    if not data:
+        return None
+    try:
+        key = json.loads(data).get("change_key")
+    except ValueError:
+        return None
+    return str(key) if key else None
 
 
 Diagnose = Callable[[str, list[dict[str, Any]]], dict[str, Any]]
