@@ -78,11 +78,17 @@ def code_changes(
     (all when None), oldest first."""
     q = (
         "SELECT node_id, version, reason, run_id, fingerprint, recorded_at FROM evidence_versions "
-        "WHERE target = ? ORDER BY node_id, seq"
+        "WHERE target = ?"
     )
+    args: list[Any] = [target]
+    if since is not None:  # only the nodes built since, with their whole history
+        q += (" AND node_id IN (SELECT node_id FROM evidence_versions WHERE target = ? AND "
+              "recorded_at > ?)")  # fmt: skip
+        args += [target, since]
     out: list[CodeChange] = []
     prev: dict[str, dict[str, str]] = {}
-    for node_id, version, reason, run_id, fp, at in conn.execute(q, (target,)):
+    for node_id, version, reason, run_id, fp, at in conn.execute(q + " ORDER BY node_id, seq",
+                                                                  args):  # fmt: skip
         fingerprint = json.loads(fp) if fp else {}
         before = prev.get(node_id)
         prev[node_id] = fingerprint

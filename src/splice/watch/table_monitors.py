@@ -58,7 +58,7 @@ PER_TABLE_DETECTORS = {"volume": ("volume_drop",), "value": ("spike",)}
 
 
 # -- what the node's tests and SQL say ----------------------------------------------------------
-def tested_columns(graph: Graph, node: Node) -> dict[str, list[str]]:
+def columns_tested(graph: Graph, node: Node) -> dict[str, list[str]]:
     """test name (``unique``, ``not_null``, ...) -> the columns dbt tests of ``node`` name."""
     out: dict[str, list[str]] = {}
     for n in graph.nodes.values():
@@ -152,7 +152,7 @@ def time_column(graph: Graph, node: Node, cols: dict[str, str], dialect: str) ->
     temporal = [c for c in cols if is_temporal(cols[c] or "", dialect)]
     if not temporal:
         return None
-    tests = tested_columns(graph, node)
+    tests = columns_tested(graph, node)
     for name in ("unique", "not_null"):
         hit = [c for c in temporal if c in tests.get(name, [])]
         if hit:
@@ -230,7 +230,7 @@ def _untimed(
             grain = "day"  # a seed's rows are what its file says: no SQL truncates them
     if grain is None:
         time = None  # a time column whose grain cannot be read: measured per table
-    keys = set(node_keys(graph, node).unique) | set(tested_columns(graph, node).get("unique", []))
+    keys = set(node_keys(graph, node).unique) | set(columns_tested(graph, node).get("unique", []))
     numeric = [
         c for c in cols
         if c != time and c not in keys and c not in windowed and is_numeric(cols[c] or "", dialect)
