@@ -136,6 +136,10 @@ def test_a_seed_edit_is_named_with_the_seed_and_the_run_that_shipped_it(
     assert fault["evidence"]["components"] == ["sql"]  # the seed's file, nothing else
     assert fault["evidence"]["run_id"] == ran.runs[-1]
     assert "seed finance:currency_regions" in d["cause"] and ran.runs[-1] in d["cause"]
+    assert inc.title == (
+        f"currency_regions was built with new code that changed published values in run "
+        f"{ran.runs[-1]}"
+    )
     # what it rewrote: the region of every closed month finance had already published
     rewritten = fault["evidence"]["restated"]["finance:fct_gmv_by_currency"]
     assert rewritten["intervals"] == ["2026-07-01", "2026-08-01"]

@@ -456,4 +456,7 @@ def _title(
         if days and days[0] == days[-1]
         else (f"{days[0].isoformat()}..{days[-1].isoformat()}" if days else "?")
     )
+    run = ((fault or {}).get("evidence") or {}).get("run_id")
+    if (fault or {}).get("class") == "code_change" and run:
+        return f"{what} {words} in run {run}"  # a change ships in a run, not on a day
     return f"{what} {words} on {span}"

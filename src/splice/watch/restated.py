@@ -8,8 +8,9 @@ watch measures that spec over every interval it has stored and compares:
 - an interval whose value changed (a row count, a sum, a column's checksum) is a
   ``restated`` anomaly: a number already published is no longer what it was, and the change
   that did it is named (its node, its run, the components of its code that changed);
-- a spec without a time column (a seed, a table with no date) is compared with its previous
-  measurement as a whole.
+- a spec without a time column is compared with its previous measurement as a whole: a seed
+  (its rows are its code), or a table that held still until now (a table whose rows change with
+  every run says nothing about its code).
 
 The new values replace the stored ones (the history is what the new code says), and the new
 intervals are judged against them.  Nothing is compared when no code changed: the intervals
@@ -127,7 +128,7 @@ class Restatements:
             if spec.per_table:  # the table now against its latest measurement
                 last = max(before) if before else None
                 pairs = [(d, before.get(d, before[last]), after[d]) for d in after
-                         if last is not None and d >= last]  # fmt: skip
+                         if last is not None and d >= last and self._static(spec, before)]  # fmt: skip
             else:
                 pairs = [(d, before[d], after.get(d)) for d in sorted(before)]
             m = next((x for x in spec.measures if x.name == s.metric), None)
@@ -155,6 +156,15 @@ class Restatements:
         if job.start is not None and not spec.per_table:
             job.rows = [r for r in job.rows if r[0] is None or _as_date(r[0]) >= job.start]
         return out
+
+    def _static(self, spec: Any, before: dict[date, float]) -> bool:
+        """Can a change of a whole table be the code's?  A seed's rows are its code; another
+        table only when it held still (two or more measurements, all the same) until now."""
+        node = self.graph.nodes.get(spec.node_id)
+        if node is not None and node.kind == "seed":
+            return True
+        values = list(before.values())
+        return len(values) >= 2 and all(same(v, values[0]) for v in values)
 
     def _anomaly(self, spec: Any, m: Any, s: hist.SeriesRow, day: date, old: float | None,
                  new: float | None, lead: CodeChange, changes: list[CodeChange]) -> Anomaly:  # fmt: skip
