@@ -15,7 +15,10 @@ an upstream fault cannot explain what is seen downstream:
   blocks what comes after it), but weakly: a row fault upstream is preferred;
 - anomalies of a node that nothing upstream explains, and that themselves say rows were added
   (duplicates, a jump of the row count, rows that arrived late), start a part of their own: a
-  candidate second cause.  Anything else unexplained stays with the first part.
+  candidate second cause.  Anything else unexplained stays with the first part;
+- every origin (an anomalous node with no anomalous node upstream: two sources whose paths
+  meet downstream) starts a part, and so do the values a code change rewrote (they name their
+  cause themselves).
 
 The caller (:func:`splice.watch.triage.triage`) keeps a candidate as an incident of its own
 only when its diagnosis names a different fault (class or source) than the first part's, so a
@@ -105,22 +108,35 @@ def _explains(lin: _Lineage, down: dict[str, Any], up: dict[str, Any]) -> int:
 
 
 def partition(ws: Any, graph: Graph, anomalies: list[dict[str, Any]]) -> list[Part]:
-    """The group's anomalies as parts (see the module doc); the first part holds the origins."""
+    """The group's anomalies as parts (see the module doc).  The first part is the values a
+    code change rewrote when there are any (a change explains what moved after it), else the
+    origin with the most anomalies; every other origin (an anomalous node with no anomalous
+    node upstream) starts a part of its own."""
+    from collections import Counter
+
     from splice.watch.diagnosis import origin_nodes
 
-    nodes = {a["node_id"] for a in anomalies if a["node_id"] in graph.nodes}
-    origins = set(origin_nodes(graph, nodes))
-    first = Part(root=sorted(origins)[0] if origins else "",
-                 items=[a for a in anomalies if a["node_id"] in origins or
-                        a["node_id"] not in graph.nodes or a["detector"] == "restated"])  # fmt: skip
-    if len(nodes) < 2 or any(a["detector"] == "restated" for a in anomalies):
+    restated = [a for a in anomalies if a["detector"] == "restated"]
+    others = [a for a in anomalies if a["detector"] != "restated"]
+    nodes = {a["node_id"] for a in others if a["node_id"] in graph.nodes}
+    count = Counter(a["node_id"] for a in others)
+    origins = sorted(origin_nodes(graph, nodes), key=lambda n: (-count[n], n))
+    parts: list[Part] = []
+    if restated:
+        from splice.watch.change_cause import change_origin
+
+        parts.append(Part(change_origin(graph, restated) or restated[0]["node_id"], restated))
+    for o in origins:
+        parts.append(Part(o, [a for a in others if a["node_id"] == o]))
+    if not parts:
+        return [Part("", list(anomalies))]
+    first = parts[0]
+    first.items += [a for a in others if a["node_id"] not in graph.nodes]
+    if len(parts) == 1 and len(nodes) < 2:
         return [Part(first.root, list(anomalies))]
-    parts = [first]
     lin = _Lineage(ws, graph)
-    taken = {id(a) for a in first.items}
-    rest = [a for a in anomalies if id(a) not in taken]
-    for nid in graph.topological_order(nodes - origins):
-        mine = [a for a in rest if a["node_id"] == nid]
+    for nid in graph.topological_order(nodes - set(origins)):
+        mine = [a for a in others if a["node_id"] == nid]
         ups = graph.ancestors(nid)
         loose: list[dict[str, Any]] = []
         for a in mine:
@@ -142,7 +158,7 @@ def partition(ws: Any, graph: Graph, anomalies: list[dict[str, Any]]) -> list[Pa
             parts.append(Part(nid, loose))
         else:
             first.items.extend(loose)
-    return parts
+    return [p for p in parts if p.items]
 
 
 def different(first: dict[str, Any], other: dict[str, Any]) -> bool:
