@@ -103,6 +103,18 @@ INCIDENTS: dict[str, dict[str, Any]] = {
         "late-lying",
         {"kind": "late", "from": "2026-09-28", "intervals": 1, "honest_as_of": False},
     ),
+    # a business day behind on Monday and Tuesday only (the as-of claims the day), then caught
+    # up: Wednesday's rates are Wednesday's again
+    "late-caught-up": _faults(
+        "late-caught-up",
+        {
+            "kind": "late",
+            "from": "2026-09-28",
+            "to": "2026-09-29",
+            "intervals": 1,
+            "honest_as_of": False,
+        },
+    ),  # fmt: skip
     # EUR per USD instead of USD per EUR, Monday to Wednesday
     "inverted-rate": _faults(
         "inverted-rate",

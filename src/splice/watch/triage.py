@@ -8,6 +8,7 @@ from typing import Any
 from splice.graph.model import Graph
 from splice.watch.diagnosis import diagnose
 from splice.watch.incidents import Incident, update_incidents
+from splice.watch.rederive import rederive_open, stamp
 
 
 def related_in(graph: Graph) -> Callable[[str, str], bool]:
@@ -31,8 +32,13 @@ def triage(
 
     def diag(incident_id: str, anomalies: list[dict[str, Any]]) -> dict[str, Any]:
         say(f"Diagnosing {incident_id} ({len(anomalies)} anomalies)...")
-        return diagnose(ws, graph, anomalies)
+        d = diagnose(ws, graph, anomalies)
+        stamp(ws, graph, d)
+        return d
 
-    return update_incidents(
+    touched = update_incidents(
         ws.state.conn, ws.target, related_in(graph), diag, transaction=ws.state.transaction
     )
+    # the open incidents nothing new touched: their scope follows the data built since
+    rederive_open(ws, graph, skip={i.incident_id for i in touched}, progress=say)
+    return touched
