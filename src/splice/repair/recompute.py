@@ -6,9 +6,11 @@ first one to the latest the node has, and compared row by row with what producti
 
 - a SQLMesh model: the query SQLMesh renders for that range (``@start_ds``..``@end_ds`` filled
   in), its model names read through the target's environment;
-- a dbt model built as a table: the SQL its last run compiled (the whole table);
-- anything else (a seed, a snapshot, a Python model, an incremental dbt model whose compiled SQL
-  reads only new rows) is *not recomputed*, and the result says why.
+- a dbt model built as a table: the SQL its last run compiled (the whole table); an incremental
+  dbt model: its SQL compiled as a full refresh compiles it (``is_incremental()`` false);
+- a seed, a source or a snapshot is an input (the fault's own test judges the origin); a Python
+  model or another materialization is *not recomputed*, and the result says why (the repair is
+  then not called verified).
 
 The comparison is a multiset of rows per interval of the node's time column (numbers compared to
 10 significant digits, so a sum added in another order is still equal): rows only production has,
@@ -160,11 +162,25 @@ def dbt_query(ws: Any, node: Any) -> tuple[exp.Expr | None, str | None]:
     """The SQL dbt's last run compiled for a table model, parsed (None and why otherwise)."""
     import sqlglot
 
+    from splice.providers.dbt_render import ADAPTER_DIALECTS
+
     mat = str(node.materialization or "").lower()
-    if mat not in ("table", ""):
-        return None, (f"a dbt {mat or 'model'}: its last compiled SQL is not the whole table "
-                      "(an incremental model's reads only new rows)")  # fmt: skip
     prov = ws.provider(node.project)
+    dialect = node.dialect or ADAPTER_DIALECTS.get(ws.dialect, ws.dialect)
+    if mat == "incremental" and hasattr(prov, "first_run_sql"):
+        # its last run compiled only the new rows' query: the whole table's, as a full refresh
+        try:
+            sql = prov.first_run_sql([node]).get(node.id)
+        except Exception as e:  # noqa: BLE001 - said: the node is not recomputed
+            return None, f"dbt could not compile its full-refresh SQL ({str(e).splitlines()[0]})"
+        if not sql:
+            return None, "dbt did not compile its full-refresh SQL"
+        try:
+            return sqlglot.parse_one(sql, dialect=dialect), None
+        except Exception as e:  # noqa: BLE001 - unreadable SQL: said, never recomputed wrong
+            return None, f"its compiled SQL could not be parsed ({str(e).splitlines()[0]})"
+    if mat not in ("table", ""):
+        return None, f"a dbt {mat or 'model'}: Splice does not recompute it"
     pkg = str(node.meta.get("package") or node.project)
     work = getattr(prov, "work", None)
     env = getattr(getattr(prov, "ctx", None), "environment", None)
@@ -173,9 +189,6 @@ def dbt_query(ws: Any, node: Any) -> tuple[exp.Expr | None, str | None]:
     f = work / "target" / env / "compiled" / pkg / node.path
     if not f.is_file():
         return None, f"dbt's compiled SQL of its last run was not found ({f})"
-    from splice.providers.dbt_render import ADAPTER_DIALECTS
-
-    dialect = node.dialect or ADAPTER_DIALECTS.get(ws.dialect, ws.dialect)
     try:
         return sqlglot.parse_one(f.read_text(encoding="utf-8"), dialect=dialect), None
     except Exception as e:  # noqa: BLE001 - unreadable SQL: said, never recomputed wrong
