@@ -297,7 +297,7 @@ def run_scenario(s: Scenario, bases: dict[str, Path], truth: dict[str, Any],
         found = _watch(ws_dir)
     if s.daily:  # every anomaly and incident of the run-on, not only the last day's
         with api.open_workspace(ws_dir) as ws:
-            found = _all_found(ws)
+            found = _all_found(ws, start)
     res: dict[str, Any] = {"scenario": s.name, "what": s.what, **ran}
     incs = list(found.incidents)
     res["incidents"] = len(incs)
@@ -377,18 +377,20 @@ def run_scenario(s: Scenario, bases: dict[str, Path], truth: dict[str, Any],
     return res
 
 
-def _all_found(ws: Any) -> Any:
-    """Every anomaly and incident of the workspace's target (a daily run-on watched many
-    times), shaped as a watch result."""
+def _all_found(ws: Any, start: date) -> Any:
+    """Every anomaly and incident of the workspace's target from ``start`` on (a daily run-on
+    watched many times; not the base's clean history), shaped as a watch result."""
     from types import SimpleNamespace
 
     from splice.watch.incidents import list_incidents
 
     conn = ws.state.conn
-    incs = [i for i in list_incidents(conn, ws.target) if i.status != "merged"]
+    incs = [i for i in list_incidents(conn, ws.target)
+            if i.status != "merged" and i.last_interval >= start]  # fmt: skip
     rows = conn.execute(
-        "SELECT node_id, metric, interval_start, detector FROM watch_anomalies WHERE target = ?",
-        (ws.target,),
+        "SELECT node_id, metric, interval_start, detector FROM watch_anomalies "
+        "WHERE target = ? AND interval_start >= ?",
+        (ws.target, start.isoformat()),
     ).fetchall()
     anomalies = [
         SimpleNamespace(node_id=r[0], metric=r[1], interval=date.fromisoformat(r[2]), detector=r[3])

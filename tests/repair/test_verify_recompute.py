@@ -16,7 +16,7 @@ from typing import Any
 
 import duckdb
 import pytest
-from friday_support import FridayStory, give_node_scope, tell_friday_freeze
+from friday_support import FridayStory, give_node_scope
 from principals_support import approve_everywhere, as_principal
 
 from splice.demo import relocate
@@ -26,10 +26,10 @@ BOOKINGS = "pricing:marts.fct_bookings_usd"
 RATES = "pricing:fx.daily_rates"
 
 
-@pytest.fixture(scope="module")
-def friday(tmp_path_factory: pytest.TempPathFactory) -> FridayStory:
-    """The Friday freeze up to its incident (read-only: copy it)."""
-    return tell_friday_freeze(tmp_path_factory.mktemp("friday_rc") / "travel")
+@pytest.fixture
+def friday(friday_story: FridayStory) -> FridayStory:
+    """The Friday freeze up to its incident (the session's, read-only: copy it)."""
+    return friday_story
 
 
 def _copy(src: Path, dest: Path, *, fixed: bool = True) -> Path:

@@ -247,9 +247,11 @@ def verify(
     marks = ",".join("?" * len(specs))
     remaining = [
         {"metric": r[0], "node": r[5], "dims": json.loads(r[1]), "interval": r[2],
-         "detector": r[3], "reason": r[4]}
+         "detector": r[3], "reason": r[4], "anomaly_id": r[6],
+         "_key": (r[7], r[5], r[0], r[1], r[2])}
         for r in conn.execute(
-            "SELECT a.metric, a.dims, a.interval_start, a.detector, a.reason, a.node_id "
+            "SELECT a.metric, a.dims, a.interval_start, a.detector, a.reason, a.node_id, "
+            "a.anomaly_id, s.spec "
             "FROM watch_anomalies a JOIN watch_series s ON s.series_id = a.series_id "
             f"WHERE a.target = ? AND s.spec IN ({marks}) "
             "ORDER BY a.interval_start, a.metric",
@@ -257,6 +259,21 @@ def verify(
         )
         if scope.holds(r[5], r[2])
     ]  # fmt: skip
+    # an anomaly the repair left exactly as it was, where production equals its rebuild and the
+    # fault's own test passes, is not this fault's damage (a spike in local-currency GMV under
+    # a rate fault): it leaves the incident for one of its own, never fails nor rides along
+    set_aside: list[int] = []
+    if rec.ok and not fault_failed:
+        kept = []
+        for r in remaining:
+            k = r["_key"]
+            if k in before and k in after and _same(before[k], after[k]):
+                set_aside.append(int(r["anomaly_id"]))
+            else:
+                kept.append(r)
+        remaining = kept
+    for r in remaining:
+        r.pop("_key", None)
     unreached = []
     for (spec, node), days in sorted(moved.items()):
         still = sorted(d for d, m in days.items() if not m)
@@ -304,7 +321,7 @@ def verify(
     )  # fmt: skip
     if not passed:
         _widen_scope(ws, incident, rec, fault_failed)
-    _settle(ws, incident, scope, result, proposal_id)
+    _settle(ws, incident, scope, result, proposal_id, set_aside=set(set_aside))
     result.seconds = time.perf_counter() - t0
     return result
 
@@ -428,7 +445,7 @@ def _summary(passed: bool, changed_in: int, remaining: list[dict[str, Any]],
 
 
 def _settle(ws: Any, incident: Any, scope: Scope, result: Verification,
-            proposal_id: str | None) -> None:  # fmt: skip
+            proposal_id: str | None, *, set_aside: set[int] | None = None) -> None:  # fmt: skip
     """Resolve the incident (or keep it open), and never let anomalies outside the repaired
     scope be resolved with it: on a pass they leave it for a new incident (triaged as any
     watch would), and the result names the incident they went to."""
@@ -436,12 +453,15 @@ def _settle(ws: Any, incident: Any, scope: Scope, result: Verification,
 
     conn = ws.state.conn
     iid = incident.incident_id
+    aside = set_aside or set()
     beyond = [a for a in incident_anomalies(conn, iid)
-              if not scope.holds(a["node_id"], a["interval"].isoformat())]  # fmt: skip
+              if not scope.holds(a["node_id"], a["interval"].isoformat())
+              or a["anomaly_id"] in aside]  # fmt: skip
     result.beyond = [
         {"anomaly_id": a["anomaly_id"], "metric": a["metric"], "node": a["node_id"],
          "dims": a["dims"], "interval": a["interval"].isoformat(), "detector": a["detector"],
-         "after": scope.after(a["node_id"], a["interval"])}
+         "after": scope.after(a["node_id"], a["interval"]),
+         "unchanged": a["anomaly_id"] in aside}
         for a in beyond
     ]  # fmt: skip
     with ws.state.transaction():
@@ -481,8 +501,10 @@ def _settle(ws: Any, incident: Any, scope: Scope, result: Verification,
     if not result.beyond:
         return
     first = result.beyond[0]
-    where = "after" if first["after"] else "outside"
-    what = f"{first['metric']} still anomalous on {first['interval']}, {where} the repaired scope"
+    where = ("unchanged by the repair (not this fault's damage: production equals its "
+             "rebuild there)" if first.get("unchanged") else
+             f"{'after' if first['after'] else 'outside'} the repaired scope")  # fmt: skip
+    what = f"{first['metric']} still anomalous on {first['interval']}, {where}"
     more = len(result.beyond) - 1
     what += f" (and {more} more anomal{'y' if more == 1 else 'ies'})" if more else ""
     if not result.passed:

@@ -255,11 +255,11 @@ def _late_by_values(
     ]
     obs = stat(residuals(after))
 
-    def distance(xs: list[float]) -> float:
+    def distance(xs: list[float], at: float | None = None) -> float:
         logs = [math.log(x) for x in xs if x > 0]
         mu = sum(logs) / len(logs)
         sd = math.sqrt(sum((x - mu) ** 2 for x in logs) / max(len(logs) - 1, 1)) or 1e-9
-        return abs(math.log(max(obs, 1e-12)) - mu) / sd
+        return abs(math.log(max(obs if at is None else at, 1e-12)) - mu) / sd
 
     s1, sk = median(s_one), median(s_skip)
     p_late = sum(1 for x in s_one if x >= obs) / len(s_one)
@@ -271,7 +271,19 @@ def _late_by_values(
         stopped["evidence"]["moves_after"] = verdict | {"verdict": "recovered"}
         return None
     obs_n = len(names)
-    days = sorted(set(stopped["intervals"]) | after_days)
+    # the fault lasts until the feed catches up: the first later move as big as a
+    # (k+1)-interval move (the interval it skipped) ends it there
+    later = sorted(after_days)
+    caught_up = None
+    for a, b in zip(later, later[1:], strict=False):
+        if not all(a in vals[s] and b in vals[s] for s in names):
+            continue
+        at = stat(residuals({s: (a, b) for s in names}))
+        if distance(s_skip, at) < distance(s_one, at):
+            caught_up = b
+            break
+    kept = [d for d in later if caught_up is None or d < caught_up]
+    days = sorted(set(stopped["intervals"]) | set(kept))
     return {
         "class": "late",
         "n": k,
@@ -282,9 +294,16 @@ def _late_by_values(
             f"(the next move, {ratio:.2f}x the usual squared move over {obs_n} series, was "
             f"matched or beaten by {p_late:.0%} of earlier one-interval moves and by only "
             f"{p_recovered:.0%} of {k + 1}-interval moves, the jump a feed that recovered would "
-            f"make), so every interval since holds the values of {k} interval"
-            f"{'s' if k > 1 else ''} before, whatever its as-of date says"
-        ),
+            f"make), so "
+            + (
+                f"every interval up to {_wd(max(days))} holds the values of {k} interval"
+                f"{'s' if k > 1 else ''} before, whatever its as-of date says; it caught up on "
+                f"{_wd(caught_up)} (a {k + 1}-interval move)"
+                if caught_up
+                else f"every interval since holds the values of {k} interval"
+                f"{'s' if k > 1 else ''} before, whatever its as-of date says"
+            )
+        ),  # fmt: skip
         "evidence": {
             "how": "moves after the repeat",
             "move_ratio": round(ratio, 3),
@@ -293,6 +312,7 @@ def _late_by_values(
             "p_recovered": round(p_recovered, 3),
             "series": obs_n,
             "same_as": stopped["evidence"]["same_as"],
+            "caught_up": caught_up,
         },
         "intervals": days,
     }

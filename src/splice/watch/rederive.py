@@ -67,14 +67,30 @@ def stamp(ws: Any, graph: Any, diagnosis: dict[str, Any], *, now: float | None =
 
 
 def _keep_class(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    """The new fault, unless it names another class without evidence of its own: then the old
-    class stays, with the intervals the new evidence gives it."""
+    """The new fault, unless it names a less specific class while the old one still holds:
+    then the old class stays, with the intervals the new evidence gives it.  A more specific
+    class (:data:`splice.watch.cause.PRIORITY`: a repeat that turns out to be a late feed once
+    the values move on) has evidence of its own and replaces it.
+
+    >>> old = {"fault": {"class": "late", "intervals": ["2026-09-28"]}}
+    >>> new = {"fault": {"class": "stopped_moving", "classes": ["stopped_moving", "late"],
+    ...                  "intervals": ["2026-09-29"]}}
+    >>> kept = _keep_class(old, new)
+    >>> kept["class"], kept["intervals"]
+    ('late', ['2026-09-28', '2026-09-29'])
+    >>> _keep_class(new, {"fault": {"class": "late", "classes": ["late", "stopped_moving"]}})["class"]
+    'late'
+    """
+    from splice.watch.cause import PRIORITY
+
     of, nf = old.get("fault") or {}, new.get("fault") or {}
     oc, nc = of.get("class"), nf.get("class")
-    if not oc or oc in ("unknown", nc) or not nc:
+    if not oc or not nc or oc in ("unknown", nc):
         return nf
-    if oc not in (nf.get("classes") or []) and nc != "unknown":
-        return nf  # the evidence for the old class is gone and another class has its own
+    rank = {c: i for i, c in enumerate(PRIORITY)}
+    more_specific = rank.get(nc, len(rank)) < rank.get(oc, len(rank))
+    if more_specific or oc not in (nf.get("classes") or []):
+        return nf  # evidence of its own, or the old class's evidence is gone
     kept = dict(of)
     kept["intervals"] = sorted(set(nf.get("intervals") or []) | set(of.get("intervals") or []))
     return kept
