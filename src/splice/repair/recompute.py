@@ -214,18 +214,16 @@ def fresh_query(ws: Any, graph: Any, node: Any, start: date, end: date
 
 # -- comparing ----------------------------------------------------------------------------------
 def _column_types(con: Any, rel: Any, dialect: str) -> list[tuple[str, str]]:
-    def same(column: str, value: str) -> exp.Expr:
-        return exp.EQ(
-            this=exp.Lower(this=exp.column(column)), expression=exp.Literal.string(value.lower())
-        )
+    """The relation's (column, TYPE) pairs in order, as the warehouse has them (DuckDB's and
+    PostgreSQL's information_schema, Spark's DESCRIBE); empty when it does not exist."""
+    from splice.errors import RepairError
+    from splice.repair.undo import typed_columns
 
-    q = (
-        exp.select("column_name", "data_type")
-        .from_(exp.table_("columns", db="information_schema"))
-        .where(exp.and_(same("table_schema", rel.schema), same("table_name", rel.name)))
-        .order_by("ordinal_position")
-    )
-    return [(str(r[0]), str(r[1]).upper()) for r in con.execute(q.sql(dialect=dialect)).fetchall()]
+    try:
+        found = typed_columns(con, rel.key, dialect)
+    except RepairError:
+        return []
+    return [(str(c), str(t).upper()) for c, t in found]
 
 
 def _norm(col: str, typ: str, dialect: str) -> exp.Expr:
