@@ -233,9 +233,9 @@ def _norm(col: str, typ: str, dialect: str) -> exp.Expr:
         return c.as_(col, quoted=True)
     x: exp.Expr = c
     if dialect == "postgres":  # ROUND(double precision, int) does not exist there
-        x = exp.cast(c, exp.DataType.build("DECIMAL(38, 18)"))
+        x = exp.cast(c, exp.DataType.build("DECIMAL"))  # unconstrained NUMERIC
     mag = exp.cast(
-        exp.Floor(this=exp.func("LOG10", exp.Abs(this=c.copy()))), exp.DataType.build("INT")
+        exp.Floor(this=exp.func("LOG10", exp.Abs(this=x.copy()))), exp.DataType.build("INT")
     )
     digits = exp.Sub(this=exp.Literal.number(DIGITS - 1), expression=mag)
     rounded = exp.Round(this=x, decimals=digits)
