@@ -280,7 +280,35 @@ def compare(con: Any, node_id: str, prod: Any, fresh: exp.Expr, time_column: str
     fresh_src = exp.Subquery(this=fresh, alias=exp.TableAlias(this=exp.to_identifier("_fresh")))
     p = _side(table(prod, dialect), cols, where, dialect)
     f = _side(fresh_src, cols, where.copy() if where is not None else None, dialect)
+    temps: list[exp.Table] = []
+    try:
+        if dialect in _TEMP_TABLES:  # each side computed once, then read from its copy
+            p, f = (_temp(con, q, dialect, temps) for q in (p, f))
+        _compare(con, out, p, f, tc, names, dialect)
+    finally:
+        for made in temps:
+            con.execute(exp.Drop(this=made, kind="TABLE", exists=True).sql(dialect=dialect))
+    return out
 
+
+#: Dialects whose connections keep temporary tables (Spark's session does not here).
+_TEMP_TABLES = ("duckdb", "postgres")
+
+
+def _temp(con: Any, q: exp.Select, dialect: str, made: list[exp.Table]) -> exp.Select:
+    """``q``'s rows in a temporary table; a query of all of them."""
+    import uuid
+
+    name = exp.table_(f"_splice_recompute_{uuid.uuid4().hex[:12]}")
+    create = exp.Create(this=name, kind="TABLE", expression=q,
+                        properties=exp.Properties(expressions=[exp.TemporaryProperty()]))  # fmt: skip
+    con.execute(create.sql(dialect=dialect))
+    made.append(name.copy())
+    return exp.select(exp.Star()).from_(name.copy())
+
+
+def _compare(con: Any, out: NodeCheck, p: exp.Select, f: exp.Select, tc: str | None,
+             names: list[str], dialect: str) -> None:  # fmt: skip
     def count(q: exp.Query) -> int:
         cq = exp.select(exp.Count(this=exp.Star())).from_(exp.Subquery(this=q, alias="_n"))
         return int(con.execute(cq.sql(dialect=dialect)).fetchone()[0] or 0)
@@ -310,7 +338,6 @@ def compare(con: Any, node_id: str, prod: Any, fresh: exp.Expr, time_column: str
                 {c: _plain(v) for c, v in zip(names, r, strict=False)} for r in got
             ]
     out.differ = dict(sorted(out.differ.items()))
-    return out
 
 
 def _plain(v: Any) -> Any:
