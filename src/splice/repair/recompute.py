@@ -234,11 +234,20 @@ def _norm(col: str, typ: str, dialect: str) -> exp.Expr:
     x: exp.Expr = c
     if dialect == "postgres":  # ROUND(double precision, int) does not exist there
         x = exp.cast(c, exp.DataType.build("DECIMAL"))  # unconstrained NUMERIC
-    mag = exp.cast(
-        exp.Floor(this=exp.func("LOG10", exp.Abs(this=x.copy()))), exp.DataType.build("INT")
-    )
-    digits = exp.Sub(this=exp.Literal.number(DIGITS - 1), expression=mag)
-    rounded = exp.Round(this=x, decimals=digits)
+    if dialect == "spark":  # its ROUND takes a constant scale: one branch per magnitude
+        ifs = [
+            exp.If(this=exp.LT(this=exp.Abs(this=c.copy()), expression=exp.Literal.number(
+                       f"1e{m + 1}")),  # fmt: skip
+                   true=exp.Round(this=c.copy(), decimals=exp.Literal.number(DIGITS - 1 - m)))
+            for m in range(-15, 19)
+        ]  # fmt: skip
+        rounded: exp.Expr = exp.Case(ifs=ifs, default=c.copy())
+    else:
+        mag = exp.cast(
+            exp.Floor(this=exp.func("LOG10", exp.Abs(this=x.copy()))), exp.DataType.build("INT")
+        )
+        digits = exp.Sub(this=exp.Literal.number(DIGITS - 1), expression=mag)
+        rounded = exp.Round(this=x, decimals=digits)
     case = exp.Case(
         ifs=[
             exp.If(
