@@ -350,7 +350,7 @@ def _compare(con: Any, out: NodeCheck, p: exp.Select, f: exp.Select, tc: str | N
 
 
 def _plain(v: Any) -> Any:
-    from splice.review.data import plain
+    from splice.sqlrows import plain
 
     return plain(v)
 
