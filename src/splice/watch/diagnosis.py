@@ -43,6 +43,7 @@ DETECTOR_WORDS = {
     "duplicates": "has duplicates",
     "distinct_change": "changed its distinct values",
     "late_rows": "missed rows that arrived late",
+    "failing_check": "failed a check in every run",
 }
 #: Which detectors say most about a cause, when an origin has several.
 DETECTOR_WEIGHT = {"stopped_moving": 3, "level_shift": 2, "missing": 2, "volume_drop": 2}

@@ -410,8 +410,9 @@ def _downstream(walk: _Walk, nid: str, parents: list[Damage]) -> Damage | None:
             continue
         dmg.time_column = dmg.time_column or tc
         t = _cast_date(_col(tc))
-        if links:
-            cond = exp.or_(*[_cast_date(_col(c)).isin(*map(date_literal, p.days)) for c in links])
+        present, asof = _missing(walk, nid, p, rel, tc, links, dmg)
+        if links and present:
+            cond = exp.or_(*[_cast_date(_col(c)).isin(*map(date_literal, present)) for c in links])
             got = walk.days(exp.select(t).distinct().from_(table(rel, walk.dialect)).where(cond))
             via = ", ".join(links)
             what = (f"its {tc} is {pname}.{p.time_column} ({span(p.days)})" if links == [tc]
@@ -436,10 +437,13 @@ def _downstream(walk: _Walk, nid: str, parents: list[Damage]) -> Damage | None:
             shown = _substitute(f, exp.column(p.time_column)).sql(dialect=walk.dialect)
             dmg.why.append(f"its {tc} is {shown} of {pname}'s bad days ({span(p.days)}): "
                            f"{span(got)}")  # fmt: skip
+        elif asof is not None or links:
+            got = []
         else:
             unknown.append(f"its {tc} does not come from {pname}.{p.time_column}")
             continue
-        if got and links:
+        got = sorted(set(got) | set(asof or []))
+        if got and (links or asof):
             got = _running(walk, nid, p, rel, tc, got, dmg)
         days |= set(got)
     if unknown:
@@ -449,6 +453,28 @@ def _downstream(walk: _Walk, nid: str, parents: list[Damage]) -> Damage | None:
     if not dmg.days and not unknown:
         return None  # it read none of the bad intervals
     return dmg
+
+
+def _missing(walk: _Walk, nid: str, p: Damage, rel: Relation, tc: str, links: list[str],
+             dmg: Damage) -> tuple[list[date], list[date] | None]:  # fmt: skip
+    """The parent's damaged intervals it has rows for, and the intervals of ``nid`` that read
+    another interval in place of those it has none for (None: no range join to follow;
+    :mod:`splice.watch.scope_asof`)."""
+    from splice.watch.metrics import relation_of
+    from splice.watch.scope_asof import asof_days, present_days
+
+    prel = relation_of(walk.graph.nodes[p.node])
+    if prel is None or p.time_column is None:
+        return p.days, None
+    have = present_days(walk, prel, p.time_column, p.days)
+    missing = [d for d in p.days if d not in have]
+    if not missing:
+        return p.days, None
+    found = asof_days(walk, nid, rel, tc, p, prel, missing, links)
+    if found is None:
+        return sorted(have), None
+    dmg.why.append(found[1])
+    return sorted(have), found[0]
 
 
 def _running(
