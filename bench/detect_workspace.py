@@ -157,14 +157,16 @@ def _run_on(ws_dir: Path, start: date, end: date, bookings: str | None = None,
 
 # -- the truth: what differs from the clean run -------------------------------------------------
 def _relations(ws_dir: Path) -> dict[str, tuple[str, str | None, list[str]]]:
-    """node -> (relation, date column, numeric columns) for every built model."""
+    """node -> (relation, date column, numeric columns) for every built model and seed."""
     import duckdb
 
     from splice import api
 
     with api.open_workspace(ws_dir) as ws:
         g = ws.graph()
-        nodes = [n for n in g.nodes.values() if n.kind == "model" and n.writes is not None]
+        nodes = [
+            n for n in g.nodes.values() if n.kind in ("model", "seed") and n.writes is not None
+        ]
     con = duckdb.connect(str(ws_dir / "warehouse.duckdb"), read_only=True)
     out = {}
     try:
