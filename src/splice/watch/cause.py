@@ -539,6 +539,10 @@ def classify(
     if not any(f["class"] in ("late_rows", "duplicated_load", "failed_ingestion") for f in found):
         miss = _missing_rows(anomalies)
         if miss:
+            from splice.watch.cause_runs import empty_loads
+
+            said = empty_loads(source, miss["intervals"])  # the job loaded them, empty
+            miss["words"] += f"; {said}" if said else ""
             found.append(miss)
     audit = failed_audit(checks)
     if audit:

@@ -115,6 +115,7 @@ def ingestion_runs(conn: Any, target: str, node_id: str, days: list[str]) -> dic
         d = json.loads(data) if data else {}
         rec = {"run_id": run_id, "status": status, "at": _when(ts), "first": first,
                "last": last, "error": None if status == "success" else d.get("message"),
+               "said": d.get("message") if status == "success" else None,
                **({"external": d["external"]} if d.get("external") else {})}  # fmt: skip
         for day in wanted:
             if first <= day <= last:
@@ -144,7 +145,8 @@ def _per_day(name: str, node_id: str, covering: dict[str, list[dict[str, Any]]]
             if r not in runs:
                 runs.append(r)
     return {"job": name, "node": node_id, "failed_days": failed_days, "loaded_days": loaded,
-            "runs": sorted(runs, key=lambda r: str(r["at"]))}  # fmt: skip
+            "runs": sorted(runs, key=lambda r: str(r["at"])),
+            "covering": {d: recs[-1] for d, recs in sorted(covering.items()) if recs}}  # fmt: skip
 
 
 def orchestrator_failures(ws: Any, job: Any, days: list[str], limit: int = 30

@@ -88,6 +88,30 @@ def failed_ingestion(
     }
 
 
+def empty_loads(source: dict[str, Any] | None, days: list[str]) -> str | None:
+    """Words for intervals that lost their rows though the job's runs for them succeeded (a
+    source that answered with nothing): the runs and what they said.
+
+    >>> src = {"runs": {"job": "fx_ingest", "loaded_days": ["2026-09-28"], "covering": {
+    ...     "2026-09-28": {"run_id": "r1", "at": "2026-09-28T06:00:00",
+    ...                    "said": "loaded 0 rates"}}}}
+    >>> empty_loads(src, ["2026-09-28"])
+    'fx_ingest ran and succeeded for 2026-09-28 (Mon) but loaded no rows for it (run r1 at 2026-09-28T06:00:00: loaded 0 rates)'
+    """
+    runs = (source or {}).get("runs") or {}
+    ok = sorted(set(runs.get("loaded_days") or []) & set(days))
+    if not ok:
+        return None
+    latest = runs.get("covering") or {}
+    shown = []
+    for r in {latest[d]["run_id"]: latest[d] for d in ok if d in latest}.values():
+        shown.append(f"run {r['run_id']} at {str(r.get('at') or '?')[:19]}"
+                     + (f": {error_words(r.get('said'))}" if r.get("said") else ""))  # fmt: skip
+    return (f"{runs.get('job') or 'the ingestion job'} ran and succeeded for {_days(ok)} but "
+            f"loaded no rows for {'it' if len(ok) == 1 else 'them'}"
+            + (f" ({'; '.join(shown[:3])})" if shown else ""))  # fmt: skip
+
+
 def failed_audit(checks: list[dict[str, Any]] | None) -> dict[str, Any] | None:
     """The failed checks of the runs as a finding (the latest failing streak of each)."""
     if not checks:

@@ -249,8 +249,11 @@ def diagnose(ws: Any, graph: Graph, anomalies: list[dict[str, Any]]) -> dict[str
             if c not in origin_cols:
                 origin_cols.append(c)
 
-    scope_days = sorted({a["interval"] for a in at_origin}) or sorted(
-        {a["interval"] for a in anomalies}
+    # the days of runs that failed a check are no bad data of their own when the data says more
+    scope_days = (
+        sorted({a["interval"] for a in at_origin if a["detector"] != "failing_check"})
+        or sorted({a["interval"] for a in at_origin})
+        or sorted({a["interval"] for a in anomalies})
     )
     out: dict[str, Any] = {
         "origin": {

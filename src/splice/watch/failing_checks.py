@@ -11,8 +11,10 @@ run's execution time: the interval it processed), so the incident, its diagnosis
 ``failed_audit``, the check named) and its scope (the checked node and the nodes the runs
 skipped, :mod:`splice.watch.blocked`) follow as for any anomaly.
 
-The anomalies live on a series of their own per check (metric ``NODE/checks``, dimension
-``check``, kind ``check``): there is no measured value, only the runs' outcomes.
+The anomalies live on the checked node's row-count monitor when it has one (as late rows do:
+the metric a repair's verification measures again), else on a series of their own per check
+(metric ``NODE/checks``, dimension ``check``, kind ``check``: there is no measured value, only
+the runs' outcomes).  The check is named in each anomaly's ``data``.
 """
 
 from __future__ import annotations
@@ -159,7 +161,16 @@ def record_failing_checks(
 
     out = []
     for a in found:
-        sid = ensure_series(conn, target, a.metric, a.node_id, a.metric, SERIES_KIND, a.dims, now)
+        monitor = conn.execute(
+            "SELECT series_id, metric FROM watch_series WHERE target = ? AND metric = ? "
+            "AND dims = ?",
+            (target, f"{a.node_id}/row_count", dims_key({})),
+        ).fetchone()
+        if monitor is not None:
+            sid, a.metric, a.dims = int(monitor[0]), str(monitor[1]), {}
+        else:
+            sid = ensure_series(conn, target, a.metric, a.node_id, a.metric, SERIES_KIND,
+                                a.dims, now)  # fmt: skip
         cur = conn.execute(
             "INSERT OR IGNORE INTO watch_anomalies (series_id, target, metric, node_id, dims, "
             "interval_start, detector, direction, value, expected, score, reason, data, "

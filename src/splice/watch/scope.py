@@ -389,6 +389,7 @@ class _Walk:
 
 def _downstream(walk: _Walk, nid: str, parents: list[Damage]) -> Damage | None:
     from splice.watch.metrics import relation_of
+    from splice.watch.scope_asof import read_elsewhere
 
     graph = walk.graph
     node = graph.nodes[nid]
@@ -410,15 +411,16 @@ def _downstream(walk: _Walk, nid: str, parents: list[Damage]) -> Damage | None:
             continue
         dmg.time_column = dmg.time_column or tc
         t = _cast_date(_col(tc))
-        present, asof = _missing(walk, nid, p, rel, tc, links, dmg)
-        if links and present:
-            cond = exp.or_(*[_cast_date(_col(c)).isin(*map(date_literal, present)) for c in links])
+        asof = read_elsewhere(walk, nid, p, rel, tc, links, dmg)  # missing upstream: scope_asof
+        if links:
+            cond = exp.or_(*[_cast_date(_col(c)).isin(*map(date_literal, p.days)) for c in links])
             got = walk.days(exp.select(t).distinct().from_(table(rel, walk.dialect)).where(cond))
             via = ", ".join(links)
             what = (f"its {tc} is {pname}.{p.time_column} ({span(p.days)})" if links == [tc]
                     else f"rows whose {via} is one of {pname}'s bad {p.time_column}s "
                          f"({span(p.days)}) have {tc}")  # fmt: skip
-            dmg.why.append(f"{what}: {span(got)}")
+            if got or asof is None:
+                dmg.why.append(f"{what}: {span(got)}")
         elif refs.get(tc) == "transformation":
             sql, dialect = walk.sql(nid)
             f = None
@@ -437,7 +439,7 @@ def _downstream(walk: _Walk, nid: str, parents: list[Damage]) -> Damage | None:
             shown = _substitute(f, exp.column(p.time_column)).sql(dialect=walk.dialect)
             dmg.why.append(f"its {tc} is {shown} of {pname}'s bad days ({span(p.days)}): "
                            f"{span(got)}")  # fmt: skip
-        elif asof is not None or links:
+        elif asof is not None:
             got = []
         else:
             unknown.append(f"its {tc} does not come from {pname}.{p.time_column}")
@@ -453,28 +455,6 @@ def _downstream(walk: _Walk, nid: str, parents: list[Damage]) -> Damage | None:
     if not dmg.days and not unknown:
         return None  # it read none of the bad intervals
     return dmg
-
-
-def _missing(walk: _Walk, nid: str, p: Damage, rel: Relation, tc: str, links: list[str],
-             dmg: Damage) -> tuple[list[date], list[date] | None]:  # fmt: skip
-    """The parent's damaged intervals it has rows for, and the intervals of ``nid`` that read
-    another interval in place of those it has none for (None: no range join to follow;
-    :mod:`splice.watch.scope_asof`)."""
-    from splice.watch.metrics import relation_of
-    from splice.watch.scope_asof import asof_days, present_days
-
-    prel = relation_of(walk.graph.nodes[p.node])
-    if prel is None or p.time_column is None:
-        return p.days, None
-    have = present_days(walk, prel, p.time_column, p.days)
-    missing = [d for d in p.days if d not in have]
-    if not missing:
-        return p.days, None
-    found = asof_days(walk, nid, rel, tc, p, prel, missing, links)
-    if found is None:
-        return sorted(have), None
-    dmg.why.append(found[1])
-    return sorted(have), found[0]
 
 
 def _running(
@@ -614,8 +594,9 @@ def scope_lines(scope: dict[str, Any], graph: Graph | None = None) -> list[str]:
         lines.append(f"  {n['node']}: {what} ({n.get('why') or ''})")
     for b in scope.get("blocked") or []:
         days = [date.fromisoformat(d) for d in b.get("intervals") or []]
+        kind = b.get("kind") or "audit"
         lines.append(
-            f"  {b['node']}: {span(days) if days else 'not built'} missing: audit {b['audit']} "
+            f"  {b['node']}: {span(days) if days else 'not built'} missing: {kind} {b['audit']} "
             f"on {b['audited_node']} failed in run {b['run_id']}"
         )
     return lines

@@ -178,3 +178,23 @@ def asof_days(
            f"{'an older' if back else 'a later'} {parent.time_column} through the range join "
            f"({joins[0].text}): {span(got)}")  # fmt: skip
     return got, why
+
+
+def read_elsewhere(walk: Any, nid: str, p: Any, rel: Relation, tc: str, links: list[str],
+                   dmg: Any) -> list[date] | None:  # fmt: skip
+    """The intervals of ``nid`` whose rows read another interval in place of those of the
+    parent's (``p``, a :class:`~splice.watch.scope.Damage`) damaged intervals it has no rows
+    for (None: it has rows for all of them, or no range join to follow); the reason is added
+    to ``dmg.why``."""
+    from splice.watch.metrics import relation_of
+
+    prel = relation_of(walk.graph.nodes[p.node])
+    if prel is None or p.time_column is None or not p.days:
+        return None
+    have = present_days(walk, prel, p.time_column, p.days)
+    missing = [d for d in p.days if d not in have]
+    found = asof_days(walk, nid, rel, tc, p, prel, missing, links) if missing else None
+    if found is None:
+        return None
+    dmg.why.append(found[1])
+    return found[0]
