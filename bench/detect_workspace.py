@@ -72,6 +72,8 @@ class Scenario:
     bookings: str | None = None  # "duplicate" | "late"
     base: str = "sep"  # "sep": the workspace of 2026-09-27; "thu": of 09-24; "jul": of 07-26
     daily: bool = False  # run and watch day by day (as production does), not once at the end
+    journaled: bool = False  # each day's rates loaded by a journaled ingestion (splice ingest)
+    change: str | None = None  # a fault of the workspace itself (demo.faults.WORKSPACE_FAULTS)
     results: dict[str, Any] = field(default_factory=dict)
 
 
@@ -110,6 +112,12 @@ SCENARIOS: list[Scenario] = [
     Scenario("unit-change-lasting", "JPY x100 from 2026-07-27 to the end (past training)",
              "unit_change", RATES, date(2026, 7, 27), incident="unit-change-lasting",
              base="jul"),
+    Scenario("vendor-outage", "the vendor answers 503 on Mon-Tue, then recovers (journaled daily "
+             "loads)", "failed_ingestion", RATES, MON, incident="vendor-outage", daily=True,
+             journaled=True),
+    Scenario("failing-check", "a seed row twice: its unique test fails Mon, Tue, Wed (daily)",
+             "failed_audit", "finance:currency_regions", MON, change="seed-duplicate",
+             daily=True, journaled=True),
 ]  # fmt: skip
 
 
@@ -137,24 +145,28 @@ def _watch(ws_dir: Path, backfill: bool = False) -> Any:
         return api.watch(ws, backfill=backfill)
 
 
-def _run_on(ws_dir: Path, start: date, end: date, bookings: str | None = None) -> dict[str, Any]:
-    """Production runs on from ``start`` to ``end``: ingest, load, splice run."""
+def _run_on(ws_dir: Path, start: date, end: date, bookings: str | None = None,
+            journaled: bool = False) -> dict[str, Any]:  # fmt: skip
+    """Production runs on from ``start`` to ``end``: ingest, load, splice run (``journaled``:
+    day by day, each day's rates loaded by a journaled ingestion run)."""
     from splice.demo.faults import run_on
 
-    r = run_on(ws_dir, start, end, bookings=bookings)
+    r = run_on(ws_dir, start, end, bookings=bookings, daily=journaled)
     return {"run": r.report.status, "run_ok": r.report.ok, "bookings_loads": r.loads}
 
 
 # -- the truth: what differs from the clean run -------------------------------------------------
 def _relations(ws_dir: Path) -> dict[str, tuple[str, str | None, list[str]]]:
-    """node -> (relation, date column, numeric columns) for every built model."""
+    """node -> (relation, date column, numeric columns) for every built model and seed."""
     import duckdb
 
     from splice import api
 
     with api.open_workspace(ws_dir) as ws:
         g = ws.graph()
-        nodes = [n for n in g.nodes.values() if n.kind == "model" and n.writes is not None]
+        nodes = [
+            n for n in g.nodes.values() if n.kind in ("model", "seed") and n.writes is not None
+        ]
     con = duckdb.connect(str(ws_dir / "warehouse.duckdb"), read_only=True)
     out = {}
     try:
@@ -285,15 +297,19 @@ def run_scenario(s: Scenario, bases: dict[str, Path], truth: dict[str, Any],
     t0 = time.perf_counter()
     ws_dir = _copy(bases[s.base], tmp / s.name / "travel")
     set_incident(ws_dir, s.incident)
+    if s.change:
+        from splice.demo.faults import apply_workspace_fault
+
+        apply_workspace_fault(ws_dir, s.change)
     start = {"jul": BASE_THROUGH, "thu": THU}.get(s.base, CLEAN_THROUGH) + timedelta(1)
     if s.daily:  # production as it runs: each day loaded, built and watched
         day, ran = start, {}
         while day <= END:
-            ran = _run_on(ws_dir, day, day, s.bookings if day == start else None)
+            ran = _run_on(ws_dir, day, day, s.bookings if day == start else None, s.journaled)
             found = _watch(ws_dir)
             day += timedelta(1)
     else:
-        ran = _run_on(ws_dir, start, END, s.bookings)
+        ran = _run_on(ws_dir, start, END, s.bookings, s.journaled)
         found = _watch(ws_dir)
     if s.daily:  # every anomaly and incident of the run-on, not only the last day's
         with api.open_workspace(ws_dir) as ws:

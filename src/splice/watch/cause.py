@@ -24,6 +24,8 @@ failed checks of the run journal, and names the fault:
   written by several loads;
 - ``late_rows``: rows of an interval loaded after the node reading them processed that interval
   (Splice's build evidence): the interval needs a restatement;
+- ``failed_ingestion``: the ingestion job feeding the origin failed for those intervals and no
+  later run loaded them (the job, its runs, each run's error: :mod:`splice.watch.cause_runs`);
 - ``missing_rows``: the origin lost rows and nothing says they arrived late;
 - ``failed_audit``: an audit or test of the origin (or downstream of it) failed in the runs;
 - else the detector's own words (``level_shift``, ``spike``) or ``unknown``.
@@ -48,6 +50,7 @@ VALUE_CLASSES = ("stopped_moving", "inverted", "unit_change")
 PRIORITY = (
     "duplicated_load",
     "late_rows",
+    "failed_ingestion",
     "late",
     "stopped_moving",
     "inverted",
@@ -474,30 +477,6 @@ def _missing_rows(anomalies: list[dict[str, Any]]) -> dict[str, Any] | None:
     }
 
 
-def _failed_audit(checks: list[dict[str, Any]] | None) -> dict[str, Any] | None:
-    if not checks:
-        return None
-    parts = []
-    for c in checks[:3]:
-        what = "test" if ":test:" in c["check"] or c["check"].startswith("finance:") else "audit"
-        name = c["check"].split(":")[-1]
-        for o in c["of"]:
-            name = name.removeprefix(o.split(":", 1)[-1] + ".")
-        parts.append(
-            f"{what} {name} of {', '.join(c['of']) or '?'} failed in {c['runs']} run"
-            f"{'s' if c['runs'] > 1 else ''} since {c['first_run']} ({str(c['first_at'])[:19]})"
-            + (f": {c['message']}" if c.get("message") else "")
-            + (" (blocking: the run stopped downstream)" if c.get("blocking") else "")
-        )
-    return {
-        "class": "failed_audit",
-        "n": len(checks),
-        "words": "failed check: " + "; ".join(parts),
-        "evidence": {"checks": checks},
-        "intervals": [],
-    }
-
-
 def _headline(anomalies: list[dict[str, Any]]) -> dict[str, Any] | None:
     for det in ("level_shift", "spike", "jump"):
         items = [a for a in anomalies if a["detector"] == det]
@@ -539,8 +518,10 @@ def classify(
     >>> classify([])["class"]
     'unknown'
     """
+    from splice.watch.cause_runs import failed_audit, failed_ingestion
+
     found: list[dict[str, Any]] = []
-    for f in (_duplicated(source), _late_rows(source)):
+    for f in (_duplicated(source), _late_rows(source), failed_ingestion(source, anomalies)):
         if f:
             found.append(f)
     stopped = _stopped(anomalies)
@@ -555,11 +536,15 @@ def classify(
     if ratio and history:
         _still_off(ratio[0], history)
     found += ratio[:1] + [f for f in ratio[1:] if f["class"] != ratio[0]["class"]]
-    if not any(f["class"] in ("late_rows", "duplicated_load") for f in found):
+    if not any(f["class"] in ("late_rows", "duplicated_load", "failed_ingestion") for f in found):
         miss = _missing_rows(anomalies)
         if miss:
+            from splice.watch.cause_runs import empty_loads
+
+            said = empty_loads(source, miss["intervals"])  # the job loaded them, empty
+            miss["words"] += f"; {said}" if said else ""
             found.append(miss)
-    audit = _failed_audit(checks)
+    audit = failed_audit(checks)
     if audit:
         found.append(audit)
     if not found:
@@ -621,6 +606,7 @@ def title_words(fault: dict[str, Any] | None) -> str | None:
         "unit_change": f"changed unit (x10^{n})",
         "duplicated_load": "read rows loaded twice" if n == 2 else "read duplicated rows",
         "late_rows": "missed rows that arrived late",
+        "failed_ingestion": "was not loaded (its ingestion failed)",
         "missing_rows": "lost rows",
         "failed_audit": "failed a check",
     }.get(str(fault.get("class")))

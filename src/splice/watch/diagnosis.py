@@ -43,6 +43,7 @@ DETECTOR_WORDS = {
     "duplicates": "has duplicates",
     "distinct_change": "changed its distinct values",
     "late_rows": "missed rows that arrived late",
+    "failing_check": "failed a check in every run",
 }
 #: Which detectors say most about a cause, when an origin has several.
 DETECTOR_WEIGHT = {"stopped_moving": 3, "level_shift": 2, "missing": 2, "volume_drop": 2}
@@ -248,8 +249,11 @@ def diagnose(ws: Any, graph: Graph, anomalies: list[dict[str, Any]]) -> dict[str
             if c not in origin_cols:
                 origin_cols.append(c)
 
-    scope_days = sorted({a["interval"] for a in at_origin}) or sorted(
-        {a["interval"] for a in anomalies}
+    # the days of runs that failed a check are no bad data of their own when the data says more
+    scope_days = (
+        sorted({a["interval"] for a in at_origin if a["detector"] != "failing_check"})
+        or sorted({a["interval"] for a in at_origin})
+        or sorted({a["interval"] for a in anomalies})
     )
     out: dict[str, Any] = {
         "origin": {
