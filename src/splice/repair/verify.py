@@ -118,7 +118,10 @@ def _same(a: float | None, b: float | None) -> bool:
 
 def incident_specs(ws: Any, incident: Any, anomalies: list[dict[str, Any]]) -> list[str]:
     """The specs to verify: those of the incident's anomalies and its declared metrics."""
-    specs = {a["spec"] for a in anomalies}
+    from splice.watch.failing_checks import SERIES_KIND
+
+    # a failing check's own series has no measured value: it is judged by the runs (below)
+    specs = {a["spec"] for a in anomalies if a.get("kind") != SERIES_KIND}
     blast = (incident.diagnosis or {}).get("blast_radius") or {}
     specs |= {m["name"] for m in blast.get("metrics") or []}
     return sorted(specs)
@@ -224,10 +227,12 @@ def verify(
     cases = earlier if earlier is not None else fault_test.cases(
         conn, ws.target, diag, anomalies, origin_days)  # fmt: skip
     before = _points(conn, ws.target, specs)
-    watch(ws, backfill=True, only=specs)
+    if specs:  # (an incident of failing checks alone has no metric: its runs judge it)
+        watch(ws, backfill=True, only=specs)
     after = _points(conn, ws.target, specs)
     fault_failed = fault_test.judge(cases, fault_test.after_values(conn, cases), cls)
     rec = recompute(ws, damage)
+    checks_failing = _checks_still_failing(ws, anomalies)
     changed_in = 0
     outside: list[dict[str, Any]] = []
     per_metric: dict[tuple[str, str], list[tuple[float | None, float | None]]] = defaultdict(list)
@@ -296,8 +301,9 @@ def verify(
          "specs": sorted({s for (s, n) in moved if n == d.node})}
         for d in damage
     ]  # fmt: skip
-    passed = (not remaining and not outside and (changed_in > 0 or again) and not not_rewritten
-              and not fault_failed and rec.ok)  # fmt: skip
+    passed = (not remaining and not outside and (changed_in > 0 or again or not specs)
+              and not not_rewritten
+              and not fault_failed and rec.ok and not checks_failing)  # fmt: skip
     extra = []
     if passed:
         extra.append(recompute_words(rec))
@@ -309,6 +315,9 @@ def verify(
             extra.append(fault_test.words(fault_failed, cls))
         if not rec.ok:
             extra.append(recompute_words(rec))
+        for c in checks_failing:
+            extra.append(f"the check {c['check']} still fails (run {c['run_id']}: "
+                         f"{c['message'] or 'failed'})")  # fmt: skip
     summary = _summary(passed, changed_in, remaining, outside, unreached, not_rewritten, damage,
                        again=again, extra=extra)  # fmt: skip
     result = Verification(
@@ -324,6 +333,26 @@ def verify(
     _settle(ws, incident, scope, result, proposal_id, set_aside=set(set_aside))
     result.seconds = time.perf_counter() - t0
     return result
+
+
+def _checks_still_failing(ws: Any, anomalies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The checks the incident's ``failing_check`` anomalies name that still fail: the latest
+    run that ran them failed them (a passing run ends a streak)."""
+    from splice.watch.failing_checks import DETECTOR, streaks
+
+    named = {str((a.get("data") or {}).get("check")) for a in anomalies
+             if a.get("detector") == DETECTOR and (a.get("data") or {}).get("check")}  # fmt: skip
+    if not named:
+        return []
+    now = streaks(ws.state.conn, ws.target)
+    out = []
+    for check in sorted(named):
+        runs = now.get(check) or []
+        if runs:
+            last = runs[-1]
+            out.append({"check": check, "run_id": last.get("run_id"),
+                        "message": str(last.get("message") or "")[:200]})  # fmt: skip
+    return out
 
 
 def _earlier_cases(ws: Any, proposal_id: str | None) -> list[fault_test.Case] | None:
