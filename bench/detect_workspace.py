@@ -37,7 +37,10 @@ scenario's union of both scopes against the damage of both (``scope`` of the fir
 
 Columns of the table: det (detected), delay (intervals), inc (incidents opened), out (alarms
 outside the damage), origin, cause (right or NO, and the class named), scope (verdicts per node),
-repair (verification right or WRONG / v verified or nv not), s (seconds).
+repair (verification right or WRONG / v verified or nv not, then the number of rounds: a
+repair whose verification fails is followed by the proposal for what it found, up to 3), clean
+(after the last round every node equals the clean build), s (seconds).  Then per round the
+verification's cost: its seconds, the recomputation's part, and the repair run's own seconds.
 """
 
 from __future__ import annotations
@@ -76,7 +79,9 @@ class Scenario:
     incident: str | None = None  # the vendor's incident (vendor.json)
     bookings: str | None = None  # "duplicate" | "late"
     base: str = "sep"  # "sep": the workspace of 2026-09-27; "thu": of 09-24; "jul": of 07-26
-    change: tuple[str, str, str] | None = None  # (file in the workspace, old text, new text)
+    daily: bool = False  # run and watch day by day (as production does), not once at the end
+    journaled: bool = False  # each day's rates loaded by a journaled ingestion (splice ingest)
+    change: str | None = None  # a fault of the workspace itself (demo.faults.WORKSPACE_FAULTS)
     # more independent faults: (origin, cause, the switch that is that fault: "incident",
     # "bookings" or "change"); the first (origin, cause) is the other switches'
     also: list[tuple[str, str, str]] = field(default_factory=list)
@@ -106,13 +111,26 @@ SCENARIOS: list[Scenario] = [
              "late_rows", BOOKINGS, MON, bookings="late"),
     Scenario("late-bookings-few", "5% of Monday's bookings loaded after Monday was processed",
              "late_rows", BOOKINGS, MON, bookings="late-few"),
+    Scenario("friday-freeze-daily", "rates frozen on a Friday, watched every day: the weekend "
+             "lands after the diagnosis", "stopped_moving", RATES, date(2026, 9, 25),
+             incident="friday-freeze", base="thu", daily=True),
+    Scenario("late-lying-daily", "rates a business day late from Mon (as-of lies), watched "
+             "every day: the fault goes on", "late", RATES, MON, incident="late-lying",
+             daily=True),
+    Scenario("late-caught-up", "rates a business day late Mon-Tue (as-of lies), caught up on "
+             "Wed, watched every day", "late", RATES, MON, incident="late-caught-up",
+             daily=True),
     Scenario("unit-change-lasting", "JPY x100 from 2026-07-27 to the end (past training)",
              "unit_change", RATES, date(2026, 7, 27), incident="unit-change-lasting",
              base="jul"),
+    Scenario("vendor-outage", "the vendor answers 503 on Mon-Tue, then recovers (journaled daily "
+             "loads)", "failed_ingestion", RATES, MON, incident="vendor-outage", daily=True,
+             journaled=True),
+    Scenario("failing-check", "a seed row twice: its unique test fails Mon, Tue, Wed (daily)",
+             "failed_audit", "finance:currency_regions", MON, change="seed-duplicate",
+             daily=True, journaled=True),
     Scenario("seed-edit", "a teammate moves EUR to the Americas in the regions seed on Mon",
-             "code_change", "finance:currency_regions", MON,
-             change=("finance/seeds/currency_regions.csv", "EUR,Euro,Europe",
-                     "EUR,Euro,Americas")),
+             "code_change", "finance:currency_regions", MON, change="seed-region"),
     Scenario("two-causes", "EUR inverted Mon-Tue, and Monday's bookings loaded twice",
              "inverted", RATES, MON, incident="inverted-two-days", bookings="duplicate",
              also=[(BOOKINGS, "duplicated_load", "bookings")]),
@@ -143,18 +161,20 @@ def _watch(ws_dir: Path, backfill: bool = False) -> Any:
         return api.watch(ws, backfill=backfill)
 
 
-def _run_on(ws_dir: Path, start: date, end: date, bookings: str | None = None) -> dict[str, Any]:
-    """Production runs on from ``start`` to ``end``: ingest, load, splice run."""
+def _run_on(ws_dir: Path, start: date, end: date, bookings: str | None = None,
+            journaled: bool = False) -> dict[str, Any]:  # fmt: skip
+    """Production runs on from ``start`` to ``end``: ingest, load, splice run (``journaled``:
+    day by day, each day's rates loaded by a journaled ingestion run)."""
     from splice.demo.faults import run_on
 
-    r = run_on(ws_dir, start, end, bookings=bookings)
+    r = run_on(ws_dir, start, end, bookings=bookings, daily=journaled)
     return {"run": r.report.status, "run_ok": r.report.ok, "bookings_loads": r.loads,
             "runs": r.runs}  # fmt: skip
 
 
 # -- the truth: what differs from the clean run -------------------------------------------------
 def _relations(ws_dir: Path) -> dict[str, tuple[str, str | None, list[str]]]:
-    """node -> (relation, date column, numeric columns) for every built model."""
+    """node -> (relation, date column, numeric columns) for every built model and seed."""
     import duckdb
 
     from splice import api
@@ -288,17 +308,29 @@ def _intervals_between(days: list[str], a: str, b: str) -> int:
 def run_scenario(s: Scenario, bases: dict[str, Path], truth: dict[str, Any],
                  rels: dict[str, Any], tmp: Path, repair: bool = True) -> dict[str, Any]:  # fmt: skip
     from splice import api
-    from splice.demo.story import DEMO_AGENT, DEMO_OWNER
+    from splice.demo.story import tell_repair
     from splice.demo.vendor import set_incident
-    from splice.principals import Principal
 
     t0 = time.perf_counter()
     ws_dir = _copy(bases[s.base], tmp / s.name / "travel")
     set_incident(ws_dir, s.incident)
-    _edit(ws_dir, s.change)
+    if s.change:
+        from splice.demo.faults import apply_workspace_fault
+
+        apply_workspace_fault(ws_dir, s.change)
     start = {"jul": BASE_THROUGH, "thu": THU}.get(s.base, CLEAN_THROUGH) + timedelta(1)
-    ran = _run_on(ws_dir, start, END, s.bookings)
-    found = _watch(ws_dir)
+    if s.daily:  # production as it runs: each day loaded, built and watched
+        day, ran = start, {}
+        while day <= END:
+            ran = _run_on(ws_dir, day, day, s.bookings if day == start else None, s.journaled)
+            found = _watch(ws_dir)
+            day += timedelta(1)
+    else:
+        ran = _run_on(ws_dir, start, END, s.bookings, s.journaled)
+        found = _watch(ws_dir)
+    if s.daily:  # every anomaly and incident of the run-on, not only the last day's
+        with api.open_workspace(ws_dir) as ws:
+            found = _all_found(ws, start)
     res: dict[str, Any] = {"scenario": s.name, "what": s.what, **ran}
     incs = list(found.incidents)
     res["incidents"] = len(incs)
@@ -326,7 +358,7 @@ def run_scenario(s: Scenario, bases: dict[str, Path], truth: dict[str, Any],
     res["cause_class"] = fault.get("class")
     res["cause_classes"] = fault.get("classes")
     res["cause_right"] = fault.get("class") == s.cause
-    if s.change is not None:  # a change inside the project: named, with the run that shipped it
+    if s.cause == "code_change":  # a change inside the project: named, with its run
         said = str(d.get("cause") or "")
         res["cause_right"] &= s.origin in said and any(r in said for r in ran["runs"])
     res["cause"] = d.get("cause")
@@ -349,20 +381,32 @@ def run_scenario(s: Scenario, bases: dict[str, Path], truth: dict[str, Any],
         _score_also(s, res, incs, found, bases, truth, rels, tmp, bad)
     res["detect_s"] = round(time.perf_counter() - t0, 1)
     if repair and main is not None:
-        set_incident(ws_dir, None)
-        agent = Principal.of(DEMO_AGENT, kind="agent", auth="cli-as", scopes="read,propose")
-        owner = Principal.of(DEMO_OWNER, kind="person", auth="cli-as")
         try:
-            with api.open_workspace(ws_dir) as ws:
-                p = api.propose(ws, main.incident_id, principal=agent)
-                api.approve(ws, p.proposal_id, principal=owner, comment="bench")
-                applied = api.apply(ws, p.proposal_id, principal=owner)
-            v = applied.verification
-            res["verified"] = bool(v and v.passed)
-            res["verification"] = v.summary if v else None
-            left = damage(_profile(ws_dir, rels), truth)
-            res["after_repair_damage"] = {n: len(x) for n, x in left.items()}
-            res["verification_right"] = res["verified"] == (not left)
+            rounds: list[dict[str, Any]] = []
+            for _ in range(3):  # a repair, then follow-ups for what its verification found
+                applied = tell_repair(ws_dir, main.incident_id).applied
+                v = applied.verification
+                left = damage(_profile(ws_dir, rels), truth)
+                rec = (v.recomputed or {}) if v else {}
+                rounds.append({
+                    "verified": bool(v and v.passed), "summary": v.summary if v else None,
+                    "left": {n: len(x) for n, x in left.items()},
+                    "seconds": round(v.seconds, 2) if v else None,
+                    "recompute_s": rec.get("seconds"),
+                    "run_s": round(applied.run.duration or 0.0, 2) if applied.run else None,
+                })  # fmt: skip
+                if (v and v.passed) or not left:
+                    break
+            last = rounds[-1]
+            res["rounds"] = rounds
+            res["verified"] = last["verified"]
+            res["verification"] = last["summary"]
+            res["after_repair_damage"] = last["left"]
+            res["truly_clean"] = not last["left"]
+            # the bar: never "verified" while any node still differs from the clean build
+            res["verified_while_wrong"] = sum(1 for r in rounds if r["verified"] and r["left"])
+            res["verification_right"] = res["verified_while_wrong"] == 0 and all(
+                r["verified"] == (not r["left"]) for r in rounds)  # fmt: skip
         except Exception as e:  # noqa: BLE001 - a benchmark reports what failed and goes on
             res["repair_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
             res["verified"] = None
@@ -371,28 +415,41 @@ def run_scenario(s: Scenario, bases: dict[str, Path], truth: dict[str, Any],
     return res
 
 
-def _edit(ws_dir: Path, change: tuple[str, str, str] | None) -> None:
-    """A teammate's edit of a file of the workspace (it must hold the old text)."""
-    if change is None:
-        return
-    path, old, new = change
-    f = ws_dir / path
-    text = f.read_text()
-    assert old in text, f"{path} does not hold {old!r}"
-    f.write_text(text.replace(old, new))
+def _all_found(ws: Any, start: date) -> Any:
+    """Every anomaly and incident of the workspace's target from ``start`` on (a daily run-on
+    watched many times; not the base's clean history), shaped as a watch result."""
+    from types import SimpleNamespace
+
+    from splice.watch.incidents import list_incidents
+
+    conn = ws.state.conn
+    incs = [i for i in list_incidents(conn, ws.target)
+            if i.status != "merged" and i.last_interval >= start]  # fmt: skip
+    rows = conn.execute(
+        "SELECT node_id, metric, interval_start, detector FROM watch_anomalies "
+        "WHERE target = ? AND interval_start >= ?",
+        (ws.target, start.isoformat()),
+    ).fetchall()
+    anomalies = [
+        SimpleNamespace(node_id=r[0], metric=r[1], interval=date.fromisoformat(r[2]), detector=r[3])
+        for r in rows
+    ]
+    return SimpleNamespace(incidents=incs[::-1], anomalies=anomalies)
 
 
 def _alone(s: Scenario, switch: str | None, bases: dict[str, Path], truth: dict[str, Any],
            rels: dict[str, Any], tmp: Path) -> dict[str, list[str]]:  # fmt: skip
     """The damage of one of the scenario's faults alone: ``switch`` on (None: every switch but
     those its ``also`` faults name)."""
+    from splice.demo.faults import apply_workspace_fault
     from splice.demo.vendor import set_incident
 
     others = {k for _o, _c, k in s.also}
     on = {switch} if switch else {"incident", "bookings", "change"} - others
     ws_dir = _copy(bases[s.base], tmp / f"{s.name}-alone-{switch or 'first'}" / "travel")
     set_incident(ws_dir, s.incident if "incident" in on else None)
-    _edit(ws_dir, s.change if "change" in on else None)
+    if s.change and "change" in on:
+        apply_workspace_fault(ws_dir, s.change)
     start = {"jul": BASE_THROUGH, "thu": THU}.get(s.base, CLEAN_THROUGH) + timedelta(1)
     _run_on(ws_dir, start, END, s.bookings if "bookings" in on else None)
     out = damage(_profile(ws_dir, rels), truth)
@@ -517,7 +574,7 @@ def print_table(report: dict[str, Any]) -> None:
           f"{c['false_alarms']} false alarm(s), {c['incidents']} incident(s)"
           + (f"  e.g. {'; '.join(c['examples'])}" if c["examples"] else ""))  # fmt: skip
     head = (f"{'scenario':20} {'det':4} {'delay':5} {'inc':3} {'out':3} {'origin':6} "
-            f"{'cause':22} {'scope':34} {'repair':8} {'s':>5}")  # fmt: skip
+            f"{'cause':22} {'scope':34} {'repair':8} {'clean':5} {'s':>5}")  # fmt: skip
     print(head)
     print("-" * len(head))
     for r in [x for r0 in report["scenarios"] for x in [r0, *r0.get("also", [])]]:
@@ -529,12 +586,14 @@ def print_table(report: dict[str, Any]) -> None:
                  ", ".join(f"{k} {n}" for k, n in sorted(verdicts.items())) or "-")  # fmt: skip
         cause = f"{'ok' if r['cause_right'] else 'NO'} {r['cause_class']}"
         rep = ("-" if "verified" not in r else "error" if r.get("repair_error") else
-               f"{'ok' if r['verification_right'] else 'WRONG'}/{'v' if r['verified'] else 'nv'}")  # fmt: skip
+               f"{'ok' if r['verification_right'] else 'WRONG'}/{'v' if r['verified'] else 'nv'}"
+               f"{len(r.get('rounds') or [])}")  # fmt: skip
+        clean = "-" if "truly_clean" not in r else ("yes" if r["truly_clean"] else "NO")
         print(f"{r['scenario']:20} {'yes' if r['detected'] else 'NO':4} "
               f"{'-' if r['delay'] is None else r['delay']:>5} {r['incidents']:>3} "
               f"{r.get('alarms_outside_damage', 0):>3} "
               f"{'ok' if r['origin_right'] else 'NO':6} {cause[:22]:22} {scope[:34]:34} "
-              f"{rep:8} {r['seconds']:>5}")  # fmt: skip
+              f"{rep:8} {clean:5} {r['seconds']:>5}")  # fmt: skip
     print("scope per node (node: verdict):")
     for r in [x for r0 in report["scenarios"] for x in [r0, *r0.get("also", [])]]:
         print(
@@ -544,6 +603,19 @@ def print_table(report: dict[str, Any]) -> None:
         if r.get("scope_union"):
             print(f"  {r['scenario']} (both incidents' scopes, against the damage of both): "
                   + "; ".join(f"{n}: {v}" for n, v in r["scope_union"].items()))  # fmt: skip
+    print(
+        "repairs (per round: verified?, nodes still differing from the clean build, "
+        "verification s / recomputation s / repair run s):"
+    )
+    for r in report["scenarios"]:
+        if r.get("repair_error"):
+            print(f"  {r['scenario']}: error {r['repair_error']}")
+        for i, x in enumerate(r.get("rounds") or []):
+            print(f"  {r['scenario']} #{i + 1}: {'verified' if x['verified'] else 'not verified'}"
+                  f"; left {x['left'] or 'nothing'}; {x['seconds']} / {x['recompute_s']} / "
+                  f"{x['run_s']} s")  # fmt: skip
+    wrong = sum(r.get("verified_while_wrong") or 0 for r in report["scenarios"])
+    print(f"repairs verified while a node still differed from the clean build: {wrong}")
     print(f"(workspace bench ran {report['seconds']:.0f} s)")
 
 

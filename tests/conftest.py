@@ -68,3 +68,13 @@ def story_copy(stale_story: Any, tmp_path: Path) -> Path:
     shutil.copytree(stale_story.build.workspace, dest, symlinks=True)
     relocate(dest)
     return dest
+
+
+@pytest.fixture(scope="session")
+def friday_story(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """The Friday freeze told once per worker (clean through Thursday 2026-09-24, Thursday's
+    rates served for Friday, run on to the quarter's end, watched: one incident). Read it,
+    never modify it (copy it)."""
+    from splice.demo.story import tell_friday_freeze
+
+    return tell_friday_freeze(tmp_path_factory.mktemp("friday") / "travel")

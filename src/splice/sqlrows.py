@@ -99,6 +99,22 @@ def checksum_query(relation: str, time_column: str | None, start: date | None, e
     return checksum_select(source, in_range(time_column, start, end), dialect).sql(dialect=dialect)
 
 
+def plain(v: Any) -> Any:
+    """A value as JSON holds it (numbers as numbers, dates and the rest as text).
+
+    >>> from decimal import Decimal
+    >>> plain(Decimal("1.5")), plain(None), plain(date(2026, 9, 25))
+    (1.5, None, '2026-09-25')
+    """
+    from decimal import Decimal
+
+    if v is None or isinstance(v, (int, float, str, bool)):
+        return v
+    if isinstance(v, Decimal):
+        return float(v)
+    return str(v)
+
+
 #: Hashes of values are kept below 2**52, so that a sum of them (taken modulo the same) is held
 #: exactly by a double: a stored checksum compares equal exactly when the values did.
 HASH_MODULUS = 2**52

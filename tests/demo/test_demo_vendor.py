@@ -131,6 +131,21 @@ def test_each_fault_of_the_benchmark_is_served_as_described(tmp_path: Path, vend
     )
 
 
+def test_an_outage_answers_503_on_its_days_then_the_vendor_recovers(
+    tmp_path: Path, vendor: Vendor
+) -> None:
+    set_incident(tmp_path, "vendor-outage")
+    for day in ("2026-09-28", "2026-09-29"):
+        status, body = get(vendor.url + f"?date={day}")
+        assert status == 503 and day in body["error"]
+    assert _served(tmp_path, vendor, "vendor-outage", "2026-09-30")["rates"] == _true("2026-09-30")
+    # an empty answer instead: 200 with no rates (the load succeeds and loads nothing)
+    (tmp_path / "vendor" / "vendor.json").write_text(json.dumps({"incident": "x", "faults": [
+        {"kind": "outage", "from": "2026-09-28", "to": "2026-09-28", "empty": True}]}))  # fmt: skip
+    status, body = get(vendor.url + "?date=2026-09-28")
+    assert (status, body["rates"], body["date"]) == (200, {}, "2026-09-28")
+
+
 def test_a_bad_fault_in_vendor_json_is_a_clear_500(tmp_path: Path, vendor: Vendor) -> None:
     (tmp_path / "vendor").mkdir(exist_ok=True)
     (tmp_path / "vendor" / "vendor.json").write_text(

@@ -129,6 +129,16 @@ def test_a_killed_apply_leaves_the_undo_or_the_finished_repair(
     else:
         assert status == "applied"
         assert now == repaired["rows"], "the warehouse is not the finished repair"
+        # its incident stays open until verified: splice verify runs the verification again,
+        # judging the origin against the values recorded when the repair began
+        ver = subprocess.run(
+            [sys.executable, "-m", "splice", "verify", pid, "--as", "maria", "--json"],
+            cwd=ws, capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        assert ver.returncode == 0, (ver.stdout + ver.stderr)[-3000:]
+        v = json.loads(ver.stdout)["verification"]
+        assert v["passed"] and v["summary"].startswith("verified again"), v["summary"]
+        assert v["fault_test"]["cases"], "the values as found were not recorded before the kill"
     # a person can act on it: the next run sees what the repair left, and proposing again works
     run = subprocess.run([sys.executable, "-m", "splice", "run", "--json"], cwd=ws,
                          capture_output=True, text=True, timeout=300)  # fmt: skip

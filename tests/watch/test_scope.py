@@ -29,9 +29,10 @@ def _days(first: str, last: str) -> list[str]:
     return [(a + timedelta(days=i)).isoformat() for i in range((b - a).days + 1)]
 
 
-@pytest.fixture(scope="module")
-def friday(tmp_path_factory: pytest.TempPathFactory) -> FridayStory:
-    return tell_friday_freeze(tmp_path_factory.mktemp("friday") / "travel")
+@pytest.fixture
+def friday(friday_story: FridayStory) -> FridayStory:
+    """The Friday freeze up to its incident (the session's, read-only: copy it)."""
+    return friday_story
 
 
 def _by_node(scope: dict[str, Any]) -> dict[str, dict[str, Any]]:

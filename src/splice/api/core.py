@@ -349,6 +349,19 @@ def run_plan(
                      recover=recover_in_session)  # fmt: skip
 
 
+def ingest(ws: Workspace, name: str, start: Any, end: Any, *, progress: Any = None) -> Any:
+    """Run ingestion job ``name`` for ``start .. end`` (dates or ISO days) as a journaled run:
+    its command, or its runs in the orchestrator that owns it. Returns the
+    :class:`splice.run.report.RunReport`: a failed load is a failed run, with the job's own
+    words (its last lines of output, or the orchestrator's error) as the node's message."""
+    from splice.run.ingest_job import as_day, ingestion_plan
+
+    first, last = as_day(start, "start"), as_day(end, "end")
+    plan = ingestion_plan(ws, name, first, last)
+    return run_plan(ws, plan, progress=progress,
+                    command=f"splice ingest {name} --start {first} --end {last}")  # fmt: skip
+
+
 def list_runs(ws: Workspace, *, limit: int = 20) -> list[dict[str, Any]]:
     """The runs in the journal, newest first (a run whose process died shows as interrupted)."""
 

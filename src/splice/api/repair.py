@@ -131,6 +131,15 @@ def apply(
     return applied
 
 
+def verify_again(ws: Workspace, proposal_id: str, *, principal: Principal,
+                 progress: Any = None) -> Any:  # fmt: skip
+    """Run an applied proposal's verification again (``splice verify``), record it and write a
+    new receipt."""
+    from splice.repair.reverify import verify_again as _again
+
+    return _again(ws, proposal_id, principal=principal, progress=progress)
+
+
 def receipt(ws: Workspace, proposal_id: str) -> dict[str, Any]:
     """The receipt of a proposal as data."""
     from splice.repair.flow import receipt as _receipt

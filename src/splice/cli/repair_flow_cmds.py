@@ -1,4 +1,5 @@
-"""``splice propose``, ``splice apply`` and ``splice receipt``: from an incident to its receipt."""
+"""``splice propose``, ``splice apply``, ``splice verify`` and ``splice receipt``: from an
+incident to its receipt."""
 
 from __future__ import annotations
 
@@ -61,6 +62,32 @@ def apply_cmd(ctx: click.Context, proposal_id: str, actor: str | None, as_json: 
     else:
         click.echo(receipt_markdown(res.receipt))
     if not res.run.ok or (res.verification is not None and not res.verification.passed):
+        ctx.exit(1)
+
+
+@cli.command("verify")
+@click.argument("proposal_id")
+@click.option("--as", "actor", default=None, metavar="NAME", help=AS_HELP)
+@kind_option
+@click.option("--json", "as_json", is_flag=True, help="Print the verification and receipt.")
+@click.pass_context
+def verify_cmd(ctx: click.Context, proposal_id: str, actor: str | None, as_json: bool) -> None:
+    """Run an applied repair's verification again (after a kill during verification, or on
+    demand): metrics measured afresh, nodes recomputed, the fault's own test. Exit 1 unless
+    verified."""
+    from splice.api import cli_principal, receipt_markdown, verify_again
+
+    def say(msg: str) -> None:
+        click.echo(msg, err=True)
+
+    with open_workspace(ctx) as ws:
+        res = verify_again(ws, proposal_id, principal=cli_principal(ws, actor, as_kind()),
+                           progress=say)  # fmt: skip
+    if as_json:
+        emit_json(res.as_dict())
+    else:
+        click.echo(receipt_markdown(res.receipt))
+    if not res.verification.passed:
         ctx.exit(1)
 
 

@@ -301,6 +301,32 @@ def run_cmd(
         ctx.exit(1)
 
 
+@cli.command("ingest")
+@click.argument("job")
+@click.option("--start", required=True, help="The first day to load (YYYY-MM-DD).")
+@click.option("--end", required=True, help="The last day to load (YYYY-MM-DD, included).")
+@click.option("--json", "as_json", is_flag=True, help="Print the run report as JSON.")
+@click.pass_context
+def ingest_cmd(ctx: click.Context, job: str, start: str, end: str, as_json: bool) -> None:
+    """Run ingestion JOB for START..END as a journaled run (its command, or its runs in the
+    orchestrator that owns it): a failed load is on record for the diagnosis; exit 1 if it
+    failed."""
+    from splice.api import ingest
+
+    display = RunDisplay()
+    try:
+        with open_workspace(ctx) as ws:
+            report = ingest(ws, job, start, end, progress=display)
+    finally:
+        display.stop()
+    if as_json:
+        emit_json(report.to_dict())
+    else:
+        render_report(report)
+    if not report.ok:
+        ctx.exit(1)
+
+
 @cli.group("runs", invoke_without_command=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option(

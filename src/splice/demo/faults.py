@@ -11,7 +11,16 @@ The rates vendor's faults are switched on in ``vendor/vendor.json``
 
 :func:`run_on` loads the rates and bookings of ``start .. end`` and runs ``splice run`` (as the
 story's production run does), and returns the run report without raising on a failed run (a
-fault that fails an audit is part of what is measured).
+fault that fails an audit is part of what is measured).  With ``daily=True`` it runs as a daily
+schedule would: each day's rates loaded by a journaled ingestion run (``splice ingest``: a load
+that fails is on record, with the vendor's answer), the day's bookings, and ``splice run``.
+
+A fault of the workspace itself (:data:`WORKSPACE_FAULTS`, :func:`apply_workspace_fault`):
+
+- ``seed-duplicate``: a row of the finance project's seed ``currency_regions`` twice (its
+  ``unique`` test fails at every run until the seed is fixed);
+- ``seed-region``: a teammate moves EUR to the Americas in that seed (a change inside the
+  project: every test passes, the regions of every month already published change).
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ class RunOn:
     report: Any  # the RunReport of the last splice run
     loads: list[str] = field(default_factory=list)  # the bookings load ids, in order
     runs: list[str] = field(default_factory=list)  # the run ids, in order
+    ingestions: list[str] = field(default_factory=list)  # the ingestion runs' ids (daily)
 
 
 def _run(workspace: Path, through: date) -> Any:
@@ -44,11 +54,18 @@ def _run(workspace: Path, through: date) -> Any:
         return api.run(ws, execution_time=clock)
 
 
-def run_on(workspace: Path, start: date, end: date, *, bookings: str | None = None) -> RunOn:
+def run_on(workspace: Path, start: date, end: date, *, bookings: str | None = None,
+           daily: bool = False) -> RunOn:  # fmt: skip
     """Load the rates and bookings of ``start .. end`` and run production up to ``end``.
 
-    ``bookings``: one of :data:`BOOKINGS_FAULTS` (on the first day), or None.
+    ``bookings``: one of :data:`BOOKINGS_FAULTS` (on the first day), or None.  ``daily``: one
+    journaled ingestion run, one bookings load and one ``splice run`` per day.
     """
+    if daily:
+        if bookings is not None:
+            raise ConfigError("a bookings fault runs on one load, not day by day.",
+                              fix="pass daily=False with a bookings fault")  # fmt: skip
+        return _daily(workspace, start, end)
     from splice.demo.bookings import load_bookings
     from splice.demo.ingest import ingest_fx_rates
 
@@ -77,6 +94,65 @@ def run_on(workspace: Path, start: date, end: date, *, bookings: str | None = No
     out.report = _run(workspace, end)
     out.runs.append(out.report.run_id)
     return out
+
+
+def _daily(workspace: Path, start: date, end: date) -> RunOn:
+    from splice import api
+    from splice.demo.bookings import load_bookings
+    from splice.demo.ingest import PIPELINE_NAME
+
+    out = RunOn(report=None)
+    day = start
+    while day <= end:
+        with api.open_workspace(workspace) as ws:
+            rates = api.ingest(ws, PIPELINE_NAME, day, day)  # a failed load is journaled
+        out.ingestions.append(rates.run_id)
+        out.loads.append(load_bookings(workspace, day, day).load_id or "")
+        _record_clock(workspace, day, {}, None)
+        out.report = _run(workspace, day)
+        out.runs.append(out.report.run_id)
+        day += timedelta(days=1)
+    return out
+
+
+def duplicate_seed_row(workspace: Path, seed: str = "finance/seeds/currency_regions.csv") -> Path:
+    """Append a copy of the seed's first row (its ``unique`` test fails from now on)."""
+    path = Path(workspace) / seed
+    lines = path.read_text().splitlines()
+    if len(lines) < 2:
+        raise ConfigError(f"{path} has no row to duplicate.", fix="pass a seed with rows")
+    path.write_text("\n".join([*lines, lines[1]]) + "\n")
+    return path
+
+
+def move_seed_region(workspace: Path, seed: str = "finance/seeds/currency_regions.csv",
+                     currency: str = "EUR", region: str = "Americas") -> Path:  # fmt: skip
+    """A teammate's edit: ``currency`` moves to ``region`` in the seed (every test still
+    passes; every month finance published by region changes)."""
+    path = Path(workspace) / seed
+    lines = path.read_text().splitlines()
+    rows = [ln.split(",") for ln in lines]
+    hit = [i for i, r in enumerate(rows) if i and r and r[0] == currency]
+    if not hit:
+        raise ConfigError(f"{path} has no row for {currency}.", fix="name a currency it lists")
+    rows[hit[0]][-1] = region
+    path.write_text("\n".join(",".join(r) for r in rows) + "\n")
+    return path
+
+
+#: Faults of the workspace itself, switched on before production runs on.
+WORKSPACE_FAULTS: dict[str, Any] = {
+    "seed-duplicate": duplicate_seed_row,
+    "seed-region": move_seed_region,
+}
+
+
+def apply_workspace_fault(workspace: Path, name: str) -> Path:
+    """Switch on workspace fault ``name`` (:data:`WORKSPACE_FAULTS`); the file it changed."""
+    if name not in WORKSPACE_FAULTS:
+        raise ConfigError(f"unknown workspace fault {name!r}.",
+                          fix=f"use one of {', '.join(sorted(WORKSPACE_FAULTS))}")  # fmt: skip
+    return Path(WORKSPACE_FAULTS[name](workspace))
 
 
 def _record_clock(

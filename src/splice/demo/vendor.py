@@ -28,7 +28,9 @@ settings, applied in order to the days from ``from`` to ``to``:
   (``honest_as_of``: true) or one that claims the day itself;
 - ``invert``: 1 / rate (units of the currency per dollar instead of dollars per unit);
 - ``scale``: rate x ``factor`` (a unit change);
-- ``negate``: -rate (a sign error: the range audit fails).
+- ``negate``: -rate (a sign error: the range audit fails);
+- ``outage``: no rates at all: the vendor answers ``status`` (503 unless said) with a JSON
+  error, or with ``"empty": true`` a 200 whose ``rates`` is empty.
 
 >>> status, body = respond("/v1/rates?date=2026-09-26", {})
 >>> status, body["error"]
@@ -103,6 +105,18 @@ INCIDENTS: dict[str, dict[str, Any]] = {
         "late-lying",
         {"kind": "late", "from": "2026-09-28", "intervals": 1, "honest_as_of": False},
     ),
+    # a business day behind on Monday and Tuesday only (the as-of claims the day), then caught
+    # up: Wednesday's rates are Wednesday's again
+    "late-caught-up": _faults(
+        "late-caught-up",
+        {
+            "kind": "late",
+            "from": "2026-09-28",
+            "to": "2026-09-29",
+            "intervals": 1,
+            "honest_as_of": False,
+        },
+    ),  # fmt: skip
     # EUR per USD instead of USD per EUR, Monday to Wednesday
     "inverted-rate": _faults(
         "inverted-rate",
@@ -128,8 +142,12 @@ INCIDENTS: dict[str, dict[str, Any]] = {
         "negative-rate",
         {"kind": "negate", "from": "2026-09-28", "to": "2026-09-28", "currencies": ["GBP"]},
     ),
+    # the vendor is down Monday and Tuesday (HTTP 503), then recovers: the loads fail
+    "vendor-outage": _faults(
+        "vendor-outage", {"kind": "outage", "from": "2026-09-28", "to": "2026-09-29"}
+    ),
 }
-FAULT_KINDS = ("freeze", "late", "invert", "scale", "negate")
+FAULT_KINDS = ("freeze", "late", "invert", "scale", "negate", "outage")
 
 
 def check_incident(name: str | None) -> None:
@@ -215,6 +233,9 @@ def respond(target: str, settings: dict[str, Any]) -> tuple[int, dict[str, Any]]
     if rates is None:  # a freeze pointing at a day without rates
         return 500, {"error": f"vendor misconfigured: no rates for as_of {as_of}"}
     rates = dict(rates)
+    down = _outage(day, settings)
+    if down is not None:
+        return down
     for fault in settings.get("faults") or []:
         as_of = _apply(fault, day, as_of, rates)
     return 200, {
@@ -223,6 +244,38 @@ def respond(target: str, settings: dict[str, Any]) -> tuple[int, dict[str, Any]]
         "base": "USD",
         "rates": {cur: rates[cur] for cur in sorted(rates)},
     }
+
+
+def _outage(day: date, settings: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+    """The answer of a vendor that is down on ``day`` (an ``outage`` fault), else None.
+
+    >>> _outage(date(2026, 9, 28), INCIDENTS["vendor-outage"])[0]
+    503
+    >>> _outage(date(2026, 9, 30), INCIDENTS["vendor-outage"]) is None
+    True
+    """
+    for fault in settings.get("faults") or []:
+        if fault.get("kind") != "outage" or not _in_range(fault, day):
+            continue
+        if fault.get("empty"):
+            return 200, {"date": day.isoformat(), "as_of": day.isoformat(), "base": "USD",
+                         "rates": {}}  # fmt: skip
+        return int(fault.get("status", 503)), {
+            "error": f"rates service unavailable for {day} (upstream maintenance); retry later"
+        }
+    return None
+
+
+def _in_range(fault: dict[str, Any], day: date) -> bool:
+    try:
+        lo = date.fromisoformat(fault["from"])
+        hi = date.fromisoformat(fault["to"]) if fault.get("to") else date.max
+    except (KeyError, TypeError, ValueError) as e:
+        raise DemoError(
+            f"vendor.json: a fault needs 'kind' and a 'from' date, and 'to' is a date ({e}).",
+            fix="reset it with set_incident",
+        ) from e
+    return lo <= day <= hi
 
 
 def _business_day_before(day: date, n: int) -> date:
@@ -254,8 +307,8 @@ def _apply(fault: dict[str, Any], day: date, as_of: date, rates: dict[str, float
         raise DemoError(
             f"vendor.json: unknown fault kind {kind!r}.", fix=f"use one of {', '.join(FAULT_KINDS)}"
         )
-    if not lo <= day <= hi:
-        return as_of
+    if kind == "outage" or not lo <= day <= hi:
+        return as_of  # an outage is answered before any rate is served (_outage)
     chosen = fault.get("currencies") or sorted(rates)
     every = set(chosen) >= set(rates)
     if kind in ("freeze", "late"):

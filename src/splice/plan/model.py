@@ -24,6 +24,7 @@ ReasonCode = Literal[
     "selected_test",  # a test/audit of a node that builds
     "check_changed",  # a test whose code is new or changed since it last passed
     "repair",  # an approved repair rewrites it (splice apply; see splice.repair)
+    "ingest",  # an ingestion job run for named days (splice ingest; splice.run.ingest_job)
     "unchanged",
 ]
 

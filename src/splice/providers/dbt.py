@@ -400,6 +400,26 @@ class DbtProvider:
             out.setdefault(n.id, RenderedSQL(n.id, None, self.dialect, "dbt did not compile it"))
         return out
 
+    def first_run_sql(self, nodes: list[Node]) -> dict[str, str | None]:
+        """Each model's SQL as its first run (or a full refresh) compiles it: an incremental
+        model's whole-table query (``is_incremental()`` false), for recomputing it."""
+        from splice.providers.dbt_render import incremental_branch
+
+        m = self._parse()
+        by_uid = {str(n.meta["unique_id"]): n for n in nodes if n.kind == "model"}
+        if not by_uid:
+            return {}
+        args = self._args("compile") + ["--no-introspect", "--select",
+                                        *[_selector_for(m.nodes[u]) for u in by_uid]]  # fmt: skip
+        with incremental_branch(m, incremental=False):
+            res = self.invoke(args, label="compile (first run)")
+        out: dict[str, str | None] = {n.id: None for n in by_uid.values()}
+        for r in getattr(res.result, "results", None) or []:
+            node = getattr(r, "node", None)
+            if node is not None and node.unique_id in by_uid:
+                out[by_uid[node.unique_id].id] = getattr(node, "compiled_code", None)
+        return out
+
     def close(self) -> None:
         release_warehouse()
 

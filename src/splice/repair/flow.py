@@ -93,6 +93,11 @@ def propose(
                 fix=f"splice proposals shows it; splice reject {p.proposal_id} "
                 "--reason ... to propose again",
             )
+    if inc.status == "open":  # the scope as the data is now, not as it was first seen
+        from splice.watch.rederive import rederive
+
+        if rederive(ws, ws.graph(), inc) is not None:
+            say(f"Re-derived {inc.incident_id}'s scope from the data as it is now")
     say(f"Drafting the narrowest repair of {inc.incident_id}")
     draft = draft_repair(ws, inc, execution_time=execution_time)
     dom = _domain(ws, draft.origin)
@@ -239,10 +244,14 @@ def apply(
     say("Checking the warehouse still holds what the undo recorded")
     undo.check_as_requested(ws, p)
     undo.check_unchanged(ws, p.undo)
+    from splice.repair.fault_test import found
     from splice.run.journal import this_host
 
+    # the origin's values as found: the fault's own test judges the repair against them
+    cases = [c.as_dict() for c in found(ws, p.incident_id)]
     p = store.transition(state, p.proposal_id, "applying", principal=principal, now=now,
-                         payload={"pid": os.getpid(), "host": this_host()})  # fmt: skip
+                         payload={"pid": os.getpid(), "host": this_host(),
+                                  "fault_cases": cases})  # fmt: skip
     plan = repair_plan(ws, p)
     say(f"Running the repair: {', '.join(s.kind for s in p.steps)}")
     from splice.run.runner import run_plan

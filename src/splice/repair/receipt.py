@@ -153,6 +153,7 @@ def receipt_markdown(r: dict[str, Any]) -> str:
                 lines.append("")
                 lines.append(f"{len(figs) - len(shown)} other measurement(s) in the scope did "
                              "not change (all of them: --json).")  # fmt: skip
+        lines += _recomputed_lines(v.get("recomputed"), v.get("seconds"))
     decided = r.get("decisions") or []
     if decided:
         lines += ["", "## Decisions", "",
@@ -177,3 +178,28 @@ def receipt_markdown(r: dict[str, Any]) -> str:
         lines += ["", f"Audit log head when this receipt was written: entry {head['seq']}, "
                       f"hash {head['hash']} (`splice audit-log verify` checks the log against it)."]  # fmt: skip
     return "\n".join(lines) + "\n"
+
+
+def _recomputed_lines(rec: dict[str, Any] | None, total: Any) -> list[str]:
+    """The recomputation of a verification: per node, equal or what differs, and its cost."""
+    if not rec:
+        return []
+    lines = ["", "Recomputed from the repaired inputs (production against a fresh build):", "",
+             "| node | intervals | rows | result |", "| --- | --- | --- | --- |"]  # fmt: skip
+    for n in rec.get("nodes") or []:
+        span = f"{n.get('from')}..{n.get('through')}" if n.get("from") else "whole table"
+        if n.get("skipped"):
+            result = f"not recomputed: {n['skipped']}"
+        elif n.get("differ"):
+            days = list(n["differ"])
+            result = (f"DIFFERS on {len(days)} interval(s) ({days[0]}"
+                      + (f"..{days[-1]}" if len(days) > 1 else "") + f"): "
+                      f"{sum(n['differ'].values())} row(s)")  # fmt: skip
+        else:
+            result = "equal"
+        lines.append(f"| {n.get('node')} | {span} | {count(n.get('rows_prod'))} | {result} |")
+    cost = f"{_num(rec.get('seconds'))} s"
+    if isinstance(total, (int, float)) and total:
+        cost += f" of the verification's {_num(total)} s"
+    lines += ["", f"Recomputation cost: {cost}."]
+    return lines

@@ -73,7 +73,7 @@ def _on_spark(ws: Any) -> bool:
     return bool(ws.config.warehouse.type == "spark")
 
 
-def _typed_columns(con: Any, relation: str, dialect: str) -> list[tuple[str, str]]:
+def typed_columns(con: Any, relation: str, dialect: str) -> list[tuple[str, str]]:
     """The relation's (column, type) pairs in order; a RepairError when it does not exist."""
     if dialect == "postgres":
         found = undo_pg.typed_columns(con, relation)
@@ -192,7 +192,7 @@ def capture(ws: Any, proposal_id: str, targets: list[Target]) -> list[UndoEntry]
     method = "copy" if caps.transactions else "overwrite"
     with connect(ws, "the undo capture") as con:
         for i, (node_id, relation, time_col, start, end) in enumerate(targets):
-            cols = _typed_columns(con, relation, ws.dialect)
+            cols = typed_columns(con, relation, ws.dialect)
             suffix = undo_pg.SUFFIX if pg else ".parquet"
             path = folder / f"{i:02d}_{node_id.replace(':', '__').replace('/', '_')}{suffix}"
             checksum_sql = checksum_query(relation, time_col, start, end, ws.dialect)
@@ -248,7 +248,7 @@ def _restore_one(con: Any, ws: Any, e: UndoEntry, saved: exp.Expr | None = None)
     target = table(e.relation, ws.dialect)
     delete = exp.Delete(this=target, where=exp.Where(this=where) if where is not None else None)
     con.execute(delete.sql(dialect=ws.dialect))
-    now = _typed_columns(con, e.relation, ws.dialect)
+    now = typed_columns(con, e.relation, ws.dialect)
     if [c.lower() for c, _ in now] != [c.lower() for c, _ in e.columns]:
         raise RepairError(
             f"{e.relation} changed shape since the undo was taken (columns then: "

@@ -34,7 +34,10 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
+from splice.repair import fault_test
 from splice.repair.damage import NodeDamage, day_ranges, node_damage
+from splice.repair.recompute import Recomputed, recompute
+from splice.repair.recompute import words as recompute_words
 
 #: Two stored values are the same when they differ by no more than this (relative).
 REL_TOL = 1e-9
@@ -64,6 +67,10 @@ class Verification:
     beyond: list[dict[str, Any]] = field(default_factory=list)
     #: what became of them, in words ("INC-2 opened: ...")
     followup: str | None = None
+    #: production against a fresh build from the repaired inputs (:mod:`recompute`)
+    recomputed: dict[str, Any] | None = None
+    #: the fault's own test on the origin's repaired intervals (:mod:`fault_test`)
+    fault_test: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -82,6 +89,8 @@ class Verification:
             "beyond": self.beyond[:50],
             "beyond_count": len(self.beyond),
             "followup": self.followup,
+            "recomputed": self.recomputed,
+            "fault_test": self.fault_test,
             "figures": self.figures,
             "seconds": round(self.seconds, 3),
         }
@@ -109,7 +118,10 @@ def _same(a: float | None, b: float | None) -> bool:
 
 def incident_specs(ws: Any, incident: Any, anomalies: list[dict[str, Any]]) -> list[str]:
     """The specs to verify: those of the incident's anomalies and its declared metrics."""
-    specs = {a["spec"] for a in anomalies}
+    from splice.watch.failing_checks import SERIES_KIND
+
+    # a failing check's own series has no measured value: it is judged by the runs (below)
+    specs = {a["spec"] for a in anomalies if a.get("kind") != SERIES_KIND}
     blast = (incident.diagnosis or {}).get("blast_radius") or {}
     specs |= {m["name"] for m in blast.get("metrics") or []}
     return sorted(specs)
@@ -188,8 +200,14 @@ def _not_rewritten(ws: Any, damage: list[NodeDamage], rewritten: dict[str, Any] 
     return out
 
 
-def verify(ws: Any, incident: Any, *, proposal_id: str | None = None) -> Verification:
-    """Measure the incident's metrics afresh and judge the repair (see the module docstring)."""
+def verify(
+    ws: Any, incident: Any, *, proposal_id: str | None = None, again: bool = False
+) -> Verification:
+    """Measure the incident's metrics afresh and judge the repair (see the module docstring).
+
+    ``again``: a verification run once more (``splice verify``): the stored points may already
+    be the repaired ones, so "a value in the scope changed" is not asked of them; the fault's
+    own test judges against the values recorded when the repair began."""
     import time
 
     from splice.watch.incidents import incident_anomalies
@@ -202,9 +220,19 @@ def verify(ws: Any, incident: Any, *, proposal_id: str | None = None) -> Verific
     damage = node_damage(incident.diagnosis or {})
     scope = Scope(damage)
     scope_days = (incident.diagnosis.get("scope") or {}).get("intervals") or []
+    diag = incident.diagnosis or {}
+    cls = str((diag.get("fault") or {}).get("class") or "")
+    origin_days = [x.isoformat() for x in damage[0].days] if damage else []
+    earlier = _earlier_cases(ws, proposal_id)
+    cases = earlier if earlier is not None else fault_test.cases(
+        conn, ws.target, diag, anomalies, origin_days)  # fmt: skip
     before = _points(conn, ws.target, specs)
-    watch(ws, backfill=True, only=specs)
+    if specs:  # (an incident of failing checks alone has no metric: its runs judge it)
+        watch(ws, backfill=True, only=specs)
     after = _points(conn, ws.target, specs)
+    fault_failed = fault_test.judge(cases, fault_test.after_values(conn, cases), cls)
+    rec = recompute(ws, damage)
+    checks_failing = _checks_still_failing(ws, anomalies)
     changed_in = 0
     outside: list[dict[str, Any]] = []
     per_metric: dict[tuple[str, str], list[tuple[float | None, float | None]]] = defaultdict(list)
@@ -224,9 +252,11 @@ def verify(ws: Any, incident: Any, *, proposal_id: str | None = None) -> Verific
     marks = ",".join("?" * len(specs))
     remaining = [
         {"metric": r[0], "node": r[5], "dims": json.loads(r[1]), "interval": r[2],
-         "detector": r[3], "reason": r[4]}
+         "detector": r[3], "reason": r[4], "anomaly_id": r[6],
+         "_key": (r[7], r[5], r[0], r[1], r[2])}
         for r in conn.execute(
-            "SELECT a.metric, a.dims, a.interval_start, a.detector, a.reason, a.node_id "
+            "SELECT a.metric, a.dims, a.interval_start, a.detector, a.reason, a.node_id, "
+            "a.anomaly_id, s.spec "
             "FROM watch_anomalies a JOIN watch_series s ON s.series_id = a.series_id "
             f"WHERE a.target = ? AND s.spec IN ({marks}) "
             "ORDER BY a.interval_start, a.metric",
@@ -234,6 +264,21 @@ def verify(ws: Any, incident: Any, *, proposal_id: str | None = None) -> Verific
         )
         if scope.holds(r[5], r[2])
     ]  # fmt: skip
+    # an anomaly the repair left exactly as it was, where production equals its rebuild and the
+    # fault's own test passes, is not this fault's damage (a spike in local-currency GMV under
+    # a rate fault): it leaves the incident for one of its own, never fails nor rides along
+    set_aside: list[int] = []
+    if rec.ok and not fault_failed:
+        kept = []
+        for r in remaining:
+            k = r["_key"]
+            if k in before and k in after and _same(before[k], after[k]):
+                set_aside.append(int(r["anomaly_id"]))
+            else:
+                kept.append(r)
+        remaining = kept
+    for r in remaining:
+        r.pop("_key", None)
     unreached = []
     for (spec, node), days in sorted(moved.items()):
         still = sorted(d for d, m in days.items() if not m)
@@ -256,16 +301,131 @@ def verify(ws: Any, incident: Any, *, proposal_id: str | None = None) -> Verific
          "specs": sorted({s for (s, n) in moved if n == d.node})}
         for d in damage
     ]  # fmt: skip
-    passed = not remaining and not outside and changed_in > 0 and not not_rewritten
-    summary = _summary(passed, changed_in, remaining, outside, unreached, not_rewritten, damage)
+    passed = (not remaining and not outside and (changed_in > 0 or again or not specs)
+              and not not_rewritten
+              and not fault_failed and rec.ok and not checks_failing)  # fmt: skip
+    extra = []
+    if passed:
+        extra.append(recompute_words(rec))
+        if cases:
+            extra.append(f"the fault's own test passes on every repaired interval "
+                         f"({len({c.interval for c in cases})} at the origin)")  # fmt: skip
+    else:
+        if fault_failed:
+            extra.append(fault_test.words(fault_failed, cls))
+        if not rec.ok:
+            extra.append(recompute_words(rec))
+        for c in checks_failing:
+            extra.append(f"the check {c['check']} still fails (run {c['run_id']}: "
+                         f"{c['message'] or 'failed'})")  # fmt: skip
+    summary = _summary(passed, changed_in, remaining, outside, unreached, not_rewritten, damage,
+                       again=again, extra=extra)  # fmt: skip
     result = Verification(
         passed=passed, specs=specs, scope=scope_days, changed_in_scope=changed_in,
         changed_outside=outside, remaining=remaining, figures=figures, summary=summary,
         nodes=measured, not_rewritten=not_rewritten, unreached=unreached,
+        recomputed=rec.as_dict(),
+        fault_test={"class": cls, "cases": [c.as_dict() for c in cases],
+                    "failed": fault_failed},
     )  # fmt: skip
-    _settle(ws, incident, scope, result, proposal_id)
+    if not passed:
+        _widen_scope(ws, incident, rec, fault_failed)
+    _settle(ws, incident, scope, result, proposal_id, set_aside=set(set_aside))
     result.seconds = time.perf_counter() - t0
     return result
+
+
+def _checks_still_failing(ws: Any, anomalies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The checks the incident's ``failing_check`` anomalies name that still fail: the latest
+    run that ran them failed them (a passing run ends a streak)."""
+    from splice.watch.failing_checks import DETECTOR, streaks
+
+    named = {str((a.get("data") or {}).get("check")) for a in anomalies
+             if a.get("detector") == DETECTOR and (a.get("data") or {}).get("check")}  # fmt: skip
+    if not named:
+        return []
+    now = streaks(ws.state.conn, ws.target)
+    out = []
+    for check in sorted(named):
+        runs = now.get(check) or []
+        if runs:
+            last = runs[-1]
+            out.append({"check": check, "run_id": last.get("run_id"),
+                        "message": str(last.get("message") or "")[:200]})  # fmt: skip
+    return out
+
+
+def _earlier_cases(ws: Any, proposal_id: str | None) -> list[fault_test.Case] | None:
+    """The fault-test cases recorded when this proposal began applying: the origin's values as
+    found, before the repair ran (None: none recorded, e.g. a proposal applied before this)."""
+    if not proposal_id:
+        return None
+    from splice.repair import auditlog
+
+    found = None
+    for e in auditlog.entries(ws.state, proposal_id):
+        payload = e.as_dict().get("payload") or {}
+        if isinstance(payload, dict) and "fault_cases" in payload:
+            found = [fault_test.Case(**c) for c in payload["fault_cases"]]
+    return found
+
+
+def _widen_scope(ws: Any, incident: Any, rec: Recomputed, still: list[dict[str, Any]]) -> None:
+    """What the verification found still wrong joins the incident's scope, so the follow-up
+    proposal covers it: the intervals where production differs from its rebuild, per node, the
+    origin's intervals that still fail the fault's test, and what the nodes downstream read of
+    them (the walk the diagnosis' scope makes, :func:`splice.watch.scope.node_scopes`)."""
+    from splice.watch.scope import Damage, node_scopes
+
+    diag = incident.diagnosis
+    if not isinstance(diag, dict):
+        return
+    scope = diag.setdefault("scope", {})
+    nodes = scope.setdefault("nodes", [])
+    by_node = {n.get("node"): n for n in nodes}
+    origin = (diag.get("origin") or {}).get("node")
+    adds: dict[str, tuple[set[str], bool, str | None]] = {}
+    for n in rec.differ:
+        days = {k for k in n.differ if k != "*"}
+        adds[n.node] = (days, "*" in n.differ, n.time_column)
+    if origin and still:
+        d, w, tc = adds.get(origin, (set(), False, None))
+        adds[origin] = (d | {f["interval"] for f in still}, w, tc or (by_node.get(origin) or {}
+                                                                      ).get("time_column"))  # fmt: skip
+    graph = ws.graph()
+    below: dict[str, tuple[set[str], bool, str | None]] = {}
+    try:
+        from splice.warehouse import connect
+
+        with connect(ws, "verification (scope of what is still wrong)") as con:
+            for nid, (days, _whole, tc) in adds.items():
+                if nid not in graph.nodes or not days or not tc:
+                    continue
+                start = Damage(nid, tc, sorted(date.fromisoformat(x) for x in days))
+                for dmg in node_scopes(ws, graph, start, con)[1:]:
+                    got = below.setdefault(dmg.node, (set(), False, dmg.time_column))
+                    below[dmg.node] = (got[0] | {x.isoformat() for x in dmg.days},
+                                       got[1] or (dmg.full and not dmg.days), got[2])  # fmt: skip
+    except Exception:  # noqa: BLE001 - the differing nodes themselves are added regardless
+        below = {}
+    for nid, (days, whole, tc) in below.items():
+        d, w, t = adds.get(nid, (set(), False, None))
+        adds[nid] = (d | days, w or whole, t or tc)
+    for nid, (days, whole, tc) in adds.items():
+        entry = by_node.get(nid)
+        if entry is None:
+            entry = {"node": nid, "time_column": tc, "intervals": [], "full": False, "why": ""}
+            nodes.append(entry)
+            by_node[nid] = entry
+        entry["intervals"] = sorted(set(entry.get("intervals") or []) | days)
+        entry["ranges"] = [[a.isoformat(), b.isoformat()] for a, b in
+                           day_ranges(date.fromisoformat(x) for x in entry["intervals"])]  # fmt: skip
+        entry["full"] = bool(entry.get("full")) or whole
+        why = "verification found it still wrong after the repair"
+        if why not in str(entry.get("why") or ""):
+            entry["why"] = "; ".join(x for x in (entry.get("why"), why) if x)
+        if nid == origin:
+            scope["intervals"] = sorted(set(scope.get("intervals") or []) | days)
 
 
 def _span(days: list[str]) -> str:
@@ -276,7 +436,8 @@ def _span(days: list[str]) -> str:
 
 def _summary(passed: bool, changed_in: int, remaining: list[dict[str, Any]],
              outside: list[dict[str, Any]], unreached: list[dict[str, Any]],
-             not_rewritten: list[dict[str, Any]], damage: list[NodeDamage]) -> str:  # fmt: skip
+             not_rewritten: list[dict[str, Any]], damage: list[NodeDamage], *,
+             again: bool = False, extra: list[str] | None = None) -> str:  # fmt: skip
     note = ("; note: damaged intervals whose values did not change while the same metric's "
             "others did: " + "; ".join(f"{u['spec']} on {_span(u['intervals'])}"
                                        for u in unreached)) if unreached else ""  # fmt: skip
@@ -285,9 +446,12 @@ def _summary(passed: bool, changed_in: int, remaining: list[dict[str, Any]],
             f"{d.node.split(':', 1)[-1]} {_span([x.isoformat() for x in d.days])}"
             for d in damage if d.days
         )  # fmt: skip
-        return (f"verified: {changed_in} value(s) in the damaged intervals ({where}) changed and "
-                "are back within their baseline (no anomaly remains); no value outside the "
-                f"scope changed{note}")  # fmt: skip
+        head = (f"verified again: the damaged intervals ({where}) are within their baseline "
+                if again else
+                f"verified: {changed_in} value(s) in the damaged intervals ({where}) changed and "
+                "are back within their baseline ")  # fmt: skip
+        return (head + "(no anomaly remains); no value outside the scope changed"
+                + "".join(f"; {x}" for x in extra or []) + note)  # fmt: skip
     parts = []
     if remaining:
         r0 = remaining[0]
@@ -303,13 +467,14 @@ def _summary(passed: bool, changed_in: int, remaining: list[dict[str, Any]],
     if outside:
         parts.append(f"{len(outside)} value(s) outside the scope changed (e.g. "
                      f"{outside[0]['metric']} on {outside[0]['interval']})")  # fmt: skip
-    if changed_in == 0:
+    if changed_in == 0 and not again:
         parts.append("no value in the scope changed: the repair did not reach the metrics")
+    parts += extra or []
     return "not verified: " + "; ".join(parts)
 
 
 def _settle(ws: Any, incident: Any, scope: Scope, result: Verification,
-            proposal_id: str | None) -> None:  # fmt: skip
+            proposal_id: str | None, *, set_aside: set[int] | None = None) -> None:  # fmt: skip
     """Resolve the incident (or keep it open), and never let anomalies outside the repaired
     scope be resolved with it: on a pass they leave it for a new incident (triaged as any
     watch would), and the result names the incident they went to."""
@@ -317,12 +482,15 @@ def _settle(ws: Any, incident: Any, scope: Scope, result: Verification,
 
     conn = ws.state.conn
     iid = incident.incident_id
+    aside = set_aside or set()
     beyond = [a for a in incident_anomalies(conn, iid)
-              if not scope.holds(a["node_id"], a["interval"].isoformat())]  # fmt: skip
+              if not scope.holds(a["node_id"], a["interval"].isoformat())
+              or a["anomaly_id"] in aside]  # fmt: skip
     result.beyond = [
         {"anomaly_id": a["anomaly_id"], "metric": a["metric"], "node": a["node_id"],
          "dims": a["dims"], "interval": a["interval"].isoformat(), "detector": a["detector"],
-         "after": scope.after(a["node_id"], a["interval"])}
+         "after": scope.after(a["node_id"], a["interval"]),
+         "unchanged": a["anomaly_id"] in aside}
         for a in beyond
     ]  # fmt: skip
     with ws.state.transaction():
@@ -353,16 +521,19 @@ def _settle(ws: Any, incident: Any, scope: Scope, result: Verification,
                     chunk,
                 )
         else:
+            # open, with what is still wrong in its scope (a follow-up proposal covers it)
             conn.execute(
-                "UPDATE incidents SET status = 'open', resolved_at = NULL, resolution = ? "
-                "WHERE incident_id = ?",
-                (result.summary, iid),
+                "UPDATE incidents SET status = 'open', resolved_at = NULL, resolution = ?, "
+                "diagnosis = ? WHERE incident_id = ?",
+                (result.summary, json.dumps(incident.diagnosis, default=str), iid),
             )
     if not result.beyond:
         return
     first = result.beyond[0]
-    where = "after" if first["after"] else "outside"
-    what = f"{first['metric']} still anomalous on {first['interval']}, {where} the repaired scope"
+    where = ("unchanged by the repair (not this fault's damage: production equals its "
+             "rebuild there)" if first.get("unchanged") else
+             f"{'after' if first['after'] else 'outside'} the repaired scope")  # fmt: skip
+    what = f"{first['metric']} still anomalous on {first['interval']}, {where}"
     more = len(result.beyond) - 1
     what += f" (and {more} more anomal{'y' if more == 1 else 'ies'})" if more else ""
     if not result.passed:

@@ -24,7 +24,10 @@ from typing import Any
 from sqlglot import exp
 
 from splice.graph.model import Graph, Node, Relation
-from splice.sqlrows import table
+from splice.sqlrows import (
+    plain,  # noqa: F401  (re-exported: review's callers)
+    table,
+)
 
 P, H = "_prod", "_head"
 IN_P, IN_H = "_splice_in_prod", "_splice_in_head"
@@ -297,17 +300,6 @@ def _columns(con: Any, rel: Relation, dialect: str) -> list[str] | None:
 
 def _one(con: Any, q: exp.Expr, dialect: str) -> tuple[Any, ...]:
     return tuple(con.execute(q.sql(dialect=dialect)).fetchone() or ())
-
-
-def plain(v: Any) -> Any:
-    """A value as JSON holds it (numbers as numbers, dates and the rest as text)."""
-    from decimal import Decimal
-
-    if v is None or isinstance(v, (int, float, str, bool)):
-        return v
-    if isinstance(v, Decimal):
-        return float(v)
-    return str(v)
 
 
 def compare_model(

@@ -93,6 +93,7 @@ def blocked_scope(
     for aid, ev in failed:
         audit = graph.nodes.get(aid)
         name = audit.name if audit is not None else aid
+        kind = audit.kind if audit is not None and audit.kind == "test" else "audit"
         of = list(ev.data.get("of") or (audit.depends_on if audit is not None else []))
         for m in [o for o in of if o in relevant and o in graph.nodes]:
             mn = graph.nodes[m]
@@ -112,9 +113,9 @@ def blocked_scope(
                 ):
                     continue
                 rec: dict[str, Any] = {
-                    "node": d, "intervals": [], "audit": name, "audit_id": aid,
+                    "node": d, "intervals": [], "audit": name, "audit_id": aid, "kind": kind,
                     "audited_node": m, "run_id": ev.run_id, "full": True,
-                    "why": f"run {ev.run_id} skipped it: audit {name} on {mn.name} failed",
+                    "why": f"run {ev.run_id} skipped it: {kind} {name} on {mn.name} failed",
                 }  # fmt: skip
                 tc = dn.time_column.lower() if dn.time_column else None
                 if tc is None:  # a copy of a blocked input's time column
@@ -150,12 +151,13 @@ def blocked_words(blocked: list[dict[str, Any]]) -> str | None:
     """
     if not blocked:
         return None
-    parts: dict[tuple[str, str, str], list[str]] = {}
+    parts: dict[tuple[str, str, str, str], list[str]] = {}
     for b in blocked:
         days = [date.fromisoformat(x) for x in b.get("intervals") or []]
         what = f"{b['node']} {span(days)}" if days else f"{b['node']} (whole)"
-        parts.setdefault((b["audit"], b["audited_node"], b["run_id"]), []).append(what)
+        key = (b.get("kind") or "audit", b["audit"], b["audited_node"], b["run_id"])
+        parts.setdefault(key, []).append(what)
     return "; ".join(
-        f"not built because audit {a} on {m} failed (run {r}): {', '.join(nodes)}"
-        for (a, m, r), nodes in parts.items()
+        f"not built because {k} {a} on {m} failed (run {r}): {', '.join(nodes)}"
+        for (k, a, m, r), nodes in parts.items()
     )

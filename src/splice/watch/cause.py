@@ -24,6 +24,8 @@ failed checks of the run journal, and names the fault:
   written by several loads;
 - ``late_rows``: rows of an interval loaded after the node reading them processed that interval
   (Splice's build evidence): the interval needs a restatement;
+- ``failed_ingestion``: the ingestion job feeding the origin failed for those intervals and no
+  later run loaded them (the job, its runs, each run's error: :mod:`splice.watch.cause_runs`);
 - ``missing_rows``: the origin lost rows and nothing says they arrived late;
 - ``failed_audit``: an audit or test of the origin (or downstream of it) failed in the runs;
 - else the detector's own words (``level_shift``, ``spike``) or ``unknown``.
@@ -49,6 +51,7 @@ PRIORITY = (
     "code_change",
     "duplicated_load",
     "late_rows",
+    "failed_ingestion",
     "late",
     "stopped_moving",
     "inverted",
@@ -256,11 +259,11 @@ def _late_by_values(
     ]
     obs = stat(residuals(after))
 
-    def distance(xs: list[float]) -> float:
+    def distance(xs: list[float], at: float | None = None) -> float:
         logs = [math.log(x) for x in xs if x > 0]
         mu = sum(logs) / len(logs)
         sd = math.sqrt(sum((x - mu) ** 2 for x in logs) / max(len(logs) - 1, 1)) or 1e-9
-        return abs(math.log(max(obs, 1e-12)) - mu) / sd
+        return abs(math.log(max(obs if at is None else at, 1e-12)) - mu) / sd
 
     s1, sk = median(s_one), median(s_skip)
     p_late = sum(1 for x in s_one if x >= obs) / len(s_one)
@@ -272,7 +275,19 @@ def _late_by_values(
         stopped["evidence"]["moves_after"] = verdict | {"verdict": "recovered"}
         return None
     obs_n = len(names)
-    days = sorted(set(stopped["intervals"]) | after_days)
+    # the fault lasts until the feed catches up: the first later move as big as a
+    # (k+1)-interval move (the interval it skipped) ends it there
+    later = sorted(after_days)
+    caught_up = None
+    for a, b in zip(later, later[1:], strict=False):
+        if not all(a in vals[s] and b in vals[s] for s in names):
+            continue
+        at = stat(residuals({s: (a, b) for s in names}))
+        if distance(s_skip, at) < distance(s_one, at):
+            caught_up = b
+            break
+    kept = [d for d in later if caught_up is None or d < caught_up]
+    days = sorted(set(stopped["intervals"]) | set(kept))
     return {
         "class": "late",
         "n": k,
@@ -283,9 +298,16 @@ def _late_by_values(
             f"(the next move, {ratio:.2f}x the usual squared move over {obs_n} series, was "
             f"matched or beaten by {p_late:.0%} of earlier one-interval moves and by only "
             f"{p_recovered:.0%} of {k + 1}-interval moves, the jump a feed that recovered would "
-            f"make), so every interval since holds the values of {k} interval"
-            f"{'s' if k > 1 else ''} before, whatever its as-of date says"
-        ),
+            f"make), so "
+            + (
+                f"every interval up to {_wd(max(days))} holds the values of {k} interval"
+                f"{'s' if k > 1 else ''} before, whatever its as-of date says; it caught up on "
+                f"{_wd(caught_up)} (a {k + 1}-interval move)"
+                if caught_up
+                else f"every interval since holds the values of {k} interval"
+                f"{'s' if k > 1 else ''} before, whatever its as-of date says"
+            )
+        ),  # fmt: skip
         "evidence": {
             "how": "moves after the repeat",
             "move_ratio": round(ratio, 3),
@@ -294,6 +316,7 @@ def _late_by_values(
             "p_recovered": round(p_recovered, 3),
             "series": obs_n,
             "same_as": stopped["evidence"]["same_as"],
+            "caught_up": caught_up,
         },
         "intervals": days,
     }
@@ -455,30 +478,6 @@ def _missing_rows(anomalies: list[dict[str, Any]]) -> dict[str, Any] | None:
     }
 
 
-def _failed_audit(checks: list[dict[str, Any]] | None) -> dict[str, Any] | None:
-    if not checks:
-        return None
-    parts = []
-    for c in checks[:3]:
-        what = "test" if ":test:" in c["check"] or c["check"].startswith("finance:") else "audit"
-        name = c["check"].split(":")[-1]
-        for o in c["of"]:
-            name = name.removeprefix(o.split(":", 1)[-1] + ".")
-        parts.append(
-            f"{what} {name} of {', '.join(c['of']) or '?'} failed in {c['runs']} run"
-            f"{'s' if c['runs'] > 1 else ''} since {c['first_run']} ({str(c['first_at'])[:19]})"
-            + (f": {c['message']}" if c.get("message") else "")
-            + (" (blocking: the run stopped downstream)" if c.get("blocking") else "")
-        )
-    return {
-        "class": "failed_audit",
-        "n": len(checks),
-        "words": "failed check: " + "; ".join(parts),
-        "evidence": {"checks": checks},
-        "intervals": [],
-    }
-
-
 def _headline(anomalies: list[dict[str, Any]]) -> dict[str, Any] | None:
     for det in ("level_shift", "spike", "jump"):
         items = [a for a in anomalies if a["detector"] == det]
@@ -520,8 +519,10 @@ def classify(
     >>> classify([])["class"]
     'unknown'
     """
+    from splice.watch.cause_runs import failed_audit, failed_ingestion
+
     found: list[dict[str, Any]] = []
-    for f in (_duplicated(source), _late_rows(source)):
+    for f in (_duplicated(source), _late_rows(source), failed_ingestion(source, anomalies)):
         if f:
             found.append(f)
     stopped = _stopped(anomalies)
@@ -536,11 +537,15 @@ def classify(
     if ratio and history:
         _still_off(ratio[0], history)
     found += ratio[:1] + [f for f in ratio[1:] if f["class"] != ratio[0]["class"]]
-    if not any(f["class"] in ("late_rows", "duplicated_load") for f in found):
+    if not any(f["class"] in ("late_rows", "duplicated_load", "failed_ingestion") for f in found):
         miss = _missing_rows(anomalies)
         if miss:
+            from splice.watch.cause_runs import empty_loads
+
+            said = empty_loads(source, miss["intervals"])  # the job loaded them, empty
+            miss["words"] += f"; {said}" if said else ""
             found.append(miss)
-    audit = _failed_audit(checks)
+    audit = failed_audit(checks)
     if audit:
         found.append(audit)
     if not found:
@@ -602,6 +607,7 @@ def title_words(fault: dict[str, Any] | None) -> str | None:
         "unit_change": f"changed unit (x10^{n})",
         "duplicated_load": "read rows loaded twice" if n == 2 else "read duplicated rows",
         "late_rows": "missed rows that arrived late",
+        "failed_ingestion": "was not loaded (its ingestion failed)",
         "missing_rows": "lost rows",
         "failed_audit": "failed a check",
         "code_change": "was built with new code that changed published values"

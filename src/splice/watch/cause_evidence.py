@@ -6,7 +6,10 @@
   which, of what, since which run;
 - when the node reading a source processed each interval (the build evidence:
   ``evidence_versions``, the intervals a build recorded and when), against when the source's
-  rows were loaded: rows loaded after their interval was done arrived late.
+  rows were loaded: rows loaded after their interval was done arrived late;
+- the runs of the ingestion job feeding the origin (``splice ingest``: journaled runs for named
+  days; for a job an orchestrator runs, also its recent runs there): which of the incident's
+  days the job failed to load, in which runs, with each run's error.
 """
 
 from __future__ import annotations
@@ -85,6 +88,98 @@ def failed_checks(conn: Any, target: str, nodes: set[str]) -> list[dict[str, Any
     return sorted(streak.values(), key=lambda c: (c["first_at"], c["check"]))
 
 
+def _when(ts: float | None) -> str | None:
+    return datetime.fromtimestamp(ts).isoformat(timespec="seconds") if ts else None
+
+
+def ingestion_runs(conn: Any, target: str, node_id: str, days: list[str]) -> dict[str, Any] | None:
+    """The journaled runs of ingestion job ``node_id`` for any of ``days`` (ISO): per day, the
+    latest run that covered it; ``failed_days`` are those whose latest run failed, ``runs`` the
+    failed runs since each such day's last success (None: no run covered any of the days)."""
+    from splice.run.ingest_job import SELECTOR_PREFIX, ingest_days
+
+    name = node_id.split(":", 1)[-1]
+    rows = conn.execute(
+        "SELECT r.run_id, r.selector, e.ts, e.status, e.data FROM runs r JOIN run_events e "
+        "ON e.run_id = r.run_id WHERE r.target = ? AND r.selector LIKE ? AND "
+        "e.kind = 'node_finished' AND e.node_id = ? ORDER BY e.ts, e.seq",
+        (target, f"{SELECTOR_PREFIX}{name}@%", node_id),
+    ).fetchall()
+    wanted = sorted(set(days))
+    covering: dict[str, list[dict[str, Any]]] = {d: [] for d in wanted}
+    for run_id, selector, ts, status, data in rows:
+        parsed = ingest_days(selector)
+        if parsed is None or parsed[0] != name:
+            continue
+        first, last = parsed[1].isoformat(), parsed[2].isoformat()
+        d = json.loads(data) if data else {}
+        rec = {"run_id": run_id, "status": status, "at": _when(ts), "first": first,
+               "last": last, "error": None if status == "success" else d.get("message"),
+               "said": d.get("message") if status == "success" else None,
+               **({"external": d["external"]} if d.get("external") else {})}  # fmt: skip
+        for day in wanted:
+            if first <= day <= last:
+                covering[day].append(rec)
+    return _per_day(name, node_id, covering)
+
+
+def _per_day(name: str, node_id: str, covering: dict[str, list[dict[str, Any]]]
+             ) -> dict[str, Any] | None:  # fmt: skip
+    """Per day, the failed runs since its last successful one (the latest run decides)."""
+    if not any(covering.values()):
+        return None
+    failed_days, loaded, runs = [], [], []
+    for day, recs in sorted(covering.items()):
+        if not recs:
+            continue
+        if recs[-1]["status"] == "success":
+            loaded.append(day)
+            continue
+        failed_days.append(day)
+        tail = []
+        for r in reversed(recs):
+            if r["status"] == "success":
+                break
+            tail.append(r)
+        for r in reversed(tail):
+            if r not in runs:
+                runs.append(r)
+    return {"job": name, "node": node_id, "failed_days": failed_days, "loaded_days": loaded,
+            "runs": sorted(runs, key=lambda r: str(r["at"])),
+            "covering": {d: recs[-1] for d, recs in sorted(covering.items()) if recs}}  # fmt: skip
+
+
+def orchestrator_failures(ws: Any, job: Any, days: list[str], limit: int = 30
+                          ) -> dict[str, Any] | None:  # fmt: skip
+    """The job's recent runs in the orchestrator that owns it, for ``days`` (a run's partition
+    or logical date): failed days and runs as :func:`ingestion_runs` says them (None when the
+    orchestrator cannot be read or ran none of the days)."""
+    from splice.errors import OrchestratorError
+    from splice.orchestrators import for_job
+
+    orch = for_job(job, ws.root)
+    if orch is None:
+        return None
+    try:
+        recent = orch.recent_runs(limit)
+    except OrchestratorError:
+        return None
+    covering: dict[str, list[dict[str, Any]]] = {d: [] for d in sorted(set(days))}
+    for r in sorted((r for r in recent if r.finished), key=lambda r: r.started or 0.0):
+        if r.partition not in covering:
+            continue
+        message = r.message
+        if not r.ok and message is None:
+            message = orch.failure_message(r.run_id)
+        covering[r.partition].append({
+            "run_id": r.run_id, "system": r.system, "status": "success" if r.ok else "failed",
+            "at": _when(r.started), "first": r.partition, "last": r.partition,
+            "error": None if r.ok else f"{r.status}" + (f": {message}" if message else ""),
+            "url": r.url,
+        })  # fmt: skip
+    return _per_day(job.name, f"ingestion:{job.name}", covering)
+
+
 def processed_at(conn: Any, target: str, node_id: str) -> list[tuple[float, list[list[int]]]]:
     """When Splice recorded each build of ``node_id`` and the intervals it then held."""
     rows = conn.execute(
@@ -141,6 +236,26 @@ def _timestamp(v: Any) -> float | None:
     return dt.timestamp()
 
 
+def _source_runs(ws: Any, node: Any, anomalies: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The ingestion job's runs for the anomalies' days: Splice's journal, then (for days it
+    has nothing failed on) the orchestrator that owns the job."""
+    days = sorted({a["interval"].isoformat() if hasattr(a["interval"], "isoformat")
+                   else str(a["interval"]) for a in anomalies})  # fmt: skip
+    try:
+        runs = ingestion_runs(ws.state.conn, ws.target, node.id, days)
+    except Exception:  # noqa: BLE001 - no journal: nothing to say of the runs
+        runs = None
+    job = next((j for j in ws.config.ingestion if f"ingestion:{j.name}" == node.id), None)
+    if job is not None and job.orchestrated and not (runs or {}).get("failed_days"):
+        try:
+            there = orchestrator_failures(ws, job, days)
+        except Exception:  # noqa: BLE001 - the orchestrator is best effort here
+            there = None
+        if there is not None and there["failed_days"]:
+            runs = there
+    return runs
+
+
 def gather(
     ws: Any, graph: Any, origin: str | None, anomalies: list[dict[str, Any]],
     source: dict[str, Any] | None,
@@ -160,6 +275,16 @@ def gather(
         out["checks"] = failed_checks(conn, ws.target, nodes)
     except Exception:  # noqa: BLE001 - no journal: no failed checks to name
         out["checks"] = []
+    stale = {(a.get("data") or {}).get("check"): (a.get("data") or {}).get("skipped")
+             for a in anomalies if a["detector"] == "failing_check"}  # fmt: skip
+    for c in out["checks"]:  # a test or an audit, as the graph says; what its runs skipped
+        if c["check"] in graph.nodes:
+            c["kind"] = graph.nodes[c["check"]].kind
+        if stale.get(c["check"]):
+            c["skipped"] = stale[c["check"]]
+    src_node = graph.nodes.get(str((source or {}).get("node")))
+    if source is not None and src_node is not None and src_node.kind == "ingestion":
+        source["runs"] = _source_runs(ws, src_node, anomalies)
     if source is not None and source.get("rows_by_load"):
         try:
             builds = processed_at(conn, ws.target, origin)

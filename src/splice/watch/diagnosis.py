@@ -44,6 +44,7 @@ DETECTOR_WORDS = {
     "distinct_change": "changed its distinct values",
     "late_rows": "missed rows that arrived late",
     "restated": "changed values it had published",
+    "failing_check": "failed a check in every run",
 }
 #: Which detectors say most about a cause, when an origin has several.
 DETECTOR_WEIGHT = {"stopped_moving": 3, "level_shift": 2, "missing": 2, "volume_drop": 2}
@@ -260,8 +261,11 @@ def diagnose(
             if c not in origin_cols:
                 origin_cols.append(c)
 
-    scope_days = sorted({a["interval"] for a in at_origin}) or sorted(
-        {a["interval"] for a in anomalies}
+    # the days of runs that failed a check are no bad data of their own when the data says more
+    scope_days = (
+        sorted({a["interval"] for a in at_origin if a["detector"] != "failing_check"})
+        or sorted({a["interval"] for a in at_origin})
+        or sorted({a["interval"] for a in anomalies})
     )
     out: dict[str, Any] = {
         "origin": {
@@ -364,6 +368,8 @@ def diagnose(
             change_cause.change_scope(out["scope"], anomalies, origin)
         if siblings and out["scope"].get("blocked"):
             _sibling_blocked(out["scope"], siblings)
+    if siblings:  # kept, so that the scope derived again later leaves them out as well
+        out["siblings"] = sorted(siblings)
     out["cause"] = cause_text(fault, cause) or (
         f"{graph.nodes[origin].name} {DETECTOR_WORDS.get(headline or '', 'is anomalous')}; "
         "no record outside the project explains it"

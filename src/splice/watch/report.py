@@ -121,6 +121,10 @@ def incident_lines(inc: Incident) -> list[str]:
         from splice.watch.scope import scope_lines
 
         lines += scope_lines(scope)
+        if scope.get("derived_at"):
+            lines.append(f"  (scope derived {utc_text(scope['derived_at'])} from the data "
+                         f"through {scope.get('through') or 'unknown'}; every watch while the "
+                         "incident is open derives it again)")  # fmt: skip
     return lines
 
 

@@ -389,6 +389,7 @@ class _Walk:
 
 def _downstream(walk: _Walk, nid: str, parents: list[Damage]) -> Damage | None:
     from splice.watch.metrics import relation_of
+    from splice.watch.scope_asof import read_elsewhere
 
     graph = walk.graph
     node = graph.nodes[nid]
@@ -410,6 +411,7 @@ def _downstream(walk: _Walk, nid: str, parents: list[Damage]) -> Damage | None:
             continue
         dmg.time_column = dmg.time_column or tc
         t = _cast_date(_col(tc))
+        asof = read_elsewhere(walk, nid, p, rel, tc, links, dmg)  # missing upstream: scope_asof
         if links:
             cond = exp.or_(*[_cast_date(_col(c)).isin(*map(date_literal, p.days)) for c in links])
             got = walk.days(exp.select(t).distinct().from_(table(rel, walk.dialect)).where(cond))
@@ -417,7 +419,8 @@ def _downstream(walk: _Walk, nid: str, parents: list[Damage]) -> Damage | None:
             what = (f"its {tc} is {pname}.{p.time_column} ({span(p.days)})" if links == [tc]
                     else f"rows whose {via} is one of {pname}'s bad {p.time_column}s "
                          f"({span(p.days)}) have {tc}")  # fmt: skip
-            dmg.why.append(f"{what}: {span(got)}")
+            if got or asof is None:
+                dmg.why.append(f"{what}: {span(got)}")
         elif refs.get(tc) == "transformation":
             sql, dialect = walk.sql(nid)
             f = None
@@ -436,10 +439,13 @@ def _downstream(walk: _Walk, nid: str, parents: list[Damage]) -> Damage | None:
             shown = _substitute(f, exp.column(p.time_column)).sql(dialect=walk.dialect)
             dmg.why.append(f"its {tc} is {shown} of {pname}'s bad days ({span(p.days)}): "
                            f"{span(got)}")  # fmt: skip
+        elif asof is not None:
+            got = []
         else:
             unknown.append(f"its {tc} does not come from {pname}.{p.time_column}")
             continue
-        if got and links:
+        got = sorted(set(got) | set(asof or []))
+        if got and (links or asof):
             got = _running(walk, nid, p, rel, tc, got, dmg)
         days |= set(got)
     if unknown:
@@ -588,8 +594,9 @@ def scope_lines(scope: dict[str, Any], graph: Graph | None = None) -> list[str]:
         lines.append(f"  {n['node']}: {what} ({n.get('why') or ''})")
     for b in scope.get("blocked") or []:
         days = [date.fromisoformat(d) for d in b.get("intervals") or []]
+        kind = b.get("kind") or "audit"
         lines.append(
-            f"  {b['node']}: {span(days) if days else 'not built'} missing: audit {b['audit']} "
+            f"  {b['node']}: {span(days) if days else 'not built'} missing: {kind} {b['audit']} "
             f"on {b['audited_node']} failed in run {b['run_id']}"
         )
     return lines

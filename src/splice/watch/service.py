@@ -33,6 +33,7 @@ from splice.errors import ConfigError
 from splice.watch import history as hist
 from splice.watch.calendars import publishing_calendar
 from splice.watch.detectors import Panel, detect, sensitivity
+from splice.watch.failing_checks import find_failing_checks, record_failing_checks
 from splice.watch.grid import _as_date, _back, _float, _step, grid
 from splice.watch.measuring import measure, measure_jobs  # noqa: F401 - measure: re-exported
 from splice.watch.metrics import MetricSpec, watch_specs
@@ -191,6 +192,7 @@ def _watch(
     from splice.watch.late_rows import find_late_rows, record_late_rows
 
     late_rows = [] if only else find_late_rows(ws, graph, say)
+    failing = [] if only else find_failing_checks(ws, graph, say)  # runs that keep failing
 
     # -- write: all or nothing ------------------------------------------------------------
     t3 = time.perf_counter()
@@ -273,6 +275,7 @@ def _watch(
             if cur.rowcount:
                 reported.append(a)
         reported += record_late_rows(conn, target, watch_id, now, late_rows)
+        reported += record_failing_checks(conn, target, watch_id, now, failing)
         seconds = time.perf_counter() - t0
         conn.execute(
             "INSERT INTO watch_runs (watch_id, target, started_at, finished_at, backfill, "

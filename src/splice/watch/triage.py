@@ -9,6 +9,7 @@ from splice.graph.model import Graph
 from splice.watch.diagnosis import diagnose
 from splice.watch.incidents import Incident, Ref, anomalies_by_id, update_incidents
 from splice.watch.independent import different, partition
+from splice.watch.rederive import rederive_open, stamp
 
 
 def related_in(graph: Graph) -> Callable[[str, str], bool]:
@@ -38,9 +39,12 @@ def triage(
     def diag(incident_id: str, anomalies: list[dict[str, Any]]) -> dict[str, Any]:
         key = frozenset(int(a["anomaly_id"]) for a in anomalies)
         if key in done:
-            return done[key]
-        say(f"Diagnosing {incident_id} ({len(anomalies)} anomalies)...")
-        return diagnose(ws, graph, anomalies, siblings=siblings.get(key, set()))
+            d = done[key]
+        else:
+            say(f"Diagnosing {incident_id} ({len(anomalies)} anomalies)...")
+            d = diagnose(ws, graph, anomalies, siblings=siblings.get(key, set()))
+        stamp(ws, graph, d)
+        return d
 
     def split(g: list[Ref]) -> list[list[Ref]]:
         if len({r.node_id for r in g}) < 2:
@@ -66,6 +70,9 @@ def triage(
         final = [first] + [keys[i] for i in kept[1:]]
         return [[r for r in g if r.anomaly_id in k] for k in final]
 
-    return update_incidents(
+    touched = update_incidents(
         conn, ws.target, related_in(graph), diag, transaction=ws.state.transaction, split=split
     )
+    # the open incidents nothing new touched: their scope follows the data built since
+    rederive_open(ws, graph, skip={i.incident_id for i in touched}, progress=say)
+    return touched
