@@ -37,6 +37,7 @@ from splice.watch.failing_checks import find_failing_checks, record_failing_chec
 from splice.watch.grid import _as_date, _back, _float, _step, grid
 from splice.watch.metrics import MetricSpec, watch_specs
 from splice.watch.results import Anomaly, MetricReport, WatchResult, _num
+from splice.watch.slices import fill as fill_slices
 
 Progress = Callable[[str], None]
 #: How much stored history is loaded to judge new points: the training window twice over,
@@ -506,6 +507,8 @@ class _SpecPlan:
             nc = np.searchsorted(grid_epoch, self.n_day[nsel])
             values[local[self.n_idx[nsel]], nc] = self.n_val[nsel]
             new[local[self.n_idx[nsel]], nc] = True
+            if m.kind == "slice":  # a value absent from an interval with rows has 0 rows
+                fill_slices(values, new)
             col = {int(e): i for i, e in enumerate(grid_epoch)}
             for i, d in self.prior:
                 if local[i] >= 0 and d in col:
