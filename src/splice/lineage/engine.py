@@ -37,8 +37,8 @@ from sqlglot.optimizer.scope import traverse_scope
 from sqlglot.schema import MappingSchema
 
 from splice.graph.model import Relation
-from splice.lineage.schema import for_sqlglot, iter_tables, norm_ident, normalise_schema
 from splice.lineage.joins import join_keys
+from splice.lineage.schema import for_sqlglot, iter_tables, norm_ident, normalise_schema
 from splice.lineage.scopes import MASKED, Refs, Walker
 from splice.lineage.types import ColumnLineage, ColumnRef, JoinKey, ModelLineage
 

@@ -33,7 +33,7 @@ def _iso(d: Any) -> str:
 def _n(x: float | None) -> str:
     if x is None:
         return "?"
-    return f"{x:,.0f}" if abs(x) >= 100 or float(x).is_integer() else f"{x:.3g}"
+    return f"{x:,.0f}" if abs(x) >= 10 or float(x).is_integer() else f"{x:.3g}"
 
 
 def _list(xs: list[str], k: int = 5) -> str:
@@ -102,8 +102,15 @@ def _domain(anomalies: list[dict[str, Any]], ev: dict[str, Any] | None) -> dict[
         "class": "domain_change",
         "n": n_lost,
         "words": words,
-        "evidence": {"column": dim, "how": how, "vanished": lost, "new": gained,
-                     "pairs": [list(p) for p in pairs], "match": match, "intervals": days},  # fmt: skip
+        "evidence": {
+            "column": dim,
+            "how": how,
+            "vanished": lost,
+            "new": gained,
+            "pairs": [list(p) for p in pairs],
+            "match": match,
+            "intervals": days,
+        },  # fmt: skip
         "intervals": days,
     }
 
@@ -142,7 +149,8 @@ def _slices(anomalies: list[dict[str, Any]]) -> dict[str, Any] | None:
         d = [_iso(a["interval"]) for a in xs]
         parts.append(
             f"{key}: {_n(xs[0]['value'])} rows where {_n(xs[0]['expected'])} were expected on "
-            f"{_wd(d[0])}" + (f", and {_n(xs[-1]['value'])} on {_wd(d[-1])}" if len(d) > 1 else "")
+            f"{_wd(d[0])}"
+            + (f", and {_n(xs[-1]['value'])} on {_wd(d[-1])}" if len(d) > 1 else "")
             + (f" ({len(d)} intervals)" if len(d) > 2 else "")
         )
     if len(per) > 3:
@@ -157,7 +165,9 @@ def _slices(anomalies: list[dict[str, Any]]) -> dict[str, Any] | None:
     }
 
 
-def classify_domain(anomalies: list[dict[str, Any]], ev: dict[str, Any] | None) -> list[dict[str, Any]]:
+def classify_domain(
+    anomalies: list[dict[str, Any]], ev: dict[str, Any] | None
+) -> list[dict[str, Any]]:
     """The domain and slice faults the anomalies at the origin show (see the module doc)."""
     found = [_domain(anomalies, ev), _slices(anomalies)]
     if found[0] is None:
@@ -189,14 +199,17 @@ def match_query(mine: exp.Select, partner: exp.Select) -> exp.Select:
     return (
         exp.select(
             exp.alias_(exp.Count(this=exp.Star()), "values", quoted=True),
-            exp.alias_(exp.Count(this=exp.column("k", table="p", quoted=True)), "matched",
-                       quoted=True),  # fmt: skip
+            exp.alias_(
+                exp.Count(this=exp.column("k", table="p", quoted=True)), "matched", quoted=True
+            ),  # fmt: skip
         )
         .from_(exp.alias_(exp.Subquery(this=mine), "o", table=True, quoted=True))
         .join(
             exp.alias_(exp.Subquery(this=partner), "p", table=True, quoted=True),
-            on=exp.EQ(this=exp.column("k", table="o", quoted=True),
-                      expression=exp.column("k", table="p", quoted=True)),  # fmt: skip
+            on=exp.EQ(
+                this=exp.column("k", table="o", quoted=True),
+                expression=exp.column("k", table="p", quoted=True),
+            ),  # fmt: skip
             join_type="left",
         )
     )
@@ -215,7 +228,9 @@ def domain_evidence(ws: Any, graph: Any, origin: str | None,
     from splice.watch.metrics import ColumnTypes, relation_of
 
     node = graph.nodes[origin]
-    rel, time = relation_of(node), (node.time_column or "").lower() or None
+    rel, time = relation_of(node), (node.time_column or "").lower()
+    if rel is None or not time:
+        return None
     dim = next(iter(items[0]["dims"]))
     day = min(a["interval"] for a in items)
     day = day if isinstance(day, date) else date.fromisoformat(str(day))

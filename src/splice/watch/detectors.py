@@ -164,7 +164,9 @@ def detect(panel: Panel) -> list[Finding]:
                             hi=int(h), fault_dir=fault.direction[part],
                         )  # fmt: skip
                 if rows.size and dets & SLICE_DETECTORS:
-                    found_t += judge_slices(panel, values, bad, t, rows, weekday, fault.since)
+                    found_t += judge_slices(
+                        panel, values, bad, t, rows, weekday, fault.since, level_from
+                    )
                 if judge_missing and t >= (panel.judge_missing_from or 0):
                     found_t += _missing(panel, values, t, weekday, holiday)
             for f in found_t:

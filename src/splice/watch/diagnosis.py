@@ -349,8 +349,9 @@ def diagnose(ws: Any, graph: Graph, anomalies: list[dict[str, Any]]) -> dict[str
         ),
     }
     if origin is not None:
-        _extend_scope(ws, graph, origin, at_origin, out["scope"], gap=1 if confirmed else 3,
-                      fault=fault)
+        _extend_scope(
+            ws, graph, origin, at_origin, out["scope"], gap=1 if confirmed else 3, fault=fault
+        )
     out["cause"] = cause_text(fault, cause) or (
         f"{graph.nodes[origin].name} {DETECTOR_WORDS.get(headline or '', 'is anomalous')}; "
         "no record outside the project explains it"

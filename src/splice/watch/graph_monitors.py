@@ -64,7 +64,8 @@ def _day(e: exp.Expr) -> exp.Expr:
 def _since(col: exp.Expr, start: date, time_type: str) -> exp.Expr:
     typ = "TIMESTAMP" if "TIMESTAMP" in (time_type or "").upper() else "DATE"
     return exp.GTE(
-        this=col, expression=exp.cast(exp.Literal.string(start.isoformat()), exp.DataType.build(typ))
+        this=col,
+        expression=exp.cast(exp.Literal.string(start.isoformat()), exp.DataType.build(typ)),
     )
 
 
@@ -154,8 +155,12 @@ class JoinCoverageSpec(MetricSpec):
             left = left.where(_since(_col(j.left_time), start, j.left_time_type))
         matched = exp.Avg(
             this=exp.Case(
-                ifs=[exp.If(this=exp.Not(this=exp.Is(this=_col("k", "r"), expression=exp.Null())),
-                            true=exp.Literal.number("1.0"))],  # fmt: skip
+                ifs=[
+                    exp.If(
+                        this=exp.Not(this=exp.Is(this=_col("k", "r"), expression=exp.Null())),
+                        true=exp.Literal.number("1.0"),
+                    )
+                ],  # fmt: skip
                 default=exp.Literal.number("0.0"),
             )
         )
@@ -219,7 +224,7 @@ class JoinCoverageSpec(MetricSpec):
 
 def coverage_spec(j: JoinMonitor, common: dict[str, Any]) -> JoinCoverageSpec:
     expr = exp.Avg(this=_col(j.left_key))  # what it reads, for the lineage of the measure
-    fields = {
+    fields: dict[str, Any] = {
         "node_id": j.model, "relation": j.left, "time": j.left_time,
         "time_type": j.left_time_type, "grain": "day", "declared": False,
     } | common  # fmt: skip
@@ -263,7 +268,9 @@ class GraphFacts:
         out = set(node_keys(self.graph, node).unique)
         for t in self.tests.get(node.id, []):
             if t.meta.get("test_name") == "unique":
-                out.update(str(c).lower() for c in t.meta.get("test_columns") or [])
+                cols = t.meta.get("test_columns")
+                if isinstance(cols, list):
+                    out.update(str(c).lower() for c in cols)
         return out
 
     def time_of(self, rel: Relation, via: str | None = None) -> str | None:
@@ -340,8 +347,15 @@ def slice_spec(spec_common: dict[str, Any], node: Node, dim: str) -> MetricSpec:
     return SliceSpec(
         name=f"{node.id}/slices({dim})",
         dimensions=[dim],
-        measures=[Measure(f"{node.id}/rows_by({dim})", f"row_count by {dim}", "slice",
-                          exp.Count(this=exp.Star()), column=dim)],  # fmt: skip
+        measures=[
+            Measure(
+                f"{node.id}/rows_by({dim})",
+                f"row_count by {dim}",
+                "slice",
+                exp.Count(this=exp.Star()),
+                column=dim,
+            )
+        ],  # fmt: skip
         **spec_common,
     )
 
@@ -357,7 +371,9 @@ class SliceSpec(MetricSpec):
         ).from_(_table(self.relation))
         if start is not None:
             values = values.where(_since(_col(self.time), start, self.time_type))
-        cap = exp.LTE(this=exp.Subquery(this=values), expression=exp.Literal.number(MAX_SLICE_VALUES))
+        cap = exp.LTE(
+            this=exp.Subquery(this=values), expression=exp.Literal.number(MAX_SLICE_VALUES)
+        )
         return q.where(cap, append=True)
 
 

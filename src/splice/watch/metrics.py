@@ -557,8 +557,9 @@ def default_monitors(
     return specs
 
 
-def watch_specs(ws: Any, graph: Graph | None = None) -> list[MetricSpec]:
-    """Every spec ``splice watch`` measures in ``ws``: declared metrics first, then monitors.
+def watch_specs(ws: Any, graph: Graph | None = None, *, lineage: bool = True) -> list[MetricSpec]:
+    """Every spec ``splice watch`` measures in ``ws``: declared metrics first, then monitors
+    (``lineage=False``: without the ones derived from column lineage, which may render models).
 
     Raises ConfigError on the first bad declaration (nothing has been measured yet).
     """
@@ -602,6 +603,7 @@ def watch_specs(ws: Any, graph: Graph | None = None) -> list[MetricSpec]:
 
         declared = list(specs)
         specs += uncovered(monitors, specs, ws.dialect)
-        specs += graph_monitors(ws, graph, types, declared, sensitivity=wcfg.sensitivity,
-                                calendar=wcfg.calendar, exclude=wcfg.exclude)  # fmt: skip
+        if lineage:
+            specs += graph_monitors(ws, graph, types, declared, sensitivity=wcfg.sensitivity,
+                                    calendar=wcfg.calendar, exclude=wcfg.exclude)  # fmt: skip
     return specs

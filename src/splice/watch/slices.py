@@ -58,7 +58,9 @@ def lower_tail(k: float, lam: float) -> float:
     k = int(math.floor(k))
     if k < 0:
         return 0.0
-    return min(1.0, sum(math.exp(-lam + j * math.log(lam) - math.lgamma(j + 1)) for j in range(k + 1)))
+    return min(
+        1.0, sum(math.exp(-lam + j * math.log(lam) - math.lgamma(j + 1)) for j in range(k + 1))
+    )
 
 
 def _value(label: str) -> str:
@@ -66,8 +68,10 @@ def _value(label: str) -> str:
 
 
 def judge(panel: Panel, values: np.ndarray, bad: np.ndarray, t: int, rows: np.ndarray,
-          weekday: np.ndarray | None, fault_since: np.ndarray) -> list[Finding]:  # fmt: skip
-    """The slice findings of column ``t`` for the values ``rows`` (see the module doc)."""
+          weekday: np.ndarray | None, fault_since: np.ndarray,
+          level_from: np.ndarray) -> list[Finding]:  # fmt: skip
+    """The slice findings of column ``t`` for the values ``rows`` (see the module doc); a value
+    with an accepted level (``level_from``) is judged on its history from there only."""
     sens = panel.sensitivity
     dets = set(panel.detectors)
     x = values[rows, t]
@@ -85,7 +89,7 @@ def judge(panel: Panel, values: np.ndarray, bad: np.ndarray, t: int, rows: np.nd
     since = np.where(fault_since[rows] >= 0, fault_since[rows], t)
     for i, r in enumerate(rows):
         hi = int(since[i])
-        lo = max(0, hi - sens.training)
+        lo = max(0, hi - sens.training, int(level_from[r]))
         win = values[r, lo:hi].copy()
         win[bad[r, lo:hi]] = np.nan
         ok = np.isfinite(win)
@@ -118,16 +122,17 @@ def judge(panel: Panel, values: np.ndarray, bad: np.ndarray, t: int, rows: np.nd
     fresh = vanished & ~in_fault
     chance = poisson_tail(int(fresh.sum()), lam_v) if fresh.any() else 1.0
     joint = fresh.sum() >= sens.min_joint_series and chance < sens.alpha
-    gone_on = vanished & in_fault
     labels = panel.labels
     lost = sorted(_value(labels[int(r)]) for r in rows[vanished])
     gained = sorted(_value(labels[int(r)]) for r in rows[new_vals])
     replaced = bool(gained)
+    # a fault of the set goes on here: values replaced, or too sparse to be judged alone
+    gone_on = vanished & in_fault & ((lam < MIN_EXPECTED) | replaced)
     name = "domain_change" if replaced else "slice_drop"
     if name in dets and (joint or gone_on.any()):
         day = panel.days[t]
         what = f"{WEEKDAYS[wd]}s" if wd >= 0 else "intervals"
-        for i in np.flatnonzero((vanished & joint) | gone_on):
+        for i in map(int, np.flatnonzero((vanished & joint) | gone_on)):
             r = int(rows[i])
             flagged.add(i)
             start = panel.days[int(since[i])]
@@ -161,7 +166,7 @@ def judge(panel: Panel, values: np.ndarray, bad: np.ndarray, t: int, rows: np.nd
     if "slice_drop" not in dets:
         return out
     n_judged = max(int(ready.sum()), 1)
-    for i in np.flatnonzero(ready & (lam >= MIN_EXPECTED)):
+    for i in map(int, np.flatnonzero(ready & (lam >= MIN_EXPECTED))):
         if i in flagged:
             continue
         low = x[i] <= (1.0 - MIN_DROP) * lam[i]
