@@ -133,6 +133,7 @@ def test_default_monitors_say_why(ws):
         "pricing:fx.daily_rates",
         "pricing:marts.agg_gmv_daily",
         "pricing:marts.fct_bookings_usd",
+        "finance:fct_gmv_by_currency",  # its join of the regions: coverage
     }
     rows = by["pricing:fx.daily_rates/row_count"]
     assert rows["kind"] == "volume" and "rate_date" in rows["why"]
@@ -142,6 +143,11 @@ def test_default_monitors_say_why(ws):
     assert "pricing:fx.daily_rates/avg(rate_to_usd)" not in by
     lag = by["pricing:fx.daily_rates/lag_days(as_of)"]
     assert lag["column"] == "as_of" and lag["dimensions"] == ["currency"]
+    # from the column lineage: the bookings' join of the rates, and the slices the graph knows
+    cov = by["pricing:marts.fct_bookings_usd/coverage(bookings.currency in daily_rates.currency)"]
+    assert cov["kind"] == "coverage" and "warehouse.fx.daily_rates.currency" in cov["why"]
+    slices = {m["column"] for m in mons if m["kind"] == "slice" and m["node"].endswith("usd")}
+    assert slices == {"channel", "currency"}  # what agg_gmv_daily and fct_gmv_by_channel group by
 
 
 # -- connectors -------------------------------------------------------------------------------

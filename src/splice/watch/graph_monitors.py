@@ -10,7 +10,9 @@ and whether they still find their partner.  So, from the lineage (:mod:`splice.l
   left side, the share of its rows whose key finds a partner.  A partner is a key of the
   right side's latest interval on or before (a rate holds until the next one), or any of its
   keys when it has no time column.  The monitor belongs to the model that joins; the left
-  side's time column is its writer's, else the joining model's own traced back to it.
+  side's time column is its writer's, else the joining model's own traced back to it.  Only
+  the intervals the joining model has built and the right side has reached are measured (a
+  raw table loaded ahead of the models is not judged early, nor pushes "missing" on others).
 - **slices**: row counts per value of a node's dimensions, a value absent from an interval
   that has rows counted as 0, not as missing (:mod:`splice.watch.slices` judges them).  The
   dimensions are the ones a declared metric is watched by, the text columns of the node's
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date, timedelta
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlglot import exp
 
@@ -84,6 +86,10 @@ class JoinMonitor:
     right_time: str | None  # None: every key of the right side is a partner
     right_node: str | None = None
     left_node: str | None = None
+    # the joining model's own relation and time column: intervals it has not built yet (and
+    # that the right side has no interval for yet) are not measured
+    model_rel: Relation | None = None
+    model_time: str | None = None
 
     @property
     def label(self) -> str:
@@ -105,6 +111,11 @@ class JoinCoverageSpec(MetricSpec):
       FROM "w"."raw"."b"
       WHERE
         "day" >= CAST('2026-09-28' AS DATE)
+        AND CAST("day" AS DATE) <= (
+          SELECT
+            MAX(CAST("rate_day" AS DATE))
+          FROM "w"."fx"."r"
+        )
     ), r AS (
       SELECT DISTINCT
         CAST("rate_day" AS DATE) AS "d",
@@ -143,6 +154,8 @@ class JoinCoverageSpec(MetricSpec):
     """
 
     join: JoinMonitor | None = None
+    #: its intervals (the left side's) say nothing about how far the warehouse is loaded
+    judges_freshness: ClassVar[bool] = False
 
     def query(self, start: date | None = None) -> exp.Select:
         j = self.join
@@ -153,6 +166,12 @@ class JoinCoverageSpec(MetricSpec):
         ).from_(_table(j.left))
         if start is not None:
             left = left.where(_since(_col(j.left_time), start, j.left_time_type))
+        for rel, col in ((j.right, j.right_time), (j.model_rel, j.model_time)):
+            if rel is not None and col:
+                latest = exp.select(exp.Max(this=_day(_col(col)))).from_(_table(rel))
+                left = left.where(
+                    exp.LTE(this=_day(_col(j.left_time)), expression=exp.Subquery(this=latest))
+                )
         matched = exp.Avg(
             this=exp.Case(
                 ifs=[
@@ -321,10 +340,15 @@ def join_monitors(facts: GraphFacts, types: ColumnTypes, dialect: str) -> list[J
             elif not (rtime and set(rkeys.grain) == {rtime, jk.right.column}):
                 continue  # neither a lookup nor one row per interval and key: no partner rule
             seen.add(key)
+            m = facts.graph.nodes.get(model)
+            mrel = relation_of(m) if m is not None and m.time_column else None
             out.append(JoinMonitor(
                 model, jk.left.relation, jk.left.column, ltime, lcols.get(ltime) or "DATE",
                 jk.right.relation, jk.right.column, rtime, rnode.id,
                 lnode.id if lnode is not None else None,
+                mrel if mrel != jk.left.relation else None,
+                m.time_column.lower() if mrel is not None and m is not None and m.time_column
+                else None,
             ))  # fmt: skip
     return out
 

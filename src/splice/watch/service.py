@@ -195,7 +195,7 @@ def _watch(
     t2 = time.perf_counter()
     ref_end: date | None = None
     for job in jobs:
-        if job.spec.grain != "day":
+        if job.spec.grain != "day" or not getattr(job.spec, "judges_freshness", True):
             continue
         stored_end = None if job.reset else known[job.spec.name].measured_through
         for cand in [stored_end, *(_as_date(r[0]) for r in job.rows if r[0] is not None)]:
