@@ -277,6 +277,15 @@ class GraphFacts:
             of = n.meta.get("model") or n.meta.get("test_of")
             if n.kind in ("audit", "test") and of:
                 self.tests.setdefault(str(of), []).append(n)
+        # the columns of each relation its readers group by or join on
+        self.used: dict[Relation, list[str]] = {}
+        for ml in lineage.values():
+            for ref in ml.query_indirect:
+                if "GROUP_BY" in ref.subtypes:
+                    self.used.setdefault(ref.relation, []).append(ref.column)
+            for jk in getattr(ml, "joins", None) or []:
+                for side in (jk.left, jk.right):
+                    self.used.setdefault(side.relation, []).append(side.column)
 
     def node_of(self, rel: Relation) -> Node | None:
         nodes = sorted(self.by_rel.get(rel, []), key=lambda n: (n.kind != "model", n.id))
@@ -415,14 +424,7 @@ def slice_dimensions(facts: GraphFacts, node: Node, cols: dict[str, str], time: 
             found += [c for c in d.dimensions]
     if time in keys.grain:
         found += [c for c in keys.grain if c != time]
-    for ml in facts.lineage.values():
-        for ref in ml.query_indirect:
-            if ref.relation == rel and {"GROUP_BY"} & set(ref.subtypes):
-                found.append(ref.column)
-        for jk in getattr(ml, "joins", None) or []:
-            for side in (jk.left, jk.right):
-                if side.relation == rel:
-                    found.append(side.column)
+    found += facts.used.get(rel, []) if rel is not None else []
     out = []
     for c in dict.fromkeys(x.lower() for x in found):
         if c != time and c in cols and c not in unique and is_text(cols[c] or "", dialect):
