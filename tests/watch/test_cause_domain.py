@@ -61,3 +61,45 @@ def test_a_vanished_slice_is_named_with_its_rows_and_days() -> None:
                "first_at": "2026-09-29T00:00:00", "message": None}]  # fmt: skip
     both = classify(drops, checks=checks)
     assert both["class"] == "slice_missing" and both["classes"] == ["slice_missing", "failed_audit"]
+
+
+def test_the_values_finding_no_partner_are_read_from_the_warehouse() -> None:
+    import duckdb
+
+    from splice.graph.model import Relation
+    from splice.watch.cause_domain import unmatched_query
+    from splice.watch.graph_monitors import JoinMonitor
+
+    con = duckdb.connect()
+    con.execute("CREATE SCHEMA raw; CREATE SCHEMA fx")
+    con.execute("CREATE TABLE raw.b (day DATE, ccy TEXT)")
+    con.execute(
+        "INSERT INTO raw.b VALUES ('2026-09-28', 'EUR'), ('2026-09-28', 'XYZ'), "
+        "('2026-09-28', 'XYZ'), ('2026-09-28', 'GBP'), ('2026-09-25', 'ABC')"
+    )
+    con.execute("CREATE TABLE fx.r (rate_day DATE, ccy TEXT)")
+    # Friday has every code; Monday's rates came in lower case, one of them missing
+    con.execute(
+        "INSERT INTO fx.r VALUES ('2026-09-25', 'EUR'), ('2026-09-25', 'GBP'), "
+        "('2026-09-28', 'eur'), ('2026-09-28', 'GBP')"
+    )
+    left, right = Relation("memory", "raw", "b"), Relation("memory", "fx", "r")
+    asof = JoinMonitor("p:m", left, "ccy", "day", "DATE", right, "ccy", "rate_day")
+    got = con.execute(unmatched_query(asof, MON).sql("duckdb")).fetchall()
+    assert got == [("XYZ", 2), ("EUR", 1)]  # Monday's partners are Monday's rates
+    lookup = JoinMonitor("p:m", left, "ccy", "day", "DATE", right, "ccy", None)
+    assert con.execute(unmatched_query(lookup, MON).sql("duckdb")).fetchall() == [("XYZ", 2)]
+
+
+def test_a_join_whose_rows_stop_finding_partners_names_the_values() -> None:
+    drop = {
+        "detector": "coverage_drop", "kind": "coverage", "dims": {}, "interval": MON,
+        "metric": "p:m/coverage(b.ccy in r.ccy)", "value": 0.97, "expected": 1.0,
+        "reason": "...", "data": {"max_before": 1.0},
+    }  # fmt: skip
+    f = classify([drop], domain={"unmatched": [{"value": "XYZ", "rows": 31}]})
+    assert f["class"] == "domain_change"
+    assert f["words"] == (
+        "domain change: the join's coverage(b.ccy in r.ccy) fell to 97.0% on 2026-09-28 (Mon) "
+        "from at least 100.0%; the values finding no partner: 'XYZ' (31 rows)"
+    )

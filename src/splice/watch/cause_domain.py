@@ -219,10 +219,13 @@ def domain_evidence(ws: Any, graph: Any, origin: str | None,
                     anomalies: list[dict[str, Any]]) -> dict[str, Any] | None:  # fmt: skip
     """For a domain change at ``origin``: per join the key takes part in, how many of the
     origin's values match the other side on the first changed interval and on the last one
-    before it.  None when no anomaly asks for it."""
+    before it; for a join's coverage that fell there, the values that find no partner
+    (:func:`unmatched_evidence`).  None when no anomaly asks for it."""
     items = [a for a in anomalies if a["detector"] == "domain_change" and a.get("dims")]
-    if not items or origin is None or origin not in graph.nodes:
+    if origin is None or origin not in graph.nodes:
         return None
+    if not items:
+        return unmatched_evidence(ws, graph, origin, anomalies)
     from splice.warehouse import connect
     from splice.watch.graph_monitors import GraphFacts, join_monitors, workspace_models
     from splice.watch.metrics import ColumnTypes, relation_of
@@ -261,3 +264,67 @@ def domain_evidence(ws: Any, graph: Any, origin: str | None,
                     rec[name] = {"day": d.isoformat(), "values": int(n), "matched": int(matched)}
                 out["match"].append(rec)
     return out
+
+
+def unmatched_query(j: Any, day: date, limit: int = 5) -> exp.Select:
+    """The left side's values on ``day`` that find no partner (see
+    :class:`splice.watch.graph_monitors.JoinCoverageSpec`), with their rows, most rows first.
+
+    >>> from splice.graph.model import Relation
+    >>> from splice.watch.graph_monitors import JoinMonitor
+    >>> j = JoinMonitor("p:m", Relation("w", "raw", "b"), "ccy", "day", "DATE",
+    ...                 Relation("w", "fx", "r"), "ccy", None)
+    >>> print(unmatched_query(j, date(2026, 9, 28)).sql("duckdb"))
+    SELECT "l"."k" AS "value", COUNT(*) AS "rows" FROM (SELECT "ccy" AS "k" FROM "w"."raw"."b" WHERE CAST("day" AS DATE) BETWEEN CAST('2026-09-28' AS DATE) AND CAST('2026-09-28' AS DATE)) AS "l" LEFT JOIN (SELECT DISTINCT "ccy" AS "k" FROM "w"."fx"."r") AS "r" ON "l"."k" = "r"."k" WHERE "r"."k" IS NULL GROUP BY "l"."k" ORDER BY "rows" DESC LIMIT 5
+    """
+    left = _values(j.left, j.left_key, j.left_time, day, day)
+    left.set("distinct", None)
+    right = _values(j.right, j.right_key, None, None, None)
+    if j.right_time:
+        rday = exp.cast(exp.column(j.right_time, quoted=True), exp.DataType.build("DATE"))
+        latest = (
+            exp.select(exp.Max(this=rday.copy()))
+            .from_(exp.table_(j.right.name, db=j.right.schema, catalog=j.right.catalog, quoted=True))
+            .where(exp.LTE(this=rday.copy(), expression=exp.cast(exp.Literal.string(day.isoformat()), "DATE")))
+        )  # fmt: skip
+        right = right.where(exp.EQ(this=rday, expression=exp.Subquery(this=latest)))
+    k = exp.column("k", table="l", quoted=True)
+    return (
+        exp.select(
+            exp.alias_(k, "value", quoted=True),
+            exp.alias_(exp.Count(this=exp.Star()), "rows", quoted=True),
+        )  # fmt: skip
+        .from_(exp.alias_(exp.Subquery(this=left), "l", table=True, quoted=True))
+        .join(
+            exp.alias_(exp.Subquery(this=right), "r", table=True, quoted=True),
+            on=exp.EQ(this=k.copy(), expression=exp.column("k", table="r", quoted=True)),
+            join_type="left",
+        )
+        .where(exp.Is(this=exp.column("k", table="r", quoted=True), expression=exp.Null()))
+        .group_by(k.copy())
+        .order_by(exp.Ordered(this=exp.column("rows", quoted=True), desc=True))
+        .limit(limit)
+    )
+
+
+def unmatched_evidence(ws: Any, graph: Any, origin: str,
+                       anomalies: list[dict[str, Any]]) -> dict[str, Any] | None:  # fmt: skip
+    """For a join's coverage that fell at ``origin``: the values finding no partner on the
+    first interval it fell, with their rows."""
+    items = [a for a in anomalies if a["detector"] == "coverage_drop"]
+    if not items:
+        return None
+    from splice.warehouse import connect
+    from splice.watch.graph_monitors import GraphFacts, join_monitors, workspace_models
+    from splice.watch.metrics import ColumnTypes
+
+    first = min(items, key=lambda a: _iso(a["interval"]))
+    day = date.fromisoformat(_iso(first["interval"]))
+    facts = GraphFacts(graph, workspace_models(ws))
+    joins = [j for j in join_monitors(facts, ColumnTypes(ws), ws.dialect)
+             if j.model == origin and first["metric"] == f"{origin}/{j.label}"]  # fmt: skip
+    if not joins:
+        return None
+    with connect(ws, "incident diagnosis") as con:
+        rows = con.execute(unmatched_query(joins[0], day).sql(ws.dialect)).fetchall()
+    return {"unmatched": [{"value": r[0], "rows": int(r[1])} for r in rows], "day": day.isoformat()}

@@ -19,7 +19,8 @@
 - **scope**: the origin's anomalous intervals, checked against the source's stale days (the
   narrowest range the evidence supports), from where the detectors say the fault started; then
   the damage per node downstream and the intervals blocking audits kept from being built
-  (:mod:`splice.watch.scope`).
+  (:mod:`splice.watch.scope`); for a changed join key, the rows of the models joining it that
+  no longer find their partner (:mod:`splice.watch.scope_joins`).
 """
 
 from __future__ import annotations
