@@ -19,8 +19,9 @@ and runs on to 2026-09-30, and watches.  Scored per scenario:
 - cause class right (``diagnosis["fault"]["class"]``);
 - scope per node: the diagnosis' intervals per node (``scope["nodes"]``; else the origin's
   ``scope["intervals"]``) against the truth: the intervals whose rows differ from the clean
-  run's (count and sums of every numeric column per value of the node's date column; a node
-  without one is judged whole) -- exact / wider / narrower / other / missed;
+  run's (count, sums of every numeric column and a fingerprint of every text column's values
+  per value of the node's date column; a node without one is judged whole) -- exact / wider
+  / narrower / other / missed;
 - the repair: the vendor is fixed (the bookings need nothing: the reload regenerates them),
   then propose, approve, apply (as ``story.tell_repair``); Splice's verification verdict and
   whether it is right (it passes exactly when the warehouse then equals the clean run's);
@@ -77,7 +78,7 @@ class Scenario:
     origin: str
     start: date  # the first bad interval at the origin
     incident: str | None = None  # the vendor's incident (vendor.json)
-    bookings: str | None = None  # "duplicate" | "late"
+    bookings: str | None = None  # "duplicate" | "late" | "late-few" | "drop-channel"
     base: str = "sep"  # "sep": the workspace of 2026-09-27; "thu": of 09-24; "jul": of 07-26
     daily: bool = False  # run and watch day by day (as production does), not once at the end
     journaled: bool = False  # each day's rates loaded by a journaled ingestion (splice ingest)
@@ -120,6 +121,10 @@ SCENARIOS: list[Scenario] = [
     Scenario("late-caught-up", "rates a business day late Mon-Tue (as-of lies), caught up on "
              "Wed, watched every day", "late", RATES, MON, incident="late-caught-up",
              daily=True),
+    Scenario("codes-lowercase", "currency codes in lower case from Mon: the join drops them",
+             "domain_change", RATES, MON, incident="codes-lowercase"),
+    Scenario("channel-vanishes", "the partner channel's bookings stop arriving from Mon",
+             "slice_missing", BOOKINGS, MON, bookings="drop-channel"),
     Scenario("unit-change-lasting", "JPY x100 from 2026-07-27 to the end (past training)",
              "unit_change", RATES, date(2026, 7, 27), incident="unit-change-lasting",
              base="jul"),
@@ -173,8 +178,9 @@ def _run_on(ws_dir: Path, start: date, end: date, bookings: str | None = None,
 
 
 # -- the truth: what differs from the clean run -------------------------------------------------
-def _relations(ws_dir: Path) -> dict[str, tuple[str, str | None, list[str]]]:
-    """node -> (relation, date column, numeric columns) for every built model and seed."""
+def _relations(ws_dir: Path) -> dict[str, tuple[str, str | None, list[str], list[str]]]:
+    """node -> (relation, date column, numeric columns, text columns) for every built model and
+    seed."""
     import duckdb
 
     from splice import api
@@ -201,20 +207,24 @@ def _relations(ws_dir: Path) -> dict[str, tuple[str, str | None, list[str]]]:
             )
             nums = [c for c, t in cols if t.startswith(("DOUBLE", "DECIMAL", "BIGINT", "INTEGER",
                                                          "HUGEINT", "FLOAT"))]  # fmt: skip
-            out[n.id] = (f'"{rel.schema}"."{rel.name}"', time_col, nums)
+            texts = [c for c, t in cols if t.startswith("VARCHAR")]
+            out[n.id] = (f'"{rel.schema}"."{rel.name}"', time_col, nums, texts)
     finally:
         con.close()
     return out
 
 
-def _profile(ws_dir: Path, rels: dict[str, tuple[str, str | None, list[str]]]) -> dict[str, Any]:
+def _profile(ws_dir: Path, rels: dict[str, tuple[str, str | None, list[str], list[str]]]
+             ) -> dict[str, Any]:  # fmt: skip
     import duckdb
 
     con = duckdb.connect(str(ws_dir / "warehouse.duckdb"), read_only=True)
     out: dict[str, dict[str, tuple[Any, ...]]] = {}
     try:
-        for node, (rel, tc, nums) in rels.items():
+        for node, (rel, tc, nums, texts) in rels.items():
             sums = "".join(f', SUM("{c}")::DOUBLE' for c in nums)
+            # text columns by a fingerprint of their values: a code that changed case is damage
+            sums += "".join(f', SUM(hash("{c}") % 1000003)::DOUBLE' for c in texts)
             if tc:
                 rows = con.execute(
                     f'SELECT "{tc}"::DATE, COUNT(*){sums} FROM {rel} GROUP BY 1'

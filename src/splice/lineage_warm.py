@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from splice.graph.model import Relation
-from splice.lineage.types import ColumnLineage, ColumnRef, ModelLineage
+from splice.lineage.types import ColumnLineage, ColumnRef, JoinKey, ModelLineage
 
 KIND = "workspace_lineage"
 VERSION = "1"
@@ -41,7 +41,7 @@ def _fields(cls: type) -> list[str]:
 
 
 def header() -> dict[str, list[str]]:
-    return {c.__name__: _fields(c) for c in (ModelLineage, ColumnLineage, ColumnRef)}
+    return {c.__name__: _fields(c) for c in (ModelLineage, ColumnLineage, ColumnRef, JoinKey)}
 
 
 class _Packer:
@@ -81,7 +81,7 @@ class _Packer:
             return self._rel_enc, self.rels.__getitem__
         if tp is ColumnRef:
             return self._ref_enc, self.refs.__getitem__
-        if tp in (ModelLineage, ColumnLineage):
+        if tp in (ModelLineage, ColumnLineage, JoinKey):
             return self._record_codec(tp)
         if tp in _PLAIN or origin is typing.Literal:
             return _same, _same

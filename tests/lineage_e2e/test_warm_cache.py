@@ -88,7 +88,7 @@ def test_warm_lineage_follows_the_warehouse_and_the_dlt_pipeline(fresh_demo: Pat
 def test_the_packed_lineage_carries_every_field() -> None:
     from splice import lineage_warm
     from splice.graph.model import Relation
-    from splice.lineage.types import ColumnLineage, ColumnRef, ModelLineage
+    from splice.lineage.types import ColumnLineage, ColumnRef, JoinKey, ModelLineage
 
     a, b = Relation("w", "raw", "a"), Relation(None, "raw", "b")
     ref = ColumnRef(a, "x", "indirect", ("JOIN", "FILTER"), True)
@@ -103,6 +103,7 @@ def test_the_packed_lineage_carries_every_field() -> None:
         reads=[a, b],
         output=Relation("w", "marts", "m"),
         dialect="duckdb",
+        joins=[JoinKey(ColumnRef(a, "x", "indirect", ("JOIN",)), ColumnRef(b, "y"), "left")],
     )
     import dataclasses
 

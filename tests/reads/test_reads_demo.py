@@ -154,6 +154,11 @@ def test_default_monitors_say_why(ws):
     assert "pricing:fx.daily_rates/avg(rate_to_usd)" not in by
     lag = by["pricing:fx.daily_rates/lag_days(as_of)"]
     assert lag["column"] == "as_of" and lag["dimensions"] == ["currency"]
+    # from the column lineage: the bookings' join of the rates, and the slices the graph knows
+    cov = by["pricing:marts.fct_bookings_usd/coverage(bookings.currency in daily_rates.currency)"]
+    assert cov["kind"] == "coverage" and "warehouse.fx.daily_rates.currency" in cov["why"]
+    slices = {m["column"] for m in mons if m["kind"] == "slice" and m["node"].endswith("usd")}
+    assert slices == {"channel", "currency"}  # what agg_gmv_daily and fct_gmv_by_channel group by
 
 
 # -- connectors -------------------------------------------------------------------------------

@@ -123,7 +123,10 @@ def test_a_seed_edit_is_named_with_the_seed_and_the_run_that_shipped_it(
     ws_dir = tmp_path / "travel"
     shutil.copytree(baselined, ws_dir, symlinks=True)
     relocate(ws_dir)
-    _edit(ws_dir, "finance/seeds/currency_regions.csv", "EUR,Euro,Europe", "EUR,Euro,Americas")
+    from splice.demo.faults import apply_workspace_fault
+
+    seed = apply_workspace_fault(ws_dir, "seed-region")
+    assert "EUR,Euro,Americas" in seed.read_text()
     ran = run_on(ws_dir, FREEZE_FROM, Q3_END)
     assert ran.report.ok
     with api.open_workspace(ws_dir) as ws:
@@ -212,3 +215,57 @@ def test_two_independent_faults_open_two_incidents_each_with_its_cause_and_scope
         mine = incident_anomalies(ws.state.conn, first.incident_id)
     assert {a["node_id"] for a in mine} == {"pricing:fx.daily_rates"}
     assert sum(i.anomalies for i in found.incidents) == len(found.anomalies)
+
+
+def test_currency_codes_in_lower_case_are_found_at_the_rates_on_their_first_day(
+    baselined: Path, tmp_path: Path
+) -> None:
+    # the vendor sends "eur" for "EUR" from Monday: rows load, counts and distinct counts look
+    # normal, and the bookings no longer find Monday's rates (they keep Friday's)
+    ran, found = _fault(baselined, tmp_path / "travel", "codes-lowercase", None)
+    assert ran.report.ok  # every audit passes
+    rates = "pricing:fx.daily_rates"
+    changed = [a for a in found.anomalies if a.node_id == rates]
+    assert min(a.interval for a in changed) == FREEZE_FROM
+    assert {a.detector for a in changed} == {"domain_change"}
+    assert len({a.dims["currency"] for a in changed if a.interval == FREEZE_FROM}) == 30
+    # the join's coverage fell where the bookings read the rates, on the same day
+    coverage = [a for a in found.anomalies if a.detector == "coverage_drop"]
+    assert [(a.node_id, a.interval) for a in coverage][0] == (
+        "pricing:marts.fct_bookings_usd",
+        FREEZE_FROM,
+    )
+    assert coverage[0].value == 0.0
+    (inc,) = found.incidents
+    d = inc.diagnosis
+    assert d["origin"]["node"] == rates
+    assert d["fault"]["class"] == "domain_change"
+    assert d["cause"].startswith("Domain change: currency values changed case on 2026-09-28")
+    assert "30 of 30 values no longer match raw.bookings.currency" in d["cause"]
+    assert d["scope"]["intervals"] == ["2026-09-28", "2026-09-29", "2026-09-30"]
+    # the bookings of those days joined Friday's rate: they are in scope too
+    nodes = {n["node"]: n["intervals"] for n in d["scope"]["nodes"]}
+    assert nodes["pricing:marts.fct_bookings_usd"] == ["2026-09-28", "2026-09-29", "2026-09-30"]
+
+
+def test_a_booking_channel_that_stops_arriving_is_named_on_its_first_day(
+    baselined: Path, tmp_path: Path
+) -> None:
+    # the partner channel (a tenth of the bookings) stops arriving from Monday: the day's
+    # total drops by less than its weekly swing, the slice drops to nothing
+    _, found = _fault(baselined, tmp_path / "travel", None, "drop-channel")
+    bookings = "pricing:marts.fct_bookings_usd"
+    drops = [a for a in found.anomalies if a.detector == "slice_drop"]
+    assert {(a.node_id, str(a.dims)) for a in drops} == {(bookings, "{'channel': 'partner'}")}
+    assert min(a.interval for a in drops) == FREEZE_FROM
+    first = min(drops, key=lambda a: a.interval)
+    assert first.value == 0 and first.expected > 50
+    (inc,) = found.incidents
+    d = inc.diagnosis
+    assert d["origin"]["node"] == bookings
+    assert d["fault"]["class"] == "slice_missing"
+    expected = f"{first.expected:,.0f}"
+    assert d["cause"].startswith(
+        f"Slice missing: channel = partner: 0 rows where {expected} were expected on 2026-09-28"
+    )
+    assert d["scope"]["intervals"] == ["2026-09-28", "2026-09-29", "2026-09-30"]

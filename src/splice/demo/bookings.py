@@ -182,6 +182,7 @@ def load_bookings(
     append: bool = False,
     part: tuple[float, float] = (0.0, 1.0),
     scale: int | None = None,
+    drop_channel: str | None = None,
 ) -> BookingsResult:
     """Replace the bookings of ``start .. end`` in ``raw.bookings`` with freshly generated ones.
 
@@ -189,7 +190,8 @@ def load_bookings(
     only that share of each day's bookings (by time of day).  ``scale`` (by default the
     workspace's own, :func:`bookings_scale`) loads every generated booking that many times,
     each copy with its own id (``BK-...-00001.2``): a production-sized history for benchmarks
-    with the same daily shape (every day's GMV times ``scale``).
+    with the same daily shape (every day's GMV times ``scale``).  ``drop_channel`` leaves out
+    the bookings of that channel (a feed that lost one slice).
     """
     import uuid
     from datetime import UTC
@@ -200,6 +202,8 @@ def load_bookings(
     rows = generate_bookings(start, end, seed)
     if part != (0.0, 1.0):
         rows = day_share(rows, part)
+    if drop_channel is not None:
+        rows = [r for r in rows if r.channel != drop_channel]
     copies = bookings_scale(workspace) if scale is None else scale
     if copies < 1:
         from splice.demo.layout import DemoError

@@ -7,7 +7,9 @@ The rates vendor's faults are switched on in ``vendor/vendor.json``
   rows);
 - ``late``: 60% of the first day's bookings are loaded, the first day is processed
   (``splice run``), and the other 40% arrive in a later load, after it was processed;
-- ``late-few``: the same with 5% arriving late (too few for the volume monitors to notice).
+- ``late-few``: the same with 5% arriving late (too few for the volume monitors to notice);
+- ``drop-channel``: from the first day on, the bookings of one channel (``partner``, about a
+  tenth of them) stop arriving: the day's total drops by that share.
 
 :func:`run_on` loads the rates and bookings of ``start .. end`` and runs ``splice run`` (as the
 story's production run does), and returns the run report without raising on a failed run (a
@@ -33,7 +35,9 @@ from typing import Any
 
 from splice.errors import ConfigError
 
-BOOKINGS_FAULTS = ("duplicate", "late", "late-few")
+BOOKINGS_FAULTS = ("duplicate", "late", "late-few", "drop-channel")
+#: The channel whose bookings stop arriving in the ``drop-channel`` fault.
+DROPPED_CHANNEL = "partner"
 #: The share of the day's bookings that arrives on time in the ``late`` faults.
 ON_TIME_SHARE = {"late": 0.6, "late-few": 0.95}
 
@@ -88,7 +92,8 @@ def run_on(workspace: Path, start: date, end: date, *, bookings: str | None = No
         if end > start:
             out.loads.append(load_bookings(workspace, start + timedelta(days=1), end).load_id or "")
     else:
-        out.loads.append(load_bookings(workspace, start, end).load_id or "")
+        drop = DROPPED_CHANNEL if bookings == "drop-channel" else None
+        out.loads.append(load_bookings(workspace, start, end, drop_channel=drop).load_id or "")
         if bookings == "duplicate":
             out.loads.append(load_bookings(workspace, start, start, append=True).load_id or "")
     out.report = _run(workspace, end)

@@ -9,8 +9,9 @@ days the ECB did not publish; those days are skipped) and loads one row per busi
 currency: ``rate_date DATE, currency TEXT, rate_to_usd DOUBLE, as_of DATE`` (plus dlt's
 ``_dlt_load_id`` and ``_dlt_id``).
 
-The write disposition is ``merge`` on ``(rate_date, currency)``: reloading a day replaces
-that day's rows, so a repair ("reload 2026-09-28 .. 2026-09-29 once the vendor is fixed")
+The write disposition is ``merge`` on ``(rate_date, currency)`` with ``rate_date`` as the
+merge key: reloading a day replaces all of that day's rows (also those under a key the vendor no
+longer sends, a code it sent in lower case), so a repair ("reload 2026-09-28 .. 2026-09-29 once the vendor is fixed")
 is just a rerun of the pipeline for those days, and ``raw.fx_rates`` never holds two rates
 for one currency and day (nothing downstream has to de-duplicate).
 """
@@ -165,6 +166,9 @@ def ingest_fx_rates(
             name=TABLE,
             write_disposition="merge",
             primary_key=("rate_date", "currency"),
+            # a reloaded day replaces every row of that day, also rows whose currency no
+            # longer comes (a code the vendor sent in lower case and then fixed)
+            merge_key="rate_date",
             columns=COLUMNS,
         )
         pipeline = dlt.pipeline(

@@ -30,7 +30,9 @@ settings, applied in order to the days from ``from`` to ``to``:
 - ``scale``: rate x ``factor`` (a unit change);
 - ``negate``: -rate (a sign error: the range audit fails);
 - ``outage``: no rates at all: the vendor answers ``status`` (503 unless said) with a JSON
-  error, or with ``"empty": true`` a 200 whose ``rates`` is empty.
+  error, or with ``"empty": true`` a 200 whose ``rates`` is empty;
+- ``lowercase``: the currency codes in lower case (``eur``): rows load, the counts look normal,
+  and nothing downstream that joins on the code matches them.
 
 >>> status, body = respond("/v1/rates?date=2026-09-26", {})
 >>> status, body["error"]
@@ -146,8 +148,10 @@ INCIDENTS: dict[str, dict[str, Any]] = {
     "vendor-outage": _faults(
         "vendor-outage", {"kind": "outage", "from": "2026-09-28", "to": "2026-09-29"}
     ),
+    # from Monday on every currency code arrives in lower case ("eur"): a change of domain
+    "codes-lowercase": _faults("codes-lowercase", {"kind": "lowercase", "from": "2026-09-28"}),
 }
-FAULT_KINDS = ("freeze", "late", "invert", "scale", "negate", "outage")
+FAULT_KINDS = ("freeze", "late", "invert", "scale", "negate", "outage", "lowercase")
 
 
 def check_incident(name: str | None) -> None:
@@ -324,6 +328,10 @@ def _apply(fault: dict[str, Any], day: date, as_of: date, rates: dict[str, float
             rates[cur] = old[cur]
         if every and fault.get("honest_as_of", kind == "freeze"):
             return src
+        return as_of
+    if kind == "lowercase":
+        for cur in chosen:
+            rates[cur.lower()] = rates.pop(cur)
         return as_of
     for cur in chosen:
         if kind == "invert":

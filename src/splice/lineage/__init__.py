@@ -13,13 +13,14 @@ from splice.lineage.cache import lineage_key
 from splice.lineage.engine import analyse_model
 from splice.lineage.openlineage import to_openlineage_facet
 from splice.lineage.parallel import LineageRequest, analyse_many
-from splice.lineage.types import ColumnLineage, ColumnRef, ModelLineage, merge_refs
+from splice.lineage.types import ColumnLineage, ColumnRef, JoinKey, ModelLineage, merge_refs
 from splice.lineage.walk import Hop, LineageIndex, downstream, upstream
 
 __all__ = [
     "ColumnLineage",
     "ColumnRef",
     "Hop",
+    "JoinKey",
     "LineageIndex",
     "LineageRequest",
     "ModelLineage",

@@ -37,9 +37,10 @@ from sqlglot.optimizer.scope import traverse_scope
 from sqlglot.schema import MappingSchema
 
 from splice.graph.model import Relation
+from splice.lineage.joins import join_keys
 from splice.lineage.schema import for_sqlglot, iter_tables, norm_ident, normalise_schema
 from splice.lineage.scopes import MASKED, Refs, Walker
-from splice.lineage.types import ColumnLineage, ColumnRef, ModelLineage
+from splice.lineage.types import ColumnLineage, ColumnRef, JoinKey, ModelLineage
 
 
 def _to_refs(refs: Refs) -> list[ColumnRef]:
@@ -165,6 +166,9 @@ def renamed(ml: ModelLineage, dialect: str) -> ModelLineage:
             for x in items
         ]
 
+    def joins(items: list[JoinKey]) -> list[JoinKey]:
+        return [j._replace(left=refs([j.left])[0], right=refs([j.right])[0]) for j in items]
+
     columns: dict[str, ColumnLineage] = {}
     for name, col in ml.columns.items():
         new = norm_ident(name, dialect)
@@ -177,6 +181,7 @@ def renamed(ml: ModelLineage, dialect: str) -> ModelLineage:
         reads=[rel(r) for r in ml.reads],
         output=ml.output,
         dialect=ml.dialect,
+        joins=joins(ml.joins),
     )
 
 
@@ -237,5 +242,6 @@ def _analyse_query(
         opaque_reason=reason,
         warnings=list(dict.fromkeys(warnings + walker.warnings)),
         reads=sorted(walker.reads, key=lambda r: r.key),
+        joins=join_keys(walker, scopes),
         **base,
     )

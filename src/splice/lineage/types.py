@@ -28,7 +28,7 @@ DIRECT_SUBTYPES = ("IDENTITY", "TRANSFORMATION", "AGGREGATION")
 INDIRECT_SUBTYPES = ("JOIN", "FILTER", "GROUP_BY", "SORT", "WINDOW", "CONDITIONAL")
 
 #: Bumped whenever the engine's output for the same input may change (it is part of the cache key).
-ENGINE_VERSION = "1"
+ENGINE_VERSION = "2"
 
 
 def _rel_to_dict(rel: Relation) -> list[str | None]:
@@ -89,6 +89,43 @@ class ColumnRef(NamedTuple):
             data.get("kind", "direct"),
             tuple(data.get("subtypes") or ()),
             bool(data.get("masking", False)),
+        )
+
+
+class JoinKey(NamedTuple):
+    """One equality of a join's ON clause between columns of two relations the query reads:
+    ``left`` is the side whose rows look for a partner (the FROM side; the preserved side of an
+    outer join), ``right`` the side they look in; ``how`` is the join's type (``inner``,
+    ``left``, ``full``).  Found only where each side is a column read as it is (IDENTITY) from
+    one relation: ``upper(a.code) = b.code`` is not a key of ``a.code``'s values.
+
+    >>> from splice.graph.model import Relation
+    >>> k = JoinKey(ColumnRef(Relation("w", "raw", "b"), "ccy", "indirect", ("JOIN",)),
+    ...             ColumnRef(Relation("w", "fx", "r"), "ccy", "indirect", ("JOIN",)), "left")
+    >>> JoinKey.from_dict(k.to_dict()) == k, k.text
+    (True, 'w.raw.b.ccy = w.fx.r.ccy (left)')
+    """
+
+    left: ColumnRef
+    right: ColumnRef
+    how: str = "inner"
+
+    @property
+    def text(self) -> str:
+        return (
+            f"{self.left.relation.key}.{self.left.column} = "
+            f"{self.right.relation.key}.{self.right.column} ({self.how})"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"left": self.left.to_dict(), "right": self.right.to_dict(), "how": self.how}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> JoinKey:
+        return cls(
+            ColumnRef.from_dict(data["left"]),
+            ColumnRef.from_dict(data["right"]),
+            str(data.get("how") or "inner"),
         )
 
 
@@ -153,6 +190,8 @@ class ModelLineage:
     reads: list[Relation] = field(default_factory=list)
     output: Relation | None = None
     dialect: str | None = None
+    #: the equi-join keys of the query and of every CTE or derived table it reads
+    joins: list[JoinKey] = field(default_factory=list)
 
     @classmethod
     def opaque(cls, reason: str, **kwargs: Any) -> ModelLineage:
@@ -189,6 +228,8 @@ class ModelLineage:
             out["output"] = _rel_to_dict(self.output)
         if self.dialect:
             out["dialect"] = self.dialect
+        if self.joins:
+            out["joins"] = [j.to_dict() for j in self.joins]
         return out
 
     @classmethod
@@ -202,6 +243,7 @@ class ModelLineage:
             reads=[_rel_from_dict(r) for r in data.get("reads") or ()],
             output=_rel_from_dict(data["output"]) if data.get("output") else None,
             dialect=data.get("dialect"),
+            joins=[JoinKey.from_dict(j) for j in data.get("joins") or ()],
         )
 
 

@@ -90,7 +90,7 @@ def waves(source: Any, dest: Any) -> list[Wave]:
             f"target {source.target} builds: the targets must hold the same projects.",
             fix=f"map every project in [targets.{dest.target}] of splice.toml",
         )
-    specs = [s for s in watch_specs(source, graph) if s.declared]
+    specs = [s for s in watch_specs(source, graph, lineage=False) if s.declared]
 
     def domains(nodes: list[str]) -> list[str]:
         names = [d.name for n in nodes if (d := domain_for(graph, source.config, n)) is not None]

@@ -215,8 +215,8 @@ def _checks(source: Any, dest: Any, m: Migration, w: Wave, progress: Progress) -
             out += compare_relation(
                 a, source.dialect, b, dest.dialect, r, m.tolerance, m.relative_tolerance
             )
-    specs = {s.name: s for s in watch_specs(source) if s.declared}
-    dest_specs = {s.name: s for s in watch_specs(dest) if s.declared}
+    specs = {s.name: s for s in watch_specs(source, lineage=False) if s.declared}
+    dest_specs = {s.name: s for s in watch_specs(dest, lineage=False) if s.declared}
     for name in w.metrics:
         if name not in specs or name not in dest_specs:
             out.append(Check("metric", name, None, False, "not declared in both targets"))

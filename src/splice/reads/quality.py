@@ -464,6 +464,15 @@ def _why(spec: Any, m: Any, keys: Any) -> str:
         return f"duplicate rows of the grain ({grain}): audit unique_combination_of_columns"
     if m.kind == "lag":
         return f"days the date column {m.column} trails {t} (stale or late data shows as a rise)"
+    if m.kind == "slice":
+        return (f"rows per {spec.grain} per value of {m.column}, a dimension the graph knows (a "
+                "metric's, the grain's, or one its readers group or join by); a value absent "
+                "from an interval has 0 rows")  # fmt: skip
+    j = getattr(spec, "join", None)
+    if m.kind == "coverage" and j is not None:
+        partner = "latest interval" if j.right_time else "rows"
+        return (f"share of {j.left.key}'s rows per {spec.grain} whose {j.left_key} finds a "
+                f"partner among {j.right.key}.{j.right_key} ({partner}): a join of {spec.node_id}")  # fmt: skip
     dims = ", ".join(spec.dimensions)
     return (
         f"the numeric column {m.column} per {dims}: the grain is ({grain}), one row per "

@@ -344,7 +344,7 @@ def _metric_specs(ws: Any, graph: Any, notes: list[str]) -> list[Any]:
     from splice.watch.metrics import watch_specs
 
     try:
-        return watch_specs(ws, graph)
+        return watch_specs(ws, graph, lineage=False)
     except ConfigError as e:
         notes.append(f"metrics not compared: {e.message}")
         return []

@@ -26,6 +26,9 @@ failed checks of the run journal, and names the fault:
   (Splice's build evidence): the interval needs a restatement;
 - ``failed_ingestion``: the ingestion job feeding the origin failed for those intervals and no
   later run loaded them (the job, its runs, each run's error: :mod:`splice.watch.cause_runs`);
+- ``domain_change`` / ``slice_missing`` (:mod:`splice.watch.cause_domain`): the values of a key
+  changed (and no longer match the other side of a join), or one value of a dimension lost
+  its rows;
 - ``missing_rows``: the origin lost rows and nothing says they arrived late;
 - ``failed_audit``: an audit or test of the origin (or downstream of it) failed in the runs;
 - else the detector's own words (``level_shift``, ``spike``) or ``unknown``.
@@ -56,6 +59,8 @@ PRIORITY = (
     "stopped_moving",
     "inverted",
     "unit_change",
+    "domain_change",
+    "slice_missing",
     "missing_rows",
     "failed_audit",
     "level_shift",
@@ -501,6 +506,7 @@ def classify(
     *,
     history: dict[str, list[tuple[Any, float]]] | None = None,
     checks: list[dict[str, Any]] | None = None,
+    domain: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The incident's fault: ``{"class", "words", "evidence", "n", "classes", "intervals"}``.
 
@@ -508,7 +514,8 @@ def classify(
     interval, value, expected, reason, data, kind); ``source``: :func:`source_evidence` of
     the relation feeding the origin (with ``late_rows`` when :func:`splice.watch.cause_evidence.gather` found any);
     ``history``: the stored points of the series that stopped moving (series label -> [(day,
-    value)]); ``checks``: the failed checks of the runs (:func:`splice.watch.cause_evidence.failed_checks`).
+    value)]); ``checks``: the failed checks of the runs (:func:`splice.watch.cause_evidence.failed_checks`);
+    ``domain``: :func:`splice.watch.cause_domain.domain_evidence`.
 
     >>> a = {"detector": "spike", "metric": "fx_rate", "dims": {"currency": "EUR"},
     ...      "interval": date(2026, 9, 28), "value": 0.877, "expected": 1.14, "kind": "value",
@@ -537,6 +544,9 @@ def classify(
     if ratio and history:
         _still_off(ratio[0], history)
     found += ratio[:1] + [f for f in ratio[1:] if f["class"] != ratio[0]["class"]]
+    from splice.watch.cause_domain import classify_domain
+
+    found += classify_domain(anomalies, domain)
     if not any(f["class"] in ("late_rows", "duplicated_load", "failed_ingestion") for f in found):
         miss = _missing_rows(anomalies)
         if miss:
@@ -610,6 +620,8 @@ def title_words(fault: dict[str, Any] | None) -> str | None:
         "failed_ingestion": "was not loaded (its ingestion failed)",
         "missing_rows": "lost rows",
         "failed_audit": "failed a check",
+        "domain_change": "changed the values of a key",
+        "slice_missing": "lost a slice of its rows",
         "code_change": "was built with new code that changed published values"
         if (fault.get("evidence") or {}).get("how") == "restated values"
         else "was built with new code",

@@ -285,6 +285,12 @@ def gather(
     src_node = graph.nodes.get(str((source or {}).get("node")))
     if source is not None and src_node is not None and src_node.kind == "ingestion":
         source["runs"] = _source_runs(ws, src_node, anomalies)
+    from splice.watch.cause_domain import domain_evidence
+
+    try:
+        out["domain"] = domain_evidence(ws, graph, origin, anomalies)
+    except Exception as e:  # noqa: BLE001 - the change is named without the join's side
+        out["domain"] = {"error": str(e).splitlines()[0] if str(e) else type(e).__name__}
     if source is not None and source.get("rows_by_load"):
         try:
             builds = processed_at(conn, ws.target, origin)

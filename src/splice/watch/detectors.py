@@ -66,6 +66,9 @@ The detectors (which ones run depends on the measure's kind, see
   against the series' own changes instead (an inverted rate moves 60 sigmas in one day).
 - ``null_rate_rise`` / ``duplicates``: the rate (count) rises above anything the training
   window saw, by ``z_spike`` sigmas.
+- ``slice_drop`` / ``domain_change`` (rows per value of a dimension): see
+  :mod:`splice.watch.slices`; ``coverage_drop``: the share of a join's rows that find a partner
+  falls below anything the training window saw (as ``null_rate_rise``, mirrored).
 - ``missing`` (freshness): an interval with no rows on a weekday that has had rows in at
   least 80% of the weeks of the training window (a business-day series is not expected on a
   calendar holiday).
@@ -95,6 +98,8 @@ from splice.watch.panel import (
 from splice.watch.robust import (
     poisson_tail,
 )
+from splice.watch.slices import SLICE_DETECTORS
+from splice.watch.slices import judge as judge_slices
 
 __all__ = ["Finding", "Panel", "Sensitivity", "detect", "fmt", "sensitivity"]
 
@@ -158,6 +163,10 @@ def detect(panel: Panel) -> list[Finding]:
                             panel, values, bad, t, part, weekday, level_from,
                             hi=int(h), fault_dir=fault.direction[part],
                         )  # fmt: skip
+                if rows.size and dets & SLICE_DETECTORS:
+                    found_t += judge_slices(
+                        panel, values, bad, t, rows, weekday, fault.since, level_from
+                    )
                 if judge_missing and t >= (panel.judge_missing_from or 0):
                     found_t += _missing(panel, values, t, weekday, holiday)
             for f in found_t:
@@ -238,6 +247,7 @@ _LEVEL_DETECTORS = {
     "distinct_change",
     "null_rate_rise",
     "duplicates",
+    "coverage_drop",
 }
 
 

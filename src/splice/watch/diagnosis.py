@@ -19,7 +19,8 @@
 - **scope**: the origin's anomalous intervals, checked against the source's stale days (the
   narrowest range the evidence supports), from where the detectors say the fault started; then
   the damage per node downstream and the intervals blocking audits kept from being built
-  (:mod:`splice.watch.scope`).
+  (:mod:`splice.watch.scope`); for a changed join key, the rows of the models joining it that
+  no longer find their partner (:mod:`splice.watch.scope_joins`).
 """
 
 from __future__ import annotations
@@ -45,9 +46,13 @@ DETECTOR_WORDS = {
     "late_rows": "missed rows that arrived late",
     "restated": "changed values it had published",
     "failing_check": "failed a check in every run",
+    "slice_drop": "lost a slice of its rows",
+    "domain_change": "changed the values of a key",
+    "coverage_drop": "lost join partners",
 }
 #: Which detectors say most about a cause, when an origin has several.
-DETECTOR_WEIGHT = {"stopped_moving": 3, "level_shift": 2, "missing": 2, "volume_drop": 2}
+DETECTOR_WEIGHT = {"stopped_moving": 3, "level_shift": 2, "missing": 2, "volume_drop": 2,
+                   "domain_change": 3, "slice_drop": 2, "coverage_drop": 2}  # fmt: skip
 
 
 def origin_nodes(graph: Graph, nodes: set[str]) -> list[str]:
@@ -363,7 +368,9 @@ def diagnose(
         ),
     }
     if origin is not None:
-        _extend_scope(ws, graph, origin, at_origin, out["scope"], gap=1 if confirmed else 3)
+        _extend_scope(
+            ws, graph, origin, at_origin, out["scope"], gap=1 if confirmed else 3, fault=fault
+        )
         if change_cause.restated(anomalies):
             change_cause.change_scope(out["scope"], anomalies, origin)
         if siblings and out["scope"].get("blocked"):
@@ -432,13 +439,17 @@ def _sibling_blocked(scope: dict[str, Any], siblings: set[str]) -> None:
 
 
 def _extend_scope(ws: Any, graph: Graph, origin: str, at_origin: list[dict[str, Any]],
-                  scope: dict[str, Any], *, gap: int) -> None:  # fmt: skip
+                  scope: dict[str, Any], *, gap: int,
+                  fault: dict[str, Any] | None = None) -> None:  # fmt: skip
     """The scope as the damage (:mod:`splice.watch.scope`): from where the fault started, per
     node downstream, and what blocking audits kept from being built; said why when it cannot."""
     from splice.watch.scope import extend_scope
 
     try:
         extend_scope(ws, graph, origin, at_origin, scope, gap=gap)
+        from splice.watch.scope_joins import join_scope
+
+        join_scope(ws, graph, origin, fault or {}, scope)
     except Exception as e:  # noqa: BLE001 - the origin's scope stands without it; say why
         scope["nodes_error"] = str(e).splitlines()[0] if str(e) else type(e).__name__
 

@@ -78,7 +78,7 @@ def _level(
     ok &= ~repeat
     if not ok.any():
         return []
-    linear = kind in ("null_rate", "duplicates", "lag")
+    linear = kind in ("null_rate", "duplicates", "lag", "coverage")
     pos = (np.nanmin(win, axis=1) > 0) & (not linear)
 
     def tf(a: np.ndarray) -> np.ndarray:
@@ -118,7 +118,7 @@ def _level(
             & (np.isfinite(d1).sum(axis=1) >= sens.min_history - 1)
             & (np.isfinite(d7).sum(axis=1) >= 7)
         )
-    if weekday is not None and kind not in ("null_rate", "duplicates"):
+    if weekday is not None and kind not in ("null_rate", "duplicates", "coverage"):
         wd_win = weekday[lo:hi]
         wd_t = int(weekday[t])
         med_w = np.full((len(rows), 7), np.nan)
@@ -232,16 +232,20 @@ def _level(
     if not level_rows.any():
         return out
     window_words = _WindowWords(panel, lo, hi, seasonal, wd_t)
-    if kind in ("null_rate", "duplicates"):
-        det = "null_rate_rise" if kind == "null_rate" else "duplicates"
+    if kind in ("null_rate", "duplicates", "coverage"):
+        det = {"null_rate": "null_rate_rise", "coverage": "coverage_drop"}.get(kind, "duplicates")
         if det in dets:
-            tmax = np.nanmax(win, axis=1)
-            delta_min = sens.min_null_delta if kind == "null_rate" else 0.0
-            rise = level_rows & (x > tmax + delta_min) & (z >= sens.z_spike)
+            # coverage is judged mirrored: a share that falls below anything seen
+            sign = -1.0 if kind == "coverage" else 1.0
+            tmax = sign * np.nanmax(sign * win, axis=1)
+            delta_min = sens.min_null_delta if kind != "duplicates" else 0.0
+            rise = level_rows & (sign * x > sign * tmax + delta_min) & (sign * z >= sens.z_spike)
             for i in np.flatnonzero(rise):
                 what = (
                     f"null rate {x[i]:.2%} vs at most {tmax[i]:.2%}"
                     if kind == "null_rate"
+                    else f"{x[i]:.2%} of rows find a join partner vs at least {tmax[i]:.2%}"
+                    if kind == "coverage"
                     else f"{fmt(float(x[i]))} duplicate rows vs at most {fmt(float(tmax[i]))}"
                 )
                 out.append(
@@ -249,7 +253,7 @@ def _level(
                         int(rows[i]),
                         t,
                         det,
-                        "up",
+                        "down" if kind == "coverage" else "up",
                         float(x[i]),
                         float(base[i]),
                         float(z[i]),

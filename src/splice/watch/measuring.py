@@ -53,7 +53,7 @@ def measure_jobs(ws: Any, graph: Any, jobs: list[Any], known: dict[str, Any]
         job.rows = rows
     ref_end: date | None = None
     for job in timed:
-        if job.spec.grain != "day":
+        if job.spec.grain != "day" or not getattr(job.spec, "judges_freshness", True):
             continue
         stored_end = None if job.reset else known[job.spec.name].measured_through
         for cand in [stored_end, *(_as_date(r[0]) for r in job.rows if r[0] is not None)]:

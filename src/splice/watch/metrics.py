@@ -19,7 +19,9 @@ There are two sources of specs:
   the tools' own metadata: SQLMesh audits (``unique_combination_of_columns``,
   ``unique_values``, ``not_null``).  A monitor that measures exactly what a declared metric
   does (the same aggregate of the same node, time column, grain and dimensions) is left out:
-  the metric's owner watches it, and one finding is counted once.
+  the metric's owner watches it, and one finding is counted once.  From the column lineage
+  (:mod:`splice.watch.graph_monitors`): the coverage of every join and the rows per value
+  (slice) of the dimensions the graph knows.
 
 SQL is built as sqlglot expressions and transpiled to the warehouse dialect; nothing from a
 declaration is pasted into SQL text.
@@ -58,6 +60,8 @@ KIND_DETECTORS: dict[str, tuple[str, ...]] = {
     "duplicates": ("duplicates",),
     "distinct": ("distinct_change",),
     "lag": ("spike", "level_shift"),
+    "slice": ("slice_drop", "domain_change"),  # rows per value (splice.watch.slices)
+    "coverage": ("coverage_drop",),  # share of a join's rows finding a partner
     # a checksum of a column's values per interval: never judged as a number; measured so that
     # values a code change rewrote are seen (splice.watch.restated)
     "checksum": (),
@@ -570,8 +574,9 @@ def default_monitors(
     return specs
 
 
-def watch_specs(ws: Any, graph: Graph | None = None) -> list[MetricSpec]:
-    """Every spec ``splice watch`` measures in ``ws``: declared metrics first, then monitors.
+def watch_specs(ws: Any, graph: Graph | None = None, *, lineage: bool = True) -> list[MetricSpec]:
+    """Every spec ``splice watch`` measures in ``ws``: declared metrics first, then monitors
+    (``lineage=False``: without the ones derived from column lineage, which may render models).
 
     Raises ConfigError on the first bad declaration (nothing has been measured yet).
     """
@@ -611,6 +616,7 @@ def watch_specs(ws: Any, graph: Graph | None = None) -> list[MetricSpec]:
             exclude=wcfg.exclude,
         )
         from splice.watch.coverage import uncovered
+        from splice.watch.graph_monitors import graph_monitors
         from splice.watch.table_monitors import table_monitors
 
         monitors += table_monitors(
@@ -618,5 +624,9 @@ def watch_specs(ws: Any, graph: Graph | None = None) -> list[MetricSpec]:
             calendar=wcfg.calendar, exclude=wcfg.exclude,
         )  # fmt: skip
 
+        declared = list(specs)
         specs += uncovered(monitors, specs, ws.dialect)
+        if lineage:
+            specs += graph_monitors(ws, graph, types, declared, sensitivity=wcfg.sensitivity,
+                                    calendar=wcfg.calendar, exclude=wcfg.exclude)  # fmt: skip
     return specs

@@ -39,6 +39,7 @@ from splice.watch.measuring import measure, measure_jobs  # noqa: F401 - measure
 from splice.watch.metrics import MetricSpec, watch_specs
 from splice.watch.restated import Restated, patch
 from splice.watch.results import Anomaly, MetricReport, WatchResult, _num
+from splice.watch.slices import fill as fill_slices
 
 Progress = Callable[[str], None]
 #: How much stored history is loaded to judge new points: the training window twice over,
@@ -475,6 +476,8 @@ class _SpecPlan:
             nc = np.searchsorted(grid_epoch, self.n_day[nsel])
             values[local[self.n_idx[nsel]], nc] = self.n_val[nsel]
             new[local[self.n_idx[nsel]], nc] = True
+            if m.kind == "slice":  # a value absent from an interval with rows has 0 rows
+                fill_slices(values, new)
             col = {int(e): i for i, e in enumerate(grid_epoch)}
             for i, d in self.prior:
                 if local[i] >= 0 and d in col:
