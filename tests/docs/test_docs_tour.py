@@ -129,11 +129,11 @@ def _runs(ws: Path, r: Any) -> None:  # the run journal
 
 
 def _watch(ws: Path, r: Any) -> None:  # measure what is new, run the detectors
-    _ok(r, "Watched 20 metric queries")
+    _ok(r, "Watched 26 metric queries")
 
 
 def _watch_backfill(ws: Path, r: Any) -> None:  # baseline the numbers; detect anomalies
-    _ok(r, "Watched 20 metric queries", "anomal")
+    _ok(r, "Watched 26 metric queries", "anomal")
 
 
 def _incidents(ws: Path, r: Any) -> None:  # anomalies grouped by shared cause (INC-1: resolved)
