@@ -392,6 +392,10 @@ def run_scenario(s: Scenario, bases: dict[str, Path], truth: dict[str, Any],
     res["detect_s"] = round(time.perf_counter() - t0, 1)
     if repair and main is not None:
         try:
+            for other in res.get("also") or []:  # the other faults' incidents first: the
+                if other.get("incident"):  # audit one fails would fail the other's restatement
+                    v = tell_repair(ws_dir, other["incident"]).applied.verification
+                    other["repaired_first"] = bool(v and v.passed)  # verified
             rounds: list[dict[str, Any]] = []
             for _ in range(3):  # a repair, then follow-ups for what its verification found
                 applied = tell_repair(ws_dir, main.incident_id).applied

@@ -158,6 +158,18 @@ def test_a_seed_edit_is_named_with_the_seed_and_the_run_that_shipped_it(
     assert {a.node_id for a in found.anomalies} == set(scope)
     with api.open_workspace(ws_dir) as ws:
         assert api.watch(ws).anomalies == []  # measured again, the new values are the history
+    # no reload or restatement undoes a code change: the proposal says what would
+    from splice.demo.story import DEMO_AGENT
+    from splice.errors import RepairError
+    from splice.principals import Principal
+
+    agent = Principal.of(DEMO_AGENT, kind="agent", auth="cli-as", scopes="read,propose")
+    with (
+        api.open_workspace(ws_dir) as ws,
+        pytest.raises(RepairError, match="is a change inside the project") as refused,
+    ):
+        api.propose(ws, inc.incident_id, principal=agent)
+    assert "revert seeds/currency_regions.csv in project finance" in str(refused.value.fix)
 
 
 def test_a_model_sql_edit_names_the_model_and_what_it_rewrote(

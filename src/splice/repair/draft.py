@@ -299,6 +299,19 @@ def draft_repair(ws: Any, incident: Any, *, execution_time: datetime | None = No
     if origin not in graph.nodes:
         raise RepairError(f"the incident's origin {origin} is no longer in the graph.",
                           fix="run splice watch to diagnose it again")  # fmt: skip
+    fault = d.get("fault") or {}
+    if fault.get("class") == "code_change":  # rebuilding runs the same new code again
+        ev = fault.get("evidence") or {}
+        path = graph.nodes[origin].path
+        raise RepairError(
+            f"incident {incident.incident_id} is a change inside the project: {origin} was built "
+            f"with new code in run {ev.get('run_id') or '?'}; rebuilding it runs that code again, "
+            "so no reload or restatement undoes it.",
+            fix=(f"if the change is a mistake, revert {path or 'its file'} in project "
+                 f"{graph.nodes[origin].project} and splice run (the next splice watch shows the "
+                 f"values restored); if it is intended, splice incident accept-level "
+                 f"{incident.incident_id}"),
+        )  # fmt: skip
     start, end = date.fromisoformat(scope["start"]), date.fromisoformat(scope["end"])
     node = graph.nodes[origin]
     damage = node_damage(d)
