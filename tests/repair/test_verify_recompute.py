@@ -69,6 +69,17 @@ def _set_scope(ws: Any, incident_id: str, nodes: dict[str, list[str]], **extra: 
                      (json.dumps(diag), incident_id))  # fmt: skip
 
 
+def _repair(ws: Any, incident_id: str) -> Any:
+    """Propose (the agent), approve (every domain's owner), apply: the applied result."""
+    from splice import api
+
+    p = api.propose(ws, incident_id, principal=as_principal("splice-agent"))
+    approve_everywhere(ws, p.proposal_id, "maria")
+    res = api.apply(ws, p.proposal_id, principal=as_principal("maria"))
+    assert res.run.ok, res.run.summary()
+    return res
+
+
 def _cli(ws: Path, *args: str) -> Any:
     from click.testing import CliRunner
 
@@ -119,11 +130,7 @@ def test_recomputation_catches_a_repair_that_left_a_day_wrong(friday: FridayStor
     with api.open_workspace(ws_dir) as ws:
         give_node_scope(ws, inc)
         _set_scope(ws, inc, {BOOKINGS: [FRI, SAT], "pricing:marts.agg_gmv_daily": [FRI, SAT]})
-        p = api.propose(ws, inc, principal=as_principal("splice-agent"))
-        approve_everywhere(ws, p.proposal_id, "maria")
-        res = api.apply(ws, p.proposal_id, principal=as_principal("maria"))
-        assert res.run.ok
-        v = res.verification
+        v = _repair(ws, inc).verification
         assert not v.passed, v.summary
         by_node = {n["node"]: n for n in v.recomputed["nodes"]}
         assert list(by_node[BOOKINGS]["differ"]) == [SUN], by_node[BOOKINGS]
@@ -165,11 +172,8 @@ def test_the_faults_own_test_fails_a_reload_that_fetched_the_frozen_day_again(
     half["freeze"]["from"] = "2026-09-29"  # Monday fixed, Tuesday still frozen
     (ws_dir / VENDOR_FILE).write_text(json.dumps(half))
     with api.open_workspace(ws_dir) as ws:
-        p = api.propose(ws, "INC-1", principal=as_principal("splice-agent"))
-        approve_everywhere(ws, p.proposal_id, "maria")
-        res = api.apply(ws, p.proposal_id, principal=as_principal("maria"))
-        assert res.run.ok
-        v = res.verification
+        res = _repair(ws, "INC-1")
+        p, v = res.proposal, res.verification
         assert not v.passed, v.summary
         failed = {f["interval"]: f for f in v.fault_test["failed"]}
         assert list(failed) == ["2026-09-29"], v.fault_test["failed"]
