@@ -5,7 +5,7 @@ The names below are imported lazily, so ``import splice.demo`` stays cheap and
 
 >>> from splice.demo import build_demo, set_incident, INCIDENTS
 >>> sorted(INCIDENTS)[:4]
-['friday-freeze', 'frozen-some', 'inverted-rate', 'late-honest']
+['codes-lowercase', 'friday-freeze', 'frozen-some', 'inverted-rate']
 """
 
 from __future__ import annotations

@@ -94,10 +94,15 @@ def propose(
                 "--reason ... to propose again",
             )
     if inc.status == "open":  # the scope as the data is now, not as it was first seen
+        from splice.errors import WarehouseError
         from splice.watch.rederive import rederive
 
-        if rederive(ws, ws.graph(), inc) is not None:
-            say(f"Re-derived {inc.incident_id}'s scope from the data as it is now")
+        try:
+            if rederive(ws, ws.graph(), inc) is not None:
+                say(f"Re-derived {inc.incident_id}'s scope from the data as it is now")
+        except WarehouseError as e:  # the stored scope stands; the undo capture says the rest
+            say(f"{inc.incident_id}'s scope could not be derived again ({e.message}): "
+                "drafting from the scope last derived")  # fmt: skip
     say(f"Drafting the narrowest repair of {inc.incident_id}")
     draft = draft_repair(ws, inc, execution_time=execution_time)
     dom = _domain(ws, draft.origin)
