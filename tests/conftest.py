@@ -78,3 +78,17 @@ def friday_story(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-u
     from splice.demo.story import tell_friday_freeze
 
     return tell_friday_freeze(tmp_path_factory.mktemp("friday") / "travel")
+
+
+@pytest.fixture(scope="session")
+def baselined_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The clean demo up to Sunday 2026-09-27, baselined with no anomaly, built once per worker
+    (read it, never modify it: copy it and relocate the copy)."""
+    from splice import api
+    from splice.demo.story import CLEAN_THROUGH
+
+    ws_dir = tmp_path_factory.mktemp("baselined") / "travel"
+    build_demo(ws_dir, through=CLEAN_THROUGH)
+    with api.open_workspace(ws_dir) as ws:
+        assert api.watch(ws, backfill=True).anomalies == []
+    return ws_dir

@@ -11,21 +11,18 @@ from typing import Any
 import pytest
 
 from splice import api
-from splice.demo import build_demo, relocate
+from splice.demo import relocate
 from splice.demo.faults import run_on
 from splice.demo.layout import Q3_END
-from splice.demo.story import CLEAN_THROUGH, FREEZE_FROM
+from splice.demo.story import FREEZE_FROM
 from splice.demo.vendor import set_incident
 
 
-@pytest.fixture(scope="module")
-def baselined(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The clean demo up to Sunday 2026-09-27, baselined (read it, never modify it)."""
-    ws_dir = tmp_path_factory.mktemp("cause-base") / "travel"
-    build_demo(ws_dir, through=CLEAN_THROUGH)
-    with api.open_workspace(ws_dir) as ws:
-        assert api.watch(ws, backfill=True).anomalies == []
-    return ws_dir
+@pytest.fixture(scope="session")
+def baselined(baselined_demo: Path) -> Path:
+    """The clean demo up to Sunday 2026-09-27, baselined (the session's: read it, never
+    modify it)."""
+    return baselined_demo
 
 
 def _fault(base: Path, dest: Path, incident: str | None, bookings: str | None) -> tuple[Any, Any]:

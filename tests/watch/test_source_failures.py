@@ -20,9 +20,8 @@ import duckdb
 import pytest
 
 from splice import api
-from splice.demo import build_demo, relocate
+from splice.demo import relocate
 from splice.demo.faults import apply_workspace_fault, run_on
-from splice.demo.story import CLEAN_THROUGH
 from splice.demo.vendor import set_incident
 from splice.errors import InputError
 from splice.graph.model import Relation
@@ -35,14 +34,11 @@ USD = "pricing:marts.fct_bookings_usd"
 SEED = "finance:currency_regions"
 
 
-@pytest.fixture(scope="module")
-def baselined(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The clean demo up to Sunday 2026-09-27, baselined (read it, never modify it)."""
-    ws_dir = tmp_path_factory.mktemp("source-base") / "travel"
-    build_demo(ws_dir, through=CLEAN_THROUGH)
-    with api.open_workspace(ws_dir) as ws:
-        assert api.watch(ws, backfill=True).anomalies == []
-    return ws_dir
+@pytest.fixture(scope="session")
+def baselined(baselined_demo: Path) -> Path:
+    """The clean demo up to Sunday 2026-09-27, baselined (the session's: read it, never
+    modify it)."""
+    return baselined_demo
 
 
 def _copy(base: Path, dest: Path) -> Path:

@@ -293,6 +293,11 @@ def run_cmd(
             )
     finally:
         display.stop()
+    _show_report(ctx, report, as_json)
+
+
+def _show_report(ctx: click.Context, report: Any, as_json: bool) -> None:
+    """A run's report as JSON or a table; exit 1 when it did not succeed."""
     if as_json:
         emit_json(report.to_dict())
     else:
@@ -319,12 +324,7 @@ def ingest_cmd(ctx: click.Context, job: str, start: str, end: str, as_json: bool
             report = ingest(ws, job, start, end, progress=display)
     finally:
         display.stop()
-    if as_json:
-        emit_json(report.to_dict())
-    else:
-        render_report(report)
-    if not report.ok:
-        ctx.exit(1)
+    _show_report(ctx, report, as_json)
 
 
 @cli.group("runs", invoke_without_command=True)

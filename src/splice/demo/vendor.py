@@ -298,20 +298,13 @@ def _business_day_before(day: date, n: int) -> date:
 
 def _apply(fault: dict[str, Any], day: date, as_of: date, rates: dict[str, float]) -> date:
     """Apply one fault of vendor.json to ``rates`` (in place); returns the as-of to report."""
-    try:
-        kind = fault["kind"]
-        lo = date.fromisoformat(fault["from"])
-        hi = date.fromisoformat(fault["to"]) if fault.get("to") else date.max
-    except (KeyError, TypeError, ValueError) as e:
-        raise DemoError(
-            f"vendor.json: a fault needs 'kind' and a 'from' date, and 'to' is a date ({e}).",
-            fix="reset it with set_incident",
-        ) from e
+    kind = fault.get("kind")
+    within = _in_range(fault, day)  # checks 'from' and 'to' as well
     if kind not in FAULT_KINDS:
         raise DemoError(
             f"vendor.json: unknown fault kind {kind!r}.", fix=f"use one of {', '.join(FAULT_KINDS)}"
         )
-    if kind == "outage" or not lo <= day <= hi:
+    if kind == "outage" or not within:
         return as_of  # an outage is answered before any rate is served (_outage)
     chosen = fault.get("currencies") or sorted(rates)
     every = set(chosen) >= set(rates)

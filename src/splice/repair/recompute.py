@@ -143,7 +143,8 @@ def _through_environment(q: exp.Expr, mapping: dict[str, Any], dialect: str) -> 
     return q.transform(swap)
 
 
-def sqlmesh_query(ws: Any, graph: Any, node: Any, start: date, end: date) -> exp.Expr:
+def sqlmesh_query(ws: Any, graph: Any, node: Any, start: date, end: date,
+                  names: dict[str, Any] | None = None) -> exp.Expr:  # fmt: skip
     """The query SQLMesh runs for ``node`` over ``start``..``end`` (both inclusive)."""
     from splice.capture import captured
 
@@ -155,18 +156,17 @@ def sqlmesh_query(ws: Any, graph: Any, node: Any, start: date, end: date) -> exp
             start=start.isoformat(), end=end.isoformat(), execution_time=end.isoformat(),
             engine_adapter=ctx.engine_adapter,
         )  # fmt: skip
-    return _through_environment(q, _relation_map(graph), ws.dialect)
+    return _through_environment(q, names if names is not None else _relation_map(graph),
+                                ws.dialect)  # fmt: skip
 
 
 def dbt_query(ws: Any, node: Any) -> tuple[exp.Expr | None, str | None]:
     """The SQL dbt's last run compiled for a table model, parsed (None and why otherwise)."""
     import sqlglot
 
-    from splice.providers.dbt_render import ADAPTER_DIALECTS
-
     mat = str(node.materialization or "").lower()
     prov = ws.provider(node.project)
-    dialect = node.dialect or ADAPTER_DIALECTS.get(ws.dialect, ws.dialect)
+    dialect = node.dialect or ws.dialect
     if mat == "incremental" and hasattr(prov, "first_run_sql"):
         # its last run compiled only the new rows' query: the whole table's, as a full refresh
         try:
@@ -195,8 +195,8 @@ def dbt_query(ws: Any, node: Any) -> tuple[exp.Expr | None, str | None]:
         return None, f"its compiled SQL could not be parsed ({str(e).splitlines()[0]})"
 
 
-def fresh_query(ws: Any, graph: Any, node: Any, start: date, end: date
-                ) -> tuple[exp.Expr | None, str | None]:  # fmt: skip
+def fresh_query(ws: Any, graph: Any, node: Any, start: date, end: date,
+                names: dict[str, Any] | None = None) -> tuple[exp.Expr | None, str | None]:  # fmt: skip
     """The node's query as its tool would run it now (None and why when there is none)."""
     if node.kind != "model":
         return None, f"a {node.kind}: its rows are not computed from other nodes"
@@ -204,7 +204,7 @@ def fresh_query(ws: Any, graph: Any, node: Any, start: date, end: date
         return None, "a Python model: no SQL to run again"
     if node.tool == "sqlmesh":
         try:
-            return sqlmesh_query(ws, graph, node, start, end), None
+            return sqlmesh_query(ws, graph, node, start, end, names), None
         except Exception as e:  # noqa: BLE001 - said: the node is not recomputed
             return None, f"SQLMesh could not render it ({str(e).splitlines()[0]})"
     if node.tool == "dbt":
@@ -369,16 +369,15 @@ def nodes_to_recompute(graph: Any, damage: list[Any], limit: int) -> tuple[list[
     in all, the damage's always), in topological order; and those left out by the limit."""
     from splice.watch.blast import BUILT_KINDS
 
-    listed = [d.node for d in damage if d.node in graph.nodes]
-    below: set[str] = set()
-    for d in damage[:1]:
-        if d.node in graph.nodes:
-            below = {n for n in graph.descendants(d.node) if graph.nodes[n].kind in BUILT_KINDS}
-    order = graph.topological_order(set(listed) | below | set(listed[:1]))
-    chosen = [n for n in order if n in set(listed)]
+    listed = {d.node for d in damage if d.node in graph.nodes}
+    origin = damage[0].node if damage and damage[0].node in graph.nodes else None
+    below = ({n for n in graph.descendants(origin) if graph.nodes[n].kind in BUILT_KINDS}
+             if origin else set())  # fmt: skip
+    order = graph.topological_order(listed | below)
+    chosen = [n for n in order if n in listed]
     left: list[str] = []
     for n in order:
-        if n in chosen:
+        if n in listed:
             continue
         if len(chosen) < max(limit, len(listed)):
             chosen.append(n)
@@ -403,6 +402,7 @@ def recompute(ws: Any, damage: list[Any], *, since: date | None = None,
     firsts = [min(d.days) for d in damage if d.days]
     first = since or (min(origin_days) if origin_days else min(firsts) if firsts else None)
     ids, left = nodes_to_recompute(graph, damage, limit)
+    names = _relation_map(graph)
     with connect(ws, "repair verification (recompute)") as con:
         for nid in ids:
             node = graph.nodes[nid]
@@ -422,7 +422,7 @@ def recompute(ws: Any, damage: list[Any], *, since: date | None = None,
             if tc and (start is None or end is None or end < start):
                 start = end = None
             q, why = fresh_query(ws, graph, node, start or date(1900, 1, 1),
-                                 end or date(9999, 12, 31))  # fmt: skip
+                                 end or date(9999, 12, 31), names)  # fmt: skip
             if q is None:
                 out.nodes.append(NodeCheck(nid, time_column=tc, skipped=why))
                 continue

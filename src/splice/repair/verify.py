@@ -406,8 +406,9 @@ def _widen_scope(ws: Any, incident: Any, rec: Recomputed, still: list[dict[str, 
                     got = below.setdefault(dmg.node, (set(), False, dmg.time_column))
                     below[dmg.node] = (got[0] | {x.isoformat() for x in dmg.days},
                                        got[1] or (dmg.full and not dmg.days), got[2])  # fmt: skip
-    except Exception:  # noqa: BLE001 - the differing nodes themselves are added regardless
+    except Exception as e:  # noqa: BLE001 - the differing nodes themselves are added regardless
         below = {}
+        scope["widen_error"] = str(e).splitlines()[0] if str(e) else type(e).__name__
     for nid, (days, whole, tc) in below.items():
         d, w, t = adds.get(nid, (set(), False, None))
         adds[nid] = (d | days, w or whole, t or tc)

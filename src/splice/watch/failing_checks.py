@@ -25,7 +25,7 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from splice.graph.model import Graph
-from splice.watch.results import Anomaly
+from splice.watch.results import Anomaly, store_anomaly
 
 DETECTOR = "failing_check"
 #: A check failing in this many runs in a row (the runs that ran it) is an incident.
@@ -171,14 +171,6 @@ def record_failing_checks(
         else:
             sid = ensure_series(conn, target, a.metric, a.node_id, a.metric, SERIES_KIND,
                                 a.dims, now)  # fmt: skip
-        cur = conn.execute(
-            "INSERT OR IGNORE INTO watch_anomalies (series_id, target, metric, node_id, dims, "
-            "interval_start, detector, direction, value, expected, score, reason, data, "
-            "watch_id, detected_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (sid, target, a.metric, a.node_id, dims_key(a.dims), a.interval.isoformat(),
-             a.detector, a.direction, a.value, a.expected, a.score, a.reason,
-             json.dumps(a.data, default=str), watch_id, now),
-        )  # fmt: skip
-        if cur.rowcount:
+        if store_anomaly(conn, sid, target, a, watch_id, now):
             out.append(a)
     return out

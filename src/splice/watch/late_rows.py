@@ -26,7 +26,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from splice.graph.model import Graph
-from splice.watch.results import Anomaly
+from splice.watch.results import Anomaly, store_anomaly
 
 DETECTOR = "late_rows"
 #: How many days back from a model's latest processed interval late rows are looked for.
@@ -220,14 +220,6 @@ def record_late_rows(
         ).fetchone()
         if row is None:  # no row-count monitor on the model: nothing to attach it to
             continue
-        cur = conn.execute(
-            "INSERT OR IGNORE INTO watch_anomalies (series_id, target, metric, node_id, dims, "
-            "interval_start, detector, direction, value, expected, score, reason, data, "
-            "watch_id, detected_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (row[0], target, a.metric, a.node_id, dims_key({}), a.interval.isoformat(),
-             a.detector, a.direction, a.value, a.expected, a.score, a.reason,
-             json.dumps(a.data, default=str), watch_id, now),
-        )  # fmt: skip
-        if cur.rowcount:
+        if store_anomaly(conn, int(row[0]), target, a, watch_id, now):
             out.append(a)
     return out

@@ -108,6 +108,23 @@ class WatchResult:
         }
 
 
+def store_anomaly(conn: Any, series_id: int, target: str, a: Anomaly, watch_id: str,
+                  now: float) -> bool:  # fmt: skip
+    """Record ``a`` on series ``series_id`` (once per series, interval and detector); whether
+    it was new."""
+    import json
+
+    cur = conn.execute(
+        "INSERT OR IGNORE INTO watch_anomalies (series_id, target, metric, node_id, dims, "
+        "interval_start, detector, direction, value, expected, score, reason, data, "
+        "watch_id, detected_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (series_id, target, a.metric, a.node_id, hist.dims_key(a.dims), a.interval.isoformat(),
+         a.detector, a.direction, _num(a.value), _num(a.expected), _num(a.score), a.reason,
+         json.dumps(a.data, default=str), watch_id, now),
+    )  # fmt: skip
+    return bool(cur.rowcount)
+
+
 def _num(v: float | None) -> float | None:
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return None

@@ -38,7 +38,7 @@ from splice.watch.grid import _as_date, _back, _float, _step, grid
 from splice.watch.measuring import measure, measure_jobs  # noqa: F401 - measure: re-exported
 from splice.watch.metrics import MetricSpec, watch_specs
 from splice.watch.restated import Restated, patch
-from splice.watch.results import Anomaly, MetricReport, WatchResult, _num
+from splice.watch.results import Anomaly, MetricReport, WatchResult, store_anomaly
 from splice.watch.slices import fill as fill_slices
 
 Progress = Callable[[str], None]
@@ -251,29 +251,7 @@ def _watch(
                     plan.series_meta[key][1], a.dims, now,
                 )  # fmt: skip
                 plan.ids[key] = sid
-            cur = conn.execute(
-                "INSERT OR IGNORE INTO watch_anomalies (series_id, target, metric, node_id, dims, "
-                "interval_start, detector, direction, value, expected, score, reason, data, "
-                "watch_id, detected_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    sid,
-                    target,
-                    a.metric,
-                    a.node_id,
-                    hist.dims_key(a.dims),
-                    a.interval.isoformat(),
-                    a.detector,
-                    a.direction,
-                    _num(a.value),
-                    _num(a.expected),
-                    _num(a.score),
-                    a.reason,
-                    json.dumps(a.data, default=str),
-                    watch_id,
-                    now,
-                ),
-            )
-            if cur.rowcount:
+            if store_anomaly(conn, sid, target, a, watch_id, now):
                 reported.append(a)
         reported += record_late_rows(conn, target, watch_id, now, late_rows)
         reported += record_failing_checks(conn, target, watch_id, now, failing)
