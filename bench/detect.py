@@ -412,7 +412,7 @@ def watch_timing(n_series: int, n_days: int = 365) -> dict[str, float]:
     import duckdb
 
     from splice.watch.service import watch
-    from splice.workspace import Workspace
+    from splice.workspace.core import Workspace
 
     out: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:

@@ -223,7 +223,7 @@ def measure_graph_join(root: Path, through_tools: bool = False) -> dict[str, flo
     whole Splice path of ``splice lineage``: the tools render every model (dbt compile,
     SQLMesh render), then analysis, cold and again with everything cached.
     """
-    from splice.workspace import Workspace
+    from splice.workspace.core import Workspace
 
     out: dict[str, float] = {}
     with Workspace.open(root) as ws:
@@ -236,7 +236,7 @@ def measure_graph_join(root: Path, through_tools: bool = False) -> dict[str, flo
         out["bindings"] = len(g.bindings)
         out["ambiguous"] = len(g.ambiguities)
         if through_tools:
-            from splice.lineage_service import workspace_lineage
+            from splice.lineage.service import workspace_lineage
 
             t0 = time.perf_counter()
             wl = workspace_lineage(ws)
@@ -245,7 +245,7 @@ def measure_graph_join(root: Path, through_tools: bool = False) -> dict[str, flo
     if through_tools:
         with Workspace.open(root) as ws:
             ws.graph()
-            from splice.lineage_service import workspace_lineage
+            from splice.lineage.service import workspace_lineage
 
             t0 = time.perf_counter()
             wl = workspace_lineage(ws)

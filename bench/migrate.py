@@ -63,7 +63,7 @@ def main() -> None:
     from splice.migrate.copy import copy_relation
     from splice.migrate.model import Moved
     from splice.migrate.parity import compare_relation
-    from splice.pglocal import LocalPostgres
+    from splice.warehouse.postgres.local_server import LocalPostgres
 
     base = Path(tempfile.mkdtemp(prefix="splice-bench-migrate-"))
     base.chmod(0o755)

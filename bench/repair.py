@@ -79,10 +79,10 @@ def _gmv(ws_dir: Path) -> dict[str, float]:
 
 
 def scoped(ws_dir: Path, incident_id: str) -> dict[str, Any]:
-    from splice.principals import Principal
     from splice.repair import approvals
     from splice.repair.flow import apply, propose
-    from splice.workspace import Workspace
+    from splice.support.principals import Principal
+    from splice.workspace.core import Workspace
 
     agent = Principal.of("splice-agent", kind="agent", auth="cli-as", scopes="read,propose")
     owner = Principal.of("maria", kind="person", auth="cli-as")
@@ -129,7 +129,7 @@ def scoped(ws_dir: Path, incident_id: str) -> dict[str, Any]:
 
 def with_orchestrator(ws_dir: Path, system: str) -> float:
     """Move the copy's rates feed into ``system`` and start it locally; the start time."""
-    from splice.config import load_config
+    from splice.config.workspace import load_config
     from splice.demo.orchestration import use_orchestrator
     from splice.orchestrators import for_job
 

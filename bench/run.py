@@ -107,7 +107,7 @@ def _worker(kind: str, ws: Path) -> dict[str, Any]:
         out.update(sqlmesh=t1 - t0, dbt=time.perf_counter() - t1, results=len(res.result.results))
     else:
         from splice.run.runner import make_run_plan, run_plan, run_session
-        from splice.workspace import Workspace
+        from splice.workspace.core import Workspace
 
         t_imp = time.perf_counter()
         with Workspace.open(ws) as w:

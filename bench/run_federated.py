@@ -114,7 +114,7 @@ def _worker(kind: str, ws: Path, when: str) -> dict[str, Any]:
         out.update(sqlmesh=t1 - t0, dbt=time.perf_counter() - t1, results=len(res.result.results))
     else:
         from splice.api import run
-        from splice.workspace import Workspace
+        from splice.workspace.core import Workspace
 
         with Workspace.open(ws) as w:
             report = run(w, execution_time=when)

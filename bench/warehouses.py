@@ -50,7 +50,7 @@ TARGET_OVERHEAD = 0.10
 @contextmanager
 def postgres(url: str | None) -> Iterator[Any]:
     """A PostgreSQL server for the run: the one at ``url``, or a throwaway local one."""
-    from splice.pglocal import LocalPostgres
+    from splice.warehouse.postgres.local_server import LocalPostgres
 
     if url:
         yield url
@@ -165,7 +165,7 @@ def add_next_day(
 def watch_once(root: Path) -> tuple[float, Any]:
     from detect import events_graph
     from splice.watch.service import watch
-    from splice.workspace import Workspace
+    from splice.workspace.core import Workspace
 
     with Workspace.open(root) as ws:
         ws._graph = events_graph(ws.default_catalog)  # in the workspace's catalog
@@ -235,7 +235,7 @@ def _fmt_watch(w: dict[str, Any]) -> list[str]:
 @contextmanager
 def spark() -> Iterator[Any]:
     """A throwaway local Spark Connect server for the run (pyspark's own Spark, Java 17)."""
-    from splice.sparklocal import LocalSpark
+    from splice.warehouse.spark.local_server import LocalSpark
 
     base = Path(tempfile.mkdtemp(prefix="splice-bench-spark-"))
     server = LocalSpark(base, memory="2g").start()
@@ -260,7 +260,7 @@ def repair_bench(server_url: str, spark_server: Any = None) -> dict[str, Any]:
     from splice import api
     from splice.demo.story import DEMO_AGENT, DEMO_OWNER, tell_stale_rates
     from splice.demo.vendor import set_incident
-    from splice.principals import Principal
+    from splice.support.principals import Principal
 
     out: dict[str, Any] = {}
     agent = Principal.of(DEMO_AGENT, kind="agent", auth="cli-as", scopes="read,propose")

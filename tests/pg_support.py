@@ -1,5 +1,5 @@
 """A real PostgreSQL server for the tests: started once per test session on 127.0.0.1, in a
-temporary directory, and stopped when the session ends (:class:`splice.pglocal.LocalPostgres`,
+temporary directory, and stopped when the session ends (:class:`splice.warehouse.postgres.local_server.LocalPostgres`,
 the machine's own PostgreSQL). When the machine has none, Debian's ``postgresql`` package is
 installed (as root; otherwise the tests fail saying the command to run).
 
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from tests.debian_support import apt_install
 
-from splice.pglocal import LocalPostgres, find_bindir
+from splice.warehouse.postgres.local_server import LocalPostgres, find_bindir
 
 PG_PASSWORD = "splice-test-pw"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from splice.config import parse_config
+from splice.config.workspace import parse_config
 from splice.errors import ConfigError
 
 PROJECT = '[[projects]]\nname = "a"\nformat = "dbt"\npath = "."\n'

@@ -1,6 +1,7 @@
-"""Every import in src/splice (module-level and inside functions) respects splice.layers: no
-module imports a layer above its own; the CLI, MCP tools, server and demo call splice.api only;
-the infrastructure imports only itself."""
+"""The folder tree is the architecture (``splice.layers``): every module lives in a listed
+package; a package imports only itself and the packages listed after it (module-level and inside
+functions); the ways in call ``splice.api`` only; and no modules import each other in a circle,
+between packages or inside one."""
 
 from __future__ import annotations
 
@@ -9,19 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from splice.layers import (
-    API,
-    FACADE_ONLY,
-    INFRASTRUCTURE,
-    LAYERS,
-    ROOT,
-    ROOT_NAMES,
-    layer_of,
-    package_of,
-    rank,
-)
+from splice.layers import ENTRY, FACADE_ONLY, GROUND, PACKAGES, ROOT
 
 SRC = Path(__file__).resolve().parents[1] / "src"
+API = "splice.api"
 
 
 def module_name(path: Path) -> str:
@@ -42,13 +34,33 @@ def modules() -> dict[str, Path]:
 MODULES = modules()
 
 
-def imports(name: str, path: Path) -> list[tuple[int, str]]:
+def package_of(module: str) -> str | None:
+    """``repair`` for splice.repair.flow; None for the modules at the top of src/splice."""
+    parts = module.split(".")
+    if len(parts) < 2 or module in GROUND or module in ENTRY:
+        return None
+    return parts[1]
+
+
+def _type_checking_only(tree: ast.Module) -> set[int]:
+    """ids of the import nodes under ``if TYPE_CHECKING:`` (types only: no import at run time)."""
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skip |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+    return skip
+
+
+def imports(name: str, path: Path, *, types: bool = True) -> list[tuple[int, str]]:
     """(line, imported module) for each splice import in the file; `from splice import api`
-    is splice.api, `from splice import __version__` is the root reading a name."""
+    is splice.api. ``types=False`` leaves out the imports under ``if TYPE_CHECKING:``."""
     tree = ast.parse(path.read_text(), filename=str(path))
+    skip = set() if types else _type_checking_only(tree)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out: list[tuple[int, str]] = []
     for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
         if isinstance(node, ast.Import):
             out += [(node.lineno, a.name) for a in node.names if a.name.split(".")[0] == ROOT]
         elif isinstance(node, ast.ImportFrom):
@@ -61,49 +73,49 @@ def imports(name: str, path: Path) -> list[tuple[int, str]]:
                 continue
             for alias in node.names:
                 sub = f"{target}.{alias.name}"
-                if sub in MODULES:
-                    out.append((node.lineno, sub))
-                elif target == ROOT and alias.name in ROOT_NAMES:
-                    continue  # any module may read splice.__version__
-                else:
-                    out.append((node.lineno, target))
+                out.append((node.lineno, sub if sub in MODULES else target))
     return out
 
 
 def problem(importer: str, imported: str) -> str | None:
     """Why ``importer`` may not import ``imported``, or None when it may."""
-    mine, theirs = layer_of(importer), layer_of(imported)
-    if theirs is None:
-        return f"{imported} is in no layer of splice.layers"
-    assert mine is not None
-    if mine == "infrastructure":
-        if theirs != "infrastructure":
-            return f"infrastructure imports layer {theirs!r}; it may import only infrastructure"
+    if importer in ENTRY or imported in GROUND:
+        return None
+    if imported in ENTRY:
+        return "the package root is the entry point: import the module that defines the name"
+    if importer in GROUND:
+        return f"{importer} is ground: it may import only {', '.join(GROUND)}"
+    mine, theirs = package_of(importer), package_of(imported)
+    assert mine is not None and theirs is not None
+    if theirs not in PACKAGES:
+        return f"{imported} is in no package of splice.layers.PACKAGES"
+    if mine == theirs:
         return None
     if mine in FACADE_ONLY:
-        own = package_of(importer) == package_of(imported)
-        facade_below = theirs in FACADE_ONLY and rank(imported) >= rank(importer)
-        if imported == API or theirs == "infrastructure" or own or facade_below:
+        below = PACKAGES.index(theirs) > PACKAGES.index(mine)
+        if imported == API or theirs == "support" or (theirs in FACADE_ONLY and below):
             return None
-        return f"layer {mine!r} may import only {API}, infrastructure and its own package"
-    if rank(imported) < rank(importer):
-        return f"layer {mine!r} imports the higher layer {theirs!r}"
+        return f"{mine} is a way in: it may import only {API}, splice.support and its own package"
+    if PACKAGES.index(theirs) < PACKAGES.index(mine):
+        return f"{mine} imports {theirs}, which is listed above it in splice.layers.PACKAGES"
     return None
 
 
-def test_every_module_is_placed_in_a_layer() -> None:
-    unplaced = [m for m in MODULES if layer_of(m) is None]
-    assert not unplaced, f"add these modules to splice.layers: {unplaced}"
+def test_the_top_of_src_splice_holds_only_the_entry_and_the_ground() -> None:
+    top = sorted(p.name for p in (SRC / ROOT).glob("*.py"))
+    assert top == ["__init__.py", "__main__.py", "errors.py", "layers.py", "version.py"], top
 
 
-def test_infrastructure_and_layers_name_real_modules() -> None:
-    prefixes = list(INFRASTRUCTURE) + [p for _, ps in LAYERS for p in ps]
-    future = {"splice.mcp", "splice.serve"}  # interfaces still to come
-    missing = [p for p in prefixes if p not in MODULES and p not in future]
-    assert not missing, f"splice.layers names modules that do not exist: {missing}"
+def test_every_package_is_listed_and_every_listed_package_exists() -> None:
+    on_disk = {p.parent.name for p in (SRC / ROOT).glob("*/__init__.py")}
+    assert on_disk == set(PACKAGES), (
+        f"not in splice.layers.PACKAGES: {sorted(on_disk - set(PACKAGES))}; "
+        f"listed but missing: {sorted(set(PACKAGES) - on_disk)}"
+    )
+    assert len(PACKAGES) == len(set(PACKAGES))
 
 
-def test_no_module_imports_a_higher_layer() -> None:
+def test_no_module_imports_a_package_listed_above_its_own() -> None:
     bad = []
     for name, path in MODULES.items():
         for line, imported in imports(name, path):
@@ -115,20 +127,85 @@ def test_no_module_imports_a_higher_layer() -> None:
     assert not bad, "imports against splice.layers:\n" + "\n".join(bad)
 
 
+def import_graph() -> dict[str, set[str]]:
+    """module -> the modules it imports at run time (a package's ``__init__`` is not implied)."""
+    graph: dict[str, set[str]] = {}
+    for name, path in MODULES.items():
+        graph[name] = {m for _, m in imports(name, path, types=False) if m in MODULES} - {name}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan's algorithm, iterative).
+
+    >>> circles({"a": {"b"}, "b": {"a"}, "c": {"a"}})
+    [['a', 'b']]
+    """
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on.add(start)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(graph.get(w, ())))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                group = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    group.append(w)
+                    if w == v:
+                        break
+                if len(group) > 1:
+                    out.append(sorted(group))
+    return sorted(out)
+
+
+def test_no_import_circles() -> None:
+    graph = import_graph()
+    found = circles(graph)
+    lines = []
+    for group in found:
+        ties = [f"{a} -> {b}" for a in group for b in sorted(graph[a]) if b in group]
+        lines.append(" | ".join(ties))
+    assert not found, "modules that import each other in a circle:\n" + "\n".join(lines)
+
+
 @pytest.mark.parametrize(
     ("importer", "imported", "allowed"),
     [
         ("splice.cli.main", "splice.api", True),
         ("splice.cli.main", "splice.cli.render", True),
         ("splice.cli.commands", "splice.demo", True),
-        ("splice.cli.main", "splice.workspace", False),
+        ("splice.cli.main", "splice.workspace.core", False),
         ("splice.cli.main", "splice.repair.autonomy", False),
         ("splice.demo.story", "splice.cli.main", False),
         ("splice.plan.planner", "splice.api", False),
         ("splice.run.runner", "splice.repair.recovery", False),
         ("splice.repair.flow", "splice.run.runner", True),
-        ("splice.errors", "splice.graph.model", False),
         ("splice.graph.model", "splice.errors", True),
+        ("splice.support.clock", "splice.graph.model", False),
+        ("splice.lineage.cache", "splice", False),
     ],
 )
 def test_the_rule_itself(importer: str, imported: str, allowed: bool) -> None:
@@ -136,10 +213,13 @@ def test_the_rule_itself(importer: str, imported: str, allowed: bool) -> None:
 
 
 def test_from_splice_import_a_module_counts(tmp_path: Path) -> None:
-    # `from splice import api` inside a function, in a lower layer, is caught
-    flow = MODULES["splice.repair.flow"]
+    # `from splice import api` inside a function, in a lower package, is caught
     src = tmp_path / "flow.py"
-    src.write_text("def f():\n    from splice import api, __version__\n    return api\n")
+    src.write_text("def f():\n    from splice import api\n    return api\n")
     assert imports("splice.repair.flow", src) == [(2, "splice.api")]
     assert problem("splice.repair.flow", "splice.api") is not None
-    assert flow.exists()
+
+
+def test_a_circle_is_found_with_its_ties() -> None:
+    graph = {"splice.a.x": {"splice.a.y"}, "splice.a.y": {"splice.a.x"}, "splice.b.z": set()}
+    assert circles(graph) == [["splice.a.x", "splice.a.y"]]

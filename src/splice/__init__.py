@@ -21,8 +21,7 @@ from splice.errors import (
     StateError,
     WarehouseError,
 )
-
-__version__ = "0.1.0"
+from splice.version import __version__
 
 __all__ = [
     "ConfigError",
@@ -43,7 +42,7 @@ __all__ = [
 def __getattr__(name: str) -> object:
     # Workspace pulls in the providers; import it lazily so `import splice` stays light.
     if name == "Workspace":
-        from splice.workspace import Workspace
+        from splice.workspace.core import Workspace
 
         return Workspace
     raise AttributeError(name)

@@ -71,7 +71,7 @@ def test_a_splice_toml_splice_cannot_use_is_refused(
 
 
 def test_a_known_dialect_is_accepted(tmp_path: Path) -> None:
-    from splice.config import parse_config
+    from splice.config.workspace import parse_config
 
     assert parse_config('[warehouse]\ndialect = "snowflake"\n').warehouse.dialect == "snowflake"
 

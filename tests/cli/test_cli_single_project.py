@@ -73,7 +73,7 @@ def test_doctor_on_a_lone_project_named_with_workspace(tmp_path: Path) -> None:
 
 def test_doctor_text_shows_the_fix_verbatim(capsys: pytest.CaptureFixture[str]) -> None:
     from splice.cli.render import render_checks
-    from splice.graph.doctor import Check
+    from splice.doctor.checks import Check
 
     fix = 'declare the job that loads it as [[ingestion]] in splice.toml (with writes = ["raw.x"])'
     render_checks([Check("SPL102", "warning", "p:source:raw.x", "p:source:raw.x reads x.", fix)])

@@ -10,7 +10,7 @@ import duckdb
 import pytest
 from currency_converter import CurrencyConverter
 
-from splice.config import load_config, parse_config
+from splice.config.workspace import load_config, parse_config
 from splice.demo import DemoResult, build_demo
 from splice.demo.ecb import CURRENCIES
 from splice.errors import SpliceError

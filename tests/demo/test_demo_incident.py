@@ -9,7 +9,7 @@ from pathlib import Path
 
 import duckdb
 
-from splice.config import load_config
+from splice.config.workspace import load_config
 from splice.demo import build_demo, set_incident
 
 

@@ -193,7 +193,7 @@ def test_the_vendor_run_on_its_own_does_not_take_splice_serves_port() -> None:
     """``python -m splice.demo.vendor .`` and ``splice serve`` run side by side on their
     defaults; the demo's splice.toml names the vendor's address as the feed it reads."""
     import splice.demo
-    from splice.config_serve import ServeSection
+    from splice.config.serve import ServeSection
     from splice.demo.layout import DEFAULT_VENDOR_PORT, VENDOR_PATH
 
     assert ServeSection().port != DEFAULT_VENDOR_PORT

@@ -12,7 +12,7 @@ from pathlib import Path
 import psycopg
 from tests.pg_support import PG_PASSWORD, ensure_postgres
 
-from splice.pglocal import LocalPostgres
+from splice.warehouse.postgres.local_server import LocalPostgres
 
 
 def _splice(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -64,7 +64,7 @@ def test_a_url_for_a_duckdb_demo_is_refused_in_one_line(tmp_path: Path) -> None:
 
 
 def test_an_unreachable_server_is_named_before_anything_is_loaded(tmp_path: Path) -> None:
-    from splice.pglocal import free_port
+    from splice.warehouse.postgres.local_server import free_port
 
     url = f"postgresql://splice@127.0.0.1:{free_port()}/travel"
     r = _splice("demo", str(tmp_path / "x"), "--warehouse", "postgres", "--warehouse-url", url)

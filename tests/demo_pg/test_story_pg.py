@@ -17,8 +17,8 @@ import pytest
 from tests.story_support import assert_stale_rates_diagnosed
 
 from splice.demo.story import tell
-from splice.pglocal import LocalPostgres
-from splice.principals import Principal
+from splice.support.principals import Principal
+from splice.warehouse.postgres.local_server import LocalPostgres
 
 
 @pytest.fixture(scope="module")
@@ -156,7 +156,7 @@ def test_a_restore_that_fails_midway_changes_nothing(
     relations restored before it are rolled back."""
     from splice.errors import RepairError
     from splice.repair import undo
-    from splice.workspace import Workspace
+    from splice.workspace.core import Workspace
 
     url = pg_server.create_database(f"undo_{uuid.uuid4().hex[:8]}")
     db = url.rsplit("/", 1)[1]
@@ -198,7 +198,7 @@ def test_a_saved_file_swapped_for_another_relations_is_refused(
 
     from splice.errors import RepairError
     from splice.repair import undo
-    from splice.workspace import Workspace
+    from splice.workspace.core import Workspace
 
     url = pg_server.create_database(f"swap_{uuid.uuid4().hex[:8]}")
     db = url.rsplit("/", 1)[1]

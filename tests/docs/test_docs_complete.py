@@ -8,8 +8,8 @@ import click
 import pytest
 from pydantic import BaseModel
 
-from splice import config as cfg
 from splice.cli.main import cli, register_commands
+from splice.config import workspace as cfg
 
 register_commands()
 
@@ -66,7 +66,7 @@ def test_every_setting_is_in_the_configuration_reference(section):
 
 @pytest.mark.parametrize("table", ["dagster", "airflow"])
 def test_every_orchestrator_setting_is_in_the_configuration_reference(table):
-    from splice.config_orchestrators import AirflowDag, DagsterJob
+    from splice.config.orchestrators import AirflowDag, DagsterJob
 
     model = {"dagster": DagsterJob, "airflow": AirflowDag}[table]
     text = (ROOT / "docs" / "configuration.md").read_text()

@@ -275,7 +275,7 @@ def test_look_next_mcp_serves_the_tools(made: Any) -> None:
 def test_look_next_serve_answers_and_the_key_signs_in(made: Any) -> None:
     """`splice serve`: the web page (on a free port: tests run side by side), and the key
     `splice keys create` printed signs maria in."""
-    from splice.pglocal import free_port
+    from splice.warehouse.postgres.local_server import free_port
 
     # docs/web.md starts the same way
     block = (ROOT / "docs" / "web.md").read_text().split("```sh", 1)[1].split("```", 1)[0]

@@ -22,7 +22,7 @@ import pytest
 from tests.serve.serve_support import free_port, running_server
 
 from splice.demo import build_demo
-from splice.pglocal import LocalPostgres
+from splice.warehouse.postgres.local_server import LocalPostgres
 
 AGG = "pricing:marts.agg_gmv_daily"  # a SQLMesh model: a view over its physical table
 QTD = "finance:fct_gmv_qtd"  # a dbt model
@@ -176,7 +176,7 @@ def test_requests_that_cannot_be_granted_are_refused(pg_demo: Any, reader: str) 
 def test_an_owner_revokes_early_and_a_killed_grant_is_taken_back(pg_demo: Any, reader: str) -> None:
     from splice import api
     from splice.grants import pg, store
-    from splice.principals import Principal
+    from splice.support.principals import Principal
 
     ws, url = pg_demo
     sam = Principal.of("sam", kind="person", auth="cli-as")
@@ -335,7 +335,7 @@ def test_an_unanswered_request_escalates_then_expires_never_granted(
     from splice import api
     from splice.grants import end_due, refresh
     from splice.grants.store import load
-    from splice.principals import Principal
+    from splice.support.principals import Principal
 
     ws, url = pg_demo
     lee = Principal.of("lee", kind="person", auth="cli-as")

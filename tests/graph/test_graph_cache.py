@@ -1,4 +1,4 @@
-"""The graph cache (splice.graph_cache): a reading command on an unchanged workspace gets the
+"""The graph cache (splice.workspace.graph_cache): a reading command on an unchanged workspace gets the
 graph dbt and SQLMesh would load, without loading them; a change to any input reloads it.
 
 The workspace is the federated fixture (a SQLMesh project read by a dbt project), loaded by
@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 from tests.providers.fixture_projects import copy_fixture
 
-from splice import graph_cache
 from splice.api import list_nodes
 from splice.graph.model import Ambiguity, Edge, Graph, Node, Relation
 from splice.graph.serial import NotSerialisable, from_data, graph_from_dict, graph_to_dict, to_data
-from splice.workspace import Workspace
+from splice.workspace import graph_cache
+from splice.workspace.core import Workspace
 
 ALERTS = Path("reporting") / "models" / "marts" / "fct_reorder_alerts.sql"
 
@@ -257,7 +257,7 @@ def test_splice_toml_the_target_and_versions_are_part_of_the_key(
     assert key(ws_dir) != base
     monkeypatch.undo()
     assert key(ws_dir) == base
-    monkeypatch.setattr("splice.__version__", "99.0.0")
+    monkeypatch.setattr("splice.version.__version__", "99.0.0")
     assert key(ws_dir) != base
 
 

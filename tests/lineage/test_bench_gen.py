@@ -49,7 +49,7 @@ def test_same_seed_same_bytes(tmp_path: Path) -> None:
 
 
 def test_layout_and_config(small: _gen.GeneratedWorkspace) -> None:
-    from splice.config import parse_config
+    from splice.config.workspace import parse_config
 
     cfg = parse_config((small.root / "splice.toml").read_text())
     assert [(p.name, p.format, p.path) for p in cfg.projects] == [

@@ -13,9 +13,9 @@ import pytest
 from splice.api import doctor, graph_view, list_nodes
 from splice.demo import relocate
 from splice.errors import NodeNotFoundError, SelectorError
-from splice.lineage_query import column_lineage, openlineage_for
-from splice.lineage_service import workspace_lineage
-from splice.workspace import Workspace
+from splice.lineage.query import column_lineage, openlineage_for
+from splice.lineage.service import workspace_lineage
+from splice.workspace.core import Workspace
 
 
 @pytest.fixture(scope="module")

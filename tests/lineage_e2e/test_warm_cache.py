@@ -11,10 +11,10 @@ import duckdb
 from click.testing import CliRunner
 from tests.tool_probe import probe
 
-from splice import graph_cache
 from splice.cli.main import cli, register_commands
-from splice.lineage_service import workspace_lineage
-from splice.workspace import Workspace
+from splice.lineage.service import workspace_lineage
+from splice.workspace import graph_cache
+from splice.workspace.core import Workspace
 
 COMMANDS = [
     ["ls", "--json"],
@@ -86,8 +86,8 @@ def test_warm_lineage_follows_the_warehouse_and_the_dlt_pipeline(fresh_demo: Pat
 
 
 def test_the_packed_lineage_carries_every_field() -> None:
-    from splice import lineage_warm
     from splice.graph.model import Relation
+    from splice.lineage import warm as lineage_warm
     from splice.lineage.types import ColumnLineage, ColumnRef, JoinKey, ModelLineage
 
     a, b = Relation("w", "raw", "a"), Relation(None, "raw", "b")

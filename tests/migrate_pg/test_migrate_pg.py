@@ -19,7 +19,7 @@ import pytest
 
 from splice.demo import relocate
 from splice.demo.pg import add_pg_target
-from splice.pglocal import LocalPostgres
+from splice.warehouse.postgres.local_server import LocalPostgres
 
 
 def splice(ws: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:

@@ -29,7 +29,7 @@ from splice.cli.main import cli, register_commands
 from splice.errors import ConfigError
 from splice.repair import approvals, autonomy, store
 from splice.repair.model import Proposal, Step
-from splice.workspace import Workspace
+from splice.workspace.core import Workspace
 
 register_commands()
 T0 = 1_790_000_000.0  # 2026-09-21: expiry (4h) and escalation (2h, two owners) count from it
@@ -210,7 +210,7 @@ def test_a_message_is_sent_once_per_event_and_channel_even_by_two_processes(
                 p = _pending(ws)
                 approvals.approve(ws, p.proposal_id, principal=person("maria"), now=T0 + 5)
             autonomy.stop(ws.state, ws.config, principal=person("lee"), reason="close", now=T0 + 6)
-        code = ("import sys; from splice.workspace import Workspace; from splice import api\n"
+        code = ("import sys; from splice.workspace.core import Workspace; from splice import api\n"
                 "with Workspace.open(sys.argv[1]) as ws: print(api.notify_pending(ws).delivered)")  # fmt: skip
         env = {**os.environ, "PYTHONPATH": SRC}
         procs = [subprocess.Popen([sys.executable, "-c", code, str(root)], env=env,

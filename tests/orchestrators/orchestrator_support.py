@@ -12,7 +12,7 @@ import duckdb
 
 from splice import api
 from splice.demo import relocate
-from splice.pglocal import free_port
+from splice.warehouse.postgres.local_server import free_port
 
 FX = "ingestion:fx_rates_ingest"
 
@@ -60,7 +60,7 @@ def fx_rows(ws: Path) -> list[tuple[Any, ...]]:
 
 def orchestrator_run(ws: Path, run_id: str) -> Any:
     """The run as the workspace's orchestrator records it now."""
-    from splice.config import load_config
+    from splice.config.workspace import load_config
     from splice.orchestrators import for_job
 
     job = next(j for j in load_config(ws).ingestion if j.name == "fx_rates_ingest")

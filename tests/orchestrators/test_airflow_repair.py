@@ -61,7 +61,7 @@ def test_a_run_that_fails_in_airflow_fails_the_step_and_the_undo_puts_rows_back(
     from splice.demo.vendor import settings_path
     from splice.repair import store
     from splice.repair.flow import apply, propose
-    from splice.workspace import Workspace
+    from splice.workspace.core import Workspace
 
     before = fx_rows(copy)
     settings_path(copy).write_text(json.dumps({"incident": "broken", "freeze": {

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from splice.config_orchestrators import AirflowDag
+from splice.config.orchestrators import AirflowDag
 from splice.errors import OrchestratorError
 from splice.orchestrators.airflow import Airflow
 from splice.orchestrators.airflow_local import server
 from splice.orchestrators.local_server import ensure_running, stop
-from splice.pglocal import free_port
+from splice.warehouse.postgres.local_server import free_port
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "airflow" / "dags"
 

@@ -115,7 +115,7 @@ def test_a_run_that_fails_in_dagster_fails_the_step_and_the_undo_puts_rows_back(
     from splice.demo.vendor import settings_path
     from splice.repair import store
     from splice.repair.flow import apply, propose
-    from splice.workspace import Workspace
+    from splice.workspace.core import Workspace
 
     before = fx_rows(copy)
     # the vendor breaks: it answers 500 for the days (a freeze onto a day without rates)
@@ -145,7 +145,7 @@ def test_an_unreachable_dagster_is_one_line_and_changes_nothing(copy: Path) -> N
     from splice.demo.vendor import set_incident
     from splice.repair import store
     from splice.repair.flow import propose
-    from splice.workspace import Workspace
+    from splice.workspace.core import Workspace
 
     set_incident(copy, None)
     with Workspace.open(copy) as ws:
@@ -174,12 +174,12 @@ def test_an_unreachable_dagster_is_one_line_and_changes_nothing(copy: Path) -> N
 
 def test_at_l3_a_proven_reload_through_dagster_is_applied_by_splice_itself(copy: Path) -> None:
     from splice.demo.vendor import set_incident
-    from splice.principals import SYSTEM
     from splice.repair import auditlog, autonomy, store, undo
     from splice.repair.draft import _ingestion_step
     from splice.repair.flow import apply, request_approval
     from splice.repair.model import Proposal, Step
-    from splice.workspace import Workspace
+    from splice.support.principals import SYSTEM
+    from splice.workspace.core import Workspace
 
     toml = copy / "splice.toml"
     toml.write_text(toml.read_text().replace('autonomy = "L2"', 'autonomy = "L3"', 1)

@@ -13,12 +13,12 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from splice.config_orchestrators import DagsterJob
+from splice.config.orchestrators import DagsterJob
 from splice.errors import OrchestratorError
 from splice.orchestrators.dagster import Dagster
 from splice.orchestrators.dagster_local import server
 from splice.orchestrators.local_server import ensure_running, stop
-from splice.pglocal import free_port
+from splice.warehouse.postgres.local_server import free_port
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "dagster" / "partitioned.py"
 
@@ -150,7 +150,7 @@ def test_a_local_dagster_started_is_said_once_and_splice_local_stop_stops_it(
     import subprocess
     import sys
 
-    from splice.config import load_config
+    from splice.config.workspace import load_config
     from splice.orchestrators import for_job
     from splice.orchestrators.local_server import answers
 

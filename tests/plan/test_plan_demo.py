@@ -18,7 +18,7 @@ from splice.plan.evidence import last_builds, record_build
 from splice.plan.fingerprint import fingerprints
 from splice.plan.model import Plan
 from splice.plan.planner import EnvironmentRefusedError, explain, make_plan
-from splice.workspace import Workspace
+from splice.workspace.core import Workspace
 
 DBT_BUILT = {
     "finance:currency_regions",

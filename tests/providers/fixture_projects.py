@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from splice.api import doctor, list_nodes
-from splice.workspace import Workspace
+from splice.workspace.core import Workspace
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "projects"
 # what running the tools inside a fixture would leave behind: never copied

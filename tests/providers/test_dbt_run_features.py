@@ -16,7 +16,7 @@ import pytest
 from fixture_projects import copy_fixture, cwd, tables_in
 
 from splice.run.report import RunReport
-from splice.workspace import Workspace
+from splice.workspace.core import Workspace
 
 V1, V2 = "shopv:dim_customers.v1", "shopv:dim_customers.v2"
 

@@ -11,8 +11,8 @@ from fixture_projects import Loaded, tables_in
 
 from splice.errors import SelectorError
 from splice.graph.selectors import select
-from splice.lineage_query import column_lineage
-from splice.workspace import Workspace
+from splice.lineage.query import column_lineage
+from splice.workspace.core import Workspace
 
 V1, V2 = "shopv:dim_customers.v1", "shopv:dim_customers.v2"
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from fixture_projects import Loaded, copy_fixture
 
+from splice.doctor.checks import exit_status
 from splice.errors import ConfigError
-from splice.graph.doctor import exit_status
 from splice.graph.relations import parse_relation
-from splice.workspace import Workspace
+from splice.workspace.core import Workspace
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

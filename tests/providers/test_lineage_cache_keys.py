@@ -11,8 +11,8 @@ import pytest
 from fixture_projects import copy_fixture
 
 import splice.lineage.cache as lineage_cache
-from splice.lineage_service import workspace_lineage
-from splice.workspace import Workspace
+from splice.lineage.service import workspace_lineage
+from splice.workspace.core import Workspace
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

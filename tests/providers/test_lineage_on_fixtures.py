@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from splice.api import doctor
-from splice.lineage_query import column_lineage
-from splice.lineage_service import workspace_lineage
-from splice.workspace import Workspace
+from splice.lineage.query import column_lineage
+from splice.lineage.service import workspace_lineage
+from splice.workspace.core import Workspace
 
 
 def test_dbt_ephemeral_models_are_seen_through(jaffle_dir: Path) -> None:

@@ -16,7 +16,7 @@ import pytest
 from fixture_projects import copy_fixture, cwd, splice_cli, tables_in
 
 from splice.api import doctor, lineage, warehouses
-from splice.workspace import Workspace
+from splice.workspace.core import Workspace
 
 REPO_A = {"repo_a:bronze.orders"}
 REPO_B = {"repo_b:silver.revenue_by_country"}
@@ -36,7 +36,7 @@ def rows(db: Path, sql: str) -> list[tuple[object, ...]]:
 @pytest.fixture(scope="module")
 def by_hand(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The workspace planned by hand: `sqlmesh plan` in repo_a, then in repo_b."""
-    from splice.sqlmesh_import import import_sqlmesh
+    from splice.support.sqlmesh_import import import_sqlmesh
 
     Context = import_sqlmesh().Context
     root = copy_fixture("multirepo", tmp_path_factory.mktemp("hand"))
@@ -164,7 +164,7 @@ def test_a_breaking_change_in_repo_a_reaches_repo_b_as_sqlmesh_does_it_by_hand(
     repo_b's view at a table it never built and the run failed."""
     import shutil
 
-    from splice.sqlmesh_import import import_sqlmesh
+    from splice.support.sqlmesh_import import import_sqlmesh
 
     hand = tmp_path / "hand"
     shutil.copytree(
@@ -234,7 +234,7 @@ def test_relative_paths_run_as_sqlmeshs_multi_project_cli_runs_them(tmp_path: Pa
     `sqlmesh -p repo_a -p repo_b plan` from the workspace directory resolves it there: one
     file, one state. Splice runs them there too: the same tables, no SPL401, and no
     "sqlmesh._environments does not exist" when repo_b runs."""
-    from splice.sqlmesh_import import import_sqlmesh
+    from splice.support.sqlmesh_import import import_sqlmesh
 
     hand = copy_fixture("multirepo", tmp_path / "hand")
     _relative_paths(hand, repo_a="warehouse.duckdb", repo_b="warehouse.duckdb")

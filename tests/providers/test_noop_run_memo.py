@@ -11,7 +11,7 @@ from fixture_projects import copy_fixture
 
 from splice.api import plan, run
 from splice.plan.memo import REUSED
-from splice.workspace import Workspace
+from splice.workspace.core import Workspace
 
 P = "sqlmesh_kinds"
 FIRST = "2024-01-04"  # the raw data covers 2024-01-01 .. 2024-01-03

@@ -28,7 +28,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _recompute(root: Path) -> dict[str, dict]:
     from splice.repair.damage import NodeDamage
     from splice.repair.recompute import recompute
-    from splice.workspace import Workspace
+    from splice.workspace.core import Workspace
 
     with Workspace.open(root) as ws:
         r = recompute(ws, [NodeDamage(FCT, None, [], full=True)])

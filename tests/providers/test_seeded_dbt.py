@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from fixture_projects import copy_fixture, splice_cli
 
-from splice.config import WorkspaceConfig
+from splice.config.workspace import WorkspaceConfig
 
 SEED, SOURCE, FCT, RENEWALS = (
     "shop:orders",

@@ -21,7 +21,7 @@ import pytest
 from fixture_projects import copy_fixture, cwd, dbt
 
 from splice.api import lineage, lineage_chain
-from splice.workspace import Workspace
+from splice.workspace.core import Workspace
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -32,7 +32,7 @@ HISTORY = "ledger:balance_history"
 
 
 def build_by_hand(root: Path) -> None:
-    from splice.sqlmesh_import import import_sqlmesh
+    from splice.support.sqlmesh_import import import_sqlmesh
 
     Context = import_sqlmesh().Context
     with cwd(root / "billing"):
@@ -231,7 +231,7 @@ def test_splice_compiles_what_an_incremental_run_compiles(
 ) -> None:
     """`dbt compile` by hand, once the table exists, takes the incremental branch; Splice renders
     that same SQL for lineage, whether the table exists or not."""
-    from splice.lineage_service import rendered_sql
+    from splice.lineage.service import rendered_sql
 
     by_hand = dbt(built_dir / "ledger", "compile", "--select", "balance_history")
     (result,) = by_hand.result.results  # type: ignore[attr-defined]

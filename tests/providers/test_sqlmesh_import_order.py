@@ -35,8 +35,8 @@ def test_a_project_loads_and_renders_after_sqlglot_generated_duckdb_sql(tmp_path
         # what Splice does before it loads SQLMesh: build DuckDB SQL with sqlglot
         print(sqlglot.parse_one("SELECT a::INT FROM t", read="duckdb").sql("duckdb"))
         assert "sqlmesh" not in __import__("sys").modules
-        from splice.workspace import Workspace
-        from splice.lineage_service import workspace_lineage
+        from splice.workspace.core import Workspace
+        from splice.lineage.service import workspace_lineage
         with Workspace.open(".") as ws:
             nodes = ws.graph().nodes
             models = workspace_lineage(ws).models

@@ -22,7 +22,7 @@ import pytest
 from fixture_projects import copy_fixture, cwd
 
 from splice.api import lineage, list_nodes, plan, run
-from splice.workspace import Workspace
+from splice.workspace.core import Workspace
 
 P = "sqlmesh_kinds"
 FIRST = "2024-01-04"  # the raw data covers 2024-01-01 .. 2024-01-03
@@ -47,7 +47,7 @@ def _copy(parent: Path, name: str = "sqlmesh_kinds") -> Path:
 
 def _sqlmesh(root: Path, what: str, execution_time: str) -> None:
     """`sqlmesh plan` (auto-applied to prod) or `sqlmesh run`, by hand, in this process."""
-    from splice.sqlmesh_import import import_sqlmesh
+    from splice.support.sqlmesh_import import import_sqlmesh
 
     with cwd(root):
         ctx = import_sqlmesh().Context(paths=str(root))

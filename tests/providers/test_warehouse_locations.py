@@ -12,7 +12,7 @@ import pytest
 from fixture_projects import copy_fixture, cwd, splice_cli
 
 from splice.api import doctor, warehouses
-from splice.workspace import Workspace
+from splice.workspace.core import Workspace
 
 
 def splice(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -28,7 +28,7 @@ def split_by_hand(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from dbt.adapters.duckdb.connections import DuckDBConnectionManager
     from dbt.cli.main import dbtRunner
 
-    from splice.sqlmesh_import import import_sqlmesh
+    from splice.support.sqlmesh_import import import_sqlmesh
 
     root = copy_fixture("split_warehouse", tmp_path_factory.mktemp("split"))
     with cwd(root / "upstream"):
@@ -234,7 +234,7 @@ def test_sqlmesh_catalogs_default_connection_and_the_gateway_splice_toml_names(
     tmp_path: Path,
 ) -> None:
     from splice.providers.locations import sqlmesh_location
-    from splice.sqlmesh_import import import_sqlmesh
+    from splice.support.sqlmesh_import import import_sqlmesh
 
     import_sqlmesh()
     from sqlmesh.core.config import Config, DuckDBConnectionConfig, GatewayConfig

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from splice import api
 from splice.errors import InputError, NodeNotFoundError
-from splice.workspace import Workspace
+from splice.workspace.core import Workspace
 
 FROZEN = ("2026-09-28", "2026-09-29")
 

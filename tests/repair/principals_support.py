@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from splice.principals import Principal
+from splice.support.principals import Principal
 
 
 def person(name: str, *, auth: str = "cli-as", scopes: str | None = None) -> Principal:

@@ -19,10 +19,10 @@ from tests.repair.principals_support import agent, person
 from splice import api
 from splice.cli.main import cli, register_commands
 from splice.errors import AccessError, ApprovalError, InputError
-from splice.principals import Principal
 from splice.repair import auditlog, store
 from splice.repair.model import Proposal, Step
-from splice.workspace import Workspace
+from splice.support.principals import Principal
+from splice.workspace.core import Workspace
 
 register_commands()
 

@@ -13,11 +13,11 @@ from principals_support import agent, as_principal, person
 
 from splice.cli.main import cli, register_commands
 from splice.errors import AccessError, ApprovalError, RepairError
-from splice.principals import SYSTEM, Principal
 from splice.repair import approvals, auditlog, autonomy, store
 from splice.repair.flow import apply
 from splice.repair.model import Proposal, Step
-from splice.workspace import Workspace
+from splice.support.principals import SYSTEM, Principal
+from splice.workspace.core import Workspace
 
 register_commands()
 T0 = 1_790_000_000.0  # a fixed "now" (2026-09-21): expiry and escalation are counted from it

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from splice.repair import auditlog
-from splice.workspace import Workspace
+from splice.workspace.core import Workspace
 
 
 def _cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -15,7 +15,7 @@ from splice.errors import AccessError, ApprovalError, InputError, RepairError
 from splice.repair import approvals, autonomy, store
 from splice.repair.flow import apply
 from splice.repair.undo import undo
-from splice.workspace import Workspace
+from splice.workspace.core import Workspace
 
 register_commands()
 

@@ -16,13 +16,13 @@ from test_approval_rules import HOUR, T0
 from splice import api
 from splice.cli.main import cli, register_commands
 from splice.errors import ApprovalError
-from splice.principals import SYSTEM
 from splice.repair import approvals, auditlog, store
 from splice.repair.domains import domains_touched
 from splice.repair.flow import _approve_autonomously, apply, propose
 from splice.repair.model import Proposal, Step
 from splice.repair.render import proposal_lines
-from splice.workspace import Workspace
+from splice.support.principals import SYSTEM
+from splice.workspace.core import Workspace
 
 register_commands()
 

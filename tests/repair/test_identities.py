@@ -15,9 +15,9 @@ from test_approval_rules import T0, _pending
 from splice import api
 from splice.cli.main import cli, register_commands
 from splice.errors import ApprovalError, InputError
-from splice.principals import NAME_LIMIT, Principal, unborrowed
 from splice.repair import approvals, store
-from splice.workspace import Workspace
+from splice.support.principals import NAME_LIMIT, Principal, unborrowed
+from splice.workspace.core import Workspace
 
 register_commands()
 

@@ -16,11 +16,11 @@ from test_approval_rules import T0, _pending
 from splice import api
 from splice.cli.main import cli, register_commands
 from splice.errors import AccessError, ApprovalError
-from splice.principals import Principal, os_user
 from splice.repair import approvals, auditlog, autonomy, store
 from splice.repair.flow import apply, propose
 from splice.repair.undo import undo
-from splice.workspace import Workspace
+from splice.support.principals import Principal, os_user
+from splice.workspace.core import Workspace
 
 register_commands()
 

@@ -15,7 +15,7 @@ from principals_support import approve_everywhere, as_principal
 
 from splice.demo import relocate
 from splice.demo.story import StoryResult, tell_repair
-from splice.principals import SYSTEM
+from splice.support.principals import SYSTEM
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +55,7 @@ def test_the_demo_incident_is_repaired_verified_and_receipted(
     incident_ws: StoryResult, tmp_path: Path
 ) -> None:
     from splice.repair import auditlog
-    from splice.workspace import Workspace
+    from splice.workspace.core import Workspace
 
     ws_dir = _copy(incident_ws, tmp_path / "travel")
     inc = incident_ws.incidents[0].incident_id
@@ -165,7 +165,7 @@ def test_undo_restores_byte_identical_data_after_a_repair_that_made_things_worse
 ) -> None:
     from splice.demo.vendor import settings_path
     from splice.repair.flow import apply, propose
-    from splice.workspace import Workspace
+    from splice.workspace.core import Workspace
 
     ws_dir = _copy(incident_ws, tmp_path / "travel")
     inc = incident_ws.incidents[0].incident_id
@@ -212,7 +212,7 @@ sys.exit("vendor connection reset after deleting the old rows")
 def test_a_reload_that_fails_half_way_leaves_the_warehouse_as_the_undo_recorded_it(
     incident_ws: StoryResult, tmp_path: Path
 ) -> None:
-    from splice.workspace import Workspace
+    from splice.workspace.core import Workspace
 
     ws_dir = _copy(incident_ws, tmp_path / "travel")
     (ws_dir / "ingest" / "broken_ingest.py").write_text(BROKEN_INGEST)
@@ -256,7 +256,7 @@ def test_at_l3_a_proven_reload_is_approved_and_applied_by_splice_itself(
     from splice.repair import auditlog, autonomy, store, undo
     from splice.repair.flow import apply, request_approval
     from splice.repair.model import Proposal, Step
-    from splice.workspace import Workspace
+    from splice.workspace.core import Workspace
 
     ws_dir = _copy(incident_ws, tmp_path / "travel")
     toml = ws_dir / "splice.toml"
@@ -313,7 +313,7 @@ def _repaired(story: StoryResult, dest: Path) -> tuple[Path, str, Any, Any]:
     and applied: (workspace, incident id, proposal, the apply's result)."""
     from splice.demo.vendor import set_incident
     from splice.repair.flow import apply, propose
-    from splice.workspace import Workspace
+    from splice.workspace.core import Workspace
 
     ws_dir = _copy(story, dest)
     set_incident(ws_dir, None)
@@ -333,7 +333,7 @@ def test_an_undo_forged_with_its_checksum_is_refused(
     import sqlite3
 
     from splice.repair import store, undo
-    from splice.workspace import Workspace
+    from splice.workspace.core import Workspace
 
     ws_dir, _inc, p, done = _repaired(incident_ws, tmp_path / "travel")
     assert done.run.ok
@@ -402,7 +402,7 @@ def test_an_undo_file_swapped_or_pointed_outside_the_undo_directory_is_refused(
     file outside .splice/undo/ (directly, through ``..`` or through a symlink): one line each,
     naming the relation and the file, and nothing is read from there or restored."""
     from splice.repair import store
-    from splice.workspace import Workspace
+    from splice.workspace.core import Workspace
 
     ws_dir, _inc, p, done = _repaired(incident_ws, tmp_path / "travel")
     assert done.run.ok
@@ -448,7 +448,7 @@ def test_undo_then_repair_again_verifies_like_the_first_repair(
 ) -> None:
     from splice.repair.flow import apply, propose
     from splice.repair.undo import undo
-    from splice.workspace import Workspace
+    from splice.workspace.core import Workspace
 
     ws_dir, inc, first, done = _repaired(incident_ws, tmp_path / "travel")
     assert done.run.ok and done.verification.passed

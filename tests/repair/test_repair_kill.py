@@ -62,7 +62,7 @@ def repaired(story: StoryResult, tmp_path_factory: pytest.TempPathFactory) -> di
 
 def _proposed(story: StoryResult, ws: Path) -> tuple[str, list[str]]:
     from splice.repair.flow import propose
-    from splice.workspace import Workspace
+    from splice.workspace.core import Workspace
 
     with Workspace.open(ws) as w:
         p = propose(w, story.incidents[0].incident_id, principal=as_principal("splice-agent"))

@@ -74,7 +74,7 @@ def test_a_friday_freeze_is_restated_over_the_weekend_and_verified_there(
     friday: FridayStory, tmp_path: Path
 ) -> None:
     from splice.repair.flow import apply
-    from splice.workspace import Workspace
+    from splice.workspace.core import Workspace
 
     ws_dir = _copy(friday, tmp_path / "travel")
     inc = _incident(friday)
@@ -143,7 +143,7 @@ def test_a_repair_restricted_to_the_origins_days_is_not_verified(
     """Proposed from the origin's intervals alone (an incident without a per-node scope), the
     repair restates Friday; the weekend stays wrong, and verification says so."""
     from splice.repair.flow import apply, propose
-    from splice.workspace import Workspace
+    from splice.workspace.core import Workspace
 
     ws_dir = _copy(friday, tmp_path / "travel")
     inc = _incident(friday)
@@ -181,7 +181,7 @@ def test_a_mart_left_wrong_after_the_repaired_scope_is_never_verified(
     from splice.repair.flow import apply, propose
     from splice.watch.incidents import get_incident, incident_anomalies
     from splice.watch.service import watch
-    from splice.workspace import Workspace
+    from splice.workspace.core import Workspace
 
     ws_dir = _copy(friday, tmp_path / "travel")
     inc = _incident(friday)
@@ -229,7 +229,7 @@ def test_intervals_a_blocking_audit_left_missing_are_restated_and_name_the_audit
     from splice.repair.flow import propose
     from splice.repair.render import proposal_lines
     from splice.watch.incidents import get_incident
-    from splice.workspace import Workspace
+    from splice.workspace.core import Workspace
 
     ws_dir = _copy(friday, tmp_path / "travel")
     inc = _incident(friday)

@@ -15,7 +15,7 @@ from principals_support import as_principal
 from tamper_support import local_signer, rehash_from
 
 from splice.repair import auditlog, store
-from splice.workspace import Workspace
+from splice.workspace.core import Workspace
 
 
 def _cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:

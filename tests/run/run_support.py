@@ -17,7 +17,7 @@ from typing import Any
 import duckdb
 
 from splice.run.report import RunReport
-from splice.workspace import Workspace
+from splice.workspace.core import Workspace
 
 #: A day after the demo's quarter: one new daily interval (2026-10-01) is due in SQLMesh.
 NEXT_DAY = "2026-10-02"

@@ -80,7 +80,7 @@ def test_noop_after_a_run_loads_no_tool_and_an_edit_during_the_run_is_not_hidden
 ) -> None:
     from splice.api import run
     from splice.run.runner import make_run_plan, run_plan, run_session
-    from splice.workspace import Workspace
+    from splice.workspace.core import Workspace
 
     sql = fresh_demo / "finance" / "models" / "marts" / "fct_gmv_qtd.sql"
     sql.write_text(sql.read_text() + "\n-- edited before the run\n")

@@ -29,7 +29,7 @@ from run_support import (  # noqa: E402
 )
 
 from splice.demo import build_demo
-from splice.pglocal import LocalPostgres
+from splice.warehouse.postgres.local_server import LocalPostgres
 
 AGG = "pricing:marts.agg_gmv_daily"
 AGG_READERS = {"finance:stg_gmv_daily", "finance:fct_gmv_by_currency", "finance:fct_gmv_qtd"}
@@ -95,7 +95,7 @@ def _query_exec(url: str, sql: str) -> None:
 
 def _server_lock_free(ws: Path, timeout: float = 20) -> bool:
     from splice.run.pg_lock import try_advisory_lock
-    from splice.workspace import Workspace
+    from splice.workspace.core import Workspace
 
     deadline = time.monotonic() + timeout
     with Workspace.open(ws) as w:

@@ -13,11 +13,12 @@ from typing import Any
 
 import pytest
 
-from splice import access, keys
-from splice.config_serve import ServeSection
+from splice.auth import keys
+from splice.auth import tokens as access
+from splice.config.serve import ServeSection
 from splice.errors import AccessError
-from splice.principals import Principal
 from splice.state.store import StateStore
+from splice.support.principals import Principal
 
 ADMIN = Principal.of("ops", kind="person", auth="os-user", scopes="read,propose,approve")
 

@@ -30,7 +30,7 @@ def test_a_burst_of_requests_hashes_the_workspace_once(
 ) -> None:
     """When the graph is due a check, one request hashes the projects' files; the others in
     the same burst are lent the graph meanwhile (fifty callers used to hash it fifty times)."""
-    from splice import graph_cache
+    from splice.workspace import graph_cache
 
     hub = api.hub(fresh_demo, recheck=0.2)
     try:

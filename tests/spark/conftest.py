@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from tests.spark.spark_support import copy_shop
 
-from splice.sparklocal import LocalSpark
+from splice.warehouse.spark.local_server import LocalSpark
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -32,7 +32,7 @@ def spark_server() -> Iterator[LocalSpark]:
     try:
         yield server
     finally:
-        from splice.warehouse_spark import stop_client_sessions
+        from splice.warehouse.spark.connect import stop_client_sessions
 
         stop_client_sessions()  # the tools' sessions in this process, before their server goes
         server.stop()

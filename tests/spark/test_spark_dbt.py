@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from tests.spark.spark_support import splice
 
-from splice.sparklocal import LocalSpark
+from splice.warehouse.spark.local_server import LocalSpark
 
 
 def _points(ws: Path, remote: str, metric: str) -> dict[tuple[str, str], float]:

@@ -14,8 +14,8 @@ import pytest
 from tests.story_support import assert_stale_rates_diagnosed
 
 from splice.demo.story import tell
-from splice.principals import Principal
-from splice.sparklocal import LocalSpark
+from splice.support.principals import Principal
+from splice.warehouse.spark.local_server import LocalSpark
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from typing import Any
 
 from tests.spark.spark_support import splice
 
-from splice.sparklocal import LocalSpark
+from splice.warehouse.spark.local_server import LocalSpark
 
 # one row, after a sleep on the Spark side of $SPLICE_TEST_SLOW_MS (dbt-spark has no Python
 # models over Spark Connect; java_method reaches Thread.sleep from SQL). Before it sleeps it

@@ -17,8 +17,8 @@ from tests.spark.spark_support import splice
 
 from splice.errors import RepairError
 from splice.repair.undo import capture, check_unchanged, restore, verify_restorable
-from splice.sparklocal import LocalSpark
-from splice.workspace import Workspace
+from splice.warehouse.spark.local_server import LocalSpark
+from splice.workspace.core import Workspace
 
 
 @pytest.fixture(scope="module")

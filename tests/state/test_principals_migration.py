@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from splice.principals import Principal
 from splice.repair import auditlog, store
 from splice.repair.model import Proposal, Step
 from splice.repair.receipt import build_receipt, receipt_markdown
 from splice.state import store as store_mod
 from splice.state.migrations import MIGRATIONS
 from splice.state.store import SCHEMA_VERSION, StateStore
+from splice.support.principals import Principal
 
 OLD = 6  # the schema before principals
 T0 = 1_790_000_000.0

@@ -7,7 +7,7 @@ import threading
 from pathlib import Path
 
 from splice import api
-from splice.principals import Principal
+from splice.support.principals import Principal
 
 
 def test_concurrent_commits_leave_the_witness_at_the_logs_head(tmp_path: Path) -> None:

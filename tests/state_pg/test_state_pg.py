@@ -15,8 +15,8 @@ import psycopg
 import pytest
 
 from splice.errors import StateError
-from splice.pglocal import LocalPostgres, free_port
 from splice.state.store import StateStore
+from splice.warehouse.postgres.local_server import LocalPostgres, free_port
 
 
 def _splice(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -68,7 +68,7 @@ def test_migrate_refuses_a_database_that_holds_a_state(story_copy: Path, pg_url:
 
 WRITER = """
 import sys, time
-from splice.principals import Principal
+from splice.support.principals import Principal
 from splice.repair import auditlog
 from splice.state.store import StateStore
 url, name, n = sys.argv[1], sys.argv[2], int(sys.argv[3])

@@ -11,9 +11,9 @@ import pytest
 from tests.pg_support import PG_PASSWORD
 
 from splice.errors import WarehouseError
-from splice.pglocal import LocalPostgres
-from splice.warehouse import connect
-from splice.workspace import Workspace
+from splice.warehouse.connect import connect
+from splice.warehouse.postgres.local_server import LocalPostgres
+from splice.workspace.core import Workspace
 
 
 def _workspace(tmp_path: Path, warehouse: str) -> Path:
@@ -66,7 +66,7 @@ def test_bad_settings_are_named(
 
 
 def test_unreachable_server_says_a_retry_may_help(tmp_path: Path) -> None:
-    from splice.pglocal import free_port
+    from splice.warehouse.postgres.local_server import free_port
 
     root = _workspace(
         tmp_path, f'type = "postgres"\nurl = "postgresql://splice@127.0.0.1:{free_port()}/wh"'

@@ -158,7 +158,7 @@ def test_a_seed_edit_is_named_with_the_seed_and_the_run_that_shipped_it(
     # no reload or restatement undoes a code change: the proposal says what would
     from splice.demo.story import DEMO_AGENT
     from splice.errors import RepairError
-    from splice.principals import Principal
+    from splice.support.principals import Principal
 
     agent = Principal.of(DEMO_AGENT, kind="agent", auth="cli-as", scopes="read,propose")
     with (

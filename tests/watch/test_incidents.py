@@ -116,7 +116,7 @@ def test_watching_again_does_not_open_another_incident(story: StoryResult, tmp_p
 
     from splice.demo import relocate
     from splice.watch.service import watch
-    from splice.workspace import Workspace
+    from splice.workspace.core import Workspace
 
     ws_dir = tmp_path / "travel"
     shutil.copytree(story.build.workspace, ws_dir, symlinks=True)

@@ -15,7 +15,7 @@ from splice.graph.model import Graph, Node, Relation
 from splice.watch.calendars import publishing_calendar
 from splice.watch.levels import record_levels
 from splice.watch.service import watch
-from splice.workspace import Workspace
+from splice.workspace.core import Workspace
 
 START = date(2025, 1, 1)
 HISTORY = 180  # clean days before the fault

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from splice.config import MetricSection, parse_config
+from splice.config.workspace import MetricSection, parse_config
 from splice.errors import ConfigError
 from splice.graph.model import Graph, Node, Relation
 from splice.watch.metrics import ColumnTypes, declared_metric, default_monitors, parse_value
@@ -276,7 +276,7 @@ def test_parse_value_accepts_ratios_counts_and_filters() -> None:
 
 def test_a_workspace_with_nothing_to_watch_does_not_open_the_warehouse(tmp_path: Path) -> None:
     from splice.watch.service import watch
-    from splice.workspace import Workspace
+    from splice.workspace.core import Workspace
 
     (tmp_path / "splice.toml").write_text('[warehouse]\npath = "absent.duckdb"\n')
     with Workspace.open(tmp_path) as ws:

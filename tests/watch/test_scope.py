@@ -17,7 +17,7 @@ from splice.watch.diagnosis import diagnose
 from splice.watch.incidents import incident_anomalies
 from splice.watch.report import incident_lines
 from splice.watch.scope import fault_start, origin_days, running_windows, time_expression
-from splice.workspace import Workspace
+from splice.workspace.core import Workspace
 
 RATES = "pricing:fx.daily_rates"
 WEEKEND = ["2026-09-25", "2026-09-26", "2026-09-27"]

@@ -14,11 +14,11 @@ from click.testing import CliRunner
 from watch_support import copy_workspace
 
 from splice.cli.main import cli, register_commands
-from splice.config import MetricSection
+from splice.config.workspace import MetricSection
 from splice.demo import DemoResult
 from splice.errors import ConfigError, WarehouseError
 from splice.watch.service import watch
-from splice.workspace import Workspace
+from splice.workspace.core import Workspace
 
 RATES = "fx_rate"  # the demo's declared metric on the rates (no monitor measures them again)
 STALE = {date(2026, 9, 28), date(2026, 9, 29)}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import psycopg
 
-from splice.sqlrows import checksum_query, count_query
+from splice.warehouse.rows import checksum_query, count_query
 
 
 def _checksum(url: str, relation: str) -> tuple[int, str]:

@@ -237,7 +237,7 @@ def test_a_node_page_shows_its_sql_as_written_and_compiled(sam: PageClient) -> N
 def test_a_nodes_sql_is_read_without_loading_a_tool(story: Applied) -> None:
     """A warm read (the graph from its cache) shows the SQL without importing dbt or SQLMesh."""
     code = (
-        "import sys, json; from splice import api; from splice.workspace import Workspace\n"
+        "import sys, json; from splice import api; from splice.workspace.core import Workspace\n"
         f"ws = Workspace.open({str(story.ws)!r})\n"
         "dbt = api.node_sql(ws, 'finance:fct_gmv_qtd')\n"
         "sm = api.node_sql(ws, 'pricing:fx.daily_rates')\n"

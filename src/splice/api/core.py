@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from splice.graph.doctor import Check
+from splice.doctor.checks import Check
 from splice.graph.listing import node_record
-from splice.workspace import Workspace
+from splice.workspace.core import Workspace
 
 
 def hub(root: Any, target: str | None = None, *, recheck: float | None = None) -> Any:
-    """A :class:`splice.hub.Hub` for a long-lived server: a fresh workspace per request,
+    """A :class:`splice.api.served.Hub` for a long-lived server: a fresh workspace per request,
     the graph shared while its files are unchanged (checked every ``recheck`` seconds,
     default ``[serve] recheck_seconds``). A missing workspace or a bad splice.toml is a
     ConfigError now, before anything is served."""
-    from splice.hub import Hub
+    from splice.api.served import Hub
 
     h = Hub(root, target)
     config = h._config()
@@ -23,10 +23,10 @@ def hub(root: Any, target: str | None = None, *, recheck: float | None = None) -
 
 
 def authenticator(hub: Any, settings: Any) -> Any:
-    """A :class:`splice.access.Authenticator` for ``splice serve``: bearer token -> principal
+    """A :class:`splice.auth.tokens.Authenticator` for ``splice serve``: bearer token -> principal
     (API keys checked against the workspace's state, OAuth tokens through the JWKS)."""
-    from splice.access import Authenticator
     from splice.api.repair import agent_principal, authenticate_key, reconfirm_key
+    from splice.auth.tokens import Authenticator
 
     def check_key(raw: str) -> Any:
         with hub.workspace() as ws:
@@ -45,8 +45,8 @@ def authenticator(hub: Any, settings: Any) -> Any:
 
 def oidc_client(settings: Any) -> Any:
     """The web page's OpenID Connect client at ``[serve.auth.oauth]``'s provider
-    (:class:`splice.signin_oidc.OIDCClient`); ConfigError without a ``client_id``."""
-    from splice.signin_oidc import OIDCClient
+    (:class:`splice.auth.oidc.OIDCClient`); ConfigError without a ``client_id``."""
+    from splice.auth.oidc import OIDCClient
 
     return OIDCClient(settings.auth.oauth, f"{settings.base_url}/signin/callback")
 
@@ -58,8 +58,8 @@ def serve_settings(
     the file's would be)."""
     from pydantic import ValidationError
 
-    from splice.config import load_config
-    from splice.config_serve import ServeSection
+    from splice.config.serve import ServeSection
+    from splice.config.workspace import load_config
     from splice.errors import InputError
 
     cfg = load_config(hub.root).serve
@@ -131,16 +131,16 @@ def text_graph(ws: Workspace, ids: list[str] | None) -> str:
 
 
 def doctor(ws: Workspace, *, lineage: bool = True) -> list[Check]:
-    """Every doctor check for the workspace's current target (:mod:`splice.doctor_service`)."""
-    from splice.doctor_service import doctor as _doctor
+    """Every doctor check for the workspace's current target (:mod:`splice.doctor.service`)."""
+    from splice.doctor.service import doctor as _doctor
 
     return _doctor(ws, lineage=lineage)
 
 
 def project_dialects(ws: Workspace) -> dict[str, dict[str, Any]]:
     """project -> the SQL dialect(s) its models were parsed in and where that comes from
-    (:func:`splice.doctor_service.project_dialects`)."""
-    from splice.doctor_service import project_dialects as _dialects
+    (:func:`splice.doctor.service.project_dialects`)."""
+    from splice.doctor.service import project_dialects as _dialects
 
     return _dialects(ws)
 
@@ -148,7 +148,7 @@ def project_dialects(ws: Workspace) -> dict[str, dict[str, Any]]:
 def warehouses(ws: Workspace) -> dict[str, Any]:
     """Each project's warehouse as its tool resolves it (project -> WarehouseLocation, or None
     when its config can't be read); reads the tools' configs, never the warehouse."""
-    from splice.doctor_service import warehouses as _warehouses
+    from splice.doctor.service import warehouses as _warehouses
 
     return _warehouses(ws)
 
@@ -156,7 +156,7 @@ def warehouses(ws: Workspace) -> dict[str, Any]:
 def lineage(
     ws: Workspace, ref: str, *, direction: str | None = None, depth: int | None = None
 ) -> dict[str, Any]:
-    from splice.lineage_query import column_lineage
+    from splice.lineage.query import column_lineage
 
     return column_lineage(ws, ref, direction=direction, depth=depth)
 
@@ -164,7 +164,7 @@ def lineage(
 def openlineage_facets(
     ws: Workspace, ref: str, *, direction: str | None = None, depth: int | None = None
 ) -> list[dict[str, Any]]:
-    from splice.lineage_query import openlineage_for
+    from splice.lineage.query import openlineage_for
 
     return openlineage_for(ws, ref, direction=direction, depth=depth)
 
@@ -174,7 +174,7 @@ def lineage_chain(ws: Workspace, ref: str) -> list[str]:
 
     For the demo: the Q3 close figure back to the rates vendor's ingestion job.
     """
-    from splice.lineage_query import column_lineage
+    from splice.lineage.query import column_lineage
 
     res = column_lineage(ws, ref, direction="upstream")
     chain = [ref]
@@ -477,7 +477,7 @@ def stop_local_orchestrators(root: Any) -> list[str]:
     (``[ingestion.dagster]`` / ``[ingestion.airflow]`` ``local``); the URLs of those that ran."""
     from pathlib import Path
 
-    from splice.config import load_config
+    from splice.config.workspace import load_config
     from splice.orchestrators import for_job
 
     stopped: list[str] = []
@@ -492,7 +492,7 @@ def workspace_config(root: Any) -> Any:
     """The splice.toml of the workspace at ``root``, validated (:class:`WorkspaceConfig`)."""
     from pathlib import Path
 
-    from splice.config import load_config
+    from splice.config.workspace import load_config
 
     return load_config(Path(root))
 

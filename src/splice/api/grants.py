@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from splice.principals import Principal
-from splice.workspace import Workspace
+from splice.support.principals import Principal
+from splice.workspace.core import Workspace
 
 
 def request_access(ws: Workspace, selector: str, *, grantee: str, why: str, hours: float,

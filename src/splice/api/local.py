@@ -25,15 +25,15 @@ def _pid_in(path: Path, line: int = 0) -> int | None:
 
 def _servers(root: Path) -> list[tuple[dict[str, Any], Any]]:
     """(record, how to stop it) for every local server the workspace's splice.toml asks for."""
-    from splice.config import load_config
+    from splice.config.workspace import load_config
     from splice.orchestrators import for_job
-    from splice.procs import pid_alive
+    from splice.support.procs import pid_alive
 
     cfg = load_config(root)
     found: list[tuple[dict[str, Any], Any]] = []
     wh = cfg.warehouse
     if wh.local and wh.type == "postgres":
-        from splice.pglocal import LocalPostgres
+        from splice.warehouse.postgres.local_server import LocalPostgres
 
         data = root / wh.local
         pid = _pid_in(data / "postmaster.pid")
@@ -42,7 +42,7 @@ def _servers(root: Path) -> list[tuple[dict[str, Any], Any]]:
                "home": wh.local, "pid": pid, "running": bool(pid and pid_alive(pid))}  # fmt: skip
         found.append((rec, server.stop))
     elif wh.local and wh.type == "spark":
-        from splice.sparklocal import PID_FILE, LocalSpark
+        from splice.warehouse.spark.local_server import PID_FILE, LocalSpark
 
         base = root / wh.local
         pid = _pid_in(base / PID_FILE)

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from splice.principals import Principal
-from splice.workspace import Workspace
+from splice.support.principals import Principal
+from splice.workspace.core import Workspace
 
 
 @contextmanager

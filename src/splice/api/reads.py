@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from splice.workspace import Workspace
+from splice.workspace.core import Workspace
 
 
 # == reads for people and agents (splice.reads): the quality and connectors tool groups =========

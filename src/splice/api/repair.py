@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from splice.graph.doctor import Check
-from splice.principals import Principal
-from splice.workspace import Workspace
+from splice.doctor.checks import Check
+from splice.support.principals import Principal
+from splice.workspace.core import Workspace
 
 
 # -- repair (splice.repair) -----------------------------------------------------------------------
-# Every decision takes the authenticated Principal behind it (splice.principals); the rules of
+# Every decision takes the authenticated Principal behind it (splice.support.principals); the rules of
 # who may decide are enforced below this layer (splice.repair.access, splice.repair.approvals).
 def cli_principal(ws: Workspace, as_name: str | None = None, kind: str | None = None) -> Principal:
     """Who the command line decides as: the operating-system user, or ``--as NAME`` where
@@ -209,7 +209,7 @@ def resume(ws: Workspace, *, principal: Principal) -> Any:
     return _resume(ws.state, ws.config, principal=principal)
 
 
-# -- API keys (splice.keys) -----------------------------------------------------------------------
+# -- API keys (splice.auth.keys) -----------------------------------------------------------------------
 def create_key(
     ws: Workspace,
     *,
@@ -221,8 +221,8 @@ def create_key(
     """Make an API key for ``name`` (a person or an agent, with ``scopes``): (its record, the
     key, to be shown once; only a salted hash is stored).  ``principal``: who makes it
     (default: the operating-system user), recorded in the audit log."""
-    from splice.keys import create
-    from splice.principals import os_user_principal
+    from splice.auth.keys import create
+    from splice.support.principals import os_user_principal
 
     owners = [o for d in ws.config.domains for o in d.owners]
     return create(ws.state, name=name, kind=kind, scopes=scopes,
@@ -231,14 +231,14 @@ def create_key(
 
 def list_keys(ws: Workspace) -> list[Any]:
     """Every API key (never a secret), oldest first, revoked ones too."""
-    from splice.keys import list_keys as _list
+    from splice.auth.keys import list_keys as _list
 
     return _list(ws.state)
 
 
 def revoke_key(ws: Workspace, key_id: str, *, principal: Principal) -> Any:
     """Revoke an API key at once; recorded in the audit log."""
-    from splice.keys import revoke
+    from splice.auth.keys import revoke
 
     return revoke(ws.state, key_id, principal=principal)
 
@@ -247,7 +247,7 @@ def authenticate_key(ws: Workspace, raw_key: str) -> Principal:
     """The principal an API key stands for (auth ``api-key``, credential the key's id);
     AccessError for a malformed, unknown, wrong or revoked key.  An agent's key whose name is
     a person's (an owner named since the key was made) stands for ``agent:NAME``."""
-    from splice.keys import authenticate
+    from splice.auth.keys import authenticate
     from splice.repair.access import as_agent
 
     return as_agent(authenticate(ws.state, raw_key), ws.config, ws.state)
@@ -256,7 +256,7 @@ def authenticate_key(ws: Workspace, raw_key: str) -> Principal:
 def reconfirm_key(ws: Workspace, raw_key: str) -> Principal:
     """:func:`authenticate_key` for a key whose secret this process has already checked: the
     state is read again (revoked or removed: AccessError), the secret is not hashed again."""
-    from splice.keys import reconfirm
+    from splice.auth.keys import reconfirm
     from splice.repair.access import as_agent
 
     return as_agent(reconfirm(ws.state, raw_key), ws.config, ws.state)
@@ -333,7 +333,7 @@ def open_workspace(
     new_state: bool = False,
     use_cache: bool | None = None,
 ) -> Workspace:
-    """Open the workspace at ``root`` (:meth:`splice.workspace.Workspace.open`); use it as a
+    """Open the workspace at ``root`` (:meth:`splice.workspace.core.Workspace.open`); use it as a
     context manager so that its state and tools are closed.
 
     Access grants whose time is up are revoked first (``splice access``: at the latest on the
@@ -351,7 +351,7 @@ def open_workspace(
 
 def doctor_exit_status(checks: list[Check]) -> int:
     """1 when a doctor check is an error, else 0 (``splice doctor``'s exit status)."""
-    from splice.graph.doctor import exit_status
+    from splice.doctor.checks import exit_status
 
     return exit_status(checks)
 
@@ -412,7 +412,7 @@ def audit_entries(ws: Workspace, proposal_id: str | None = None) -> list[Any]:
 def credential_active(ws: Workspace, principal: Principal) -> bool:
     """Whether a signed-in principal's credential still holds: an API key not revoked (other
     credentials end with their session's expiry)."""
-    from splice.keys import active
+    from splice.auth.keys import active
 
     if principal.auth == "api-key" and principal.credential:
         return active(ws.state, principal.credential)

@@ -49,7 +49,7 @@ def local_status_cmd(ctx: click.Context, as_json: bool) -> None:
         state = f"running (pid {rec['pid']})" if rec["running"] else "[dim]not running[/]"
         console().print(_line(rec, state))
     if any(rec["running"] for rec in servers):
-        from splice.procs import local_stop_command
+        from splice.support.procs import local_stop_command
 
         console().print(f"[dim]{local_stop_command(root)} stops them.[/]")
 

@@ -45,7 +45,7 @@ class SpliceGroup(click.Group):
         except Exception as e:  # noqa: BLE001 - the boundary itself
             if _State.debug:
                 traceback.print_exc()
-            from splice.faults_env import environmental_error
+            from splice.support.faults_env import environmental_error
 
             known = environmental_error(e)  # a locked warehouse, a full disk: not a bug
             if known is not None:
@@ -109,7 +109,7 @@ def execution_time_option(ctx: click.Context, param: click.Parameter, value: str
     """Parse ``--execution-time`` before anything starts (a bad date is one red line)."""
     if value is None:
         return None
-    from splice.clock import parse_execution_time
+    from splice.support.clock import parse_execution_time
 
     ctx.meta["execution_time_text"] = value  # as typed, for the journal's command line
     return parse_execution_time(value)
@@ -187,7 +187,7 @@ def cli(
     no_cache: bool,
 ) -> None:
     """Splice: one graph, one plan and one production watch across dbt and SQLMesh."""
-    from splice.capture import set_verbose
+    from splice.support.capture import set_verbose
 
     _State.debug = debug
     set_verbose(verbose)

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from splice.cli.main import as_kind, cli, emit_json, kind_option, open_workspace
-from splice.numbers import count
+from splice.support.numbers import count
 
 #: ``--as NAME``: honoured only where splice.toml's [policy] allow_as is true.
 AS_HELP = "Decide under this name (only where [policy] allow_as = true; default: your login)."
@@ -28,7 +28,7 @@ def _line(p: Any, asked: list[str], status: dict[str, Any]) -> str:
 
     colour = {"pending": "yellow", "approved": "cyan", "applied": "green", "failed": "red",
               "undone": "magenta"}.get(p.status, "dim")  # fmt: skip
-    from splice.principals import describe
+    from splice.support.principals import describe
 
     waiting = f"; asked: {', '.join(asked)}" if p.status == "pending" and asked else ""
     if p.status == "pending" and status.get("waiting_for"):
@@ -286,8 +286,8 @@ def audit_show_cmd(ctx: click.Context, proposal_id: str | None, as_json: bool) -
 
     from splice.api import audit_entries
     from splice.cli.render import console
-    from splice.names import printable
-    from splice.principals import describe
+    from splice.support.names import printable
+    from splice.support.principals import describe
 
     with open_workspace(ctx) as ws:
         found = audit_entries(ws, proposal_id.upper() if proposal_id else None)

@@ -46,7 +46,7 @@ def _st(status: str, text: str | None = None) -> str:
 
 
 def _fmt_s(seconds: float | None) -> str:
-    from splice.numbers import duration
+    from splice.support.numbers import duration
 
     return duration(seconds)
 

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from splice.cli.main import cli, emit_json, open_workspace
-from splice.numbers import duration
+from splice.support.numbers import duration
 
 
 def _stderr(message: str) -> None:

@@ -253,7 +253,7 @@ def _check_warehouse(
 
     if remote_of(workspace) is not None:
         from splice.demo.spark import session
-        from splice.warehouse_spark import SparkConnection
+        from splice.warehouse.spark.connect import SparkConnection
 
         with session(workspace) as s:
             return _counts(SparkConnection(s, "", owned=False), CATALOG, "spark", through, start)

@@ -125,7 +125,7 @@ def dlt_credentials(workspace: Path) -> str:
 
 # -- the local, throwaway server --------------------------------------------------------------
 def local_server(workspace: Path, port: int = 0) -> Any:
-    from splice.pglocal import LocalPostgres
+    from splice.warehouse.postgres.local_server import LocalPostgres
 
     return LocalPostgres(Path(workspace) / LOCAL_DIR, port=port)
 
@@ -133,7 +133,7 @@ def local_server(workspace: Path, port: int = 0) -> Any:
 def ensure_local(workspace: Path) -> None:
     """Start the workspace's own server (``[warehouse] local``) when it is not running."""
     from splice.api import workspace_config
-    from splice.warehouse import ensure_local_server
+    from splice.warehouse.connect import ensure_local_server
 
     if not (Path(workspace) / CONFIG_FILE).exists():
         return

@@ -209,7 +209,7 @@ def tell_repair(
     """The vendor is fixed; propose, approve (a demo owner), apply, verify, receipt."""
     from splice import api
     from splice.demo.vendor import set_incident
-    from splice.principals import Principal
+    from splice.support.principals import Principal
 
     say = progress or (lambda _m: None)
     set_incident(workspace, None)
@@ -330,7 +330,7 @@ def throwaway_server(directory: Path, warehouse: str, warehouse_url: str | None)
     needs either starts it again)."""
     from splice.demo import orchestration
     from splice.demo.pg import stop_local
-    from splice.procs import quiet_local_starts
+    from splice.support.procs import quiet_local_starts
 
     workspace = Path(directory).expanduser().resolve()
     try:

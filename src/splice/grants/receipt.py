@@ -8,7 +8,7 @@ from typing import Any
 
 from splice.grants import store
 from splice.grants.model import Grant
-from splice.principals import SYSTEM
+from splice.support.principals import SYSTEM
 
 
 def build(ws: Any, g: Grant) -> dict[str, Any]:

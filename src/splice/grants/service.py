@@ -20,10 +20,10 @@ from typing import Any
 from splice.errors import ApprovalError, GrantError, InputError, SpliceError
 from splice.grants import pg, store
 from splice.grants.model import HELD, Grant
-from splice.names import name_key, normalise_name
-from splice.principals import SYSTEM, Principal
 from splice.repair.access import require
 from splice.repair.approvals import escalations, hours_text, is_owner, refuse_during_stop
+from splice.support.names import name_key, normalise_name
+from splice.support.principals import SYSTEM, Principal
 
 #: A grant still ``granting`` this long after its last write was interrupted (granting takes
 #: well under a second).
@@ -104,7 +104,7 @@ def role_of(config: Any, raw: str) -> str:
     """The warehouse role ``--for`` names: a principal's role from ``[access] roles`` (names
     compared normalised), else the name itself.
 
-    >>> from splice.config import WorkspaceConfig
+    >>> from splice.config.workspace import WorkspaceConfig
     >>> cfg = WorkspaceConfig.model_validate({"access": {"roles": {"Maria": "maria_ro"}}})
     >>> role_of(cfg, " maria"), role_of(cfg, "analyst")
     ('maria_ro', 'analyst')
@@ -157,7 +157,7 @@ def request(ws: Any, selector: str, *, grantee: str, why: str, hours: float,
             fix=f"pass --hours between 0 and {limit:g}",
         )
     nodes, relations, domain = _nodes_and_domain(ws, selector)
-    from splice.warehouse import connect
+    from splice.warehouse.connect import connect
 
     with connect(ws, "splice access request") as con:
         who = _grantee(ws, con, grantee)
@@ -270,7 +270,7 @@ def approve(ws: Any, grant_id: str, *, principal: Principal, comment: str | None
 
     g = store.transition(ws.state, g.grant_id, "granting", principal=principal, now=at,
                          comment=comment, check=check, change=plan)  # fmt: skip
-    from splice.warehouse import connect
+    from splice.warehouse.connect import connect
 
     try:
         with connect(ws, f"granting {g.grant_id}") as con:
@@ -334,7 +334,7 @@ def reject(ws: Any, grant_id: str, *, principal: Principal, reason: str,
 
 def _take_back(ws: Any, g: Grant) -> None:
     """Run the grant's revoke on the warehouse (nothing to do when its role is gone)."""
-    from splice.warehouse import connect
+    from splice.warehouse.connect import connect
 
     if not g.role:
         return
@@ -465,7 +465,7 @@ def reassert(ws: Any, *, now: float | None = None) -> list[str]:
     (dbt's table materialization drops and renames) takes its privileges with it. Run after
     every build. Returns a line per grant that could not be made again (a relation that is
     gone), which keeps what it could."""
-    from splice.warehouse import connect
+    from splice.warehouse.connect import connect
 
     now = time.time() if now is None else now
     held = [g for g in store.list_grants(ws.state, target=ws.target, statuses={"granted"})

@@ -16,9 +16,9 @@ from typing import Any
 
 from splice.errors import NodeNotFoundError, RepairError
 from splice.grants.model import DECISION_FOR, TRANSITIONS, Grant, can_move
-from splice.principals import Principal
 from splice.repair import auditlog
 from splice.state.store import StateStore, next_id, target_status_filter
+from splice.support.principals import Principal
 
 
 def new_grant_id(state: StateStore) -> str:

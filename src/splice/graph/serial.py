@@ -1,4 +1,4 @@
-"""The joined graph as plain JSON data, and back (for the graph cache, :mod:`splice.graph_cache`).
+"""The joined graph as plain JSON data, and back (for the graph cache, :mod:`splice.workspace.graph_cache`).
 
 Generic over dataclass fields: a field added to :class:`~splice.graph.model.Node` (or to
 ``Relation``, ``Edge``, ``Ambiguity``) is carried without a change here.  Values are encoded as
@@ -92,7 +92,7 @@ def graph_to_dict(graph: Graph) -> dict[str, Any]:
 
 
 def graph_from_dict(data: dict[str, Any]) -> Graph:
-    """The inverse of :func:`graph_to_dict` (indexes rebuilt as :func:`splice.graph.bindings.join`
+    """The inverse of :func:`graph_to_dict` (indexes rebuilt as :func:`splice.workspace.bindings.join`
     builds them: nodes first, then edges in their order)."""
     g = Graph()
     for n in data["nodes"]:

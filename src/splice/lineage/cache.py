@@ -76,7 +76,7 @@ def package_version(name: str) -> str:
     (True, '-')
     """
     if name == "splice":
-        from splice import __version__
+        from splice.version import __version__
 
         return __version__
     from importlib.metadata import PackageNotFoundError, version

@@ -32,7 +32,7 @@ SCHEMA_URL = (
 
 def _producer() -> str:
     try:
-        from splice import __version__
+        from splice.version import __version__
     except ImportError:  # pragma: no cover - always importable inside the package
         __version__ = "0"
     return f"https://pypi.org/project/splice/{__version__}/"

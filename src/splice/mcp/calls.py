@@ -3,9 +3,9 @@
 Every tool is a few lines: it names the :mod:`splice.api` function it calls through
 :func:`call`, which
 
-- opens a fresh Workspace for the call from the server's :class:`~splice.hub.Hub` (the graph is
+- opens a fresh Workspace for the call from the server's :class:`~splice.api.served.Hub` (the graph is
   shared; the state and warehouse connections are the call's own and closed after it);
-- works out the calling :class:`~splice.principals.Principal`: the authenticated one on
+- works out the calling :class:`~splice.support.principals.Principal`: the authenticated one on
   ``splice serve`` (an API key or an OAuth token, put on the request by
   :mod:`splice.serve.auth`), or, on stdio, the MCP client itself as an *agent* (named after the
   client's ``clientInfo``), which may read and propose but never decide;
@@ -33,7 +33,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 
 from splice.errors import SpliceError
-from splice.principals import Principal, os_user
+from splice.support.principals import Principal, os_user
 
 T = TypeVar("T")
 log = logging.getLogger("splice.mcp")

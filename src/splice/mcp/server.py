@@ -71,12 +71,12 @@ def tool_table() -> dict[str, list[Any]]:
 
 def build_server(hub: Any, groups: Iterable[str] | None = None, **server_options: Any) -> Any:
     """An ``MCPServer`` with the chosen groups' tools, answering from ``hub``
-    (:class:`splice.hub.Hub`). ``server_options`` go to ``MCPServer`` (auth, token_verifier)."""
+    (:class:`splice.api.served.Hub`). ``server_options`` go to ``MCPServer`` (auth, token_verifier)."""
     from mcp.server.mcpserver import MCPServer
     from mcp.types import ToolAnnotations
 
-    from splice import __version__
     from splice.mcp import tools_read, tools_repair
+    from splice.version import __version__
 
     server = MCPServer(
         name="splice",
@@ -133,7 +133,7 @@ def offered(name: str, who: Any) -> bool:
     """Whether the tool ``name`` is offered to the principal ``who`` (reads to everyone who
     may read; a decision only to those its rules allow to make it at all).
 
-    >>> from splice.principals import Principal
+    >>> from splice.support.principals import Principal
     >>> bot = Principal.of("ci", kind="agent", auth="api-key", scopes="read,propose", credential="k")
     >>> [offered(t, bot) for t in ("get_incident", "propose_repair", "approve_proposal")]
     [True, True, False]

@@ -23,12 +23,12 @@ from typing import Any
 
 from splice.errors import ApprovalError, InputError, NodeNotFoundError, RepairError
 from splice.migrate.model import Check, Migration, Wave
-from splice.names import name_key
-from splice.principals import Principal
 from splice.repair import auditlog
 from splice.repair.access import require
 from splice.repair.approvals import is_owner, refuse_during_stop
 from splice.state.store import next_id
+from splice.support.names import name_key
+from splice.support.principals import Principal
 
 Progress = Callable[[str], None] | None
 
@@ -94,8 +94,8 @@ def _count(ws: Any, relations: list[Any]) -> None:
     """Rows of each relation in the source (None: not built there), and a raw relation's
     interval column."""
     from splice.migrate.copy import columns
-    from splice.sqlrows import count_query
-    from splice.warehouse import connect
+    from splice.warehouse.connect import connect
+    from splice.warehouse.rows import count_query
 
     with connect(ws, "splice migrate plan", read_only=True) as con:
         for r in relations:
@@ -201,7 +201,7 @@ def approve(ws: Any, migration_id: str, wave: int | None, *, principal: Principa
 # -- run and check ----------------------------------------------------------------------------------
 def _checks(source: Any, dest: Any, m: Migration, w: Wave, progress: Progress) -> list[Check]:
     from splice.migrate.parity import compare_metric, compare_relation
-    from splice.warehouse import connect
+    from splice.warehouse.connect import connect
     from splice.watch.metrics import watch_specs
     from splice.watch.service import measure
 
@@ -232,7 +232,7 @@ def _move(source: Any, dest: Any, m: Migration, w: Wave, progress: Progress) -> 
     """Copy or rebuild the wave; returns the run's id for a rebuild."""
     if w.kind == "copy":
         from splice.migrate.copy import copy_relation
-        from splice.warehouse import connect
+        from splice.warehouse.connect import connect
 
         with connect(source, "splice migrate run", read_only=True) as a, \
                 connect(dest, "splice migrate run") as b:  # fmt: skip

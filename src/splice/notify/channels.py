@@ -19,7 +19,7 @@ import os
 from email.message import EmailMessage
 from typing import Any
 
-from splice.config_notify import NotifySection
+from splice.config.notify import NotifySection
 from splice.notify.events import Event
 
 USER_AGENT = "splice-notify/1"

@@ -43,7 +43,7 @@ AUDIT_EVENTS = {
 @dataclass(frozen=True)
 class Event:
     key: str  # unique per event: "audit:SEQ" or "incident:ID"
-    kind: str  # one of splice.config_notify.EVENTS (or "test")
+    kind: str  # one of splice.config.notify.EVENTS (or "test")
     at: float
     summary: str  # one line: what happened
     target: str | None

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from splice.config_notify import NotifySection
+from splice.config.notify import NotifySection
 from splice.notify.channels import send
 from splice.notify.events import Event, from_audit, from_incident
 

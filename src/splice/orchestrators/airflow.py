@@ -24,7 +24,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from splice.config_orchestrators import AirflowDag
+from splice.config.orchestrators import AirflowDag
 from splice.errors import OrchestratorError
 from splice.orchestrators.base import Orchestrator, OrchestratorRun, fill_days
 

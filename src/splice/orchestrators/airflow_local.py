@@ -21,7 +21,7 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from splice.config_orchestrators import AirflowDag
+from splice.config.orchestrators import AirflowDag
 from splice.orchestrators.local_server import LocalServer
 
 

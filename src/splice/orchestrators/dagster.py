@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from splice.config_orchestrators import DagsterJob
+from splice.config.orchestrators import DagsterJob
 from splice.errors import OrchestratorError
 from splice.orchestrators.base import Orchestrator, OrchestratorRun, fill_days
 

@@ -14,7 +14,7 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from splice.config_orchestrators import DagsterJob
+from splice.config.orchestrators import DagsterJob
 from splice.orchestrators.local_server import LocalServer
 
 INSTANCE_YAML = """\

@@ -24,7 +24,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from splice.errors import OrchestratorError
-from splice.procs import pid_alive
+from splice.support.procs import pid_alive
 
 
 @dataclass
@@ -76,7 +76,7 @@ def ensure_running(srv: LocalServer, root: Path | None = None) -> None:
             _start(srv)
     _wait_ready(srv)
     if started:
-        from splice.procs import announce_started
+        from splice.support.procs import announce_started
 
         announce_started(f"a local {srv.system.capitalize()} at {srv.url}", root)
 

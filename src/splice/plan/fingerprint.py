@@ -203,7 +203,7 @@ def fingerprints(ws: Any, node_ids: Iterable[str]) -> dict[str, dict[str, str]]:
                     else fallback_fingerprint(n)
                 )
         else:
-            from splice.capture import captured
+            from splice.support.capture import captured
 
             with captured(ws.log_path, f"sqlmesh snapshots ({project})", cwd=prov.run_dir):
                 snaps = prov.context.snapshots

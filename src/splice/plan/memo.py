@@ -5,7 +5,7 @@ Such a plan (it may build dbt models: the demo's first plan builds finance, whic
 never seen built) rests on four things; the memo keeps a mark of each and is used only while
 all four are the same and the clock has not reached a new interval:
 
-1. **the code**: the graph key (:mod:`splice.graph_cache`: splice.toml, every file of every
+1. **the code**: the graph key (:mod:`splice.workspace.graph_cache`: splice.toml, every file of every
    project, the dbt profiles, the environment variables the projects read, the tools' and
    Splice's versions, the target), with the selector and exclusion;
 2. **Splice's evidence**: the newest relation version and attempt of the target (a run, an
@@ -23,7 +23,7 @@ no-op plan (when it is valid) reduced to the selected nodes: nothing of a select
 nothing of the workspace does.
 
 A plan in which a SQLMesh model builds is never kept: SQLMesh's own plan of what is due moves
-with the clock.  What the graph key cannot see (see :mod:`splice.graph_cache`) is not seen
+with the clock.  What the graph key cannot see (see :mod:`splice.workspace.graph_cache`) is not seen
 here either: ``splice plan --fresh`` / ``splice run --fresh`` always plans from scratch.
 
 >>> key_of({"a": 1}) == key_of({"a": 1}), key_of({"a": 1}) == key_of({"a": 2})

@@ -346,7 +346,7 @@ def check_environments(ws: Any, graph: Graph, candidates: set[str]) -> None:
     """Refuse a plan in which a node would read another project's prod relation (SPL201/202),
     or a SQLMesh project of a multi-repo setup would read another whose state is in another
     file (SPL401: its SQLMesh finds an empty state and fails halfway through the run)."""
-    from splice.doctor_service import doctor
+    from splice.doctor.service import doctor
     from splice.providers.locations import shares_sqlmesh_state
 
     for check in doctor(ws, lineage=False):
@@ -567,7 +567,7 @@ def explain(
 
     g = ws.graph()
     if node_id not in g.nodes:
-        from splice.graph.bindings import closest
+        from splice.graph.suggest import closest
 
         near = closest(node_id, list(g.nodes))
         raise NodeNotFoundError(

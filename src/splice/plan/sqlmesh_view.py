@@ -39,12 +39,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from splice.capture import captured
 from splice.errors import ProjectError
 from splice.graph.model import Graph
 from splice.plan.fingerprint import sqlmesh_fingerprint
 from splice.plan.model import Action, Reason
 from splice.plan.sqlmesh_kinds import missing_reason, unchanged_reason
+from splice.support.capture import captured
 
 #: SQLMesh's change categories as the plan prints them.
 CATEGORY_NAMES = {
@@ -81,7 +81,7 @@ def _to_datetime(value: datetime | date | str) -> datetime:
     >>> _to_datetime("2026-10-01")
     datetime.datetime(2026, 10, 1, 0, 0)
     """
-    from splice.clock import parse_execution_time
+    from splice.support.clock import parse_execution_time
 
     return parse_execution_time(value)
 
@@ -161,7 +161,7 @@ def _next_due(snapshot: Any, intervals: list[list[int]]) -> int | None:
     if not intervals:
         return None
     try:
-        from splice.sqlmesh_import import import_sqlmesh
+        from splice.support.sqlmesh_import import import_sqlmesh
 
         import_sqlmesh()
         from sqlmesh.utils.date import to_timestamp
@@ -247,7 +247,7 @@ def environment_state(
         env is not None,
         finalized=env is not None and getattr(env, "finalized_ts", None) is not None,
     )
-    from splice.sqlmesh_import import import_sqlmesh
+    from splice.support.sqlmesh_import import import_sqlmesh
 
     import_sqlmesh()
     from sqlmesh.utils.date import now
@@ -360,7 +360,7 @@ def plan_view(
         cwd=prov.run_dir,
     ):
         try:
-            from splice.sqlmesh_import import import_sqlmesh
+            from splice.support.sqlmesh_import import import_sqlmesh
 
             import_sqlmesh()
             from sqlmesh.utils.errors import NoChangesPlanError

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from splice.config import DashboardSection
+from splice.config.workspace import DashboardSection
 from splice.graph.model import Node
 
 PROJECT = "dashboards"

@@ -7,12 +7,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-from splice.capture import captured
 from splice.errors import ProjectError
-from splice.faults_env import locked_error  # the tools' modules import it from here too
 from splice.graph.model import Node
 from splice.graph.relations import parse_relation
 from splice.providers.base import Capabilities, LoadContext, RenderedSQL
+from splice.support.capture import captured
+from splice.support.faults_env import locked_error  # the tools' modules import it from here too
 
 CAPABILITIES = Capabilities(exact_selection=True, owns_state=False, renders_sql=True)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from splice.config import IngestionSection
+from splice.config.workspace import IngestionSection
 from splice.errors import ConfigError
 from splice.graph.model import Node, Relation
 from splice.graph.relations import parse_relation, relation_from_parts

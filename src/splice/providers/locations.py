@@ -1,7 +1,7 @@
 """Where each project's warehouse is, resolved as its tool resolves it when run by hand.
 
 SQLMesh and dbt-duckdb both resolve a relative DuckDB path against the working directory, and
-Splice runs each tool in its project directory (splice.capture): so ``database: db.duckdb`` in a
+Splice runs each tool in its project directory (splice.support.capture): so ``database: db.duckdb`` in a
 SQLMesh gateway and ``path: db.duckdb`` in a dbt-duckdb profile mean a file in that project's
 directory (SQLMesh projects of a multi-repo setup that share a state only from the workspace's
 directory run there: :func:`shared_run_dirs`). Two projects meant to
@@ -17,8 +17,6 @@ import os
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
-
-from splice.graph.doctor_server import SERVER_KEYS
 
 Kind = Literal["file", "memory", "server", "other"]
 
@@ -103,6 +101,11 @@ def sqlmesh_location(
         else None
     )
     return replace(loc, state=state, sqlmesh_project=config.project or None)
+
+
+#: The keys of a PostgreSQL connection compared across the tools (the user may differ: one
+#: login per tool is common; the password is never read or shown).
+SERVER_KEYS = ("host", "port", "database")
 
 
 def _sqlmesh_connection(
@@ -220,7 +223,7 @@ def shares_sqlmesh_state(a: Any, b: Any) -> bool:
 def load_sqlmesh_config(project_path: Path) -> Any:
     """A SQLMesh project's ``Config``, read by SQLMesh's own loader (config.yaml, config.py,
     environment variables); loads no model and opens no connection."""
-    from splice.sqlmesh_import import import_sqlmesh
+    from splice.support.sqlmesh_import import import_sqlmesh
 
     import_sqlmesh()
     from sqlmesh.core.config import Config
@@ -241,7 +244,7 @@ def shared_run_dirs(
     them against the working directory, so they share one state there. Splice runs them there
     too (otherwise each would find an empty state: "sqlmesh._environments does not exist").
     Empty when they share a state from their own directories already, or in no directory."""
-    from splice.capture import captured
+    from splice.support.capture import captured
 
     own: dict[str, str | None] = {}
     from_root: dict[str, str | None] = {}

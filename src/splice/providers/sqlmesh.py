@@ -8,12 +8,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from splice.capture import captured
 from splice.errors import ProjectError
 from splice.graph.model import Node, Relation
 from splice.graph.relations import parse_relation, relation_from_parts
 from splice.providers.base import Capabilities, LoadContext, RenderedSQL
 from splice.providers.dbt import locked_error
+from splice.support.capture import captured
 
 CAPABILITIES = Capabilities(exact_selection=True, owns_state=True, renders_sql=True)
 
@@ -113,7 +113,7 @@ class SqlmeshProvider:
         if self._context is None:
             self._probe_spark()
             with self._calling("load", "load"):
-                from splice.sqlmesh_import import import_sqlmesh
+                from splice.support.sqlmesh_import import import_sqlmesh
 
                 Context = import_sqlmesh().Context
                 kwargs: dict[str, Any] = {"paths": str(self.ctx.project_path)}
@@ -131,7 +131,7 @@ class SqlmeshProvider:
         """SQLMesh connects its gateway while loading (its default catalog): a Spark Connect
         server that does not answer is said at once, not after pyspark's minutes of retries."""
         from splice.errors import SpliceError
-        from splice.warehouse_spark import probe_project_endpoint
+        from splice.warehouse.spark.connect import probe_project_endpoint
 
         try:
             loc = self.warehouse()

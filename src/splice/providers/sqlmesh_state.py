@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from splice.sqlrows import checksum_query
+from splice.warehouse.rows import checksum_query
 
 STATE_TABLES = ("_intervals", "_environments")
 
@@ -36,7 +36,7 @@ def state_probe(ws: Any) -> list[str] | None:
     if kind not in ("duckdb", "postgres") or any(own_state_connection(ws, s) for s in specs):
         return None
     from splice.errors import WarehouseError
-    from splice.warehouse import connect
+    from splice.warehouse.connect import connect
 
     if kind == "duckdb":
         import duckdb

@@ -2,7 +2,7 @@
 recent loads, from dlt's own ``_dlt_loads`` table) and the dashboards that read the marts
 (with everything upstream of them).
 
-The warehouse is read through one read-only connection (:func:`splice.warehouse.connect`),
+The warehouse is read through one read-only connection (:func:`splice.warehouse.connect.connect`),
 closed before the call returns, so DuckDB's single-writer lock is never held afterwards.
 Every query is a sqlglot expression.
 """
@@ -99,7 +99,7 @@ def ingestion_jobs(ws: Any, *, loads: int = LOADS_SHOWN) -> list[dict[str, Any]]
     The warehouse is opened read-only once for the call (only when some table is to be
     read) and closed before it returns.
     """
-    from splice.warehouse import connect
+    from splice.warehouse.connect import connect
 
     g = ws.graph()
     jobs: list[dict[str, Any]] = []

@@ -95,7 +95,7 @@ def node_sql(ws: Any, node_id: str, *, render: bool = False) -> dict[str, Any]:
             return out
     warm = any(p.ctx.project_name == node.project for p in ws.loaded_providers(spec.format))
     if render or warm:
-        from splice.lineage_service import rendered_sql
+        from splice.lineage.service import rendered_sql
 
         sql, _dialect, reason = rendered_sql(ws, g, [node.id])[node.id]
         out["compiled"] = sql

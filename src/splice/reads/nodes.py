@@ -174,7 +174,7 @@ def find_node(g: Graph, ref: str) -> Node:
                 f"{ref!r} names {len(attempt)} nodes: {', '.join(sorted(n.id for n in attempt))}.",
                 fix="use the full id project:node",
             )
-    from splice.graph.bindings import closest
+    from splice.graph.suggest import closest
 
     near = closest(ref, list(g.nodes))
     raise NodeNotFoundError(

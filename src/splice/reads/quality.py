@@ -243,7 +243,7 @@ def _resolve(ws: Any, name: str, known_state: list[str]) -> tuple[Any | None, An
             f"{name!r} is a monitor of {len(spec_hit.measures)} measures; name one of them.",
             fix="use one of: " + ", ".join(m.name for m in spec_hit.measures),
         )
-    from splice.graph.bindings import closest
+    from splice.graph.suggest import closest
 
     near = closest(name, names) or [n for n in names if name.lower() in n.lower()][:3]
     raise NodeNotFoundError(

@@ -38,8 +38,8 @@ from datetime import date
 from typing import Any
 
 from splice.errors import ApprovalError, InputError
-from splice.names import name_key, normalise_name
-from splice.principals import AUTH_WORDS, Principal
+from splice.support.names import name_key, normalise_name
+from splice.support.principals import AUTH_WORDS, Principal
 
 #: The status of an incident whose every series' new level was accepted.
 ACCEPTED = "accepted"

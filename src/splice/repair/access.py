@@ -10,10 +10,10 @@ are in :mod:`splice.repair.approvals`; these come first and hold whatever layer 
   ``accept-level`` need the ``approve`` scope; ``reject`` and ``stop`` the ``propose`` scope.
 - With ``[policy] decisions = "server"`` those decisions are refused to the command line's
   principals (``os-user``, ``cli-as``): a decision is made only through ``splice serve``.
-- Splice's own principal (:data:`splice.principals.SYSTEM`) applies only what it may approve
+- Splice's own principal (:data:`splice.support.principals.SYSTEM`) applies only what it may approve
   itself (:func:`splice.repair.flow.apply` checks the autonomy rules).
 
->>> from splice.principals import Principal
+>>> from splice.support.principals import Principal
 >>> bot = Principal.of("claude", kind="agent", auth="api-key", credential="k1")
 >>> require(bot, "propose").name
 'claude'
@@ -28,8 +28,8 @@ from __future__ import annotations
 from typing import Any
 
 from splice.errors import AccessError
-from splice.names import name_key
-from splice.principals import Principal, os_user, os_user_principal, unborrowed
+from splice.support.names import name_key
+from splice.support.principals import Principal, os_user, os_user_principal, unborrowed
 
 #: action -> (the scope it needs, whether only a person may do it)
 ACTIONS: dict[str, tuple[str, bool]] = {
@@ -110,7 +110,7 @@ def require(
 def taken_names(config: Any, state: Any) -> frozenset[str]:
     """The names (name keys) no agent may take: every owner in ``[[domains]]``, every person
     an API key was made for (revoked ones too), and Splice's reserved names."""
-    from splice.keys import person_names
+    from splice.auth.keys import person_names
 
     owners = {name_key(o) for d in config.domains for o in d.owners}
     return frozenset(owners | person_names(state) | RESERVED)
@@ -118,7 +118,7 @@ def taken_names(config: Any, state: Any) -> frozenset[str]:
 
 def as_agent(principal: Principal, config: Any, state: Any) -> Principal:
     """``principal``, or, for an agent claiming a person's or a reserved name, the agent as
-    ``agent:NAME`` with the name it claimed recorded (:func:`splice.principals.unborrowed`)."""
+    ``agent:NAME`` with the name it claimed recorded (:func:`splice.support.principals.unborrowed`)."""
     if principal.kind != "agent":
         return principal
     return unborrowed(principal, taken_names(config, state))
@@ -134,7 +134,7 @@ def cli_principal(policy: Any, as_name: str | None, kind: str | None = None) -> 
     (``--kind``) says whether NAME is a person or an agent; a name ``[policy] agents`` lists
     is an agent (``--kind person`` for it is refused).
 
-    >>> from splice.config import PolicySection
+    >>> from splice.config.workspace import PolicySection
     >>> pol = PolicySection(allow_as=True, agents=["splice-agent"])
     >>> cli_principal(pol, "splice-agent").label(), cli_principal(pol, "maria").label()
     ('splice-agent (agent, cli-as)', 'maria (person, cli-as)')

@@ -22,10 +22,10 @@
   it touches rejects (or revokes an approval not applied yet).  An undo is decided by an
   owner of the proposal's primary domain (the origin's).
 
-Every decision takes the authenticated :class:`~splice.principals.Principal` behind it; the
+Every decision takes the authenticated :class:`~splice.support.principals.Principal` behind it; the
 rules of :mod:`splice.repair.access` come first (a person decides, with the scope the decision
 needs, where ``[policy]`` lets it).  Splice's own bookkeeping is recorded under
-:data:`splice.principals.SYSTEM`.
+:data:`splice.support.principals.SYSTEM`.
 
 Every decision is one state transaction with its decision row and its audit-log entry
 (:mod:`splice.repair.store`).
@@ -36,14 +36,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from splice.config import parse_duration
+from splice.config.durations import parse_duration
 from splice.errors import ApprovalError
-from splice.names import name_key
-from splice.principals import SYSTEM, Principal, same_identity
 from splice.repair import store
 from splice.repair.access import require
 from splice.repair.autonomy import active_stop
 from splice.repair.model import EXPIRING, OPEN, Proposal
+from splice.support.names import name_key
+from splice.support.principals import SYSTEM, Principal, same_identity
 
 
 def hours_text(seconds: float) -> str:
@@ -136,7 +136,7 @@ def approval_status(ws: Any, p: Proposal) -> dict[str, Any]:
 def is_owner(name: str, dom: Any) -> bool:
     """Whether ``name`` is a named owner of domain ``dom`` (names compared normalised).
 
-    >>> from splice.config import DomainSection
+    >>> from splice.config.workspace import DomainSection
     >>> is_owner(" Maria ", DomainSection(name="pricing", nodes=["pricing:*"], owners=["maria"]))
     True
     """
@@ -174,7 +174,7 @@ def escalations(policy: Any, owners: list[str], since: float, asked_so_far: int,
     """The escalations due by ``now`` of a request made at ``since`` that has asked
     ``asked_so_far`` owners: (when, comment, payload) for each next owner to ask.
 
-    >>> from splice.config import PolicySection
+    >>> from splice.config.workspace import PolicySection
     >>> [(at, c) for at, c, _p in escalations(PolicySection(), ["maria", "sam"], 0.0, 1, 7300.0)]
     [(7200.0, 'unanswered for 2h: sam is asked as well (after maria)')]
     """
@@ -250,7 +250,7 @@ def refuse_during_stop(ws: Any, what: str) -> None:
 
 def _requesters(ws: Any, p: Proposal) -> list[dict[str, Any]]:
     """Who created or requested ``p``, as recorded principals (a name alone, for what was
-    recorded before principals: compared by name, :func:`splice.principals.same_identity`)."""
+    recorded before principals: compared by name, :func:`splice.support.principals.same_identity`)."""
     out: list[dict[str, Any]] = [p.requester or {"name": p.created_by, "kind": None}]
     out += [d.principal for d in store.decisions(ws.state, p.proposal_id)
             if d.decision == "request"]  # fmt: skip

@@ -32,9 +32,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from splice.principals import Principal
 from splice.state.chain import GENESIS, canonical, entry_hash
 from splice.state.store import StateStore, read_audit_head
+from splice.support.principals import Principal
 
 __all__ = ["GENESIS", "canonical", "entry_hash"]
 

@@ -16,7 +16,7 @@ is active (``splice stop``) nothing is approved or applied, autonomously or by a
 (:mod:`splice.repair.approvals`), until a domain owner runs ``splice resume``.  A *clean application* is a proposal of that domain and class that reached
 ``applied``; a ``failed`` apply or an ``undo`` resets the count to zero.
 
->>> from splice.config import DomainSection
+>>> from splice.config.workspace import DomainSection
 >>> d = DomainSection(name="pricing", nodes=["pricing:*"], owners=["maria"], autonomy="L3")
 >>> autonomous_allowed(d, "reload_ingestion", 3), autonomous_allowed(d, "reload_ingestion", 2)
 (True, False)
@@ -31,12 +31,12 @@ from __future__ import annotations
 import json
 import time
 
-from splice.config import DomainSection, PolicySection, WorkspaceConfig
+from splice.config.workspace import DomainSection, PolicySection, WorkspaceConfig
 from splice.errors import ApprovalError, RepairError
-from splice.principals import Principal
 from splice.repair import auditlog
 from splice.repair.model import Stop
 from splice.state.store import StateStore
+from splice.support.principals import Principal
 
 LEVELS: dict[str, str] = {
     "L0": "manual",
@@ -146,8 +146,8 @@ def resume(
 ) -> Stop:
     """End the org-wide stop; only a named owner of some domain may (any person when no
     ``[[domains]]`` are declared).  Returns the stop that ended."""
-    from splice.names import name_key
     from splice.repair.access import require
+    from splice.support.names import name_key
 
     actor = require(principal, "resume", config.policy, where=config.serve.resource_url).name
     owners = {name_key(o): o for d in config.domains for o in d.owners}

@@ -5,7 +5,7 @@ specific** wins: the domain whose matching selector matches the fewest nodes (a 
 naming one node beats ``pricing:*``), and on a tie the domain written first in splice.toml.
 A selector that matches no node is skipped here and reported by :func:`domain_checks`.
 
->>> from splice.config import WorkspaceConfig
+>>> from splice.config.workspace import WorkspaceConfig
 >>> from splice.graph.model import Graph, Node
 >>> g = Graph()
 >>> for nid in ("pricing:fx.daily_rates", "pricing:marts.agg_gmv_daily", "ingestion:fx_rates_ingest"):
@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from splice.config import DomainSection, WorkspaceConfig
+from splice.config.workspace import DomainSection, WorkspaceConfig
+from splice.doctor.checks import Check
 from splice.errors import SelectorError
-from splice.graph.doctor import Check
 from splice.graph.model import Graph
 from splice.graph.selectors import select
 
@@ -64,7 +64,7 @@ def domains_touched(
     """The domains of ``node_ids`` (each once; ``first``'s domain, the origin's, first, then in
     the order the nodes come) and the nodes in no domain.
 
-    >>> from splice.config import WorkspaceConfig
+    >>> from splice.config.workspace import WorkspaceConfig
     >>> from splice.graph.model import Graph, Node
     >>> g = Graph()
     >>> for nid in ("pricing:fx.daily_rates", "finance:fct_gmv_qtd", "shop:orders"):

@@ -30,7 +30,7 @@ from typing import Any
 from splice.errors import RepairError
 from splice.graph.model import Graph
 from splice.repair.damage import NodeDamage, day_ranges, node_damage
-from splice.sqlrows import count_query
+from splice.warehouse.rows import count_query
 
 
 @dataclass
@@ -408,7 +408,7 @@ def _node_scope(graph: Graph, draft: Draft, damage: list[NodeDamage],
 
 def _count(ws: Any, draft: Draft) -> None:
     """Rows in scope against rows in full, for every relation the repair rewrites."""
-    from splice.warehouse import connect
+    from splice.warehouse.connect import connect
 
     totals: dict[str, int] = {}
     with connect(ws, "splice propose") as con:

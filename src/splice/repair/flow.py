@@ -20,10 +20,10 @@ from datetime import datetime
 from typing import Any
 
 from splice.errors import ApprovalError, RepairError
-from splice.numbers import count
-from splice.principals import SYSTEM, Principal
 from splice.repair import auditlog, store
 from splice.repair.model import Proposal, Step
+from splice.support.numbers import count
+from splice.support.principals import SYSTEM, Principal
 
 Progress = Callable[[str], None]
 #: Proposal statuses in which an incident already has its repair under way.
@@ -73,7 +73,7 @@ def propose(
 ) -> Proposal:
     """Draft, store, capture the undo, verify it restores, and request approval.  The
     ``principal`` (a person or an agent with the ``propose`` scope) is its requester."""
-    from splice.config import parse_duration
+    from splice.config.durations import parse_duration
     from splice.repair import undo
     from splice.repair.access import require
     from splice.repair.draft import draft_repair
@@ -215,7 +215,7 @@ def apply(
 ) -> Applied:
     """Run an approved proposal as one journaled run, then verify it and write the receipt.
 
-    A person with the ``approve`` scope applies; Splice itself (:data:`~splice.principals.SYSTEM`)
+    A person with the ``approve`` scope applies; Splice itself (:data:`~splice.support.principals.SYSTEM`)
     applies only a pending proposal that the autonomy rules let it approve itself."""
     from splice.repair import undo
     from splice.repair.access import require
@@ -269,7 +269,7 @@ def apply(
         comment=f"run {report.run_id}: {report.status}",
         payload={"run_id": report.run_id, "status": report.status, "counts": report.counts()},
     )  # fmt: skip
-    from splice.faults import pause
+    from splice.support.faults import pause
 
     pause(ws.splice_dir, "verify")
     verification = None

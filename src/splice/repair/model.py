@@ -187,7 +187,7 @@ class Proposal:
     status: str = "draft"
     undo: list[UndoEntry] = field(default_factory=list)
     requested_at: float | None = None
-    #: who asked for it (:meth:`splice.principals.Principal.record`); None before principals
+    #: who asked for it (:meth:`splice.support.principals.Principal.record`); None before principals
     requester: dict[str, Any] | None = None
     #: the damage per node and how the repair rewrites it (``{"nodes": [...], "blocked": [...]}``,
     #: :func:`splice.repair.draft.draft_repair`); empty for proposals made before it existed

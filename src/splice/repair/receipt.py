@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from splice.clock import utc_text
-from splice.numbers import checksum, count, percent, value
-from splice.principals import describe
+from splice.support.clock import utc_text
+from splice.support.numbers import checksum, count, percent, value
+from splice.support.principals import describe
 
 #: A measured value in the receipt, as on the page and in the terminal.
 _num = value

@@ -32,7 +32,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from splice.sqlrows import date_literal, table
+from splice.warehouse.rows import date_literal, table
 
 #: Significant digits two numbers must share to be the same value.
 DIGITS = 10
@@ -146,7 +146,7 @@ def _through_environment(q: exp.Expr, mapping: dict[str, Any], dialect: str) -> 
 def sqlmesh_query(ws: Any, graph: Any, node: Any, start: date, end: date,
                   names: dict[str, Any] | None = None) -> exp.Expr:  # fmt: skip
     """The query SQLMesh runs for ``node`` over ``start``..``end`` (both inclusive)."""
-    from splice.capture import captured
+    from splice.support.capture import captured
 
     prov = ws.provider(node.project)
     ctx = prov.context
@@ -350,7 +350,7 @@ def _compare(con: Any, out: NodeCheck, p: exp.Select, f: exp.Select, tc: str | N
 
 
 def _plain(v: Any) -> Any:
-    from splice.sqlrows import plain
+    from splice.warehouse.rows import plain
 
     return plain(v)
 
@@ -391,7 +391,7 @@ def recompute(ws: Any, damage: list[Any], *, since: date | None = None,
     """Recompute the incident's nodes (``damage``: :class:`splice.repair.damage.NodeDamage`,
     the origin first) from ``since`` (default: the earliest damaged interval) to the latest
     interval each node has, and compare each with production."""
-    from splice.warehouse import connect
+    from splice.warehouse.connect import connect
     from splice.watch.metrics import relation_of
 
     t0 = time.perf_counter()

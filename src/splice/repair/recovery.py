@@ -39,8 +39,8 @@ def applier(ws: Any, p: Proposal) -> dict[str, Any]:
 
 
 def _alive(info: dict[str, Any]) -> bool:
-    from splice.procs import pid_alive
     from splice.run.journal import this_host
+    from splice.support.procs import pid_alive
 
     pid = int(info.get("pid") or 0)
     if not pid:
@@ -86,9 +86,9 @@ def recover_in_session(ws: Any) -> list[str]:
 
 
 def _recover(ws: Any, p: Proposal) -> str:
-    from splice.principals import SYSTEM
     from splice.repair import undo
     from splice.run.children import kill_orphans
+    from splice.support.principals import SYSTEM
     from splice.watch.incidents import reopen_incident
 
     who = applier(ws, p)

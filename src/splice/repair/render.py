@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from splice.numbers import checksum, count, percent
+from splice.support.numbers import checksum, count, percent
 
 
 def proposal_lines(p: Any) -> list[str]:
     """Plain lines: what runs, in order; what a person could run instead; undo; cost; audit."""
-    from splice.principals import describe
+    from splice.support.principals import describe
 
     lines = [f"{p.proposal_id} [{p.status}] {p.title}"]
     by = describe(p.requester) if p.requester else p.created_by

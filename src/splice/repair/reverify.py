@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from splice.errors import RepairError
-from splice.principals import Principal
+from splice.support.principals import Principal
 
 
 def verify_again(ws: Any, proposal_id: str, *, principal: Principal,

@@ -16,10 +16,10 @@ from collections.abc import Callable
 from typing import Any
 
 from splice.errors import RepairError
-from splice.principals import Principal
 from splice.repair import auditlog
 from splice.repair.model import TRANSITIONS, Decision, Proposal, can_move
 from splice.state.store import StateStore, next_id, target_status_filter
+from splice.support.principals import Principal
 
 #: The decision recorded when a proposal moves to a status.
 DECISION_FOR = {

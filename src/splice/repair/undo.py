@@ -4,7 +4,7 @@ For every relation a repair rewrites (:class:`~splice.repair.draft.Touch`), :fun
 copies the rows in the repair's range of the relation's time column (the whole table when the
 tool rebuilds it whole, as dbt does) to a Parquet file under ``.splice/undo/<proposal>/``, and
 records the row count and an order-independent checksum computed in the warehouse
-(:func:`splice.sqlrows.checksum_query`).  :func:`verify_restorable` proves the copy restores before the
+(:func:`splice.warehouse.rows.checksum_query`).  :func:`verify_restorable` proves the copy restores before the
 proposal may be approved: it restores every entry inside a transaction, checks the checksums
 and rolls back.  :func:`check_unchanged` refuses to apply a repair when the warehouse moved
 since the undo was taken (the undo would then put back the wrong rows).  :func:`restore` puts
@@ -28,10 +28,10 @@ from sqlglot import exp
 
 from splice.errors import RepairError
 from splice.graph.relations import parse_relation
-from splice.principals import Principal
 from splice.repair import undo_pg, undo_spark
 from splice.repair.model import UndoEntry
-from splice.sqlrows import ROW, checksum_query, checksum_select, in_range, rows_query, table
+from splice.support.principals import Principal
+from splice.warehouse.rows import ROW, checksum_query, checksum_select, in_range, rows_query, table
 
 #: A target to capture: (node id, physical relation, time column or None, start, end).
 Target = tuple[str, str, "str | None", "date | None", "date | None"]
@@ -174,7 +174,7 @@ def check_saved_files(ws: Any, entries: list[UndoEntry]) -> None:
 
 def capture(ws: Any, proposal_id: str, targets: list[Target]) -> list[UndoEntry]:
     """Copy aside the rows every target will lose, with counts and checksums (see module)."""
-    from splice.warehouse import connect
+    from splice.warehouse.connect import connect
 
     folder = undo_dir(ws, proposal_id)
     folder.mkdir(parents=True, exist_ok=True)
@@ -268,7 +268,7 @@ def _current(con: Any, ws: Any, e: UndoEntry) -> tuple[int, str]:
 
 def current_checksums(ws: Any, entries: list[UndoEntry]) -> list[str]:
     """The checksum of each entry's rows as the warehouse holds them now."""
-    from splice.warehouse import connect
+    from splice.warehouse.connect import connect
 
     with connect(ws, "the undo check", read_only=True) as con:
         return [_current(con, ws, e)[1] for e in entries]
@@ -322,7 +322,7 @@ def _checked_saved(con: Any, ws: Any, entries: list[UndoEntry]) -> list[exp.Expr
 
 def verify_restorable(ws: Any, entries: list[UndoEntry]) -> None:
     """Restore every entry inside a transaction, check the checksums, roll back."""
-    from splice.warehouse import connect
+    from splice.warehouse.connect import connect
 
     check_saved_files(ws, entries)
     with connect(ws, "the undo test") as con:
@@ -384,7 +384,7 @@ def check_as_requested(ws: Any, p: Any) -> None:
 def restore(ws: Any, entries: list[UndoEntry]) -> list[str]:
     """Put every entry back in one warehouse transaction; returns the checksums after."""
     from splice.run.executors import release_all
-    from splice.warehouse import connect
+    from splice.warehouse.connect import connect
 
     check_saved_files(ws, entries)  # before anything is opened
     release_all(ws)
@@ -401,7 +401,7 @@ def undo(
     progress: Any = None,
 ) -> Any:
     """``splice undo``: restore an applied (or failed) proposal's undo and record it.
-    ``principal``: a :class:`~splice.principals.Principal`, a person owning the domain.
+    ``principal``: a :class:`~splice.support.principals.Principal`, a person owning the domain.
     ``progress(message)`` is told when the restore starts (every check passed)."""
     from splice.repair import store
     from splice.repair.access import require

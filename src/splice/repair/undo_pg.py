@@ -21,7 +21,7 @@ from sqlglot import exp
 
 from splice.errors import RepairError
 from splice.graph.relations import parse_relation
-from splice.sqlrows import ROW, in_range, rows_query, table
+from splice.warehouse.rows import ROW, in_range, rows_query, table
 
 DIALECT = "postgres"
 SUFFIX = ".pgcopy"

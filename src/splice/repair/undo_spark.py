@@ -6,7 +6,7 @@ works as Spark jobs do:
 
 - **capture**: the rows in range are read through Spark Connect as Arrow and written to
   ``.splice/undo/<proposal>/NN_<node>.parquet``; their count and checksum (Spark's
-  ``XXHASH64`` of the whole row, summed as ``DECIMAL(38,0)``: :func:`splice.sqlrows.row_hash`)
+  ``XXHASH64`` of the whole row, summed as ``DECIMAL(38,0)``: :func:`splice.warehouse.rows.row_hash`)
   are computed by Spark; a count that differs from the rows read means the table moved during
   the capture, and the capture is refused (a retry helps).
 - **restore test** (before approval): each saved file is loaded into a temporary view, typed
@@ -45,7 +45,7 @@ from sqlglot import exp
 
 from splice.errors import RepairError, WarehouseError
 from splice.graph.relations import parse_relation
-from splice.sqlrows import ROW, checksum_select, in_range, rows_query, table
+from splice.warehouse.rows import ROW, checksum_select, in_range, rows_query, table
 
 DIALECT = "spark"
 

@@ -395,7 +395,7 @@ def _widen_scope(ws: Any, incident: Any, rec: Recomputed, still: list[dict[str, 
     graph = ws.graph()
     below: dict[str, tuple[set[str], bool, str | None]] = {}
     try:
-        from splice.warehouse import connect
+        from splice.warehouse.connect import connect
 
         with connect(ws, "verification (scope of what is still wrong)") as con:
             for nid, (days, _whole, tc) in adds.items():

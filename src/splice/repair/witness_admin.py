@@ -17,11 +17,11 @@ import time
 from typing import Any
 
 from splice.errors import ApprovalError, StateError
-from splice.principals import Principal
 from splice.repair import auditlog
 from splice.repair.access import require
 from splice.state import witness
 from splice.state.chain import divergence
+from splice.support.principals import Principal
 
 
 def _require_owner(ws: Any, principal: Principal, action: str) -> None:

@@ -72,8 +72,8 @@ class BaseCheckout:
     def load(self) -> None:
         if self.root is None:
             return
-        from splice.config import CONFIG_FILE
-        from splice.workspace import Workspace
+        from splice.config.workspace import CONFIG_FILE
+        from splice.workspace.core import Workspace
 
         if not (self.root / CONFIG_FILE).exists():
             self.missing = set(self.dbt_projects)

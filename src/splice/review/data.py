@@ -24,7 +24,7 @@ from typing import Any
 from sqlglot import exp
 
 from splice.graph.model import Graph, Node, Relation
-from splice.sqlrows import (
+from splice.warehouse.rows import (
     plain,  # noqa: F401  (re-exported: review's callers)
     table,
 )

@@ -18,7 +18,7 @@ from typing import Any
 from sqlglot import exp
 
 from splice.review.data import compare_model, metric_query, plain, review_keys
-from splice.sqlrows import table
+from splice.warehouse.rows import table
 
 Progress = Callable[[str], None]
 #: Run outcomes after which a node's relation in the review environment is not the head's.
@@ -38,8 +38,8 @@ def build_and_compare(
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     from splice.run.runner import run
-    from splice.warehouse import connect
-    from splice.workspace import Workspace
+    from splice.warehouse.connect import connect
+    from splice.workspace.core import Workspace
 
     cfg = head_ws.config
     rcfg = cfg.review
@@ -130,7 +130,7 @@ def virtual_copies(
     its sources from the review environment's schemas (``marts__review``): without the copy a
     change to dbt models alone finds none of them (a model read through a ``ref`` that is not
     built is deferred to prod).  Returns ``project:environment`` of each."""
-    from splice.capture import captured
+    from splice.support.capture import captured
 
     wanted = set(ids)
     # what the built models read themselves: their parents, and the writers of the sources
@@ -266,8 +266,8 @@ def cleanup(rws: Any, head_ws: Any, rgraph: Any, report: Any) -> dict[str, Any]:
     """Delete the review environment: SQLMesh's (invalidated and deleted at once: its views;
     the tables of snapshots only it used go with SQLMesh's janitor, after their TTL), and every
     relation dbt built in the review target."""
-    from splice.capture import captured
-    from splice.warehouse import connect
+    from splice.support.capture import captured
+    from splice.warehouse.connect import connect
 
     done: dict[str, Any] = {"sqlmesh": [], "dbt": []}
     for spec in rws.config.projects:

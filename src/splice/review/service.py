@@ -121,7 +121,7 @@ def review(
 
     ``execution_time`` pins SQLMesh's clock for its plan and the build (as ``splice plan
     --execution-time`` does); by default a demo workspace's recorded clock, else now."""
-    from splice.config import load_config
+    from splice.config.workspace import load_config
 
     t_all = time.perf_counter()
     root = Path(root).resolve()
@@ -153,7 +153,7 @@ def review(
         return out
     from contextlib import nullcontext
 
-    from splice.workspace import Workspace
+    from splice.workspace.core import Workspace
 
     prod = config.workspace.default_target
     with Workspace.open(root, prod) as head_ws:
@@ -242,7 +242,7 @@ def _touched_projects(config: Any, root: Path, top: Path, files: list[str]) -> s
 
 
 def _check_target(config: Any, name: str, root: Path) -> None:
-    from splice.config import CONFIG_FILE
+    from splice.config.workspace import CONFIG_FILE
 
     prod = config.workspace.default_target
     if name not in config.targets:
@@ -272,7 +272,7 @@ def _check_target(config: Any, name: str, root: Path) -> None:
 def _lineage(ws: Any, graph: Any, changes: list[NodeChange]) -> Any:
     """Column lineage of the changed models and of every model downstream of them (what the
     impact walks); what they read beyond that takes its columns from the warehouse."""
-    from splice.lineage_service import workspace_lineage
+    from splice.lineage.service import workspace_lineage
 
     starts = [c.node for c in changes if c.changes_data and c.node in graph.nodes]
     scope = set(starts)
@@ -284,7 +284,7 @@ def _lineage(ws: Any, graph: Any, changes: list[NodeChange]) -> Any:
 def _column_diffs(
     head_ws: Any, base: BaseCheckout, head: Any, changes: list[NodeChange], lineage: Any
 ) -> None:
-    from splice.lineage_service import rendered_sql
+    from splice.lineage.service import rendered_sql
     from splice.review.columns import shapes
 
     direct = [c for c in changes if c.change in ("modified", "added") and c.changes_data]
@@ -316,7 +316,7 @@ def _column_diffs(
 def _schema(ws: Any, graph: Any, wl: Any) -> dict[str, Any]:
     """``{catalog: {schema: {table: {column: type}}}}`` of every relation whose columns are
     known: in the warehouse, in the tools' metadata, and output by a model of ``wl``."""
-    from splice.lineage_service import warehouse_columns
+    from splice.lineage.service import warehouse_columns
 
     nested: dict[str, Any] = {}
 
@@ -351,7 +351,7 @@ def _metric_specs(ws: Any, graph: Any, notes: list[str]) -> list[Any]:
 
 
 def _impact(ws: Any, graph: Any, changes: list[NodeChange], wl: Any, specs: list[Any]) -> Any:
-    from splice.lineage_service import writers_map
+    from splice.lineage.service import writers_map
     from splice.review.impact import OPAQUE, reach
 
     starts: dict[str, list[str]] = {}

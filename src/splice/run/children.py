@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from splice.procs import pid_alive
+from splice.support.procs import pid_alive
 
 _PR_SET_PDEATHSIG = 1
 
@@ -101,7 +101,7 @@ def spark_session_mark(splice_dir: Path, remote: str, session_id: str) -> Path:
 
 def _stop_remote(splice_dir: Path, info: dict[str, Any]) -> bool:
     """Stop an orchestrator's run whose Splice run died (best effort: it may have ended)."""
-    from splice.config import load_config
+    from splice.config.workspace import load_config
     from splice.errors import SpliceError
     from splice.orchestrators import for_job
 
@@ -146,7 +146,7 @@ def kill_orphans(splice_dir: Path) -> list[dict[str, Any]]:
             mark.unlink(missing_ok=True)
             continue
         if info.get("spark_session"):
-            from splice.warehouse_spark import interrupt_session
+            from splice.warehouse.spark.connect import interrupt_session
 
             ops = interrupt_session(str(info["remote"]), str(info["spark_session"]))
             if ops:

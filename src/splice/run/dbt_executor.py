@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from splice.capture import captured
 from splice.run.executors import (
     DBT_CAPABILITIES,
     SegmentJob,
@@ -20,6 +19,7 @@ from splice.run.executors import (
     without_jvm_trace,
 )
 from splice.run.report import CheckResult, NodeResult
+from splice.support.capture import captured
 
 # == dbt ============================================================================================
 _DBT_NODE = {"success": "success", "error": "failed", "skipped": "skipped", "no-op": "noop"}

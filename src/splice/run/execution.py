@@ -12,7 +12,6 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from splice.faults import pause
 from splice.plan.model import Plan, Segment
 from splice.run.commit import commit_attempt, commit_build, commit_check, commit_failure
 from splice.run.executors import (
@@ -26,6 +25,7 @@ from splice.run.executors import (
 from splice.run.journal import Journal, RunEvent
 from splice.run.report import CheckResult, NodeResult, RunReport, SegmentResult
 from splice.run.segments import executable
+from splice.support.faults import pause
 
 Progress = Callable[[RunEvent], None]
 
@@ -127,7 +127,9 @@ class _Run:
         todo: dict[str, list[str]] = {}
         results: dict[str, SegmentResult] = {}
         for seg in segments:
-            pause(self.ws.splice_dir, f"segment:{seg.id}")  # a test's kill point (splice.faults)
+            pause(
+                self.ws.splice_dir, f"segment:{seg.id}"
+            )  # a test's kill point (splice.support.faults)
             res = SegmentResult(seg.id, seg.project, seg.format, seg.environment, "success")
             results[seg.id] = res
             self.emit(
@@ -506,8 +508,8 @@ def _refresh_tables(ws: Any, relations: list[str]) -> None:
         return
     from sqlglot import exp
 
-    from splice.sqlrows import table
-    from splice.warehouse import connect
+    from splice.warehouse.connect import connect
+    from splice.warehouse.rows import table
 
     with connect(ws, "refreshing the tables an ingestion job wrote") as con:
         for rel in relations:

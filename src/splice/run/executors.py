@@ -16,7 +16,7 @@
 The dbt executor lives in :mod:`splice.run.dbt_executor`, the SQLMesh one in
 :mod:`splice.run.sqlmesh_executor`; this module holds what they share. Each executor
 declares what it can do as data (:class:`ExecutorCapabilities`); the scheduler
-reads those, never the class. All tool chatter goes to the workspace log (splice.capture).
+reads those, never the class. All tool chatter goes to the workspace log (splice.support.capture).
 """
 
 from __future__ import annotations

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from splice.errors import SpliceError
-from splice.procs import pid_alive
 from splice.run.journal import Journal, this_host
+from splice.support.procs import pid_alive
 
 
 class RunLockedError(SpliceError):

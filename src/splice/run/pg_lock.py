@@ -34,7 +34,7 @@ def try_advisory_lock(ws: Any, name: str) -> Any | None:
     another session holds it."""
     import psycopg
 
-    from splice.warehouse import pg_conninfo, pg_error
+    from splice.warehouse.connect import pg_conninfo, pg_error
 
     database = str(ws.config.warehouse.pg_fields()["database"] or "postgres")
     try:

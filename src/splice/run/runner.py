@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 from splice.plan.model import Plan
-from splice.procs import pid_alive
 from splice.run.commit import evidence_available
 from splice.run.execution import Progress, _error_text, _Run
 from splice.run.executors import (
@@ -39,6 +38,7 @@ from splice.run.journal import Journal, new_run_id, this_host
 from splice.run.locks import WAREHOUSE_LOCK, RunLock, target_lock
 from splice.run.report import RunReport
 from splice.run.scheduler import schedule, warehouse_capabilities
+from splice.support.procs import pid_alive
 
 #: What a run session also recovers while it holds the run lock, after the runs whose holder
 #: died are marked: a function of the workspace returning one note per thing recovered. The
@@ -55,7 +55,7 @@ def resolve_execution_time(
     the planner's default (a demo workspace's recorded clock), else None (now)."""
     value: Any = explicit or (plan.execution_time if plan is not None else None)
     if value:
-        from splice.clock import parse_execution_time
+        from splice.support.clock import parse_execution_time
 
         return parse_execution_time(value)
     try:
@@ -170,7 +170,7 @@ def run_session(
             run_id, target=ws.target, selector=selector, exclude=exclude, command=command
         )
         session = RunSession(journal, lock, run_id, notes)
-        from splice.warehouse_spark import run_spark_session
+        from splice.warehouse.spark.connect import run_spark_session
 
         if ws.config.warehouse.type == "spark":
             # the tools reconnect inside the run's Spark session: a connection they kept from

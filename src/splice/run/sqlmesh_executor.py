@@ -10,7 +10,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from splice.capture import captured
 from splice.graph.model import Node
 from splice.run.executors import (
     SQLMESH_CAPABILITIES,
@@ -21,6 +20,7 @@ from splice.run.executors import (
 )
 from splice.run.report import CheckResult, NodeResult
 from splice.run.sqlmesh_audits import BlockedByAudits, audit_stored_changes
+from splice.support.capture import captured
 
 #: Node kinds that are SQLMesh models (a SEED model is one, with kind "seed" in the graph).
 BUILT = ("model", "seed")
@@ -56,7 +56,7 @@ class _SqlmeshRecorder:
 def _make_console(rec: _SqlmeshRecorder, stream: Any) -> Any:
     from rich.console import Console as RichConsole
 
-    from splice.sqlmesh_import import import_sqlmesh
+    from splice.support.sqlmesh_import import import_sqlmesh
 
     import_sqlmesh()
     from sqlmesh.core.console import TerminalConsole
@@ -146,7 +146,7 @@ class SqlmeshExecutor:
     def execute(self, job: SegmentJob, sink: Sink) -> SegmentOutcome:
         import sys
 
-        from splice.sqlmesh_import import import_sqlmesh
+        from splice.support.sqlmesh_import import import_sqlmesh
 
         import_sqlmesh()
         from sqlmesh.core.console import get_console, set_console

@@ -16,7 +16,7 @@ endpoint, and a scheduler for what must happen on time.
   thread, so a slow receiver never stalls a request.
 
 The graph and the tools' imports are loaded once, at start, and reused
-(:class:`splice.hub.Hub`); every request opens its own warehouse connections and closes them
+(:class:`splice.api.served.Hub`); every request opens its own warehouse connections and closes them
 (DuckDB's single-writer lock is never held between requests); a SQLite state's connection is
 kept between one thread's requests (:mod:`splice.state.pool`).
 """
@@ -74,9 +74,9 @@ def build_app(hub: Any, serve: Any, *, groups: Any = None) -> Any:
     from starlette.responses import JSONResponse, PlainTextResponse
     from starlette.routing import Mount, Route
 
-    from splice import __version__
     from splice.mcp.server import ALL_GROUPS, build_server
     from splice.serve.auth import SpliceTokenVerifier
+    from splice.version import __version__
 
     if not serve.auth.methods():
         raise ConfigError(
@@ -124,7 +124,7 @@ def build_app(hub: Any, serve: Any, *, groups: Any = None) -> Any:
         async with server.session_manager.run(), anyio.create_task_group() as tg:
 
             async def scheduler() -> None:
-                while True:  # one worker process leads (splice.hub.Hub.scheduler_leader)
+                while True:  # one worker process leads (splice.api.served.Hub.scheduler_leader)
                     if hub.scheduler_leader():
                         await anyio.to_thread.run_sync(housekeeping_pass, hub)
                     await anyio.sleep(serve.housekeeping_seconds)
@@ -159,7 +159,7 @@ def check_address(serve: Any, *, host_from: str = "--host", port_from: str = "--
     not accept, or a port another process holds (bound as uvicorn binds it, then released).
     ``host_from`` / ``port_from`` name where the values came from (an option, or splice.toml).
 
-    >>> from splice.config_serve import ServeSection
+    >>> from splice.config.serve import ServeSection
     >>> check_address(ServeSection.model_validate({"host": "256.1.1.1"}))
     Traceback (most recent call last):
     ...

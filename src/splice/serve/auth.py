@@ -1,6 +1,6 @@
 """The SDK's token verifier for ``splice serve``: every request's bearer token goes to the
 authenticator :func:`splice.api.authenticator` makes (API keys and JWKS-verified OAuth tokens,
-see :mod:`splice.access`); the ``AccessToken`` handed back to the SDK carries the Splice principal
+see :mod:`splice.auth.tokens`); the ``AccessToken`` handed back to the SDK carries the Splice principal
 in its claims, and :func:`splice.mcp.calls.principal_of` reads it back for every tool call. A
 request without a valid token is answered 401 (with the protected-resource metadata's
 address), one without the ``read`` scope 403, by the SDK's bearer middleware; nothing is

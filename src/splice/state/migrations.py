@@ -292,9 +292,9 @@ MIGRATIONS: list[tuple[int, str]] = [
         """,
     ),
     (
-        # Principals (splice.principals): who decided, as what (person or agent) and how they
+        # Principals (splice.support.principals): who decided, as what (person or agent) and how they
         # were authenticated, on every decision and proposal; API keys, stored as a salted hash
-        # only (splice.keys). Decisions from before principals were names given with --as:
+        # only (splice.auth.keys). Decisions from before principals were names given with --as:
         # they are marked cli-as (Splice's own as its system principal), their kind unknown.
         8,
         """

@@ -15,7 +15,7 @@ from typing import Any
 from sqlglot import exp
 
 from splice.graph.model import Graph
-from splice.sqlrows import date_literal, table
+from splice.warehouse.rows import date_literal, table
 from splice.watch.scope import (
     Damage,
     _cast_date,

@@ -226,7 +226,7 @@ def domain_evidence(ws: Any, graph: Any, origin: str | None,
         return None
     if not items:
         return unmatched_evidence(ws, graph, origin, anomalies)
-    from splice.warehouse import connect
+    from splice.warehouse.connect import connect
     from splice.watch.graph_monitors import GraphFacts, join_monitors, workspace_models
     from splice.watch.metrics import ColumnTypes, relation_of
 
@@ -314,7 +314,7 @@ def unmatched_evidence(ws: Any, graph: Any, origin: str,
     items = [a for a in anomalies if a["detector"] == "coverage_drop"]
     if not items:
         return None
-    from splice.warehouse import connect
+    from splice.warehouse.connect import connect
     from splice.watch.graph_monitors import GraphFacts, join_monitors, workspace_models
     from splice.watch.metrics import ColumnTypes
 

@@ -137,7 +137,7 @@ def _path(
     Returns (path, sources): path steps nearest first; sources are the ingestion / source hops
     feeding the origin's columns.
     """
-    from splice.lineage_query import column_lineage
+    from splice.lineage.query import column_lineage
 
     res = column_lineage(ws, start, direction="upstream")
     # a model's own previous state (self_ref) is no step towards the origin
@@ -201,7 +201,7 @@ def _path(
 
 def _time_column_of(ws: Any, graph: Graph, origin: str, source: str) -> str | None:
     """The source relation's column that the origin's time column comes from."""
-    from splice.lineage_query import column_lineage
+    from splice.lineage.query import column_lineage
 
     tc = graph.nodes[origin].time_column
     if not tc:
@@ -236,8 +236,8 @@ def diagnose(
 
     ``siblings``: where the causes of other incidents split from the same anomalies start
     (:mod:`splice.watch.independent`): their failed audits and what those blocked are theirs."""
-    from splice.lineage_service import warehouse_columns
-    from splice.warehouse import connect
+    from splice.lineage.service import warehouse_columns
+    from splice.warehouse.connect import connect
     from splice.watch.source_evidence import cause_sentence, source_evidence
 
     nodes = {a["node_id"] for a in anomalies if a["node_id"] in graph.nodes}

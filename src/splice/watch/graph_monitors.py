@@ -468,7 +468,7 @@ def graph_monitors(ws: Any, graph: Graph, types: ColumnTypes, declared: list[Met
 def workspace_models(ws: Any) -> dict[str, Any]:
     """The workspace's column lineage per model (empty when it cannot be had: the graph
     monitors are then left out, the other monitors stand)."""
-    from splice.lineage_service import workspace_lineage
+    from splice.lineage.service import workspace_lineage
 
     try:
         return dict(workspace_lineage(ws).models)

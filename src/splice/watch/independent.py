@@ -67,7 +67,7 @@ class _Lineage:
         """(node, column) of every column upstream of ``node.column``; None when unknown."""
         key = f"{node}.{column}"
         if key not in self._up:
-            from splice.lineage_query import column_lineage
+            from splice.lineage.query import column_lineage
 
             try:
                 res = column_lineage(self.ws, key, direction="upstream")

@@ -101,7 +101,7 @@ def _readers(graph: Graph, node_id: str) -> set[str]:
 
 def _pairs(ws: Any, graph: Graph) -> list[tuple[Any, Any, Any, dict[str, str], str]]:
     """(source node, relation, model, relation columns, relation time column) to check."""
-    from splice.lineage_service import warehouse_columns
+    from splice.lineage.service import warehouse_columns
     from splice.watch.diagnosis import _time_column_of
     from splice.watch.source_evidence import LOAD_ID_COLUMNS, LOADED_AT_COLUMNS
 
@@ -144,7 +144,7 @@ def find_late_rows(
 
 
 def _find(ws: Any, graph: Graph) -> list[Anomaly]:
-    from splice.warehouse import connect
+    from splice.warehouse.connect import connect
     from splice.watch.cause_evidence import _timestamp
     from splice.watch.source_evidence import _load_rows
 

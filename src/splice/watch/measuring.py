@@ -23,7 +23,7 @@ def measure(ws: Any, jobs: list[tuple[MetricSpec, date | None]]) -> list[list[tu
     """Run each spec's query from its start; one connection for the call, closed at once."""
     import duckdb
 
-    from splice.warehouse import connect
+    from splice.warehouse.connect import connect
 
     out: list[list[tuple[Any, ...]]] = []
     with connect(ws, "splice watch") as con:

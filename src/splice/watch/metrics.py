@@ -48,7 +48,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ErrorLevel, ParseError, UnsupportedError
 
-from splice.config import CONFIG_FILE, MetricSection
+from splice.config.workspace import CONFIG_FILE, MetricSection
 from splice.errors import ConfigError
 from splice.graph.model import Graph, Node, Relation
 
@@ -297,7 +297,7 @@ class ColumnTypes:
 
     def warehouse(self) -> dict[Relation, dict[str, str]]:
         if self._warehouse is None:
-            from splice.lineage_service import warehouse_columns
+            from splice.lineage.service import warehouse_columns
 
             self._warehouse = warehouse_columns(self.ws)
         return self._warehouse

@@ -127,12 +127,12 @@ def _quiet() -> Iterator[None]:
 
 
 def fmt(v: float | None) -> str:
-    """A number for a reason: short, exact enough (:func:`splice.numbers.value`).
+    """A number for a reason: short, exact enough (:func:`splice.support.numbers.value`).
 
     >>> fmt(1.14030001), fmt(12345.678), fmt(0.0), fmt(None)
     ('1.1403', '12,345.7', '0', '-')
     """
-    from splice.numbers import value
+    from splice.support.numbers import value
 
     return value(v)
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from splice.sqlrows import table
+from splice.warehouse.rows import table
 
 
 def latest_built(ws: Any, graph: Any, diagnosis: dict[str, Any], con: Any) -> str | None:
@@ -55,7 +55,7 @@ def latest_built(ws: Any, graph: Any, diagnosis: dict[str, Any], con: Any) -> st
 
 def stamp(ws: Any, graph: Any, diagnosis: dict[str, Any], *, now: float | None = None) -> None:
     """Say in the diagnosis' scope when it was derived and the latest interval it saw."""
-    from splice.warehouse import connect
+    from splice.warehouse.connect import connect
 
     scope = diagnosis.setdefault("scope", {})
     scope["derived_at"] = time.time() if now is None else now
@@ -100,7 +100,7 @@ def rederive(ws: Any, graph: Any, incident: Any, *, force: bool = False,
              now: float | None = None) -> dict[str, Any] | None:  # fmt: skip
     """Derive ``incident``'s diagnosis again when its scope has later intervals built (or
     ``force``); store and return it (None: nothing newer, nothing stored)."""
-    from splice.warehouse import connect
+    from splice.warehouse.connect import connect
     from splice.watch.diagnosis import diagnose
     from splice.watch.incidents import incident_anomalies
 

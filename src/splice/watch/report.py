@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from splice.clock import utc_text
-from splice.numbers import value
+from splice.support.clock import utc_text
+from splice.support.numbers import value
 from splice.watch.incidents import Incident
 
 MAX_EVIDENCE = 6

@@ -198,7 +198,7 @@ def _show(v: float | None, label: str) -> str:
         return "absent"
     if label.startswith("checksum"):
         return f"checksum {int(v):x}"
-    from splice.numbers import value
+    from splice.support.numbers import value
 
     return value(v)
 

@@ -34,7 +34,7 @@ from typing import Any
 from sqlglot import exp
 
 from splice.graph.model import Graph, Node, Relation
-from splice.sqlrows import date_literal, table
+from splice.warehouse.rows import date_literal, table
 
 #: The column that stands for the parent's time column in a resolved expression.
 PLACEHOLDER = "_splice_t"
@@ -315,7 +315,7 @@ class _Walk:
     """The lineage, SQL and warehouse a scope walk asks, each asked at most once per node."""
 
     def __init__(self, ws: Any, graph: Graph, con: Any) -> None:
-        from splice.lineage_service import workspace_lineage, writers_map
+        from splice.lineage.service import workspace_lineage, writers_map
 
         self.ws, self.graph, self.con, self.dialect = ws, graph, con, ws.dialect
         self.lineage = workspace_lineage(ws).models
@@ -336,7 +336,7 @@ class _Walk:
                     if f.is_file():
                         found = (f.read_text(encoding="utf-8"), node.dialect or self.dialect)
             if found is None:
-                from splice.lineage_service import rendered_sql
+                from splice.lineage.service import rendered_sql
 
                 try:
                     sql, dialect, _ = rendered_sql(self.ws, self.graph, [nid])[nid]
@@ -531,7 +531,7 @@ def extend_scope(
 ) -> dict[str, Any]:  # fmt: skip
     """``scope`` (the origin's intervals, as the diagnosis made it) extended in place: back to
     where the fault started, with ``nodes`` (the damage per node) and ``blocked``."""
-    from splice.warehouse import connect
+    from splice.warehouse.connect import connect
     from splice.watch.diagnosis import consecutive_ranges
     from splice.watch.metrics import relation_of
 

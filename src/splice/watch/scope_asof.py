@@ -25,7 +25,7 @@ from typing import Any
 from sqlglot import exp
 
 from splice.graph.model import Relation
-from splice.sqlrows import date_literal, table
+from splice.warehouse.rows import date_literal, table
 
 #: Comparisons that make a range join, and the side the child's time stands on for
 #: ``child OP parent`` to mean "the child reads a parent interval at or before it".

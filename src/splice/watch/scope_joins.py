@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from splice.sqlrows import date_literal, table
+from splice.warehouse.rows import date_literal, table
 
 #: How far before the first bad interval the origin's intervals are read (its partner rule).
 LOOKBACK_DAYS = 14
@@ -51,7 +51,7 @@ def join_scope(ws: Any, graph: Any, origin: str, fault: dict[str, Any],
     key, and what is downstream of them (see the module doc)."""
     if fault.get("class") != "domain_change" or not scope.get("intervals"):
         return
-    from splice.warehouse import connect
+    from splice.warehouse.connect import connect
     from splice.watch.diagnosis import consecutive_ranges
     from splice.watch.graph_monitors import GraphFacts, join_monitors, workspace_models
     from splice.watch.metrics import ColumnTypes, relation_of

@@ -27,7 +27,7 @@ from typing import Any
 from sqlglot import exp
 
 from splice.graph.model import Node, Relation
-from splice.sqlrows import date_literal, table
+from splice.warehouse.rows import date_literal, table
 
 #: Days before the scope read to learn how far the payload's dates normally lag.
 BASELINE_DAYS = 14

@@ -34,7 +34,7 @@ from typing import Any
 from sqlglot import exp
 
 from splice.graph.model import Graph, Node
-from splice.sqlrows import values_checksum
+from splice.warehouse.rows import values_checksum
 from splice.watch.metrics import (
     ColumnTypes,
     Measure,

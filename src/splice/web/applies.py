@@ -22,7 +22,7 @@ from typing import Any
 
 from splice import api
 from splice.errors import SpliceError
-from splice.principals import Principal
+from splice.support.principals import Principal
 
 log = logging.getLogger("splice.web")
 #: At most this many progress lines are kept per job (the first and the latest).

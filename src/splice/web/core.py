@@ -2,7 +2,7 @@
 and one error boundary.
 
 A page handler is ``fn(ctx) -> (template, data)`` run in a worker thread with a fresh
-:class:`~splice.workspace.Workspace` from the server's hub (:class:`Ctx` carries the request's
+:class:`~splice.workspace.core.Workspace` from the server's hub (:class:`Ctx` carries the request's
 path parameters, form, principal and workspace). A :class:`~splice.errors.SpliceError` becomes
 the error page with Splice's message and fix: 404 for an unknown id, 403 for a refused
 principal, 400 otherwise; anything else is logged and shown as a 500 without a traceback.
@@ -20,9 +20,10 @@ from urllib.parse import quote
 
 import anyio.to_thread
 
-from splice import api, numbers
+from splice import api
 from splice.errors import AccessError, NodeNotFoundError, SpliceError
-from splice.principals import AUTH_WORDS, Principal
+from splice.support import numbers
+from splice.support.principals import AUTH_WORDS, Principal
 from splice.web.session import COOKIE, Sessions, csrf_ok, server_secret
 
 log = logging.getLogger("splice.web")
@@ -71,7 +72,7 @@ class Web:
         self.secure = serve.base_url.startswith("https://")
         self.templates = Jinja2Templates(directory=str(HERE / "templates"))
         env = self.templates.env
-        env.globals["fmt"] = numbers.value  # one format per kind of number (splice.numbers)
+        env.globals["fmt"] = numbers.value  # one format per kind of number (splice.support.numbers)
         env.filters["count"] = numbers.count
         env.filters["seconds"] = numbers.duration
         env.filters["percent"] = numbers.percent

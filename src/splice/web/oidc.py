@@ -1,5 +1,5 @@
 """Sign-in through the identity provider (OpenID Connect with PKCE; the protocol is in
-:mod:`splice.signin_oidc`, reached through :func:`splice.api.oidc_client`).
+:mod:`splice.auth.oidc`, reached through :func:`splice.api.oidc_client`).
 
 - ``GET /signin/oidc?next=PATH``: the request's secrets go in a signed cookie (10 minutes,
   ``HttpOnly``, ``SameSite=Lax``, path ``/signin``) and the browser to the provider.

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from splice import api, numbers
+from splice import api
+from splice.support import numbers
 from splice.web.core import Ctx, Web
 from splice.web.lists import POLL_MS, filtered, partial, poll_url
 
@@ -91,7 +92,7 @@ def _span(start: float, end: float, t0: float, length: float) -> dict[str, float
     return {"x": round(x, 1), "w": round(min(w, SCALE - x), 1)}
 
 
-#: Durations and counts as everywhere else (splice.numbers).
+#: Durations and counts as everywhere else (splice.support.numbers).
 seconds = numbers.duration
 count = numbers.count
 

@@ -1,5 +1,5 @@
 """Column lineage of one column (or node), up or down, across projects: what `splice lineage`
-and the MCP tools ask (the whole-workspace pass is :mod:`splice.lineage_service`)."""
+and the MCP tools ask (the whole-workspace pass is :mod:`splice.lineage.service`)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from typing import Any
 
 from splice.errors import NodeNotFoundError
 from splice.graph.model import Graph
+from splice.lineage.service import WorkspaceLineage, workspace_lineage, writers_map
 from splice.lineage.tool_columns import tool_column_note
 from splice.lineage.types import ModelLineage
-from splice.lineage_service import WorkspaceLineage, workspace_lineage, writers_map
-from splice.workspace import Workspace
+from splice.workspace.core import Workspace
 
 
 def resolve_column_ref(graph: Graph, ref: str) -> tuple[str, str | None]:
@@ -20,7 +20,7 @@ def resolve_column_ref(graph: Graph, ref: str) -> tuple[str, str | None]:
     Accepts a full id (``pricing:fx.daily_rates.rate_to_usd``) or a name unique across projects
     (``fct_gmv_qtd.gmv_usd_qtd``), in any case when only one node matches that way.
     """
-    from splice.graph.bindings import closest
+    from splice.graph.suggest import closest
 
     def node_for(text: str) -> str | None:
         if text in graph.nodes:
@@ -125,7 +125,7 @@ def column_lineage(
             and not wl.models[nid].opaque_reason
             and column not in wl.models[nid].columns
         ):
-            from splice.graph.bindings import closest
+            from splice.graph.suggest import closest
 
             near = closest(column, list(wl.models[nid].columns))
             raise NodeNotFoundError(
@@ -178,7 +178,7 @@ def column_lineage(
         out["dashboards"] = sorted(
             {c for n in reached for c in graph.children(n) if graph.nodes[c].kind == "dashboard"}
         )
-    from splice.lineage_explain import add_why_empty
+    from splice.lineage.explain import add_why_empty
 
     add_why_empty(out, graph, wl.models)  # keeps a reason already given (a tool's column)
     return out
@@ -192,8 +192,8 @@ def _own_column(
     A source (or external table, seed, ingestion job) that declares no columns is checked
     against what is known of it: the warehouse's columns of its relation and the columns
     models read from it; a column none of them has is a :class:`NodeNotFoundError`."""
-    from splice.graph.bindings import closest
     from splice.graph.relations import normalise_identifier
+    from splice.graph.suggest import closest
 
     node = graph.nodes[nid]
     ml = wl.models.get(nid)
@@ -210,7 +210,7 @@ def _own_column(
     if found:
         return found
     if node.kind in ("source", "external", "seed", "ingestion") and not node.columns:
-        from splice.lineage_service import warehouse_columns
+        from splice.lineage.service import warehouse_columns
 
         rels = node.all_writes or node.reads
         seen: set[str] = set()

@@ -37,14 +37,14 @@ class _OrchestratedJob(_Strict):
     @field_validator("timeout")
     @classmethod
     def _duration(cls, v: str) -> str:
-        from splice.config import parse_duration  # config imports this module
+        from splice.config.durations import parse_duration
 
         parse_duration(v)
         return v
 
     @property
     def timeout_s(self) -> int:
-        from splice.config import parse_duration
+        from splice.config.durations import parse_duration
 
         return parse_duration(self.timeout)
 

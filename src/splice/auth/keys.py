@@ -3,7 +3,7 @@
 A key reads ``spk_<id>_<secret>``.  It is shown once, when it is made; Splice's state keeps
 only the id, the principal it stands for (name, person or agent, scopes) and a salted scrypt
 hash of the secret (a random salt per key), never the key itself.  Presenting a key gives the
-:class:`~splice.principals.Principal` it stands for, with auth ``api-key`` and the key's id
+:class:`~splice.support.principals.Principal` it stands for, with auth ``api-key`` and the key's id
 as its credential; a malformed, unknown, wrong or revoked key is one AccessError that does not
 say which part was wrong.  Making and revoking a key are decisions: each is one transaction
 with its audit-log entry.
@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from splice.errors import AccessError, InputError
-from splice.names import name_key
-from splice.principals import SCOPES, Principal, parse_scopes
 from splice.state.store import StateStore
+from splice.support.names import name_key
+from splice.support.principals import SCOPES, Principal, parse_scopes
 
 PREFIX = "spk"
 _KEY = re.compile(r"^spk_([0-9a-f]{12})_([A-Za-z0-9_-]{32,128})$")

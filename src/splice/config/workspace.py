@@ -26,9 +26,10 @@ from pydantic import (
     model_validator,
 )
 
-from splice.config_notify import NotifySection
-from splice.config_orchestrators import AirflowDag, DagsterJob
-from splice.config_serve import ServeSection
+from splice.config.durations import parse_duration
+from splice.config.notify import NotifySection
+from splice.config.orchestrators import AirflowDag, DagsterJob
+from splice.config.serve import ServeSection
 from splice.errors import ConfigError
 
 CONFIG_FILE = "splice.toml"
@@ -116,7 +117,7 @@ class WarehouseSection(_Strict):
 
     def pg_fields(self) -> dict[str, Any]:
         """host, port, user, database of a PostgreSQL warehouse (from ``url`` or the fields;
-        the password is not among them: see :func:`splice.warehouse.pg_conninfo`)."""
+        the password is not among them: see :func:`splice.warehouse.connect.pg_conninfo`)."""
         if self.url:
             from urllib.parse import unquote, urlsplit
 
@@ -293,30 +294,6 @@ class MetricSection(_Strict):
 
 
 Autonomy = Literal["L0", "L1", "L2", "L3", "L4"]
-_DURATION = re.compile(r"(\d+)\s*([smhd])")
-_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def parse_duration(text: str) -> int:
-    """A duration such as ``"30m"``, ``"4h"``, ``"2d"`` or ``"1h30m"``, in seconds.
-
-    >>> parse_duration("30m"), parse_duration("4h"), parse_duration("2d"), parse_duration("1h30m")
-    (1800, 14400, 172800, 5400)
-    >>> parse_duration("4 hours")
-    Traceback (most recent call last):
-    ...
-    ValueError: '4 hours' is not a duration: write a number and a unit (s, m, h, d), e.g. 30m, 4h, 2d
-    """
-    s = text.strip().lower().replace(" ", "")
-    parts = _DURATION.findall(s)
-    if not s or "".join(n + u for n, u in parts) != s:
-        raise ValueError(
-            f"{text!r} is not a duration: write a number and a unit (s, m, h, d), e.g. 30m, 4h, 2d"
-        )
-    seconds = sum(int(n) * _UNIT_S[u] for n, u in parts)
-    if seconds <= 0:
-        raise ValueError(f"{text!r} is not a positive duration")
-    return seconds
 
 
 class DomainSection(_Strict):

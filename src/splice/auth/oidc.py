@@ -35,9 +35,9 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-from splice.access import JWKSCache, oauth_principal, verify_jwt
+from splice.auth.tokens import JWKSCache, oauth_principal, verify_jwt
 from splice.errors import AccessError, ConfigError
-from splice.principals import Principal
+from splice.support.principals import Principal
 
 TIMEOUT = 10.0
 

@@ -30,11 +30,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from splice.graph.doctor import Check
-
-#: The keys of a PostgreSQL connection compared across the tools (the user may differ: one
-#: login per tool is common; the password is never read or shown).
-SERVER_KEYS = ("host", "port", "database")
+from splice.doctor.checks import Check
+from splice.providers.locations import SERVER_KEYS
 
 CODES = {"SPL406": "server-mismatch", "SPL407": "mixed-warehouse-engines",
          "SPL408": "spark-endpoint-mismatch", "SPL409": "warehouse-unreachable"}  # fmt: skip

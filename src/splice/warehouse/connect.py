@@ -5,7 +5,7 @@ once (see ../shared/STACK.md), and a lock held by another process becomes a clea
 :class:`~splice.errors.WarehouseError` that says a retry can help.
 
 Apache Spark (``[warehouse] type = "spark"``) is reached through Spark Connect: a
-:class:`splice.warehouse_spark.SparkConnection` answers ``execute(sql)`` as the others do.
+:class:`splice.warehouse.spark.connect.SparkConnection` answers ``execute(sql)`` as the others do.
 
 PostgreSQL (``[warehouse] type = "postgres"``) is a server: a psycopg connection in autocommit
 mode (``con.execute(sql).fetchall()`` reads as DuckDB's does; ``with con.transaction():`` groups
@@ -33,7 +33,7 @@ def connect(ws: Any, what: str, *, read_only: bool = False) -> Iterator[Any]:
             yield pcon
         return
     if ws.config.warehouse.type == "spark":
-        from splice.warehouse_spark import spark_connect
+        from splice.warehouse.spark.connect import spark_connect
 
         with spark_connect(ws, what) as scon:
             yield scon
@@ -46,7 +46,7 @@ def connect(ws: Any, what: str, *, read_only: bool = False) -> Iterator[Any]:
         )
     import duckdb
 
-    from splice.faults_env import locked_error
+    from splice.support.faults_env import locked_error
 
     try:
         try:
@@ -166,14 +166,14 @@ def ensure_local_server(root: Any, wh: Any) -> None:
     from pathlib import Path
 
     if wh.type == "spark":
-        from splice.sparklocal import LocalSpark
+        from splice.warehouse.spark.local_server import LocalSpark
 
         if LocalSpark.ensure_at(Path(root) / wh.local, str(wh.remote)):
-            from splice.procs import announce_started
+            from splice.support.procs import announce_started
 
             announce_started(f"a local Spark Connect server on {wh.remote}", root)
         return
-    from splice.pglocal import LocalPostgres
+    from splice.warehouse.postgres.local_server import LocalPostgres
 
     data = Path(root) / wh.local
     if not (data / "PG_VERSION").exists():
@@ -185,7 +185,7 @@ def ensure_local_server(root: Any, wh: Any) -> None:
     server = LocalPostgres(data, port=int(wh.port or 5432))
     if not server.running:
         server.start()
-        from splice.procs import announce_started
+        from splice.support.procs import announce_started
 
         announce_started(
             f"a local PostgreSQL on 127.0.0.1:{server.port} (data in {wh.local})", root

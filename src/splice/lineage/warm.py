@@ -1,5 +1,5 @@
 """The warm path of column lineage: the whole workspace's result, kept while the graph key
-(:mod:`splice.graph_cache`) and the warehouse's columns are the same, so that `splice lineage`
+(:mod:`splice.workspace.graph_cache`) and the warehouse's columns are the same, so that `splice lineage`
 and `splice doctor` on an unchanged workspace need no provider (neither dbt nor SQLMesh).
 
 One entry per target (kind ``workspace_lineage`` of the content cache), packed compactly: every

@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from splice.graph.doctor import Check
+from splice.doctor.checks import Check
 from splice.graph.model import Graph
 
 CODES = {

@@ -28,7 +28,7 @@ SQLMesh config or model imports, a macro package installed outside the project. 
 changing such a thing, ``splice --no-cache ...`` (or ``SPLICE_NO_CACHE=1``) loads the tools.
 
 The cache keeps one entry per target (kind ``graph`` of the content cache), replaced when the
-key changes; the whole-workspace lineage has its own slot (:mod:`splice.lineage_service`).
+key changes; the whole-workspace lineage has its own slot (:mod:`splice.lineage.service`).
 """
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ def splice_version() -> str:
     """Splice's version and a digest of its own source files (size and mtime), so that a
     changed Splice (an upgrade, or an edit in a development install) never reads a graph
     an older one made."""
-    from splice import __version__
+    from splice.version import __version__
 
     return f"{__version__}+{_source_digest()}"
 
@@ -227,7 +227,7 @@ def splice_files(ws: Any) -> frozenset[Path]:
 
 def graph_inputs(ws: Any) -> tuple[str, dict[str, Any]]:
     """(the graph key of ``ws``, a summary of what went into it)."""
-    from splice.config import CONFIG_FILE
+    from splice.config.workspace import CONFIG_FILE
 
     t0 = time.perf_counter()
     hs = _Hasher()

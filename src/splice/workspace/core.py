@@ -8,9 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from splice.config import CONFIG_FILE, WorkspaceConfig, load_config
+from splice.config.workspace import CONFIG_FILE, WorkspaceConfig, load_config
 from splice.errors import ConfigError
-from splice.graph.bindings import join
 from splice.graph.model import Graph, Node
 from splice.graph.relations import normalise_identifier
 from splice.providers.base import LoadContext
@@ -19,6 +18,7 @@ from splice.providers.ingestion import ingestion_nodes
 from splice.state.pool import StatePool
 from splice.state.signing import Signer
 from splice.state.store import StateStore
+from splice.workspace.bindings import join
 
 #: the content cache's kind for a lone project's warehouse file (one entry, with its graph key)
 LONE_WAREHOUSE_KIND = "lone_warehouse"
@@ -73,10 +73,10 @@ class Workspace:
         self._lone_warehouse: Path | None = None
         self._state: StateStore | None = None
         self._signer: Signer | None = None
-        #: where a long-lived server keeps state connections between requests (splice.hub)
+        #: where a long-lived server keeps state connections between requests (splice.api.served)
         self.state_pool: StatePool | None = None
         self.timings = Timings()
-        # the graph cache (splice.graph_cache): off with --no-cache or SPLICE_NO_CACHE=1
+        # the graph cache (splice.workspace.graph_cache): off with --no-cache or SPLICE_NO_CACHE=1
         self.use_cache = (
             use_cache
             if use_cache is not None
@@ -117,7 +117,7 @@ class Workspace:
         config = load_config(root)
         ws = cls(root, config, target, new_state=new_state, use_cache=use_cache)
         if ws.config.warehouse.local:
-            from splice.warehouse import ensure_local_server
+            from splice.warehouse.connect import ensure_local_server
 
             ensure_local_server(root, ws.config.warehouse)
         return ws
@@ -280,11 +280,11 @@ class Workspace:
     # -- graph -------------------------------------------------------------------------------
     def graph(self) -> Graph:
         """The joined graph: from the graph cache when nothing it depends on changed
-        (:mod:`splice.graph_cache`; no tool is loaded), else loaded from every project."""
+        (:mod:`splice.workspace.graph_cache`; no tool is loaded), else loaded from every project."""
         if self._graph is not None:
             return self._graph
         if self.caching:
-            from splice import graph_cache
+            from splice.workspace import graph_cache
 
             key = self.inputs_key()
             t0 = time.perf_counter()
@@ -298,7 +298,7 @@ class Workspace:
             self.inputs_key()  # taken before the projects are read: an edit meanwhile is seen
         graph = self.load_graph()
         if self.caching:
-            from splice import graph_cache
+            from splice.workspace import graph_cache
 
             self._graph_stored = graph_cache.store(self, self.inputs_key(), graph)
         return graph
@@ -318,7 +318,7 @@ class Workspace:
             and not self._graph_stored
             and self.graph_key is not None
         ):
-            from splice import graph_cache
+            from splice.workspace import graph_cache
 
             self._graph_stored = graph_cache.store(self, self.graph_key, self._graph)
             if self._lone_warehouse is not None:  # asked of the tool before the state was open
@@ -332,10 +332,10 @@ class Workspace:
         return self.use_cache and (self._state is not None or self.state_exists or self.has_config)
 
     def inputs_key(self) -> str:
-        """The graph key (:func:`splice.graph_cache.graph_key`), taken once per Workspace:
+        """The graph key (:func:`splice.workspace.graph_cache.graph_key`), taken once per Workspace:
         a Workspace keeps the graph it loaded first, so it keeps that graph's key too."""
         if self.graph_key is None:
-            from splice import graph_cache
+            from splice.workspace import graph_cache
 
             t0 = time.perf_counter()
             self.graph_key = graph_cache.graph_key(self)

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from splice.errors import InputError
-from splice.names import name_key, normalise_name
+from splice.support.names import name_key, normalise_name
 
 #: Every scope a principal may hold, in order of what it allows.
 SCOPES = ("read", "propose", "approve")

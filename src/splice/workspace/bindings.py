@@ -10,29 +10,13 @@ lands) is matched to that writer the same way: the tool itself knows no such edg
 
 from __future__ import annotations
 
-import difflib
 from collections import defaultdict
 
-from splice.config import WorkspaceConfig
+from splice.config.workspace import WorkspaceConfig
 from splice.errors import ConfigError
 from splice.graph.model import Ambiguity, Edge, Graph, Node, Relation
 from splice.graph.relations import parse_relation
-
-
-def closest(name: str, candidates: list[str], n: int = 3) -> list[str]:
-    """Closest candidate ids for an error message.
-
-    >>> closest("pricing:fx.daly_rates", ["pricing:fx.daily_rates", "finance:stg"])
-    ['pricing:fx.daily_rates']
-    """
-    found = difflib.get_close_matches(name, candidates, n=n, cutoff=0.5)
-    if not found:
-        short = {c.split(":", 1)[-1]: c for c in candidates}
-        found = [
-            short[s]
-            for s in difflib.get_close_matches(name.split(":", 1)[-1], list(short), n=n, cutoff=0.5)
-        ]
-    return found
+from splice.graph.suggest import closest
 
 
 def resolve_ref(

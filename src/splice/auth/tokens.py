@@ -31,7 +31,7 @@ import urllib.request
 from typing import Any
 
 from splice.errors import AccessError
-from splice.principals import KINDS, Principal
+from splice.support.principals import KINDS, Principal
 
 API_KEY_PREFIX = "spk_"
 #: Seconds a verified API key is trusted before its hash and revocation are checked again.
@@ -145,7 +145,7 @@ def verify_jwt(
 def oauth_principal(claims: dict[str, Any], cfg: Any) -> Principal:
     """The principal a verified token's claims name, with the Splice scopes its scopes grant.
 
-    >>> from splice.config_serve import OAuthSection
+    >>> from splice.config.serve import OAuthSection
     >>> cfg = OAuthSection(issuer="https://idp", jwks_url="https://idp/jwks")
     >>> p = oauth_principal({"email": "maria@x.io", "scope": "openid splice:approve",
     ...                      "iss": "https://idp", "sub": "u1"}, cfg)

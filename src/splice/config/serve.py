@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from splice.principals import KINDS, parse_scopes
+from splice.support.principals import KINDS, parse_scopes
 
 
 class _Strict(BaseModel):

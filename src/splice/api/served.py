@@ -1,12 +1,12 @@
 """One workspace served to many requests (``splice mcp`` and ``splice serve``).
 
 A long-lived server must not hold anything a request opened: every call gets its own
-:class:`~splice.workspace.Workspace` (its own warehouse connections, closed when the call
+:class:`~splice.workspace.core.Workspace` (its own warehouse connections, closed when the call
 ends, so DuckDB's single-writer lock is never held between requests; a SQLite state's
 connection is kept for the same thread's next call while the state file and its witness are
 unchanged, :mod:`splice.state.pool`). What is expensive and safe to share is kept here: the joined graph, reused while
 the files it was loaded from are unchanged (the graph cache's key,
-:func:`splice.graph_cache.graph_key`, checked at most every ``recheck`` seconds) and
+:func:`splice.workspace.graph_cache.graph_key`, checked at most every ``recheck`` seconds) and
 reloaded as soon as one changes.
 
 >>> hub = Hub(".", recheck=0.5)
@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from splice.state.pool import StatePool
-from splice.workspace import Workspace
+from splice.workspace.core import Workspace
 
-log = logging.getLogger("splice.hub")
+log = logging.getLogger("splice.api.served")
 
 
 class Hub:
@@ -65,7 +65,7 @@ class Hub:
 
     def _config(self) -> Any:
         """splice.toml parsed once and again only when the file changes (its size and mtime)."""
-        from splice.config import CONFIG_FILE, load_config
+        from splice.config.workspace import CONFIG_FILE, load_config
 
         if not self.root.is_dir():
             return load_config(self.root)  # the ConfigError saying so

@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from splice.graph.doctor import Check, graph_checks, lineage_checks
-from splice.workspace import Workspace
+from splice.doctor.checks import Check, graph_checks, lineage_checks
+from splice.workspace.core import Workspace
 
 
 def doctor(ws: Workspace, *, lineage: bool = True) -> list[Check]:
@@ -32,7 +32,7 @@ def doctor(ws: Workspace, *, lineage: bool = True) -> list[Check]:
     checks = graph_checks(g, prod_relations=prod)
     checks += _warehouse_checks(ws, g)
     if lineage:
-        from splice.lineage_service import workspace_lineage
+        from splice.lineage.service import workspace_lineage
 
         try:
             checks += lineage_checks(workspace_lineage(ws).models)
@@ -140,8 +140,8 @@ def _unreachable(ws: Workspace, err: Any, *, loaded: bool = False) -> list[Check
 
 
 def _warehouse_checks(ws: Workspace, g: Any) -> list[Check]:
-    from splice.config import CONFIG_FILE
-    from splice.graph.doctor_warehouse import warehouse_checks
+    from splice.config.workspace import CONFIG_FILE
+    from splice.doctor.warehouse import warehouse_checks
 
     locations = warehouses(ws)
     postgres = ws.config.warehouse.type == "postgres"
@@ -159,8 +159,8 @@ def _warehouse_checks(ws: Workspace, g: Any) -> list[Check]:
 def _endpoint_checks(ws: Workspace, locations: dict[str, Any]) -> list[Check]:
     """Each project's server against ``[warehouse]`` (SPL406/407 PostgreSQL, SPL408 Spark):
     the tools' configs only, so they are made even when the warehouse does not answer."""
-    from splice.config import CONFIG_FILE
-    from splice.graph.doctor_server import server_checks, spark_checks
+    from splice.config.workspace import CONFIG_FILE
+    from splice.doctor.server import server_checks, spark_checks
 
     if not ws.has_config:
         return []

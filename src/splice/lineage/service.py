@@ -22,7 +22,7 @@ from typing import Any
 from splice.graph.model import Graph, Node, Relation
 from splice.lineage.tool_columns import add_tool_columns
 from splice.lineage.types import ModelLineage
-from splice.workspace import Workspace
+from splice.workspace.core import Workspace
 
 RENDER_KIND = "rendered_sql"
 RENDER_VERSION = "3"  # bump when the way Splice asks a tool to render changes
@@ -235,8 +235,8 @@ def _relations_of(ws: Workspace, rows: list[Any]) -> dict[Relation, dict[str, st
 
 def _spark_columns(ws: Workspace) -> list[Any]:
     """The columns of the relations the graph writes and reads, as Spark describes them."""
-    from splice.warehouse import connect
-    from splice.warehouse_spark import describe_rows
+    from splice.warehouse.connect import connect
+    from splice.warehouse.spark.connect import describe_rows
 
     graph = ws.graph()
     rels = list(dict.fromkeys(r for n in graph.nodes.values()
@@ -250,7 +250,7 @@ def _pg_columns(ws: Workspace) -> list[Any]:
     system's): read afresh each time, a server has no file stamp to remember it by."""
     from sqlglot import exp
 
-    from splice.warehouse import connect
+    from splice.warehouse.connect import connect
 
     system = [exp.Literal.string(s) for s in ("pg_catalog", "information_schema")]
     query = (
@@ -336,7 +336,7 @@ def workspace_lineage(
     whole_key = None
     fast_key: Any = None
     if ws.caching and only is None:  # the whole result, if nothing it rests on changed
-        from splice import lineage_warm
+        from splice.lineage import warm as lineage_warm
 
         wkey = _warehouse_memo_key(ws)
         fast_key = (ws.inputs_key(), wkey, RENDER_VERSION, ws.target)
@@ -476,7 +476,7 @@ def workspace_lineage(
         return result  # a part: never kept as the workspace's lineage
     ws._lineage_memo = result  # type: ignore[attr-defined]
     if whole_key is not None:
-        from splice import lineage_warm
+        from splice.lineage import warm as lineage_warm
 
         lineage_warm.remember(ws, whole_key, result.models)
         _remember_lineage(fast_key, result)

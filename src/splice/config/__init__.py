@@ -1,0 +1,2 @@
+"""``splice.toml``: the workspace configuration (:mod:`.workspace`), and its sections for
+notifications, orchestrators and ``splice serve``."""

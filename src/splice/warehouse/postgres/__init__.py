@@ -1,0 +1,1 @@
+"""PostgreSQL: a throwaway local server, started and stopped by Splice."""
