@@ -16,6 +16,21 @@ from splice.demo import DemoResult, build_demo, relocate
 # own environment): fixtures, never test modules.
 collect_ignore_glob = ["fixtures/*"]
 
+#: The peer a test needs, by a fixture it uses (directly or through another fixture): the test
+#: gets the marker, so `pytest -m "not spark"` (or postgres) leaves those out wherever they live.
+#: Tests that start Dagster or Airflow, or headless Chromium, are marked in their module
+#: (``orchestrators``, ``browser``).
+MARKED_BY_FIXTURE = {"pg_server": "postgres", "spark_server": "spark"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        for fixture, marker in MARKED_BY_FIXTURE.items():
+            if fixture in used:
+                item.add_marker(marker)
+
+
 # Airflow has an environment of its own (`make airflow`); `make test` names it, and so does
 # this for a pytest run started by hand.
 _AIRFLOW = Path(__file__).resolve().parents[1] / ".venv-airflow" / "bin" / "airflow"

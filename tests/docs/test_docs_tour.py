@@ -262,7 +262,7 @@ def test_the_demos_look_next_does_what_it_says(made: Any) -> None:
 def test_look_next_mcp_serves_the_tools(made: Any) -> None:
     """`splice mcp`: these tools for a coding agent (a real stdio session)."""
     import anyio
-    from tests.mcp_server.mcp_support import stdio_session
+    from tests.mcp.mcp_support import stdio_session
 
     async def tools() -> list[str]:
         async with stdio_session(made.workspace) as s:

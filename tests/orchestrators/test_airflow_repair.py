@@ -9,6 +9,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from tests.orchestrators.orchestrator_support import (
     FX,
     cli,
@@ -18,6 +19,8 @@ from tests.orchestrators.orchestrator_support import (
 from tests.repair.principals_support import approve_everywhere, as_principal
 
 from splice.demo.story import StoryResult
+
+pytestmark = pytest.mark.orchestrators
 
 SYSTEM = "airflow"  # the orchestrator of this module's fixtures (conftest.py)
 

@@ -12,6 +12,7 @@ import time
 from datetime import date
 from pathlib import Path
 
+import pytest
 from tests.orchestrators.orchestrator_support import (
     FX,
     cli,
@@ -22,6 +23,8 @@ from tests.orchestrators.orchestrator_support import (
 from tests.repair.principals_support import approve_everywhere, as_principal
 
 from splice.demo.story import StoryResult
+
+pytestmark = pytest.mark.orchestrators
 
 SYSTEM = "dagster"  # the orchestrator of this module's fixtures (conftest.py)
 

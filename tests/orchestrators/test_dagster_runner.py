@@ -20,6 +20,8 @@ from splice.orchestrators.dagster_local import server
 from splice.orchestrators.local_server import ensure_running, stop
 from splice.warehouse.postgres.local_server import free_port
 
+pytestmark = pytest.mark.orchestrators
+
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "dagster" / "partitioned.py"
 
 

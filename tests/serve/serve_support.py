@@ -21,10 +21,11 @@ import httpx2
 import jwt
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
-from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Implementation
-from tests.mcp_server.mcp_support import child_env, modern_client
+from tests.mcp.mcp_support import child_env, modern_client
+
+from mcp import ClientSession
 
 
 def splice(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -220,7 +221,7 @@ async def http_session(
     base: str, token: str | None, client: str = "test", protocol: str = "legacy"
 ) -> AsyncIterator[Any]:
     """A client of ``base``/mcp with ``token``, speaking ``protocol`` (see
-    :data:`tests.mcp_server.mcp_support.PROTOCOLS`)."""
+    :data:`tests.mcp.mcp_support.PROTOCOLS`)."""
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     if protocol == "modern":
         async with (

@@ -10,7 +10,7 @@ from typing import Any
 
 import anyio
 import pytest
-from tests.mcp_server.mcp_support import ToolFailed, call, stdio_session
+from tests.mcp.mcp_support import ToolFailed, call, stdio_session
 from tests.serve.serve_support import (
     Served as ServedBase,
 )

@@ -17,7 +17,7 @@ import httpx2
 import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
-from tests.mcp_server.mcp_support import PROTOCOLS, ToolFailed, call
+from tests.mcp.mcp_support import PROTOCOLS, ToolFailed, call
 from tests.serve.serve_support import (
     ISSUER,
     make_key,

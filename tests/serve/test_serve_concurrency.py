@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
-from tests.mcp_server.mcp_support import call, child_env
+from tests.mcp.mcp_support import call, child_env
 from tests.serve.serve_support import (
     IdentityProvider,
     free_port,

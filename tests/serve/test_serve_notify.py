@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from tests.mcp_server.mcp_support import call
+from tests.mcp.mcp_support import call
 from tests.notify.notify_support import http_receiver
 from tests.serve.serve_support import (
     IdentityProvider,

@@ -9,7 +9,7 @@ from typing import Any
 
 import anyio
 import pytest
-from tests.mcp_server.mcp_support import ToolFailed, call
+from tests.mcp.mcp_support import ToolFailed, call
 from tests.serve.serve_support import Served, make_key, running_server, served_copy
 
 pytestmark = pytest.mark.slow

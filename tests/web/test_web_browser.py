@@ -13,7 +13,7 @@ import pytest
 from tests.web.browser_support import chromium, no_sideways_scroll, shot
 from tests.web.web_support import Site, served_site, web_workspace
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import pytest
 from tests.web.browser_support import chromium, no_sideways_scroll, shot
 from tests.web.web_support import Site, served_site, web_workspace
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 #: Every word of the elements ``selector`` picks whose glyphs sit on more than one line (a word
 #: broken in the middle): a Range over each word and the distinct tops of its client rects.

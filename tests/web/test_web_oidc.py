@@ -19,7 +19,7 @@ import httpx2
 import pytest
 from tests.web.web_support import Site, served_site, text_of, web_workspace
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 
 class EnforcePKCE:

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.mcp_server.mcp_support import child_env
+from tests.mcp.mcp_support import child_env
 
 
 def _msg(i: int, method: str, params: dict) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from tests.mcp_server.mcp_support import PROTOCOLS, ToolFailed, call, stdio_session
+from tests.mcp.mcp_support import PROTOCOLS, ToolFailed, call, stdio_session
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
@@ -79,7 +79,7 @@ def test_group_flag_serves_one_group_and_refuses_an_unknown_one(story_copy: Path
     import subprocess
     import sys
 
-    from tests.mcp_server.mcp_support import child_env
+    from tests.mcp.mcp_support import child_env
 
     bad = subprocess.run(
         [sys.executable, "-m", "splice", "-w", str(story_copy), "mcp", "--group", "decisions"],
@@ -93,7 +93,7 @@ def test_a_bad_workspace_is_refused_before_anything_is_served(tmp_path: Path) ->
     import subprocess
     import sys
 
-    from tests.mcp_server.mcp_support import child_env
+    from tests.mcp.mcp_support import child_env
 
     (tmp_path / "splice.toml").write_text("[workspace]\nnmae = 'typo'\n")
     for cmd in (["mcp"], ["serve"]):

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.spark.spark_support import splice
+from tests.warehouse.spark.spark_support import splice
 
 from splice.errors import RepairError
 from splice.repair.undo import capture, check_unchanged, restore, verify_restorable

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import anyio
 from click.testing import CliRunner
-from tests.mcp_server.mcp_support import call, stdio_session
+from tests.mcp.mcp_support import call, stdio_session
 
 from splice.cli.main import cli, register_commands
 

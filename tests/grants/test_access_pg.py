@@ -219,7 +219,7 @@ def test_over_mcp_an_agent_asks_an_owner_grants_and_serve_revokes_after_a_restar
     """An agent asks over /mcp; the agent and a non-owner may not approve; the owner does; the
     server is stopped and started again, and its scheduler revokes on time, no command run."""
     import anyio
-    from tests.mcp_server.mcp_support import ToolFailed, call
+    from tests.mcp.mcp_support import ToolFailed, call
     from tests.serve.serve_support import http_session, make_key, serve_config
 
     ws, url = pg_demo

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.spark.spark_support import splice
+from tests.warehouse.spark.spark_support import splice
 
 from splice.warehouse.spark.local_server import LocalSpark
 

@@ -2,7 +2,8 @@
 127.0.0.1 by the first test that needs it and stopped when the session ends. Every client, in
 this process or a CLI subprocess, reaches it through ``sc://127.0.0.1:PORT``.
 
-The Spark tests are marked ``spark``: ``pytest -m "not spark"`` skips them while iterating.
+A test that uses ``spark_server`` is marked ``spark`` (tests/conftest.py): ``pytest -m "not spark"``
+skips them while iterating.
 """
 
 from __future__ import annotations
@@ -13,16 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.spark.spark_support import copy_shop
+from tests.warehouse.spark.spark_support import copy_shop
 
 from splice.warehouse.spark.local_server import LocalSpark
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    here = Path(__file__).parent
-    for item in items:
-        if here in Path(str(item.fspath)).parents:
-            item.add_marker(pytest.mark.spark)
 
 
 @pytest.fixture(scope="session")

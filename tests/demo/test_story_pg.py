@@ -106,7 +106,7 @@ def test_an_agent_reads_the_incident_over_mcp_from_the_team_server(pg_story: Any
     """``splice serve`` on the PostgreSQL workspace: an agent's API key (kept in the PostgreSQL
     state) reads the incident and the runs through /mcp."""
     import anyio
-    from tests.mcp_server.mcp_support import call
+    from tests.mcp.mcp_support import call
     from tests.serve.serve_support import (
         free_port,
         http_session,

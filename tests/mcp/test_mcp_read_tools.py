@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
-from tests.mcp_server.mcp_support import call, stdio_session
+from tests.mcp.mcp_support import call, stdio_session
 
 
 def test_every_reading_tool_answers_over_stdio(stale_story: Any) -> None:

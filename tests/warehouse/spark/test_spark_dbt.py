@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.spark.spark_support import splice
+from tests.warehouse.spark.spark_support import splice
 
 from splice.warehouse.spark.local_server import LocalSpark
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 import pytest
-from tests.mcp_server.mcp_support import ToolFailed, call, stdio_session
+from tests.mcp.mcp_support import ToolFailed, call, stdio_session
 
 from splice.mcp.server import ALL_GROUPS, build_server
 
