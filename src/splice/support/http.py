@@ -3,8 +3,8 @@ place that says how long to wait and what to try again (Dagster, Airflow, the id
 provider's discovery, token and key endpoints, webhooks, the local servers' readiness probes).
 
 Which failures are tried again (:class:`Retry`: at most ``attempts`` tries, pausing
-``backoff``, then twice that, and so on; a busy server's ``Retry-After`` when it is shorter
-than ``max_pause``):
+``backoff``, then twice that, and so on, or as long as a busy server's ``Retry-After`` says;
+never longer than ``max_pause``):
 
 - no connection (refused, unknown host, the connect timed out): the request was never sent,
   so it is tried again whatever its method;
@@ -50,13 +50,15 @@ class Retry:
 
     >>> [Retry(backoff=0.5).pause(n) for n in (1, 2, 3)]
     [0.5, 1.0, 2.0]
+    >>> Retry().pause(1, retry_after="2"), Retry().pause(1, retry_after="3600")
+    (2.0, 5.0)
     >>> Retry().again(ErrorStatus("h", 503, "", ""), tried=1, sent=True, idempotent=False)
     False
     """
 
     attempts: int = 3
     backoff: float = 0.25  # seconds before the second try; doubled before each next one
-    max_pause: float = 5.0  # a longer Retry-After than this is not waited for
+    max_pause: float = 5.0  # the longest pause, whatever Retry-After asks
     statuses: frozenset[int] = frozenset({429, 502, 503, 504})
 
     def pause(self, tried: int, retry_after: str | None = None) -> float:
