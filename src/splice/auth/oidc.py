@@ -14,7 +14,8 @@ authorization code flow with PKCE (S256).
    default, ``scope``) or a claim of the ID token such as ``groups``.
 
 The provider's endpoints come from its discovery document
-(``{issuer}/.well-known/openid-configuration``), fetched once and kept.
+(``{issuer}/.well-known/openid-configuration``), fetched once and kept; every request to the
+provider goes through Splice's one HTTP transport (:mod:`splice.support.http`).
 
 >>> v, c = pkce_pair()
 >>> len(v) >= 43 and c == _s256(v)
@@ -26,18 +27,19 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import json
 import os
 import secrets
 import threading
-import urllib.error
 import urllib.parse
-import urllib.request
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from splice.auth.tokens import JWKSCache, oauth_principal, verify_jwt
+from splice.auth.tokens import oauth_principal, verify_jwt
 from splice.errors import AccessError, ConfigError
+from splice.support import http
 from splice.support.principals import Principal
+
+if TYPE_CHECKING:
+    from splice.auth.jwks import ProviderKeys
 
 TIMEOUT = 10.0
 
@@ -67,28 +69,28 @@ class OIDCClient:
         self.cfg = oauth
         self.redirect_uri = redirect_uri
         self._meta: dict[str, Any] | None = None
-        self._jwks: JWKSCache | None = None
+        self._jwks: ProviderKeys | None = None
         self._lock = threading.Lock()
 
     # -- the provider ---------------------------------------------------------------------
     def _get_json(
         self, url: str, data: bytes | None = None, headers: dict[str, str] | None = None
     ) -> Any:
-        req = urllib.request.Request(
-            url, data=data, headers={"Accept": "application/json", **(headers or {})}
-        )
+        """GET ``url`` (POST ``data`` when given: tried once more only if it was never sent)."""
         try:
-            with urllib.request.urlopen(req, timeout=TIMEOUT) as resp:  # noqa: S310 - configured URL
-                return json.loads(resp.read().decode("utf-8"))
-        except urllib.error.HTTPError as e:
-            body = e.read().decode("utf-8", "replace")[:300]
+            return http.request(
+                "POST" if data is not None else "GET", url, content=data, timeout=TIMEOUT,
+                headers={"Accept": "application/json", **(headers or {})},
+            ).json()  # fmt: skip
+        except http.ErrorStatus as e:
             raise AccessError(
-                f"the identity provider answered {e.code} at {url}: {body}",
-                retry=e.code >= 500,
+                f"the identity provider answered {e.status} at {url}: {e.text[:300]}",
+                retry=e.status >= 500,
             ) from e
-        except (OSError, ValueError) as e:
+        except (http.NoAnswer, ValueError) as e:
             raise AccessError(
-                f"the identity provider could not be reached at {url}: {e}",
+                f"the identity provider could not be reached at {url}: "
+                f"{e.reason if isinstance(e, http.NoAnswer) else e}",
                 fix="check [serve.auth.oauth] issuer and that the provider is up",
                 retry=True,
             ) from e
@@ -110,8 +112,10 @@ class OIDCClient:
                         f"configured issuer {self.cfg.issuer!r}.",
                         fix="set [serve.auth.oauth] issuer to exactly the provider's issuer",
                     )
+                from splice.auth.jwks import ProviderKeys
+
                 self._meta = meta
-                self._jwks = JWKSCache(
+                self._jwks = ProviderKeys(
                     self.cfg.jwks_url or meta.get("jwks_uri"),
                     refetch_interval=self.cfg.refetch_interval,
                 )

@@ -18,20 +18,21 @@ A token is accepted only when its signature checks against a key the provider pu
 refused before any key is used), it was issued by the configured issuer for this server's
 audience, and it has not expired. Keys rotate: a token whose ``kid`` is not in the cached set
 makes the set be fetched again, at most once per ``refetch_interval`` seconds, so a flood of
-made-up ``kid`` s costs the provider one request.
+made-up ``kid`` s costs the provider one request (:mod:`splice.auth.jwks`: PyJWT's client).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import threading
 import time
-import urllib.request
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.errors import AccessError
 from splice.support.principals import KINDS, Principal
+
+if TYPE_CHECKING:
+    from splice.auth.jwks import ProviderKeys
 
 API_KEY_PREFIX = "spk_"
 #: Seconds a verified API key is trusted before its hash and revocation are checked again.
@@ -40,76 +41,9 @@ API_KEY_RECHECK = 5.0
 TOKEN_RECHECK = 60.0
 
 
-class JWKSCache:
-    """The provider's signing keys by ``kid``, fetched when first needed and on rotation."""
-
-    def __init__(self, url: str, *, refetch_interval: float = 30.0, timeout: float = 5.0):
-        self.url = url
-        self.refetch_interval = refetch_interval
-        self.timeout = timeout
-        self._keys: dict[str, Any] = {}
-        self._fetched_at: float | None = None
-        self._lock = threading.Lock()
-        self.fetches = 0
-
-    def _fetch(self) -> None:
-        import jwt
-
-        with urllib.request.urlopen(self.url, timeout=self.timeout) as resp:  # noqa: S310
-            data = json.loads(resp.read().decode("utf-8"))
-        keys: dict[str, Any] = {}
-        for i, jwk in enumerate(data.get("keys", [])):
-            if jwk.get("use", "sig") != "sig":
-                continue
-            try:  # a key without a kid is kept under a name no token's kid can be
-                keys[str(jwk.get("kid") or f"#no-kid-{i}")] = jwt.PyJWK(jwk)
-            except jwt.PyJWKError:
-                continue  # a key of a type this server cannot use: skip it, keep the others
-        self._keys = keys
-        self._fetched_at = time.monotonic()
-        self.fetches += 1
-
-    def _fetch_if_stale(self) -> None:
-        """Fetch the keys again unless they were fetched within ``refetch_interval`` (the
-        caller holds the lock): a flood of unknown or missing key ids costs one request."""
-        if self._fetched_at is not None and (
-            time.monotonic() - self._fetched_at < self.refetch_interval
-        ):
-            return
-        try:
-            self._fetch()
-        except (OSError, ValueError) as e:
-            raise AccessError(
-                f"the identity provider's keys could not be fetched from {self.url}: {e}",
-                retry=True,
-            ) from e
-
-    def sole(self) -> Any:
-        """The provider's only signing key, for a token that names none (blocking)."""
-        with self._lock:
-            if len(self._keys) != 1:
-                self._fetch_if_stale()
-            if len(self._keys) != 1:
-                raise AccessError(
-                    f"token has no key id (kid) and the provider publishes {len(self._keys)} "
-                    "signing keys: which one signed it is unknown."
-                )
-            return next(iter(self._keys.values()))
-
-    def key(self, kid: str) -> Any:
-        """The signing key ``kid`` (blocking: call from a worker thread)."""
-        with self._lock:
-            if kid in self._keys:
-                return self._keys[kid]
-            self._fetch_if_stale()
-            if kid not in self._keys:
-                raise AccessError(f"token signed with an unknown key id {kid!r}.")
-            return self._keys[kid]
-
-
 def verify_jwt(
     token: str,
-    cache: JWKSCache,
+    keys: ProviderKeys,
     *,
     issuer: str,
     audience: str,
@@ -127,7 +61,7 @@ def verify_jwt(
     if alg not in algorithms:
         raise AccessError(f"token algorithm {alg!r} is not accepted (accepted: {algorithms}).")
     kid = header.get("kid")
-    key = cache.key(kid) if isinstance(kid, str) and kid else cache.sole()
+    key = keys.key(kid) if isinstance(kid, str) and kid else keys.sole()
     try:
         return jwt.decode(
             token,
@@ -203,9 +137,11 @@ class Authenticator:
         self.reconfirm = reconfirm
         self.agents = agents
         oauth = serve.auth.oauth
-        self.jwks = (
-            JWKSCache(oauth.jwks_url, refetch_interval=oauth.refetch_interval) if oauth else None
-        )
+        self.jwks: ProviderKeys | None = None
+        if oauth:
+            from splice.auth.jwks import ProviderKeys
+
+            self.jwks = ProviderKeys(oauth.jwks_url, refetch_interval=oauth.refetch_interval)
         # token digest -> (principal, expiry, trusted until); kept past "trusted until" so an
         # API key's secret is not hashed again (see reconfirm)
         self._verified: dict[bytes, tuple[Principal, int | None, float]] = {}

@@ -21,6 +21,7 @@ from typing import Any
 
 from splice.config.notify import NotifySection
 from splice.notify.events import Event
+from splice.support import http
 
 USER_AGENT = "splice-notify/1"
 
@@ -103,21 +104,21 @@ def _env(name: str, what: str) -> str:
 
 
 def _post(url: str, body: dict[str, Any], timeout: float) -> None:
-    import urllib.error
-    import urllib.request
-
-    req = urllib.request.Request(
-        url, data=json.dumps(body, default=str).encode(), method="POST",
-        headers={"Content-Type": "application/json", "User-Agent": USER_AGENT},
-    )  # fmt: skip
+    """POST ``body`` once (the outbox tries again on its own schedule); ValueError saying why
+    it was not accepted."""
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - http(s) only
-            resp.read(4096)
-    except urllib.error.HTTPError as err:
-        text = err.read(300).decode(errors="replace").strip()
-        raise ValueError(f"HTTP {err.code} {err.reason}" + (f": {text}" if text else "")) from None
-    except urllib.error.URLError as err:
-        raise ValueError(f"cannot reach the webhook: {err.reason}") from None
+        http.request("POST", url, content=json.dumps(body, default=str).encode(),
+                     headers={"Content-Type": "application/json", "User-Agent": USER_AGENT},
+                     timeout=timeout, retry=http.ONCE)  # fmt: skip
+    except http.ErrorStatus as err:
+        text = err.text[:300]
+        raise ValueError(
+            f"HTTP {err.status} {err.phrase}" + (f": {text}" if text else "")
+        ) from None
+    except http.NoAnswer as err:
+        raise ValueError(
+            err.reason if err.timed_out else f"cannot reach the webhook: {err.reason}"
+        ) from None
 
 
 def _mail(c: NotifySection, e: Event) -> None:

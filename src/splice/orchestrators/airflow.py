@@ -1,4 +1,4 @@
-"""Airflow 3, through its REST API (``/api/v2``), with the standard library only.
+"""Airflow 3, through its REST API (``/api/v2``), over Splice's one HTTP transport.
 
 A reload triggers DAG runs (``POST /api/v2/dags/{dag}/dagRuns``) with the days in their
 ``conf`` (one run) or as their logical dates (one run per day), each with a run id that
@@ -16,9 +16,7 @@ import contextlib
 import json
 import os
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 import uuid
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -27,6 +25,7 @@ from typing import Any
 from splice.config.orchestrators import AirflowDag
 from splice.errors import OrchestratorError
 from splice.orchestrators.base import Orchestrator, OrchestratorRun, fill_days
+from splice.support import http
 
 #: Seconds to wait for one answer of the API server (a refused connection fails at once; a
 #: busy server, its scheduler and workers beside it on a small machine, can take seconds).
@@ -84,26 +83,21 @@ class Airflow(Orchestrator):
     def _call(self, method: str, path: str, body: Any = None, *, auth: bool = True,
               timeout: float = READ_TIMEOUT_S) -> dict[str, Any]:  # fmt: skip
         self._ensure_local()
-        headers = {"Content-Type": "application/json", **(self._auth() if auth else {})}
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(f"{self.cfg.url}{path}", data=data, method=method,
-                                     headers=headers)  # fmt: skip
         try:
-            with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - configured
-                raw = resp.read()
-        except urllib.error.HTTPError as e:
-            detail = e.read().decode(errors="replace")[:300]
+            resp = http.request(method, f"{self.cfg.url}{path}", json=body, timeout=timeout,
+                                headers=self._auth() if auth else None)  # fmt: skip
+        except http.ErrorStatus as e:
+            detail = e.text[:300]
             with contextlib.suppress(ValueError, AttributeError):  # FastAPI's {"detail": ...}
-                detail = str(json.loads(detail).get("detail", detail))[:300]
-            raise self._http_error(e.code, path, detail) from None
-        except (urllib.error.URLError, OSError, ValueError) as e:
-            reason = getattr(e, "reason", e)
+                detail = str(json.loads(e.text).get("detail", detail))[:300]
+            raise self._http_error(e.status, path, detail) from None
+        except http.NoAnswer as e:
             raise OrchestratorError(
-                f"cannot reach Airflow at {self.cfg.url} ({reason}); nothing was triggered.",
+                f"cannot reach Airflow at {self.cfg.url} ({e.reason}); nothing was triggered.",
                 fix=f"start the Airflow API server, or correct {self._setting()}",
-                retry=True,
+                retry=e.retry,
             ) from None
-        return json.loads(raw) if raw else {}
+        return json.loads(resp.content) if resp.content else {}
 
     def _http_error(self, code: int, path: str, detail: str) -> OrchestratorError:
         if code in (401, 403):

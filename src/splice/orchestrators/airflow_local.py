@@ -14,23 +14,22 @@ Airflow is not installed beside Splice (beside dlt it makes every pipeline impor
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-import urllib.request
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from splice.config.orchestrators import AirflowDag
 from splice.orchestrators.local_server import LocalServer
+from splice.support import http
 
 
 def _healthy(url: str) -> bool:
     """Whether the scheduler and the DAG processor report healthy (runs would start)."""
     try:
-        with urllib.request.urlopen(f"{url}/api/v2/monitor/health", timeout=5) as r:  # noqa: S310
-            health = json.load(r)
-    except (OSError, ValueError):
+        health = http.request("GET", f"{url}/api/v2/monitor/health", timeout=5,
+                              retry=http.ONCE).json()  # fmt: skip
+    except (http.HTTPFailure, ValueError):
         return False
     return all((health.get(k) or {}).get("status") == "healthy"
                for k in ("metadatabase", "scheduler", "dag_processor"))  # fmt: skip

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import json
 import re
-import urllib.error
-import urllib.request
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
@@ -24,6 +22,7 @@ from urllib.parse import urlsplit
 from splice.config.orchestrators import DagsterJob
 from splice.errors import OrchestratorError
 from splice.orchestrators.base import Orchestrator, OrchestratorRun, fill_days
+from splice.support import http
 
 #: Seconds to wait for one answer of the API server (a refused connection fails at once; a
 #: busy server, its scheduler and workers beside it on a small machine, can take seconds).
@@ -73,24 +72,22 @@ class Dagster(Orchestrator):
                 *, timeout: float = READ_TIMEOUT_S) -> dict[str, Any]:  # fmt: skip
         """One GraphQL request; its ``data``. Unreachable or refused: OrchestratorError."""
         self._ensure_local()
-        body = json.dumps({"query": query, "variables": variables or {}}).encode()
-        req = urllib.request.Request(f"{self.cfg.url}/graphql", data=body,
-                                     headers={"Content-Type": "application/json"})  # fmt: skip
-        try:
-            with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - configured
-                out = json.load(resp)
-        except urllib.error.HTTPError as e:
+        try:  # a query is read-only, so it is asked again; a mutation is not
+            out = http.request("POST", f"{self.cfg.url}/graphql", timeout=timeout,
+                               json={"query": query, "variables": variables or {}},
+                               idempotent=not query.lstrip().startswith("mutation")).json()  # fmt: skip
+        except http.ErrorStatus as e:
             raise OrchestratorError(
-                f"Dagster at {self.cfg.url} answered HTTP {e.code} to a GraphQL request.",
+                f"Dagster at {self.cfg.url} answered HTTP {e.status} to a GraphQL request.",
                 fix=f"check that {self.cfg.url} is a Dagster webserver ({self._setting()})",
-                retry=e.code >= 500,
+                retry=e.status >= 500,
             ) from None
-        except (urllib.error.URLError, OSError, ValueError) as e:
-            reason = getattr(e, "reason", e)
+        except (http.NoAnswer, ValueError) as e:
+            reason = e.reason if isinstance(e, http.NoAnswer) else e
             raise OrchestratorError(
                 f"cannot reach Dagster at {self.cfg.url} ({reason}); nothing was submitted.",
                 fix=f"start the Dagster webserver, or correct {self._setting()}",
-                retry=True,
+                retry=getattr(e, "retry", True),  # a garbled answer: maybe a restart
             ) from None
         if out.get("errors"):
             msg = "; ".join(str(e.get("message")) for e in out["errors"])[:300]

@@ -8,14 +8,13 @@
 
 from __future__ import annotations
 
-import json
 import sys
-import urllib.request
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from splice.config.orchestrators import DagsterJob
 from splice.orchestrators.local_server import LocalServer
+from splice.support import http
 
 INSTANCE_YAML = """\
 # The local Dagster instance of a Splice workspace (written by Splice).
@@ -29,16 +28,14 @@ run_coordinator:
 
 def _loaded(url: str) -> bool:
     """Whether the webserver has loaded a code location (jobs can be submitted)."""
-    body = json.dumps({"query": "{ repositoriesOrError { __typename } }"}).encode()
-    req = urllib.request.Request(f"{url}/graphql", data=body,
-                                 headers={"Content-Type": "application/json"})  # fmt: skip
+    query = {"query": "{ repositoriesOrError { __typename } }"}
     try:
-        with urllib.request.urlopen(req, timeout=5) as r:  # noqa: S310
-            return (json.load(r).get("data") or {}).get("repositoriesOrError", {}).get(
-                "__typename"
-            ) == "RepositoryConnection"
-    except (OSError, ValueError):
+        out = http.request("POST", f"{url}/graphql", json=query, timeout=5, retry=http.ONCE).json()
+    except (http.HTTPFailure, ValueError):
         return False
+    return (out.get("data") or {}).get("repositoriesOrError", {}).get(
+        "__typename"
+    ) == "RepositoryConnection"
 
 
 def _instance(home: Path) -> None:

@@ -17,13 +17,13 @@ import os
 import signal
 import subprocess
 import time
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from splice.errors import OrchestratorError
+from splice.support import http
 from splice.support.procs import pid_alive
 
 
@@ -44,10 +44,13 @@ class LocalServer:
 
 
 def answers(url: str, probe: str, timeout: float = 2.0) -> bool:
+    """Whether the server at ``url`` answers ``probe`` with 200 (asked once)."""
     try:
-        with urllib.request.urlopen(f"{url}{probe}", timeout=timeout) as r:  # noqa: S310
-            return bool(r.status == 200)
-    except OSError:
+        return (
+            http.request("GET", f"{url}{probe}", timeout=timeout, retry=http.ONCE).status_code
+            == 200
+        )
+    except http.HTTPFailure:
         return False
 
 

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from splice.errors import ConfigError, StateError
+from splice.support import http
 
 TRAILER = "splice-audit-head:"
 
@@ -294,30 +295,24 @@ class WebhookAnchor(Anchor):
         return {"Authorization": f"Bearer {token}"} if token else {}
 
     def append(self, state_id: str, seq: int, hash_: str, *, divergence: bool = False) -> None:
-        import httpx
-
         try:
-            r = httpx.post(self.url, json=_head_doc(state_id, seq, hash_, divergence),
-                           headers=self._headers(), timeout=10)  # fmt: skip
-        except httpx.HTTPError as e:
-            raise StateError(f"audit anchor {self.name}: {self.url} did not answer: {e}.",
+            http.request("POST", self.url, json=_head_doc(state_id, seq, hash_, divergence),
+                         headers=self._headers(), timeout=10)  # fmt: skip
+        except http.NoAnswer as e:
+            raise StateError(f"audit anchor {self.name}: {self.url} did not answer: {e.reason}.",
                              retry=True) from None  # fmt: skip
-        if r.status_code >= 300:
-            raise StateError(f"audit anchor {self.name}: {self.url} answered {r.status_code}.",
-                             retry=r.status_code >= 500)  # fmt: skip
+        except http.ErrorStatus as e:
+            raise StateError(f"audit anchor {self.name}: {self.url} answered {e.status}.",
+                             retry=e.status >= 500) from None  # fmt: skip
 
     def heads(self, state_id: str) -> list[Head]:
-        import httpx
-
         if self.read_url is None:
             return []
         try:
-            r = httpx.get(self.read_url, headers=self._headers(), timeout=10)
-            r.raise_for_status()
-            data = r.json()
+            data = http.request("GET", self.read_url, headers=self._headers(), timeout=10).json()
             items = data.get("heads", []) if isinstance(data, dict) else data
             return [h for h in map(Head.of, items) if h.state_id == state_id]
-        except (httpx.HTTPError, ValueError, KeyError, TypeError) as e:
+        except (http.HTTPFailure, ValueError, KeyError, TypeError) as e:
             raise StateError(f"audit anchor {self.name}: cannot read {self.read_url}: {e}.",
                              retry=True) from None  # fmt: skip
 

@@ -1,3 +1,3 @@
 """Small modules any layer may use, importing only each other and :mod:`splice.errors`: the
 clock, names, numbers, principals, captured tool output, fault points, the machine's own faults,
-processes and the SQLMesh import shim."""
+processes, the SQLMesh import shim and the one HTTP transport."""
