@@ -227,23 +227,10 @@ def _norm(col: str, typ: str, dialect: str) -> exp.Expr:
     c = exp.column(col, quoted=True)
     if not typ.startswith(_FLOATS):
         return c.as_(col, quoted=True)
-    x: exp.Expr = c
-    if dialect == "postgres":  # ROUND(double precision, int) does not exist there
-        x = exp.cast(c, exp.DataType.build("DECIMAL"))  # unconstrained NUMERIC
-    if dialect == "spark":  # its ROUND takes a constant scale: one branch per magnitude
-        ifs = [
-            exp.If(this=exp.LT(this=exp.Abs(this=c.copy()), expression=exp.Literal.number(
-                       f"1e{m + 1}")),  # fmt: skip
-                   true=exp.Round(this=c.copy(), decimals=exp.Literal.number(DIGITS - 1 - m)))
-            for m in range(-15, 19)
-        ]  # fmt: skip
-        rounded: exp.Expr = exp.Case(ifs=ifs, default=c.copy())
-    else:
-        mag = exp.cast(
-            exp.Floor(this=exp.func("LOG10", exp.Abs(this=x.copy()))), exp.DataType.build("INT")
-        )
-        digits = exp.Sub(this=exp.Literal.number(DIGITS - 1), expression=mag)
-        rounded = exp.Round(this=x, decimals=digits)
+    from splice.warehouse.engines import engine_module
+
+    # each engine rounds its own way (PostgreSQL through NUMERIC, Spark by magnitude)
+    rounded: exp.Expr = engine_module(dialect, "rows").round_significant(c.copy(), DIGITS)
     case = exp.Case(
         ifs=[
             exp.If(

@@ -35,7 +35,7 @@ CONTRACT: dict[str, tuple[str, ...]] = {
     "capabilities": ("CAPABILITIES",),
     "connect": ("connect", "catalog", "address"),
     "columns": ("typed_columns", "all_columns"),
-    "rows": ("row_hash", "value_hash"),
+    "rows": ("row_hash", "value_hash", "key_hash", "round_significant"),
     "undo": ("SUFFIX", "capture_one", "check_saved", "load_saved", "put_back"),
     "locks": ("try_lock",),
     "grants": (

@@ -5,6 +5,10 @@ it has no row hash, so the row's text form is hashed (MD5) and its first bits re
 CAST(CAST(CAST('x' || SUBSTRING(MD5(CAST("_row" AS TEXT)) FROM 1 FOR 16) AS BIT(64)) AS BIGINT) AS DECIMAL)
 >>> print(value_hash(exp.column("v"), 2**52).sql("postgres"))
 CAST(CAST('x' || SUBSTRING(MD5(v) FROM 1 FOR 13) AS BIT(52)) AS BIGINT)
+>>> print(key_hash([exp.column("k"), exp.column("d")]).sql("postgres"))
+ABS(HASHTEXT(CAST((k, d) AS TEXT)))
+>>> print(round_significant(exp.column("x"), 10).sql("postgres"))
+ROUND(CAST(x AS DECIMAL), 9 - CAST(FLOOR(LOG(10, ABS(CAST(x AS DECIMAL)))) AS INT))
 """
 
 from __future__ import annotations
@@ -36,3 +40,22 @@ def value_hash(text: exp.Expr, modulus: int) -> exp.Expr:
     if 2 ** (4 * digits) != modulus:
         raise ValueError(f"a PostgreSQL value hash takes a power of 16 as modulus, not {modulus}")
     return exp.cast(_first_bits(text, digits), exp.DataType.build("BIGINT"))
+
+
+def key_hash(columns: list[exp.Expr]) -> exp.Expr:
+    """A hash of a key's values (a review samples the rows whose hash is a multiple of N): the
+    key's text form through ``HASHTEXT``, made positive."""
+    text = exp.cast(exp.Tuple(expressions=columns), exp.DataType.build("TEXT"))
+    return exp.Abs(this=exp.func("HASHTEXT", text))
+
+
+def round_significant(value: exp.Expr, digits: int) -> exp.Expr:
+    """``value`` (a float) rounded to ``digits`` significant digits; as NUMERIC, since
+    ``ROUND(double precision, int)`` does not exist here (0 and NULL left as they are by the
+    caller: LOG10 of 0 has no value)."""
+    x = exp.cast(value, exp.DataType.build("DECIMAL"))  # unconstrained NUMERIC
+    mag = exp.cast(
+        exp.Floor(this=exp.func("LOG10", exp.Abs(this=x.copy()))), exp.DataType.build("INT")
+    )
+    return exp.Round(this=x, decimals=exp.Sub(this=exp.Literal.number(digits - 1),
+                                              expression=mag))  # fmt: skip
