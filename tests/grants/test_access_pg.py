@@ -175,8 +175,9 @@ def test_requests_that_cannot_be_granted_are_refused(pg_demo: Any, reader: str) 
 
 def test_an_owner_revokes_early_and_a_killed_grant_is_taken_back(pg_demo: Any, reader: str) -> None:
     from splice import api
-    from splice.grants import pg, store
+    from splice.grants import store
     from splice.support.principals import Principal
+    from splice.warehouse.postgres import grants as pg
 
     ws, url = pg_demo
     sam = Principal.of("sam", kind="person", auth="cli-as")

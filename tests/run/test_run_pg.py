@@ -94,13 +94,13 @@ def _query_exec(url: str, sql: str) -> None:
 
 
 def _server_lock_free(ws: Path, timeout: float = 20) -> bool:
-    from splice.run.pg_lock import try_advisory_lock
+    from splice.warehouse.postgres.locks import try_lock
     from splice.workspace.core import Workspace
 
     deadline = time.monotonic() + timeout
     with Workspace.open(ws) as w:
         while time.monotonic() < deadline:
-            con = try_advisory_lock(w, "target:prod")
+            con = try_lock(w, "target:prod")
             if con is not None:
                 con.close()
                 return True

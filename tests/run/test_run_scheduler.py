@@ -6,7 +6,8 @@ import threading
 import time
 
 from splice.plan.model import Segment
-from splice.run.scheduler import schedule, warehouse_capabilities
+from splice.run.scheduler import schedule
+from splice.warehouse.engines import capabilities as warehouse_capabilities
 
 
 def seg(sid: str, project: str, fmt: str, deps: list[str] | None = None) -> Segment:

@@ -74,7 +74,7 @@ def end_due_access(ws: Workspace, *, now: float | None = None) -> list[str]:
     """Revoke the grants whose time is up (and expire unanswered requests) when any are due;
     a line per revoke that failed. Cheap when nothing is due; nothing on a warehouse without
     grants, or before the workspace has a state."""
-    from splice.run.scheduler import warehouse_capabilities
+    from splice.warehouse.engines import capabilities as warehouse_capabilities
 
     if not warehouse_capabilities(ws.config.warehouse.type).grants or not ws.state_exists:
         return []
@@ -98,7 +98,7 @@ def keep_access(ws: Workspace) -> list[str]:
     """After a build: grant again what every held grant holds (a rebuilt relation lost its
     privileges). A line per grant that could not be kept whole; never raises for the build."""
     from splice.errors import SpliceError
-    from splice.run.scheduler import warehouse_capabilities
+    from splice.warehouse.engines import capabilities as warehouse_capabilities
 
     if not warehouse_capabilities(ws.config.warehouse.type).grants or not ws.state_exists:
         return []

@@ -117,7 +117,7 @@ class WarehouseSection(_Strict):
 
     def pg_fields(self) -> dict[str, Any]:
         """host, port, user, database of a PostgreSQL warehouse (from ``url`` or the fields;
-        the password is not among them: see :func:`splice.warehouse.connect.pg_conninfo`)."""
+        the password is not among them: see :func:`splice.warehouse.postgres.connect.conninfo`)."""
         if self.url:
             from urllib.parse import unquote, urlsplit
 

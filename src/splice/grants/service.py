@@ -18,12 +18,13 @@ import time
 from typing import Any
 
 from splice.errors import ApprovalError, GrantError, InputError, SpliceError
-from splice.grants import pg, store
+from splice.grants import store
 from splice.grants.model import HELD, Grant
 from splice.repair.access import require
 from splice.repair.approvals import escalations, hours_text, is_owner, refuse_during_stop
 from splice.support.names import name_key, normalise_name
 from splice.support.principals import SYSTEM, Principal
+from splice.warehouse.engines import capabilities, engine_module
 
 #: A grant still ``granting`` this long after its last write was interrupted (granting takes
 #: well under a second).
@@ -34,11 +35,14 @@ def _where(ws: Any) -> str | None:
     return ws.config.serve.resource_url
 
 
-def _check_warehouse(ws: Any) -> None:
-    from splice.run.scheduler import warehouse_capabilities
+def _engine(ws: Any) -> Any:
+    """The grants module of the workspace's warehouse engine (``warehouse/<engine>/grants.py``)."""
+    return engine_module(ws.config.warehouse.type, "grants")
 
+
+def _check_warehouse(ws: Any) -> None:
     kind = ws.config.warehouse.type
-    if not warehouse_capabilities(kind).grants:
+    if not capabilities(kind).grants:
         raise GrantError(
             f"the warehouse is {kind}, which has no users or grants: read access cannot be "
             "granted relation by relation (whoever can read the file reads all of it).",
@@ -126,7 +130,7 @@ def _grantee(ws: Any, con: Any, raw: str) -> str:
             f"--for {name!r} is one of Splice's own grant roles ({ws.config.access.role_prefix}*).",
             fix="pass the warehouse role of the person or service that reads",
         )
-    found = pg.role_exists(con, name)
+    found = _engine(ws).role_exists(con, name)
     if found is None:
         raise GrantError(
             f"the warehouse has no role {name!r} to grant access to.",
@@ -161,7 +165,7 @@ def request(ws: Any, selector: str, *, grantee: str, why: str, hours: float,
 
     with connect(ws, "splice access request") as con:
         who = _grantee(ws, con, grantee)
-        gone = pg.missing(con, relations)
+        gone = _engine(ws).missing(con, relations)
     if gone:
         raise GrantError(
             f"{', '.join(gone)} {'is' if len(gone) == 1 else 'are'} not in the warehouse (not "
@@ -263,9 +267,9 @@ def approve(ws: Any, grant_id: str, *, principal: Principal, comment: str | None
     at = time.time() if now is None else now
 
     def plan(cur: Grant) -> None:
-        cur.role = pg.role_for(cur.grant_id, ws.config.access.role_prefix)
-        cur.statements = pg.grant_statements(cur.role, cur.grantee, cur.relations)
-        cur.revoke_statements = pg.revoke_statements(cur.role)
+        cur.role = _engine(ws).role_for(cur.grant_id, ws.config.access.role_prefix)
+        cur.statements = _engine(ws).grant_statements(cur.role, cur.grantee, cur.relations)
+        cur.revoke_statements = _engine(ws).revoke_statements(cur.role)
         cur.until = at + cur.hours * 3600
 
     g = store.transition(ws.state, g.grant_id, "granting", principal=principal, now=at,
@@ -274,7 +278,7 @@ def approve(ws: Any, grant_id: str, *, principal: Principal, comment: str | None
 
     try:
         with connect(ws, f"granting {g.grant_id}") as con:
-            pg.run(con, g.statements, f"granting {g.grant_id}")
+            _engine(ws).run(con, g.statements, f"granting {g.grant_id}")
     except SpliceError as e:  # one transaction on the warehouse: nothing of it should hold
         try:
             _take_back(ws, g)  # made sure (a commit whose answer was lost)
@@ -339,9 +343,13 @@ def _take_back(ws: Any, g: Grant) -> None:
     if not g.role:
         return
     with connect(ws, f"revoking {g.grant_id}") as con:
-        if pg.role_exists(con, g.role) is None:
+        if _engine(ws).role_exists(con, g.role) is None:
             return
-        pg.run(con, g.revoke_statements or pg.revoke_statements(g.role), f"revoking {g.grant_id}")
+        _engine(ws).run(
+            con,
+            g.revoke_statements or _engine(ws).revoke_statements(g.role),
+            f"revoking {g.grant_id}",
+        )
 
 
 def _end(ws: Any, g: Grant, to: str, *, principal: Principal, reason: str, now: float) -> Grant:
@@ -476,11 +484,13 @@ def reassert(ws: Any, *, now: float | None = None) -> list[str]:
     with connect(ws, "keeping access grants") as con:
         for g in held:
             assert g.role is not None
-            gone = pg.missing(con, g.relations)
+            gone = _engine(ws).missing(con, g.relations)
             there = [r for r in g.relations if r not in gone]
             if gone:
                 problems.append(f"{g.grant_id}: {', '.join(gone)} no longer in the warehouse; "
                                 f"{g.grantee} cannot read it until it is built again")  # fmt: skip
             if there:
-                pg.run(con, pg.reassert_statements(g.role, there), f"keeping {g.grant_id}")
+                _engine(ws).run(
+                    con, _engine(ws).reassert_statements(g.role, there), f"keeping {g.grant_id}"
+                )
     return problems

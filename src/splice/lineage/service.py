@@ -164,15 +164,12 @@ def warehouse_columns(
     unchanged the warehouse is not opened at all, and while another process holds its lock (a
     run writing it) the last columns read are used instead of failing. ``stamp_key``: the
     :func:`_warehouse_memo_key` the caller took already."""
-    if ws.config.warehouse.type == "postgres":
-        return _relations_of(ws, _pg_columns(ws))
-    if ws.config.warehouse.type == "spark":
-        return _relations_of(ws, _spark_columns(ws))
+    if ws.config.warehouse.type != "duckdb":  # a server: no file stamp to remember it by
+        return _relations_of(ws, _server_columns(ws))
     path = ws.warehouse_path
-    if not path.exists() or ws.config.warehouse.type != "duckdb":
+    if not path.exists():
         return {}
     import duckdb
-    from sqlglot import exp
 
     memo_key = stamp_key or _warehouse_memo_key(ws)
     stamp = memo_key[1]
@@ -187,12 +184,9 @@ def warehouse_columns(
     if snap is not None and snap.get("stamp") == stamp:
         rows = [tuple(r) for r in snap["rows"]]
     else:
-        query = (
-            exp.select("table_catalog", "table_schema", "table_name", "column_name", "data_type")
-            .from_(exp.table_("columns", db="information_schema"))
-            .order_by("table_catalog", "table_schema", "table_name", "ordinal_position")
-            .sql(dialect="duckdb")
-        )
+        from splice.warehouse.duckdb.columns import all_columns_query
+
+        query = all_columns_query()
         try:
             con = duckdb.connect(str(path))
         except duckdb.Error as e:
@@ -233,35 +227,22 @@ def _relations_of(ws: Workspace, rows: list[Any]) -> dict[Relation, dict[str, st
     return out
 
 
-def _spark_columns(ws: Workspace) -> list[Any]:
-    """The columns of the relations the graph writes and reads, as Spark describes them."""
+def _server_columns(ws: Workspace) -> list[Any]:
+    """The columns of a server's warehouse (PostgreSQL, Spark), through its engine's
+    ``columns.all_columns`` (Spark describes the relations the graph writes and reads, ``wanted``;
+    PostgreSQL lists them all): read afresh each time, a server has no file stamp to remember
+    it by."""
     from splice.warehouse.connect import connect
-    from splice.warehouse.spark.connect import describe_rows
+    from splice.warehouse.engines import engine_module
 
-    graph = ws.graph()
-    rels = list(dict.fromkeys(r for n in graph.nodes.values()
-                              for r in [*n.all_writes, *n.reads]))  # fmt: skip
+    def wanted() -> list[Relation]:
+        graph = ws.graph()
+        return list(dict.fromkeys(r for n in graph.nodes.values()
+                                  for r in [*n.all_writes, *n.reads]))  # fmt: skip
+
+    columns = engine_module(ws.config.warehouse.type, "columns")
     with connect(ws, "reading the warehouse's columns") as con:
-        return describe_rows(con, rels)
-
-
-def _pg_columns(ws: Workspace) -> list[Any]:
-    """information_schema.columns of a PostgreSQL warehouse (its own schemas, not the
-    system's): read afresh each time, a server has no file stamp to remember it by."""
-    from sqlglot import exp
-
-    from splice.warehouse.connect import connect
-
-    system = [exp.Literal.string(s) for s in ("pg_catalog", "information_schema")]
-    query = (
-        exp.select("table_catalog", "table_schema", "table_name", "column_name", "data_type")
-        .from_(exp.table_("columns", db="information_schema"))
-        .where(exp.not_(exp.column("table_schema").isin(*system)))
-        .order_by("table_catalog", "table_schema", "table_name", "ordinal_position")
-        .sql(dialect="postgres")
-    )
-    with connect(ws, "reading the warehouse's columns") as con:
-        return list(con.execute(query).fetchall())
+        return list(columns.all_columns(con, wanted))
 
 
 def _nest(schema: dict[Relation, dict[str, str]]) -> dict[str, Any]:

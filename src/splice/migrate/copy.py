@@ -28,18 +28,12 @@ def _table(relation: str) -> exp.Table:
 
 
 def columns(con: Any, relation: str, dialect: str) -> list[tuple[str, str]]:
-    """The relation's columns and their types as the warehouse names them, in order."""
-    if dialect == "postgres":
-        from splice.repair.undo_pg import typed_columns
+    """The relation's columns and their types as the warehouse names them, in order (the
+    engine's ``columns.typed_columns``)."""
+    from splice.warehouse.engines import engine_module
 
-        return typed_columns(con, relation)
-    schema, name = relation.split(".", 1)
-    cols = exp.table_("columns", db="information_schema")
-    q = (exp.select("column_name", "data_type").from_(cols)
-         .where(exp.and_(exp.column("table_schema").eq(exp.Literal.string(schema)),
-                         exp.column("table_name").eq(exp.Literal.string(name))))
-         .order_by("ordinal_position"))  # fmt: skip
-    return [(str(c), str(t)) for c, t in con.execute(q.sql(dialect=dialect)).fetchall()]
+    found: list[tuple[str, str]] = engine_module(dialect, "columns").typed_columns(con, relation)
+    return found
 
 
 def transpile_type(type_text: str, source: str, dest: str) -> exp.DataType:

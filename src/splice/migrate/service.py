@@ -112,13 +112,9 @@ def _count(ws: Any, relations: list[Any]) -> None:
 
 def _where_it_lives(ws: Any) -> str:
     """The warehouse a workspace's target writes, as one comparable text."""
-    wh = ws.config.warehouse
-    if wh.type == "postgres":
-        f = wh.pg_fields()
-        return f"postgres://{f['host']}:{f['port']}/{f['database'] or 'postgres'}"
-    if wh.type == "spark":
-        return str(wh.remote)
-    return str(ws.warehouse_path)
+    from splice.warehouse.engines import engine_module
+
+    return str(engine_module(ws.config.warehouse.type, "connect").address(ws))
 
 
 def plan(source: Any, dest: Any, *, principal: Principal, execution_time: str | None = None,

@@ -216,13 +216,9 @@ def fresh_query(ws: Any, graph: Any, node: Any, start: date, end: date,
 def _column_types(con: Any, rel: Any, dialect: str) -> list[tuple[str, str]]:
     """The relation's (column, TYPE) pairs in order, as the warehouse has them (DuckDB's and
     PostgreSQL's information_schema, Spark's DESCRIBE); empty when it does not exist."""
-    from splice.errors import RepairError
-    from splice.repair.undo import typed_columns
+    from splice.warehouse.engines import engine_module
 
-    try:
-        found = typed_columns(con, rel.key, dialect)
-    except RepairError:
-        return []
+    found = engine_module(dialect, "columns").typed_columns(con, rel.key)
     return [(str(c), str(t).upper()) for c, t in found]
 
 
@@ -231,23 +227,10 @@ def _norm(col: str, typ: str, dialect: str) -> exp.Expr:
     c = exp.column(col, quoted=True)
     if not typ.startswith(_FLOATS):
         return c.as_(col, quoted=True)
-    x: exp.Expr = c
-    if dialect == "postgres":  # ROUND(double precision, int) does not exist there
-        x = exp.cast(c, exp.DataType.build("DECIMAL"))  # unconstrained NUMERIC
-    if dialect == "spark":  # its ROUND takes a constant scale: one branch per magnitude
-        ifs = [
-            exp.If(this=exp.LT(this=exp.Abs(this=c.copy()), expression=exp.Literal.number(
-                       f"1e{m + 1}")),  # fmt: skip
-                   true=exp.Round(this=c.copy(), decimals=exp.Literal.number(DIGITS - 1 - m)))
-            for m in range(-15, 19)
-        ]  # fmt: skip
-        rounded: exp.Expr = exp.Case(ifs=ifs, default=c.copy())
-    else:
-        mag = exp.cast(
-            exp.Floor(this=exp.func("LOG10", exp.Abs(this=x.copy()))), exp.DataType.build("INT")
-        )
-        digits = exp.Sub(this=exp.Literal.number(DIGITS - 1), expression=mag)
-        rounded = exp.Round(this=x, decimals=digits)
+    from splice.warehouse.engines import engine_module
+
+    # each engine rounds its own way (PostgreSQL through NUMERIC, Spark by magnitude)
+    rounded: exp.Expr = engine_module(dialect, "rows").round_significant(c.copy(), DIGITS)
     case = exp.Case(
         ifs=[
             exp.If(
@@ -291,7 +274,7 @@ def compare(con: Any, node_id: str, prod: Any, fresh: exp.Expr, time_column: str
     f = _side(fresh_src, cols, where.copy() if where is not None else None, dialect)
     temps: list[exp.Table] = []
     try:
-        if dialect in _TEMP_TABLES:  # each side computed once, then read from its copy
+        if _temp_tables(dialect):  # each side computed once, then read from its copy
             p, f = (_temp(con, q, dialect, temps) for q in (p, f))
         _compare(con, out, p, f, tc, names, dialect)
     finally:
@@ -300,8 +283,12 @@ def compare(con: Any, node_id: str, prod: Any, fresh: exp.Expr, time_column: str
     return out
 
 
-#: Dialects whose connections keep temporary tables (Spark's session does not here).
-_TEMP_TABLES = ("duckdb", "postgres")
+def _temp_tables(dialect: str) -> bool:
+    """Whether the engine of ``dialect`` keeps temporary tables on a connection (Spark's
+    session does not here)."""
+    from splice.warehouse.engines import ENGINES, capabilities
+
+    return dialect in ENGINES and capabilities(dialect).temp_tables
 
 
 def _temp(con: Any, q: exp.Select, dialect: str, made: list[exp.Table]) -> exp.Select:

@@ -159,12 +159,10 @@ def duplicate_keys_query(rel: exp.Expr, key: list[str]) -> exp.Select:
 
 
 def _sample_filter(key: list[str], every: int, dialect: str, alias: str | None) -> exp.Expr:
+    from splice.warehouse.engines import engine_module
+
     cols = [_c(k, alias) for k in key]
-    if dialect == "postgres":
-        text = exp.cast(exp.Tuple(expressions=cols), exp.DataType.build("TEXT"))
-        h: exp.Expr = exp.Abs(this=exp.func("HASHTEXT", text))
-    else:
-        h = exp.func("HASH", *cols)
+    h: exp.Expr = engine_module(dialect, "rows").key_hash(cols)
     return exp.EQ(
         this=exp.Mod(this=h, expression=exp.Literal.number(every)), expression=exp.Literal.number(0)
     )

@@ -47,7 +47,7 @@ class _Held:
     name: str
     fd: int
     path: Path
-    server: Any = None  # the connection holding the PostgreSQL advisory lock, if any
+    server: Any = None  # the warehouse's hold of the lock (PostgreSQL's advisory lock), if any
 
 
 _HELD_FDS: set[int] = set()
@@ -75,8 +75,9 @@ class RunLock:
     #: seconds to wait for a lock another process holds before refusing (0: refuse at once)
     wait: float = 0.0
     notes: list[str] = field(default_factory=list)
-    #: a workspace whose warehouse is PostgreSQL: target locks are also advisory locks there
-    #: (:mod:`splice.run.pg_lock`), so runs from other machines are refused too
+    #: a workspace whose warehouse holds runs' locks too (PostgreSQL): target locks are also
+    #: taken there (its engine's ``locks.try_lock``, :mod:`splice.warehouse.postgres.locks`),
+    #: so runs from other machines are refused too
     server_ws: Any = None
     _held: list[_Held] = field(default_factory=list)
     _stale: list[tuple[Any, list[str]]] = field(default_factory=list)
@@ -117,10 +118,11 @@ class RunLock:
             raise
         server = None
         if self.server_ws is not None and name.startswith("target:"):
-            from splice.run.pg_lock import try_advisory_lock
+            from splice.warehouse.engines import engine_module
 
+            locks = engine_module(self.server_ws.config.warehouse.type, "locks")
             try:
-                server = try_advisory_lock(self.server_ws, name)
+                server = locks.try_lock(self.server_ws, name)
             except BaseException:
                 _release_fd(fd)
                 raise

@@ -37,8 +37,9 @@ from splice.run.executors import (
 from splice.run.journal import Journal, new_run_id, this_host
 from splice.run.locks import WAREHOUSE_LOCK, RunLock, target_lock
 from splice.run.report import RunReport
-from splice.run.scheduler import schedule, warehouse_capabilities
+from splice.run.scheduler import schedule
 from splice.support.procs import pid_alive
+from splice.warehouse import engines
 
 #: What a run session also recovers while it holds the run lock, after the runs whose holder
 #: died are marked: a function of the workspace returning one note per thing recovered. The
@@ -72,12 +73,12 @@ def resolve_execution_time(
 
 def server_lock_ws(ws: Any) -> Any:
     """The workspace, when its warehouse takes runs' locks too (PostgreSQL); else None."""
-    return ws if ws.config.warehouse.type == "postgres" else None
+    return ws if engines.capabilities(ws.config.warehouse.type).server_locks else None
 
 
 def lock_names(ws: Any) -> list[str]:
     names = [target_lock(ws.target)]
-    if not warehouse_capabilities(ws.config.warehouse.type).concurrent_writers:
+    if not engines.capabilities(ws.config.warehouse.type).concurrent_writers:
         names.append(WAREHOUSE_LOCK)
     return names
 
@@ -298,7 +299,7 @@ def run_plan(
     )
     state = _Run(ws, plan, journal, report, progress, et)
     state._show(started)
-    caps = warehouse_capabilities(ws.config.warehouse.type)
+    caps = engines.capabilities(ws.config.warehouse.type)
     exclusive = frozenset(f for f, c in CAPABILITIES.items() if c.exclusive)
     parallel = caps.max_parallel if caps.concurrent_writers else 1
     state.serial = parallel <= 1

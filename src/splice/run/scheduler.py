@@ -1,51 +1,20 @@
 """The segment scheduler: topological order, parallel only where the warehouse and tools allow.
 
-The warehouse's capabilities are data (:data:`WAREHOUSES`): DuckDB allows one writer process,
-so its segments run one after another; a warehouse with concurrent writers runs independent
-segments in a thread pool, at most one at a time per *exclusive* executor format (dbt keeps
-process-global state). When segments run one at a time, ready segments of the same project and
-environment are handed to the tool together (one dbt build instead of two), which keeps the
-overhead over running the tools by hand small; each keeps its own result.
+The warehouse's capabilities are data (:func:`splice.warehouse.engines.capabilities`): DuckDB
+allows one writer process, so its segments run one after another; a warehouse with concurrent
+writers runs independent segments in a thread pool, at most one at a time per *exclusive*
+executor format (dbt keeps process-global state). When segments run one at a time, ready
+segments of the same project and environment are handed to the tool together (one dbt build
+instead of two), which keeps the overhead over running the tools by hand small; each keeps its
+own result.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
 
 from splice.plan.model import Segment
-
-
-@dataclass(frozen=True)
-class WarehouseCapabilities:
-    """concurrent_writers: may several writers build at once; max_parallel: how many segments;
-    grants: has roles, so read access is granted relation by relation (splice access);
-    transactions: several statements commit or roll back as one (an undo restores every
-    relation at once, and its restore test rolls back); undo: ``"copy"`` (the rows a repair
-    rewrites are copied aside and put back) or ``"version"`` (an engine with table versions,
-    such as Delta Lake: the version is recorded and restored; see
-    :mod:`splice.repair.undo_spark`)."""
-
-    concurrent_writers: bool
-    max_parallel: int
-    grants: bool = False
-    transactions: bool = True
-    undo: str = "copy"
-
-
-WAREHOUSES: dict[str, WarehouseCapabilities] = {
-    "duckdb": WarehouseCapabilities(concurrent_writers=False, max_parallel=1),
-    # a server: several writers at once; a run's lock is per target (and an advisory lock)
-    "postgres": WarehouseCapabilities(concurrent_writers=True, max_parallel=4, grants=True),
-    # a Spark Connect server: clients in several processes at once, one metastore behind it
-    "spark": WarehouseCapabilities(concurrent_writers=True, max_parallel=2, transactions=False),
-}
-DEFAULT_WAREHOUSE = WarehouseCapabilities(concurrent_writers=True, max_parallel=4)
-
-
-def warehouse_capabilities(kind: str) -> WarehouseCapabilities:
-    return WAREHOUSES.get(kind, DEFAULT_WAREHOUSE)
 
 
 def dependencies(segments: list[Segment]) -> dict[str, set[str]]:

@@ -1,4 +1,5 @@
-"""A relation's rows in a date range, as sqlglot expressions: how many, and their checksum.
+"""A relation's rows in a date range, as sqlglot expressions: how many, and their checksum
+(each engine hashes rows its own way: ``splice/warehouse/<engine>/rows.py``).
 
 Shared by the repair (row counts of a draft, the undo's copies and checksums), the plan memo
 (a checksum of SQLMesh's state tables) and the source evidence (date literals).
@@ -17,6 +18,7 @@ from typing import Any
 from sqlglot import exp
 
 from splice.graph.relations import parse_relation
+from splice.warehouse.engines import engine_module
 
 #: The alias every checksummed row is read under (its hash is the hash of the whole row).
 ROW = "_row"
@@ -57,7 +59,8 @@ def count_query(relation: str, time_column: str | None, start: date | None, end:
 
 
 def row_hash(dialect: str = "duckdb") -> exp.Expr:
-    """A 64-bit hash of the whole row :data:`ROW`, widened so that summing never overflows.
+    """A 64-bit hash of the whole row :data:`ROW`, widened so that summing never overflows: the
+    engine's own (``row_hash`` of ``splice/warehouse/<engine>/rows.py``).
 
     DuckDB hashes the row itself; PostgreSQL has no row hash, so the row's text form is hashed
     (the first 64 bits of its MD5) and summed as NUMERIC; Spark hashes the row's columns
@@ -69,17 +72,8 @@ def row_hash(dialect: str = "duckdb") -> exp.Expr:
     >>> print(row_hash("postgres").sql("postgres"))
     CAST(CAST(CAST('x' || SUBSTRING(MD5(CAST("_row" AS TEXT)) FROM 1 FOR 16) AS BIT(64)) AS BIGINT) AS DECIMAL)
     """
-    row = exp.column(ROW, quoted=True)
-    if dialect == "spark":  # Spark hashes the row's columns: XXHASH64(_row.*)
-        star = exp.Column(this=exp.Star(), table=exp.to_identifier(ROW, quoted=True))
-        return exp.cast(exp.func("XXHASH64", star), exp.DataType.build("DECIMAL(38, 0)"))
-    if dialect != "postgres":
-        return exp.cast(exp.func("HASH", row), exp.DataType.build("INT128"))
-    md5 = exp.func("MD5", exp.cast(row, exp.DataType.build("TEXT")))
-    first16 = exp.Substring(this=md5, start=exp.Literal.number(1), length=exp.Literal.number(16))
-    bits = exp.cast(exp.DPipe(this=exp.Literal.string("x"), expression=first16),
-                    exp.DataType.build("BIT(64)", dialect="postgres"))  # fmt: skip
-    return exp.cast(exp.cast(bits, exp.DataType.build("BIGINT")), exp.DataType.build("NUMERIC"))
+    hashed: exp.Expr = engine_module(dialect, "rows").row_hash(ROW)
+    return hashed
 
 
 def checksum_select(source: exp.Expr, where: exp.Expr | None = None,
@@ -131,17 +125,8 @@ def value_hash(value: exp.Expr, dialect: str = "duckdb") -> exp.Expr:
     text = exp.func(
         "COALESCE", exp.cast(value, exp.DataType.build("TEXT")), exp.Literal.string("<null>")
     )
-    mod = exp.Literal.number(HASH_MODULUS)
-    if dialect == "spark":
-        return exp.func("PMOD", exp.func("XXHASH64", text), mod)
-    if dialect == "postgres":  # the first 13 hex digits of the MD5: 52 bits
-        first13 = exp.Substring(
-            this=exp.func("MD5", text), start=exp.Literal.number(1), length=exp.Literal.number(13)
-        )
-        bits = exp.cast(exp.DPipe(this=exp.Literal.string("x"), expression=first13),
-                        exp.DataType.build("BIT(52)", dialect="postgres"))  # fmt: skip
-        return exp.cast(bits, exp.DataType.build("BIGINT"))
-    return exp.Mod(this=exp.func("HASH", text), expression=mod)
+    hashed: exp.Expr = engine_module(dialect, "rows").value_hash(text, HASH_MODULUS)
+    return hashed
 
 
 def values_checksum(value: exp.Expr, dialect: str = "duckdb") -> exp.Expr:

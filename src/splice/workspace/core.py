@@ -88,14 +88,12 @@ class Workspace:
         self.notices: list[str] = []  # what opening found that a person should read (shown once)
 
     def _catalog_name(self) -> str:
-        """The catalog relations live in: DuckDB names it after the file's stem, PostgreSQL
-        is the database connected to."""
+        """The catalog relations live in (the engine's ``connect.catalog``): DuckDB names it
+        after the file's stem, PostgreSQL is the database connected to."""
+        from splice.warehouse.engines import engine_module
+
         wh = self.config.warehouse
-        if wh.type == "postgres":
-            return str(wh.pg_fields()["database"] or "postgres")
-        if wh.type == "spark":
-            return "spark_catalog"  # the session catalog (the Hive metastore's)
-        return Path(wh.path).stem
+        return str(engine_module(wh.type, "connect").catalog(wh))
 
     @classmethod
     def open(

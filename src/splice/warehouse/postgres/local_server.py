@@ -18,6 +18,7 @@ import socket
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from splice.errors import WarehouseError
 
@@ -233,3 +234,23 @@ class LocalPostgres:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def ensure(root: Any, wh: Any) -> None:
+    """Start the workspace's own PostgreSQL (``[warehouse] local``: a data directory in the
+    workspace) when it is not running; the tools and Splice then find it on ``port``."""
+    data = Path(root) / wh.local
+    if not (data / "PG_VERSION").exists():
+        raise WarehouseError(
+            f"[warehouse] local = {wh.local!r}: {data} holds no PostgreSQL data directory.",
+            fix="rebuild the workspace (splice demo DIR --warehouse postgres --force), or point "
+            "[warehouse] at a server (url)",
+        )
+    server = LocalPostgres(data, port=int(wh.port or 5432))
+    if not server.running:
+        server.start()
+        from splice.support.procs import announce_started
+
+        announce_started(
+            f"a local PostgreSQL on 127.0.0.1:{server.port} (data in {wh.local})", root
+        )

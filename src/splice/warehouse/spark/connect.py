@@ -73,6 +73,16 @@ class SparkConnection:
             self.session.stop()
 
 
+def catalog(wh: Any) -> str:
+    """The catalog relations live in: the session catalog (the Hive metastore's)."""
+    return "spark_catalog"
+
+
+def address(ws: Any) -> str:
+    """Where the warehouse is, as one comparable text: the Spark Connect server."""
+    return str(ws.config.warehouse.remote)
+
+
 #: The Spark Connect session of the run this process holds (:func:`run_spark_session`).
 _RUN_SESSION: Any = None
 
@@ -211,9 +221,10 @@ def probe_project_endpoint(location: Any, project: str) -> None:
 
 
 @contextmanager
-def spark_connect(ws: Any, what: str) -> Iterator[SparkConnection]:
+def connect(ws: Any, what: str, *, read_only: bool = False) -> Iterator[SparkConnection]:
     """A Spark Connect session to the workspace's warehouse, stopped when the block ends (the
-    run's own session, left open, when this process holds a run: :func:`run_spark_session`)."""
+    run's own session, left open, when this process holds a run: :func:`run_spark_session`;
+    ``read_only`` is the server's business: the session is the same)."""
     remote = str(ws.config.warehouse.remote)
     if _RUN_SESSION is not None and not _RUN_SESSION.is_stopped:
         yield SparkConnection(_RUN_SESSION, remote, owned=False)
@@ -242,25 +253,3 @@ def spark_connect(ws: Any, what: str) -> Iterator[SparkConnection]:
         yield con
     finally:
         con.close()
-
-
-def describe_rows(
-    con: SparkConnection, relations: list[Any]
-) -> list[tuple[str, str, str, str, str]]:
-    """(catalog, schema, table, column, type) of each relation Spark has, from ``DESCRIBE
-    TABLE`` (Spark has no information_schema for its session catalog); relations it does not
-    have are left out."""
-    from sqlglot import exp
-
-    out = []
-    for rel in relations:
-        table = exp.table_(rel.name, db=rel.schema, quoted=True)
-        try:
-            rows = con.execute(exp.Describe(this=table).sql(dialect="spark")).fetchall()
-        except WarehouseError:
-            continue  # not built (yet)
-        for name, dtype, *_rest in rows:
-            if not name or str(name).startswith("#"):
-                break  # the partitioning and detailed sections follow
-            out.append((rel.catalog, rel.schema, rel.name, str(name), str(dtype)))
-    return out

@@ -19,6 +19,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from splice.errors import WarehouseError
 
@@ -183,3 +184,12 @@ class LocalSpark:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def ensure(root: Any, wh: Any) -> None:
+    """Start the workspace's own Spark Connect server (``[warehouse] local``: its base
+    directory in the workspace) on ``[warehouse] remote`` when nothing answers there."""
+    if LocalSpark.ensure_at(Path(root) / wh.local, str(wh.remote)):
+        from splice.support.procs import announce_started
+
+        announce_started(f"a local Spark Connect server on {wh.remote}", root)

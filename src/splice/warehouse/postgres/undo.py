@@ -13,6 +13,7 @@ COPY (SELECT * FROM "wh"."raw"."fx" WHERE CAST("rate_date" AS DATE) BETWEEN CAST
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -20,8 +21,8 @@ from typing import Any
 from sqlglot import exp
 
 from splice.errors import RepairError
-from splice.graph.relations import parse_relation
 from splice.warehouse.rows import ROW, in_range, rows_query, table
+from splice.warehouse.saved import Current, Shown, checksum_of, in_one_transaction
 
 DIALECT = "postgres"
 SUFFIX = ".pgcopy"
@@ -40,30 +41,6 @@ def copy_out_sql(relation: str, time_column: str | None, start: date | None,
     return copy.sql(dialect=DIALECT)
 
 
-def typed_columns(con: Any, relation: str) -> list[tuple[str, str]]:
-    """The relation's columns with their full types (``numeric(18,4)``), in order; [] when the
-    relation does not exist."""
-    rel = parse_relation(relation, dialect=DIALECT)
-    qualified = exp.table_(rel.name, db=rel.schema, quoted=True).sql(dialect=DIALECT)
-    attr = exp.table_("pg_attribute", db="pg_catalog")
-    q = (
-        exp.select(
-            "attname", exp.func("format_type", exp.column("atttypid"), exp.column("atttypmod"))
-        )  # fmt: skip
-        .from_(attr)
-        .where(
-            exp.and_(
-                exp.column("attrelid").eq(exp.func("to_regclass", exp.Placeholder())),
-                exp.GT(this=exp.column("attnum"), expression=exp.Literal.number(0)),
-                exp.not_(exp.column("attisdropped")),
-            )
-        )
-        .order_by("attnum")
-    )
-    rows = con.execute(q.sql(dialect=DIALECT).replace("?", "%s"), (qualified,)).fetchall()
-    return [(str(n), str(t)) for n, t in rows]
-
-
 def capture_one(con: Any, relation: str, time_column: str | None, start: date | None,
                 end: date | None, path: Path, checksum_sql: str) -> tuple[int, str]:  # fmt: skip
     """Copy the rows in range to ``path`` and checksum them, in one snapshot."""
@@ -73,13 +50,33 @@ def capture_one(con: Any, relation: str, time_column: str | None, start: date | 
         with con.cursor() as cur, path.open("wb") as f, cur.copy(sql) as copy:
             for data in copy:
                 f.write(data)
-        n, s = con.execute(checksum_sql).fetchone()
-    return int(n), f"{int(n)}:{s}"
+        return checksum_of(con, checksum_sql)
 
 
-def load_saved(con: Any, path: Path, columns: list[tuple[str, str]], index: int) -> exp.Expr:
-    """Load a saved file into a temporary table (call inside the restore's
-    transaction) and return it aliased :data:`ROW`, typed as the relation was at capture."""
+def check_saved(path: Path, relation: str, columns: list[tuple[str, str]]) -> None:
+    """Nothing to check before the warehouse is opened: PostgreSQL's binary ``COPY`` carries no
+    column names, so a file of another relation's is refused as it loads (:func:`load_saved`)."""
+
+
+def load_saved(con: Any, path: Path, relation: str, columns: list[tuple[str, str]],
+               index: int) -> exp.Expr:  # fmt: skip
+    """Load a saved file into a temporary table (call inside the restore's transaction) and
+    return it aliased :data:`ROW`, typed as the relation was at capture; a file that is not
+    ``relation``'s undo is refused by name."""
+    import psycopg
+
+    try:
+        return _load(con, path, columns, index)
+    except psycopg.errors.DataError as err:  # another relation's rows, or no COPY file
+        raise RepairError(
+            f"the saved rows in {path} do not match the columns of {relation} "
+            f"({str(err).splitlines()[0]}): the file is not this relation's undo, so "
+            "nothing was restored.",
+            fix="the undo files were changed outside Splice; propose again to take a new undo",
+        ) from None
+
+
+def _load(con: Any, path: Path, columns: list[tuple[str, str]], index: int) -> exp.Expr:
     if not path.exists():
         raise RepairError(
             f"the undo file {path} was deleted.",
@@ -110,3 +107,12 @@ def load_saved(con: Any, path: Path, columns: list[tuple[str, str]], index: int)
         while chunk := f.read(1 << 20):
             copy.write(chunk)
     return exp.to_table(name, quoted=True).as_(ROW, quoted=True)
+
+
+def put_back(con: Any, entries: list[Any], load: Callable[[], list[exp.Expr]], current: Current,
+             *, keep: bool, shown: Shown) -> list[str]:  # fmt: skip
+    """Restore every entry in one transaction (rolled back unless ``keep``): see
+    :func:`splice.warehouse.saved.in_one_transaction`; the saved files load into temporary
+    tables inside it."""
+    return in_one_transaction(con, entries, load, current, keep=keep, dialect=DIALECT,
+                              shown=shown)  # fmt: skip

@@ -6,9 +6,10 @@ works as Spark jobs do:
 
 - **capture**: the rows in range are read through Spark Connect as Arrow and written to
   ``.splice/undo/<proposal>/NN_<node>.parquet``; their count and checksum (Spark's
-  ``XXHASH64`` of the whole row, summed as ``DECIMAL(38,0)``: :func:`splice.warehouse.rows.row_hash`)
-  are computed by Spark; a count that differs from the rows read means the table moved during
-  the capture, and the capture is refused (a retry helps).
+  ``XXHASH64`` of the whole row, summed as ``DECIMAL(38,0)``:
+  :func:`splice.warehouse.spark.rows.row_hash`) are computed by Spark; a count that differs
+  from the rows read means the table moved during the capture, and the capture is refused (a
+  retry helps).
 - **restore test** (before approval): each saved file is loaded into a temporary view, typed
   as the relation was, checksummed, and written into a scratch table in the relation's own
   schema whose checksum must match too; the scratch table is dropped. Nothing the repair will
@@ -24,8 +25,8 @@ works as Spark jobs do:
 An engine with table versions (Delta Lake, Iceberg) would record each table's version instead
 of copying rows and restore with ``RESTORE TABLE ... TO VERSION AS OF``:
 :func:`version_restore_sql` writes that statement, and
-:class:`~splice.run.scheduler.WarehouseCapabilities` ``undo`` says which way a warehouse's undo
-works (``"copy"`` here; ``"version"`` for such an engine). This machine cannot install Delta's
+:class:`~splice.warehouse.capabilities.WarehouseCapabilities` ``undo`` says which way a
+warehouse's undo works (``"copy"`` here; ``"version"`` for such an engine). This machine cannot install Delta's
 jars, so that path is written, not exercised.
 
 >>> print(version_restore_sql("spark_catalog.fx.daily_rates", 12))
@@ -35,7 +36,7 @@ RESTORE TABLE `spark_catalog`.`fx`.`daily_rates` TO VERSION AS OF 12
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
@@ -46,8 +47,11 @@ from sqlglot import exp
 from splice.errors import RepairError, WarehouseError
 from splice.graph.relations import parse_relation
 from splice.warehouse.rows import ROW, checksum_select, in_range, rows_query, table
+from splice.warehouse.saved import Current, Shown, check_parquet
+from splice.warehouse.spark.columns import layout
 
 DIALECT = "spark"
+SUFFIX = ".parquet"
 
 
 def version_restore_sql(relation: str, version: int) -> str:
@@ -56,33 +60,6 @@ def version_restore_sql(relation: str, version: int) -> str:
     return exp.Command(
         this="RESTORE", expression=f" TABLE {target} TO VERSION AS OF {int(version)}"
     ).sql(dialect=DIALECT)
-
-
-def layout(con: Any, relation: str) -> tuple[list[tuple[str, str]], list[str]]:
-    """The relation's (column, type) pairs in order, and its partition columns, from
-    ``DESCRIBE TABLE``; ``([], [])`` when Spark does not have it."""
-    rel = parse_relation(relation, dialect=DIALECT)
-    target = exp.table_(rel.name, db=rel.schema, catalog=rel.catalog, quoted=True)
-    try:
-        rows = con.execute(exp.Describe(this=target).sql(dialect=DIALECT)).fetchall()
-    except WarehouseError:
-        return [], []
-    columns: list[tuple[str, str]] = []
-    partitions: list[str] = []
-    section = "columns"
-    for name, dtype, *_rest in rows:
-        name = str(name or "").strip()
-        if name == "# Partition Information":
-            section = "partitions"
-        elif name == "# col_name" and section == "partitions":
-            continue
-        elif not name or name.startswith("#"):
-            section = "other"  # the detailed sections follow
-        elif section == "columns":
-            columns.append((name, str(dtype)))
-        elif section == "partitions":
-            partitions.append(name)
-    return columns, partitions
 
 
 def _typed(source: exp.Expr, columns: list[tuple[str, str]]) -> exp.Select:
@@ -117,7 +94,13 @@ def capture_one(con: Any, relation: str, time_column: str | None, start: date | 
     return int(n), f"{int(n)}:{s}"
 
 
-def load_saved(con: Any, path: Path, columns: list[tuple[str, str]], index: int) -> exp.Expr:
+def check_saved(path: Path, relation: str, columns: list[tuple[str, str]]) -> None:
+    """Before Spark is reached: the saved file holds ``relation``'s columns."""
+    check_parquet(path, relation, columns)
+
+
+def load_saved(con: Any, path: Path, relation: str, columns: list[tuple[str, str]],
+               index: int) -> exp.Expr:  # fmt: skip
     """The saved rows as a temporary view of this session, typed as the relation was at
     capture, aliased :data:`ROW`."""
     import pyarrow.parquet as pq
@@ -170,7 +153,7 @@ def try_restore(con: Any, e: Any, source: exp.Expr) -> None:
         )
 
 
-def restore_one(con: Any, e: Any, source: exp.Expr) -> None:
+def restore_one(con: Any, e: Any, source: exp.Expr, shown: Shown) -> None:
     """Put ``e``'s saved rows back (see the module): a partition overwrite when the table is
     partitioned by the undo's time column, else a rebuild through a staging table."""
     columns, partitions = layout(con, e.relation)
@@ -179,7 +162,7 @@ def restore_one(con: Any, e: Any, source: exp.Expr) -> None:
             f"{e.relation} changed shape since the undo was taken (columns then: "
             f"{', '.join(c for c, _ in e.columns)}; now: {', '.join(c for c, _ in columns)}), "
             "so the saved rows cannot be put back.",
-            fix="restore by hand from " + str(e.saved_to),
+            fix="restore by hand from " + shown(e),
         )
     target = table(e.relation, DIALECT)
     cols: list[exp.Expr] = [exp.column(c, quoted=True) for c, _ in e.columns]
@@ -245,11 +228,14 @@ def _overwrite_partitions(con: Any, e: Any, target: exp.Expr, cols: list[exp.Exp
         con.execute(drop.sql(dialect=DIALECT))
 
 
-def put_back(con: Any, entries: list[Any], saved: list[exp.Expr], current: Any, *,
-             keep: bool) -> list[str]:  # fmt: skip
-    """Test (``keep=False``) or do the restore of every entry; ``current(con, e)`` is the
-    relation's checksum in range now. Returns the checksums after (the recorded ones for a test).
+def put_back(con: Any, entries: list[Any], load: Callable[[], list[exp.Expr]], current: Current,
+             *, keep: bool, shown: Shown) -> list[str]:  # fmt: skip
+    """Test (``keep=False``) or do the restore of every entry, relation after relation (Spark
+    has no transactions); ``load()`` gives the saved rows, checked; ``current(con, e)`` is the
+    relation's checksum in range now; ``shown(e)`` where its saved rows are. Returns the
+    checksums after (the recorded ones for a test).
     """
+    saved = load()
     if not keep:
         for e, source in zip(entries, saved, strict=True):
             try_restore(con, e, source)
@@ -258,7 +244,7 @@ def put_back(con: Any, entries: list[Any], saved: list[exp.Expr], current: Any, 
     done: list[str] = []
     for e, source in zip(entries, saved, strict=True):
         try:
-            restore_one(con, e, source)
+            restore_one(con, e, source, shown)
             got = current(con, e)
         except WarehouseError as err:
             raise RepairError(
@@ -270,7 +256,7 @@ def put_back(con: Any, entries: list[Any], saved: list[exp.Expr], current: Any, 
             raise RepairError(
                 f"restoring {e.relation} gives checksum {got[1]}, not the recorded {e.checksum}"
                 + (f" (already restored: {', '.join(done)})" if done else ""),
-                fix="report it with splice --debug; the saved rows are in " + str(e.saved_to),
+                fix="report it with splice --debug; the saved rows are in " + shown(e),
             )
         done.append(e.relation)
         after.append(got[1])

@@ -29,18 +29,18 @@ def try_lock_sql(key: int) -> str:
     return exp.select(exp.func("pg_try_advisory_lock", exp.Literal.number(key))).sql("postgres")
 
 
-def try_advisory_lock(ws: Any, name: str) -> Any | None:
+def try_lock(ws: Any, name: str) -> Any | None:
     """A connection holding the advisory lock ``name`` (close it to release), or None when
     another session holds it."""
     import psycopg
 
-    from splice.warehouse.connect import pg_conninfo, pg_error
+    from splice.warehouse.postgres.connect import connection_error, conninfo
 
     database = str(ws.config.warehouse.pg_fields()["database"] or "postgres")
     try:
-        con = psycopg.connect(autocommit=True, **pg_conninfo(ws))
+        con = psycopg.connect(autocommit=True, **conninfo(ws))
     except psycopg.OperationalError as e:
-        raise pg_error(e, ws, "taking the run's lock") from None
+        raise connection_error(e, ws, "taking the run's lock") from None
     try:
         row = con.execute(try_lock_sql(advisory_key(database, name)).encode()).fetchone()
     except BaseException:

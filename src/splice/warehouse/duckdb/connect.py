@@ -1,0 +1,64 @@
+"""A connection to a DuckDB warehouse (a file), opened for one piece of work.
+
+DuckDB allows one writer process: a connection is opened for one piece of work and closed at
+once (see ../shared/STACK.md), and a lock held by another process becomes a clear
+:class:`~splice.errors.WarehouseError` that says a retry can help.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from splice.errors import WarehouseError
+
+
+def catalog(wh: Any) -> str:
+    """The catalog relations live in: DuckDB names it after the file's stem."""
+    return Path(wh.path).stem
+
+
+def address(ws: Any) -> str:
+    """Where the warehouse is, as one comparable text: the file."""
+    return str(ws.warehouse_path)
+
+
+@contextmanager
+def connect(ws: Any, what: str, *, read_only: bool = False) -> Iterator[Any]:
+    """A DuckDB connection to the workspace's warehouse file, closed when the block ends.
+
+    ``what`` names the work in errors ("splice watch", "incident diagnosis").
+    """
+    path = ws.warehouse_path
+    if not path.exists():
+        raise WarehouseError(
+            f"the warehouse {path} does not exist, so {what} has nothing to read.",
+            fix="build the workspace first (splice run), or correct [warehouse].path",
+        )
+    import duckdb
+
+    from splice.support.faults_env import locked_error
+
+    try:
+        try:
+            con = duckdb.connect(str(path), read_only=read_only)
+        except duckdb.ConnectionException as e:
+            # this process already holds the file read-write (a tool's connection): reading
+            # through a connection of the same configuration is what DuckDB allows
+            if not (read_only and "different configuration" in str(e)):
+                raise
+            con = duckdb.connect(str(path))
+    except duckdb.Error as e:
+        err = locked_error(e, f"{what}: warehouse {path}")
+        if err is not None:
+            raise err from None
+        raise WarehouseError(
+            f"the warehouse {path} cannot be opened: {e}.",
+            fix="check the file is a DuckDB database this DuckDB version can read",
+        ) from None
+    try:
+        yield con
+    finally:
+        con.close()
