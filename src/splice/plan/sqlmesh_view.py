@@ -126,7 +126,7 @@ def describe_intervals(intervals: list[list[int]]) -> str:
 
 def tool_error(project: str, e: BaseException, what: str) -> Exception:
     """A SpliceError for a SQLMesh failure: the lock holder when DuckDB is locked."""
-    from splice.providers.dbt import locked_error
+    from splice.support.faults_env import locked_error
 
     lock = locked_error(e, f"SQLMesh project {project!r}")
     if lock is not None:

@@ -12,14 +12,15 @@ from splice.graph.model import Node
 from splice.graph.relations import parse_relation
 from splice.providers.base import Capabilities, LoadContext, RenderedSQL
 from splice.support.capture import captured
-from splice.support.faults_env import locked_error  # the tools' modules import it from here too
+from splice.support.faults_env import locked_error
 
 CAPABILITIES = Capabilities(exact_selection=True, owns_state=False, renders_sql=True)
 
 _KINDS = {"model": "model", "seed": "seed", "snapshot": "snapshot", "test": "test"}
 
 
-def _quiet_env() -> None:
+def quiet_env() -> None:
+    """Keep dbt from sending usage statistics (unless the environment says otherwise)."""
     os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
     os.environ.setdefault("DO_NOT_TRACK", "1")
 
@@ -150,7 +151,7 @@ class DbtProvider:
     def invoke(self, args: list[str], *, label: str) -> Any:
         from dbt.cli.main import dbtRunner
 
-        _quiet_env()
+        quiet_env()
         runner = dbtRunner(manifest=self.manifest) if self.manifest is not None else dbtRunner()
         with captured(
             self.ctx.log_path,

@@ -43,7 +43,8 @@ class DbtExecutor:
     def execute(self, job: SegmentJob, sink: Sink) -> SegmentOutcome:
         from dbt.cli.main import dbtRunner
 
-        from splice.providers.dbt import _quiet_env, locked_error, release_warehouse
+        from splice.providers.dbt import quiet_env, release_warehouse
+        from splice.support.faults_env import locked_error
 
         prov = self.ws.provider(self.project)
         manifest = prov.manifest if prov.manifest is not None else prov._parse()
@@ -95,7 +96,7 @@ class DbtExecutor:
                     node.id, status, time.perf_counter() - t0 if t0 is not None else None
                 )
 
-        _quiet_env()
+        quiet_env()
         outcome = SegmentOutcome(method="dbt build")
         with captured(
             self.ws.log_path,

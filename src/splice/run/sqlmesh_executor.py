@@ -28,9 +28,9 @@ BUILT = ("model", "seed")
 
 def _externals(ctx: Any) -> list[str]:
     """The fqns of a SQLMesh context's external models."""
-    from splice.providers.sqlmesh import _is_external
+    from splice.providers.sqlmesh import is_external
 
-    return [fqn for fqn, m in ctx.models.items() if _is_external(m)]
+    return [fqn for fqn, m in ctx.models.items() if is_external(m)]
 
 
 # == SQLMesh ===========================================================================================
@@ -289,7 +289,7 @@ class SqlmeshExecutor:
                 outcome.log = out.getvalue()
         if raised is not None and not rec.failed:
             err = _short(f"{type(raised).__name__}: {raised}")
-            from splice.providers.dbt import locked_error
+            from splice.support.faults_env import locked_error
 
             lock = locked_error(raised, f"SQLMesh project {self.project!r}")
             outcome.error = lock.message if lock else f"{outcome.method} failed: {err}"
