@@ -340,10 +340,10 @@ def _count_checks(plan: Plan) -> int:
 
 def _remember_noop(ws: Any, plan: Plan, report: RunReport, et: datetime | None) -> None:
     """Let the next ``splice run`` with nothing new skip loading the tools
-    (:func:`splice.plan.memo.remember_after_run`); a failure to remember costs only that."""
+    (:func:`splice.plan.planner.remember_after_run`); a failure to remember costs only that."""
     if not plan.memo or not plan.to_build:
         return  # not the planner's plan, or a no-op plan (remembered when it was made)
-    from splice.plan.memo import remember_after_run
+    from splice.plan.planner import remember_after_run
 
     t0 = time.perf_counter()
     try:
