@@ -29,11 +29,9 @@ from typing import Any
 
 from splice.plan.model import Plan
 from splice.run.commit import evidence_available
-from splice.run.execution import Progress, _error_text, _Run
-from splice.run.executors import (
-    CAPABILITIES,
-    release_all,
-)
+from splice.run.execution import Progress, RunExecution, error_text
+from splice.run.executors.base import release_all
+from splice.run.executors.registry import CAPABILITIES
 from splice.run.journal import Journal, new_run_id, this_host
 from splice.run.locks import WAREHOUSE_LOCK, RunLock, target_lock
 from splice.run.report import RunReport
@@ -184,7 +182,7 @@ def run_session(
                 # planning failed (or was stopped) before the run started
                 status = "interrupted" if isinstance(e, KeyboardInterrupt) else "failed"
                 journal.finish_run(
-                    run_id, status, {"error": _error_text(e), "notes": notes, "counts": {}}
+                    run_id, status, {"error": error_text(e), "notes": notes, "counts": {}}
                 )
             raise
     finally:
@@ -296,7 +294,7 @@ def run_plan(
             "notes": list(report.notes),
         },
     )
-    state = _Run(ws, plan, journal, report, progress, et)
+    state = RunExecution(ws, plan, journal, report, progress, et)
     state._show(started)
     caps = warehouse_capabilities(ws.config.warehouse.type)
     exclusive = frozenset(f for f, c in CAPABILITIES.items() if c.exclusive)

@@ -12,7 +12,7 @@ from typing import Any
 from splice.graph.model import Graph
 from splice.plan.model import NodeDecision, Plan, Reason
 from splice.plan.segments import make_segments
-from splice.run.executors import EXECUTABLE
+from splice.run.executors.registry import EXECUTABLE
 
 
 def executable(graph: Graph, node_id: str, fmt: str | None = None) -> bool:
