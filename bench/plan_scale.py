@@ -34,8 +34,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 from _gen import generate_federated_workspace  # noqa: E402
 from splice.graph.model import Edge, Graph, Node  # noqa: E402
 from splice.plan.evidence import BuildRecord  # noqa: E402
+from splice.plan.inputs import PlanInputs  # noqa: E402
 from splice.plan.model import Reason  # noqa: E402
-from splice.plan.planner import PlanInputs, plan_from_inputs  # noqa: E402
+from splice.plan.planner import plan_from_inputs  # noqa: E402
 from splice.plan.sqlmesh_view import NodeView  # noqa: E402
 
 TARGET_S = 0.5

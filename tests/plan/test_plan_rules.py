@@ -6,8 +6,9 @@ import time
 
 from splice.graph.model import Edge, Graph, Node
 from splice.plan.evidence import Attempt, BuildRecord
+from splice.plan.inputs import PlanInputs
 from splice.plan.model import Reason
-from splice.plan.planner import PlanInputs, plan_from_inputs
+from splice.plan.planner import plan_from_inputs
 from splice.plan.sqlmesh_view import ModelState, NodeView
 
 

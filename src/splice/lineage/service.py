@@ -190,7 +190,7 @@ def warehouse_columns(
         try:
             con = duckdb.connect(str(path))
         except duckdb.Error as e:
-            from splice.providers.dbt import locked_error
+            from splice.support.faults_env import locked_error
 
             err = locked_error(e, f"warehouse {path}")
             if err and snap is not None:  # a writer holds it: the columns it had last time

@@ -7,16 +7,13 @@ model. Which checks passed, with the digest of their code, is kept per target by
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from splice.graph.model import Graph
 from splice.plan.fingerprint import dbt_fingerprint, digest
+from splice.plan.inputs import PASS_THROUGH, PlanInputs
 from splice.plan.model import NodeDecision, Reason
 
-if TYPE_CHECKING:
-    from splice.plan.planner import PlanInputs
-
-PASS_THROUGH = frozenset({"source", "external"})
 #: reason codes of a check's decision (a test or audit, not a node that builds a relation)
 CHECK_CODES = frozenset({"selected_test", "check_changed"})
 

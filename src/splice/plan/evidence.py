@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from splice.plan.intervals import describe_intervals, merge
 from splice.state.store import StateStore
 
 
@@ -91,8 +92,6 @@ def _loads(text: str | None) -> Any:
 def _norm_intervals(intervals: Iterable[Any] | None) -> list[list[int]] | None:
     if intervals is None:
         return None
-    from splice.plan.sqlmesh_view import merge
-
     return merge(intervals)
 
 
@@ -491,8 +490,6 @@ def observe_sqlmesh(
 def _span(intervals: list[list[int]] | None) -> str:
     if not intervals:
         return "none"
-    from splice.plan.sqlmesh_view import describe_intervals
-
     return describe_intervals(intervals)
 
 

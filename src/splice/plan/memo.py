@@ -202,34 +202,6 @@ def remember(
     return None
 
 
-def remember_after_run(
-    ws: Any, plan: Plan, execution_time: datetime | str | None = None
-) -> tuple[bool, str | None]:
-    """After ``plan`` ran cleanly, plan once more with the graph already loaded (a fraction of a
-    second) so that the next ``splice run`` with nothing new finds that no-op plan in the memo
-    and loads neither tool. (whether nothing is left to build, why that no-op plan was not
-    kept: None when it was).
-
-    The memo rests on the code key taken before ``plan`` read the projects: a file edited
-    while the run went on no longer matches it, so that edit is never hidden.
-    """
-    if not plan.memo or not plan.to_build:
-        return False, None
-    from splice.plan.planner import make_plan
-
-    again = make_plan(
-        ws,
-        plan.selector,
-        exclude=plan.memo.get("exclude"),
-        execution_time=execution_time,
-        fresh=True,
-        code=str(plan.memo["code"]),
-    )
-    if again.to_build:
-        return False, None
-    return True, again.memo.get("not_kept")
-
-
 def plan_from_dict(d: dict[str, Any]) -> Plan:
     """The inverse of :meth:`Plan.to_dict`."""
     decisions = {

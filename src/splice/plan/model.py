@@ -90,7 +90,7 @@ class Plan:
     execution_time: str | None = None  # the clock SQLMesh planned with (ISO), None: now
     timings: dict[str, float] = field(default_factory=dict)  # phase -> seconds
     # what the plan memo needs to remember the next no-op plan once this one ran
-    # ({"code": ..., "exclude": ...}, see splice.plan.memo.remember_after_run); empty when
+    # ({"code": ..., "exclude": ...}, see splice.plan.planner.remember_after_run); empty when
     # the planner did not make it. Not part of the plan's data.
     memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 

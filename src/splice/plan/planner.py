@@ -39,19 +39,18 @@ in a non-prod target (doctor's SPL201 / SPL202) refuses the plan with
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
 from splice.errors import SpliceError
 from splice.graph.model import Graph
-from splice.plan.checks import PASS_THROUGH, attach_checks, check_fingerprints
-from splice.plan.evidence import Attempt, BuildRecord
+from splice.plan.checks import attach_checks, check_fingerprints
 from splice.plan.fingerprint import changed_components, is_buildable
+from splice.plan.inputs import PASS_THROUGH, PlanInputs, input_ids
+from splice.plan.intervals import describe_intervals
 from splice.plan.model import Action, NodeDecision, Plan, Reason, ReasonCode
 from splice.plan.segments import make_segments
-from splice.plan.sqlmesh_view import ModelState, NodeView, describe_intervals
+from splice.plan.sqlmesh_view import NodeView
 from splice.providers.locations import shares_sqlmesh_state
 
 CODE_CAUSES = frozenset({"code_changed", "upstream_code_changed", "sqlmesh_change"})
@@ -69,58 +68,7 @@ class EnvironmentRefusedError(SpliceError):
         self.code = code
 
 
-# -- inputs ----------------------------------------------------------------------------------
-def input_ids(
-    graph: Graph, nid: str, memo: dict[str, frozenset[str]] | None = None
-) -> frozenset[str]:
-    """The nearest buildable nodes and ingestion jobs upstream of ``nid``, through sources."""
-    memo = {} if memo is None else memo
-    out: set[str] = set()
-    for p in graph.parents(nid):
-        pn = graph.nodes[p]
-        if is_buildable(pn) or pn.kind == "ingestion":
-            out.add(p)
-        elif pn.kind in PASS_THROUGH:
-            out |= _through(graph, p, memo)
-    return frozenset(out)
-
-
-def _through(graph: Graph, nid: str, memo: dict[str, frozenset[str]]) -> frozenset[str]:
-    hit = memo.get(nid)
-    if hit is None:
-        memo[nid] = frozenset()  # a cycle through sources ends here
-        hit = input_ids(graph, nid, memo)
-        memo[nid] = hit
-    return hit
-
-
 # -- the pure part ---------------------------------------------------------------------------
-@dataclass
-class PlanInputs:
-    """Everything :func:`decide` needs, gathered by :func:`make_plan` (or a benchmark)."""
-
-    graph: Graph
-    selected: list[str]  # node ids, any kind, in the graph's order
-    target: str
-    environments: dict[str, str]  # project -> environment
-    formats: dict[str, str]  # project -> dbt | sqlmesh
-    fingerprints: dict[str, dict[str, str]]  # buildable non-SQLMesh nodes of the selection
-    builds: dict[str, BuildRecord] = field(default_factory=dict)
-    attempts: dict[str, Attempt] = field(default_factory=dict)
-    sqlmesh: dict[str, NodeView] = field(default_factory=dict)  # selected SQLMesh models
-    sqlmesh_states: dict[str, ModelState] = field(default_factory=dict)  # env state per model
-    also_backfilled: dict[str, list[list[int]]] = field(default_factory=dict)
-    excluded: set[str] = field(default_factory=set)
-    # SQLMesh standalone audits its plan would apply (changed or new), node id -> why
-    sqlmesh_audits: dict[str, Reason] = field(default_factory=dict)
-    # (upstream id, seq) -> the upstream's version just before seq (history look-up)
-    seen_before: Callable[[str, int], int] = lambda _u, _s: 0
-    # selected dbt tests -> their fingerprint; node id -> its digest when it last passed (None:
-    # no check was ever recorded in the target, so none is known to be new)
-    check_fingerprints: dict[str, dict[str, str]] = field(default_factory=dict)
-    checks_seen: dict[str, str] | None = None
-
-
 def _cause(d: NodeDecision) -> tuple[str, str, bool]:
     """(root node, words, is a code change) of why ``d`` builds, following upstream causes."""
     for r in d.reasons:
@@ -541,6 +489,32 @@ def make_plan(
         not_kept = plan_memo.remember(ws, plan, selector, exclude, due, code)
         plan.memo = {"code": code, "exclude": exclude, "not_kept": not_kept}
     return plan
+
+
+def remember_after_run(
+    ws: Any, plan: Plan, execution_time: datetime | str | None = None
+) -> tuple[bool, str | None]:
+    """After ``plan`` ran cleanly, plan once more with the graph already loaded (a fraction of a
+    second) so that the next ``splice run`` with nothing new finds that no-op plan in the memo
+    and loads neither tool. (whether nothing is left to build, why that no-op plan was not
+    kept: None when it was).
+
+    The memo rests on the code key taken before ``plan`` read the projects: a file edited
+    while the run went on no longer matches it, so that edit is never hidden.
+    """
+    if not plan.memo or not plan.to_build:
+        return False, None
+    again = make_plan(
+        ws,
+        plan.selector,
+        exclude=plan.memo.get("exclude"),
+        execution_time=execution_time,
+        fresh=True,
+        code=str(plan.memo["code"]),
+    )
+    if again.to_build:
+        return False, None
+    return True, again.memo.get("not_kept")
 
 
 def because(plan: Plan, node_id: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from splice.plan.intervals import describe_intervals
 from splice.plan.model import Reason
 
 #: What ``sqlmesh plan`` prints for a kind that is not filled interval by interval.
@@ -24,8 +25,6 @@ _WHOLE_KINDS = {
 def missing_reason(kind: str, n: int, miss: list[list[int]]) -> Reason:
     """Why SQLMesh builds a model with missing intervals, in the words of its kind: a VIEW is
     recreated and a FULL model refreshed when its cron is due, an incremental fills intervals."""
-    from splice.plan.sqlmesh_view import describe_intervals
-
     when = describe_intervals(miss)
     whole = _WHOLE_KINDS.get(kind.upper())
     text = (

@@ -36,12 +36,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime
 from typing import Any
 
 from splice.errors import ProjectError
 from splice.graph.model import Graph
 from splice.plan.fingerprint import sqlmesh_fingerprint
+from splice.plan.intervals import merge
 from splice.plan.model import Action, Reason
 from splice.plan.sqlmesh_kinds import missing_reason, unchanged_reason
 from splice.support.capture import captured
@@ -86,47 +87,9 @@ def _to_datetime(value: datetime | date | str) -> datetime:
     return parse_execution_time(value)
 
 
-def merge(intervals: Any) -> list[list[int]]:
-    """Sorted, merged ``[start_ms, end_ms)`` intervals.
-
-    >>> merge([(5, 7), (1, 3), (3, 4)])
-    [[1, 4], [5, 7]]
-    """
-    out: list[list[int]] = []
-    for a, b in sorted((int(a), int(b)) for a, b in intervals or []):
-        if out and a <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], b)
-        else:
-            out.append([a, b])
-    return out
-
-
-def describe_intervals(intervals: list[list[int]]) -> str:
-    """Merged intervals for people: days when they fall on midnights, else minutes (UTC).
-
-    >>> day = 86_400_000
-    >>> describe_intervals([[1790812800000, 1790812800000 + 2 * day]])
-    '2026-10-01 .. 2026-10-02'
-    >>> describe_intervals([[0, 3_600_000]])
-    '1970-01-01 00:00 .. 1970-01-01 01:00'
-    """
-    parts: list[str] = []
-    for a, b in intervals:
-        if a % 86_400_000 == 0 and b % 86_400_000 == 0:
-            first = datetime.fromtimestamp(a / 1000, UTC).date()
-            last = datetime.fromtimestamp(b / 1000, UTC).date() - timedelta(days=1)
-            parts.append(first.isoformat() if first == last else f"{first} .. {last}")
-        else:
-            fmt = "%Y-%m-%d %H:%M"
-            parts.append(
-                f"{datetime.fromtimestamp(a / 1000, UTC):{fmt}} .. {datetime.fromtimestamp(b / 1000, UTC):{fmt}}"
-            )
-    return ", ".join(parts)
-
-
 def tool_error(project: str, e: BaseException, what: str) -> Exception:
     """A SpliceError for a SQLMesh failure: the lock holder when DuckDB is locked."""
-    from splice.providers.dbt import locked_error
+    from splice.support.faults_env import locked_error
 
     lock = locked_error(e, f"SQLMesh project {project!r}")
     if lock is not None:

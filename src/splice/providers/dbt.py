@@ -11,15 +11,26 @@ from splice.errors import ProjectError
 from splice.graph.model import Node
 from splice.graph.relations import parse_relation
 from splice.providers.base import Capabilities, LoadContext, RenderedSQL
+from splice.providers.dbt_manifest import (
+    KINDS,
+    column_descriptions,
+    extra_nodes,
+    key_meta,
+    node_names,
+    owner_of,
+    reads_files,
+    seed_columns,
+    selector_for,
+    version_meta,
+)
 from splice.support.capture import captured
-from splice.support.faults_env import locked_error  # the tools' modules import it from here too
+from splice.support.faults_env import locked_error
 
 CAPABILITIES = Capabilities(exact_selection=True, owns_state=False, renders_sql=True)
 
-_KINDS = {"model": "model", "seed": "seed", "snapshot": "snapshot", "test": "test"}
 
-
-def _quiet_env() -> None:
+def quiet_env() -> None:
+    """Keep dbt from sending usage statistics (unless the environment says otherwise)."""
     os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
     os.environ.setdefault("DO_NOT_TRACK", "1")
 
@@ -150,7 +161,7 @@ class DbtProvider:
     def invoke(self, args: list[str], *, label: str) -> Any:
         from dbt.cli.main import dbtRunner
 
-        _quiet_env()
+        quiet_env()
         runner = dbtRunner(manifest=self.manifest) if self.manifest is not None else dbtRunner()
         with captured(
             self.ctx.log_path,
@@ -221,7 +232,7 @@ class DbtProvider:
     def load(self) -> list[Node]:
         m = self._parse()
         root_pkg = m.metadata.project_name if m.metadata else None
-        names = _node_names(m, root_pkg)
+        names = node_names(m, root_pkg)
         p = self.ctx.project_name
         rel_of: dict[str, Any] = {}
         nodes: list[Node] = []
@@ -232,7 +243,7 @@ class DbtProvider:
         def rel(text: str | None) -> Any:
             # written by the adapter, named by the workspace's rules (relations must meet);
             # a name without a catalog (dbt-spark's) is in the warehouse's default catalog
-            if not text or _reads_files(text, names_in):
+            if not text or reads_files(text, names_in):
                 return None
             return parse_relation(text, dialect=self.ctx.dialect, read=names_in,
                                   default_catalog=self.ctx.default_catalog)  # fmt: skip
@@ -261,20 +272,20 @@ class DbtProvider:
                         "external_location": s.relation_name
                         if r is None and s.relation_name
                         else None,
-                        **_column_descriptions(s),
+                        **column_descriptions(s),
                     },
                 )
             )
         for uid, n in m.nodes.items():
             if uid not in names:
                 continue
-            kind = _KINDS[n.resource_type.value]
+            kind = KINDS[n.resource_type.value]
             r = rel(getattr(n, "relation_name", None)) if kind != "test" else None
             rel_of[uid] = r
         for uid, n in m.nodes.items():
             if uid not in names:
                 continue
-            kind = _KINDS[n.resource_type.value]
+            kind = KINDS[n.resource_type.value]
             # seeds carry a MacroDependsOn (macros only, no .nodes)
             deps = [d for d in (getattr(n.depends_on, "nodes", None) or []) if d in names]
             materialized = getattr(n.config, "materialized", None)
@@ -292,31 +303,31 @@ class DbtProvider:
                     reads=[rel_of[d] for d in deps if rel_of.get(d) is not None],
                     depends_on=[f"{p}:{names[d]}" for d in deps],
                     tags=list(n.tags or []),
-                    columns=_seed_columns(n)
+                    columns=seed_columns(n)
                     if kind == "seed"
                     else {c.name: c.data_type or "" for c in n.columns.values()},
                     dialect=dialect,
                     language=lang,
                     materialization=materialized,
                     path=n.original_file_path,
-                    owner=_owner(n),
+                    owner=owner_of(n),
                     description=n.description or None,
                     meta={
                         "unique_id": uid,
                         "package": n.package_name,
                         "checksum": n.checksum.checksum if getattr(n, "checksum", None) else None,
-                        **_version_meta(n),
-                        **_key_meta(n, names, p),
+                        **version_meta(n),
+                        **key_meta(n, names, p),
                         "adapter_type": self.adapter_type,  # its SQL is in this adapter's dialect
                         # ... unless the project names the dialect its SQL is written in
                         "dialect_from": "splice.toml"
                         if self.ctx.options.get("dialect")
                         else "adapter",
-                        **_column_descriptions(n),
+                        **column_descriptions(n),
                     },
                 )
             )
-        nodes.extend(_extra_nodes(m, names, rel_of, p))
+        nodes.extend(extra_nodes(m, names, rel_of, p))
         for uid, e in m.exposures.items():
             deps = [d for d in e.depends_on.nodes if d in names]
             nodes.append(
@@ -373,7 +384,7 @@ class DbtProvider:
         by_uid = {str(n.meta["unique_id"]): n for n in todo}
         args = self._args("compile") + ["--no-introspect"]
         if len(todo) < len([x for x in m.nodes.values() if x.resource_type.value == "model"]):
-            args += ["--select", *[_selector_for(m.nodes[u]) for u in by_uid]]
+            args += ["--select", *[selector_for(m.nodes[u]) for u in by_uid]]
         else:
             args += ["--select", "resource_type:model", "resource_type:snapshot"]
         from splice.providers.dbt_render import incremental_branch
@@ -410,7 +421,7 @@ class DbtProvider:
         if not by_uid:
             return {}
         args = self._args("compile") + ["--no-introspect", "--select",
-                                        *[_selector_for(m.nodes[u]) for u in by_uid]]  # fmt: skip
+                                        *[selector_for(m.nodes[u]) for u in by_uid]]  # fmt: skip
         with incremental_branch(m, incremental=False):
             res = self.invoke(args, label="compile (first run)")
         out: dict[str, str | None] = {n.id: None for n in by_uid.values()}
@@ -422,193 +433,6 @@ class DbtProvider:
 
     def close(self) -> None:
         release_warehouse()
-
-
-#: dbt resources that are neither built nor tested by Splice's plan, listed with their edges:
-#: manifest attribute -> (Splice kind, id prefix)
-_SEMANTIC = {
-    "semantic_models": ("semantic_model", "semantic_model"),
-    "metrics": ("metric", "metric"),
-    "saved_queries": ("saved_query", "saved_query"),
-}
-
-
-def _node_names(m: Any, root_pkg: str | None) -> dict[str, str]:
-    """unique_id -> the node's name in Splice (the part after ``project:``).
-
-    A versioned model is ``name.vN`` (dbt's own selector form, and its fqn's tail); a name two
-    packages share is prefixed with its package outside the root package; sources, exposures,
-    unit tests and the semantic layer carry a prefix, as in ``source:shop.orders``.
-    """
-    names: dict[str, str] = {}
-    counts: dict[str, int] = {}
-    for n in m.nodes.values():
-        if n.resource_type.value in _KINDS:
-            counts[_versioned(n)] = counts.get(_versioned(n), 0) + 1
-    for uid, n in m.nodes.items():
-        if n.resource_type.value not in _KINDS:
-            continue
-        name = _versioned(n)
-        clash = counts[name] > 1
-        names[uid] = f"{n.package_name}.{name}" if clash and n.package_name != root_pkg else name
-    for uid, s in m.sources.items():
-        names[uid] = f"source:{s.source_name}.{s.name}"
-    for uid, e in m.exposures.items():
-        names[uid] = f"exposure:{e.name}"
-    for attr, (_, prefix) in _SEMANTIC.items():
-        for uid, x in (getattr(m, attr, None) or {}).items():
-            names[uid] = f"{prefix}:{x.name}"
-    for uid, u in (getattr(m, "unit_tests", None) or {}).items():
-        # unique per model (dbt's rule); a unit test of a versioned model runs per version
-        suffix = f".v{u.version}" if getattr(u, "version", None) is not None else ""
-        names[uid] = f"unit_test:{u.model}{suffix}.{u.name}"
-    return names
-
-
-def _versioned(n: Any) -> str:
-    """``dim_customers.v2`` for version 2 of a versioned model, else the name."""
-    version = getattr(n, "version", None)
-    return f"{n.name}.v{version}" if version is not None else n.name
-
-
-def _version_meta(n: Any) -> dict[str, object]:
-    """A versioned model's version facts, for selectors (``version:latest``) and the ls."""
-    version = getattr(n, "version", None)
-    if version is None:
-        return {}
-    latest = getattr(n, "latest_version", None)
-    return {
-        "model_name": n.name,
-        "version": str(version),
-        "latest_version": str(latest) if latest is not None else None,
-    }
-
-
-def _extra_nodes(m: Any, names: dict[str, str], rel_of: dict[str, Any], p: str) -> list[Node]:
-    """Unit tests (built with their model, as ``dbt build`` does) and the semantic layer
-    (semantic models, metrics, saved queries: listed with their edges, never built)."""
-    out: list[Node] = []
-    for uid, u in (getattr(m, "unit_tests", None) or {}).items():
-        deps = [d for d in (u.depends_on.nodes or []) if d in names]
-        out.append(
-            Node(
-                id=f"{p}:{names[uid]}",
-                project=p,
-                name=names[uid],
-                kind="test",
-                tool="dbt",
-                depends_on=[f"{p}:{names[d]}" for d in deps],
-                language="none",
-                path=u.original_file_path,
-                description=u.description or None,
-                meta={"unique_id": uid, "package": u.package_name, "test_type": "unit"},
-            )
-        )
-    for attr, (kind, _) in _SEMANTIC.items():
-        for uid, x in (getattr(m, attr, None) or {}).items():
-            deps = [d for d in (x.depends_on.nodes or []) if d in names]
-            meta: dict[str, object] = {"unique_id": uid, "package": x.package_name}
-            if getattr(x, "label", None):
-                meta["label"] = x.label
-            if kind == "metric":
-                meta["type"] = str(getattr(x.type, "value", x.type))
-            out.append(
-                Node(
-                    id=f"{p}:{names[uid]}",
-                    project=p,
-                    name=names[uid],
-                    kind=kind,  # type: ignore[arg-type]
-                    tool="dbt",
-                    depends_on=[f"{p}:{names[d]}" for d in deps],
-                    reads=[rel_of[d] for d in deps if rel_of.get(d) is not None],
-                    tags=list(getattr(x, "tags", None) or []),
-                    language="none",
-                    path=x.original_file_path,
-                    description=getattr(x, "description", None) or None,
-                    meta=meta,
-                )
-            )
-    return out
-
-
-def _reads_files(relation_name: str, dialect: str) -> bool:
-    """True when a relation_name is a table function or a file path, not a relation.
-
-    dbt-duckdb renders a source with ``meta.external_location`` as, e.g.,
-    ``read_csv_auto('data/refunds.csv')`` or ``'s3://bucket/x.parquet'``.
-
-    >>> _reads_files("read_csv_auto('data/refunds.csv')", "duckdb"), _reads_files("'x.parquet'", "duckdb")
-    (True, True)
-    >>> _reads_files('"jaffle"."raw"."orders"', "duckdb")
-    False
-    """
-    import sqlglot
-    from sqlglot import exp
-
-    text = relation_name.strip()
-    if text.startswith("'"):
-        return True
-    try:
-        table = sqlglot.parse_one(f"SELECT * FROM {text}", dialect=dialect).find(exp.Table)
-    except sqlglot.errors.ParseError:
-        return False  # parse_relation reports it
-    return table is None or not isinstance(table.this, exp.Identifier)
-
-
-def _key_meta(n: Any, names: dict[str, str], p: str) -> dict[str, object]:
-    """What a node says about row keys: a model's ``unique_key`` config; a generic test's name,
-    the node it tests and its columns (``unique``, ``dbt_utils.unique_combination_of_columns``),
-    as ``test_name`` / ``test_of`` / ``test_columns`` (splice review compares rows by them)."""
-    out: dict[str, object] = {}
-    uk = getattr(n.config, "unique_key", None)
-    if uk:
-        out["unique_key"] = [uk] if isinstance(uk, str) else [str(u) for u in uk]
-    tm = getattr(n, "test_metadata", None)
-    if tm is not None:
-        kwargs = dict(getattr(tm, "kwargs", None) or {})
-        cols = kwargs.get("combination_of_columns") or kwargs.get("column_name")
-        attached = getattr(n, "attached_node", None)
-        out["test_name"] = str(tm.name)
-        if attached in names:
-            out["test_of"] = f"{p}:{names[attached]}"
-        if cols:
-            out["test_columns"] = [cols] if isinstance(cols, str) else [str(c) for c in cols]
-    return out
-
-
-def _column_descriptions(n: Any) -> dict[str, dict[str, str]]:
-    """``{"column_descriptions": {column: text}}`` of the columns dbt's YAML describes."""
-    described = {c.name: c.description for c in (n.columns or {}).values() if c.description}
-    return {"column_descriptions": described} if described else {}
-
-
-def _seed_columns(n: Any) -> dict[str, str]:
-    """A seed's columns: the CSV header, typed by ``+column_types`` (or its YAML) where declared."""
-    import csv
-
-    typed = {
-        str(k).lower(): str(v) for k, v in (getattr(n.config, "column_types", None) or {}).items()
-    }
-    typed.update({c.name.lower(): c.data_type for c in n.columns.values() if c.data_type})
-    header: list[str] = []
-    try:
-        with open(Path(n.root_path) / n.original_file_path, newline="", encoding="utf-8") as fh:
-            header = next(csv.reader(fh), [])
-    except (OSError, csv.Error, UnicodeDecodeError):
-        pass
-    names = [h.strip() for h in header if h.strip()] or [c.name for c in n.columns.values()]
-    return {c: typed.get(c.lower(), "") for c in names}
-
-
-def _selector_for(node: Any) -> str:
-    # unique ids are not selectable; fqn-based selection is exact for models
-    return ".".join(node.fqn) if getattr(node, "fqn", None) else node.name
-
-
-def _owner(n: Any) -> str | None:
-    meta = getattr(n.config, "meta", None) or getattr(n, "meta", None) or {}
-    owner = meta.get("owner") if isinstance(meta, dict) else None
-    return str(owner) if owner else None
 
 
 def _first_lines(text: str, n: int = 3) -> str:

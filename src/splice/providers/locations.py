@@ -76,9 +76,7 @@ def sqlmesh_location(
     """The warehouse of a SQLMesh project from its loaded ``Config`` (SQLMesh's own loader, so
     config.yaml, config.py and env vars are read as SQLMesh reads them), its relative paths
     resolved against ``cwd`` (where SQLMesh runs; default: the project directory)."""
-    from splice.providers.sqlmesh import _config_file
-
-    cfg_file = str(_config_file(project_path) or project_path / "config.yaml")
+    cfg_file = str(sqlmesh_config_file(project_path) or project_path / "config.yaml")
     gateways = config.gateways
     if isinstance(gateways, dict):
         name = (gateway or config.default_gateway or next(iter(gateways), "")).lower()
@@ -217,6 +215,18 @@ def shares_sqlmesh_state(a: Any, b: Any) -> bool:
         and bool(a.meta.get("sqlmesh_project"))
         and bool(b.meta.get("sqlmesh_project"))
         and a.meta.get("sqlmesh_project") != b.meta.get("sqlmesh_project")
+    )
+
+
+def sqlmesh_config_file(project: Path) -> Path | None:
+    """The config file of a SQLMesh project (config.yaml, config.yml or config.py), if any.
+
+    >>> sqlmesh_config_file(Path("/nowhere")) is None
+    True
+    """
+    return next(
+        (project / f for f in ("config.yaml", "config.yml", "config.py") if (project / f).exists()),
+        None,
     )
 
 

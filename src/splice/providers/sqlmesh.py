@@ -12,8 +12,9 @@ from splice.errors import ProjectError
 from splice.graph.model import Node, Relation
 from splice.graph.relations import parse_relation, relation_from_parts
 from splice.providers.base import Capabilities, LoadContext, RenderedSQL
-from splice.providers.dbt import locked_error
+from splice.providers.locations import sqlmesh_config_file
 from splice.support.capture import captured
+from splice.support.faults_env import locked_error
 
 CAPABILITIES = Capabilities(exact_selection=True, owns_state=True, renders_sql=True)
 
@@ -162,7 +163,9 @@ class SqlmeshProvider:
         text = " ".join(ln.strip() for ln in str(e).strip().splitlines()[:3] if ln.strip())
         where = str(self.ctx.project_path)
         fix = "fix the config or model file SQLMesh names"
-        config_file = _config_file(self.ctx.project_path) if _raised_by_config_loader(e) else None
+        config_file = (
+            sqlmesh_config_file(self.ctx.project_path) if _raised_by_config_loader(e) else None
+        )
         if config_file is not None:  # SQLMesh's message names the key but not the file
             where = str(config_file)
             fix = f"correct {config_file.name}"
@@ -206,7 +209,7 @@ class SqlmeshProvider:
         self.foreign_models = _foreign(ctx)
         ids: dict[str, str] = {}
         for fqn, m in models.items():
-            ids[fqn] = f"{p}:{_short_name(m, default_catalog)}"
+            ids[fqn] = f"{p}:{short_name(m, default_catalog)}"
         nodes: list[Node] = []
         for fqn, m in models.items():
             kind_name = m.kind.name.value if hasattr(m.kind.name, "value") else str(m.kind.name)
@@ -228,12 +231,12 @@ class SqlmeshProvider:
                 time_col = col.name if hasattr(col, "name") else str(col)
             reads: list[Relation] = [
                 self.view_relation(models[d])
-                if not _is_external(models[d])
+                if not is_external(models[d])
                 else parse_relation(d, dialect=self.ctx.dialect)
                 for d in deps
             ] + [
                 self.view_relation(all_models[d])
-                if d in all_models and not _is_external(all_models[d])
+                if d in all_models and not is_external(all_models[d])
                 else parse_relation(d, dialect=self.ctx.dialect)
                 for d in ext_reads
             ]
@@ -465,7 +468,7 @@ class SqlmeshProvider:
                 fqn: str(s.snapshot_id.identifier)
                 for fqn, s in snaps.items()
                 if s.model_or_none is not None
-                and not _is_external(s.model_or_none)
+                and not is_external(s.model_or_none)
                 and (s.model_or_none.project or "") in own
             }
             self._local_audit_ids = {
@@ -539,7 +542,8 @@ def _foreign(ctx: Any) -> dict[str, str]:
     return {f: (m.project or "") for f, m in ctx.models.items() if (m.project or "") not in own}
 
 
-def _is_external(model: Any) -> bool:
+def is_external(model: Any) -> bool:
+    """True for a SQLMesh EXTERNAL model (a table SQLMesh reads and never builds)."""
     name = model.kind.name.value if hasattr(model.kind.name, "value") else str(model.kind.name)
     return name.upper() == "EXTERNAL"
 
@@ -556,14 +560,7 @@ def _raised_by_config_loader(e: BaseException) -> bool:
     return False
 
 
-def _config_file(project: Path) -> Path | None:
-    return next(
-        (project / f for f in ("config.yaml", "config.yml", "config.py") if (project / f).exists()),
-        None,
-    )
-
-
-def _short_name(model: Any, default_catalog: str | None) -> str:
+def short_name(model: Any, default_catalog: str | None) -> str:
     """``fx.daily_rates`` for a model in the default catalog, ``cat.fx.daily_rates`` otherwise."""
     from sqlglot import exp
 

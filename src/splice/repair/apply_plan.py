@@ -5,7 +5,7 @@ restatement and the rebuild; a failed restatement skips the rebuild):
 
 - ``reload``  -> format ``ingestion``: the job's command for the scope's days, or the runs
   queued through the orchestrator that owns the job (Dagster), exactly as approved
-  (:class:`splice.run.ingestion.IngestionExecutor`);
+  (:class:`splice.run.executors.ingestion.IngestionExecutor`);
 - ``restate`` -> format ``sqlmesh`` with ``tool_view["restate"]`` on the restated model:
   SQLMesh's own plan with ``restate_models``, ``start`` and ``end`` (the cascade is SQLMesh's),
   with the models' audits; ``restate["then"]`` lists the further restatements of models

@@ -243,7 +243,7 @@ def check_as_requested(ws: Any, p: Any) -> None:
 
 def restore(ws: Any, entries: list[UndoEntry]) -> list[str]:
     """Put every entry back in one warehouse transaction; returns the checksums after."""
-    from splice.run.executors import release_all
+    from splice.run.executors.base import release_all
     from splice.warehouse.connect import connect
 
     check_saved_files(ws, entries)  # before anything is opened

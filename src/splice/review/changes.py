@@ -162,7 +162,7 @@ def _sqlmesh_changes(
 def _prod_models(ws: Any, project: str) -> dict[str, Any]:
     """node id -> the snapshot of each model in ``project``'s prod environment (what SQLMesh's
     plan compares the head with)."""
-    from splice.providers.sqlmesh import _short_name
+    from splice.providers.sqlmesh import short_name
 
     prov = ws.provider(project)
     # the provider keeps the snapshots it read: a second call reads only their intervals
@@ -175,7 +175,7 @@ def _prod_models(ws: Any, project: str) -> dict[str, Any]:
         kind = getattr(s.model.kind.name, "value", s.model.kind.name)
         if str(kind).upper() == "EXTERNAL":
             continue
-        out[f"{project}:{_short_name(s.model, default_catalog)}"] = s
+        out[f"{project}:{short_name(s.model, default_catalog)}"] = s
     return out
 
 

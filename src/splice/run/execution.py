@@ -1,4 +1,4 @@
-"""One run while it executes (:class:`_Run`): batches of segments through their executors,
+"""One run while it executes (:class:`RunExecution`): batches of segments through their executors,
 outcomes committed as evidence as each segment finishes, failures poisoning everything
 downstream in every project, and the events the journal and the display receive."""
 
@@ -14,14 +14,8 @@ from typing import Any
 
 from splice.plan.model import Plan, Segment
 from splice.run.commit import commit_attempt, commit_build, commit_check, commit_failure
-from splice.run.executors import (
-    CAPABILITIES,
-    SegmentJob,
-    SegmentOutcome,
-    executor_for,
-    release_all,
-    tool_log,
-)
+from splice.run.executors.base import SegmentJob, SegmentOutcome, release_all, tool_log
+from splice.run.executors.registry import CAPABILITIES, executor_for
 from splice.run.journal import Journal, RunEvent
 from splice.run.report import CheckResult, NodeResult, RunReport, SegmentResult
 from splice.run.segments import executable
@@ -30,13 +24,18 @@ from splice.support.faults import pause
 Progress = Callable[[RunEvent], None]
 
 
-def _error_text(e: BaseException) -> str:
+def error_text(e: BaseException) -> str:
+    """An exception in one line: a SpliceError's own line, else its type and message.
+
+    >>> error_text(ValueError("bad"))
+    'ValueError: bad'
+    """
     from splice.errors import SpliceError
 
     return e.one_line() if isinstance(e, SpliceError) else f"{type(e).__name__}: {e}"
 
 
-class _Run:
+class RunExecution:
     """The state of one run while it executes (shared by the scheduler's threads)."""
 
     def __init__(
@@ -470,7 +469,7 @@ class _Sink:
     """Live progress from an executor: node_started goes to the journal, tool reports to the
     display only (the journal's node_finished waits for the commit)."""
 
-    def __init__(self, run: _Run, seg_of: dict[str, str]) -> None:
+    def __init__(self, run: RunExecution, seg_of: dict[str, str]) -> None:
         self.run = run
         self.seg_of = seg_of
 

@@ -2,7 +2,7 @@
 
 A scheduled load (the rates of the day, say) is a plan of one ``ingestion`` segment: the
 job's ``[[ingestion]]`` command with ``{start}`` and ``{end}`` filled in, or the runs queued in
-the orchestrator that owns it (:class:`splice.run.ingestion.IngestionExecutor` runs both), so
+the orchestrator that owns it (:class:`splice.run.executors.ingestion.IngestionExecutor` runs both), so
 the journal keeps every run of the job: when, for which days, and when it failed, what it
 said (a vendor's HTTP 503, a dlt load error, an orchestrator run that failed).  The diagnosis
 of an incident reads them (:mod:`splice.watch.source_runs`): "the rates are missing for

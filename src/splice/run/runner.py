@@ -29,11 +29,9 @@ from typing import Any
 
 from splice.plan.model import Plan
 from splice.run.commit import evidence_available
-from splice.run.execution import Progress, _error_text, _Run
-from splice.run.executors import (
-    CAPABILITIES,
-    release_all,
-)
+from splice.run.execution import Progress, RunExecution, error_text
+from splice.run.executors.base import release_all
+from splice.run.executors.registry import CAPABILITIES
 from splice.run.journal import Journal, new_run_id, this_host
 from splice.run.locks import WAREHOUSE_LOCK, RunLock, target_lock
 from splice.run.report import RunReport
@@ -185,7 +183,7 @@ def run_session(
                 # planning failed (or was stopped) before the run started
                 status = "interrupted" if isinstance(e, KeyboardInterrupt) else "failed"
                 journal.finish_run(
-                    run_id, status, {"error": _error_text(e), "notes": notes, "counts": {}}
+                    run_id, status, {"error": error_text(e), "notes": notes, "counts": {}}
                 )
             raise
     finally:
@@ -297,7 +295,7 @@ def run_plan(
             "notes": list(report.notes),
         },
     )
-    state = _Run(ws, plan, journal, report, progress, et)
+    state = RunExecution(ws, plan, journal, report, progress, et)
     state._show(started)
     caps = engines.capabilities(ws.config.warehouse.type)
     exclusive = frozenset(f for f, c in CAPABILITIES.items() if c.exclusive)
@@ -341,10 +339,10 @@ def _count_checks(plan: Plan) -> int:
 
 def _remember_noop(ws: Any, plan: Plan, report: RunReport, et: datetime | None) -> None:
     """Let the next ``splice run`` with nothing new skip loading the tools
-    (:func:`splice.plan.memo.remember_after_run`); a failure to remember costs only that."""
+    (:func:`splice.plan.planner.remember_after_run`); a failure to remember costs only that."""
     if not plan.memo or not plan.to_build:
         return  # not the planner's plan, or a no-op plan (remembered when it was made)
-    from splice.plan.memo import remember_after_run
+    from splice.plan.planner import remember_after_run
 
     t0 = time.perf_counter()
     try:

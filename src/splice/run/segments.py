@@ -12,7 +12,7 @@ from typing import Any
 from splice.graph.model import Graph
 from splice.plan.model import NodeDecision, Plan, Reason
 from splice.plan.segments import make_segments
-from splice.run.executors import EXECUTABLE
+from splice.run.executors.registry import EXECUTABLE
 
 
 def executable(graph: Graph, node_id: str, fmt: str | None = None) -> bool:
@@ -32,7 +32,7 @@ def build_evidence(ws: Any, node_ids: Any) -> dict[str, tuple[dict[str, str], li
     repair) fill their decisions with these."""
     from splice.plan.checks import check_fingerprints
     from splice.plan.fingerprint import fingerprints
-    from splice.plan.planner import input_ids
+    from splice.plan.inputs import input_ids
 
     g = ws.graph()
     ids = [n for n in node_ids if n in g.nodes and g.nodes[n].kind not in ("test", "audit")]

@@ -1,23 +1,6 @@
-"""Executors: one per format, each running one segment through its tool, in process.
-
-- dbt: ``dbtRunner`` (with the manifest Splice already parsed) ``build`` with exact node
-  selection: one selector per node, derived from its unique_id and checked against dbt's own
-  matcher, and ``--indirect-selection empty`` so that only the planned tests run.
-- SQLMesh: the project's ``Context``: ``run`` for missing intervals with ``select_models`` and
-  ``no_auto_upstream`` (only the planned models), or ``plan(..., auto_apply=True)`` when the
-  environment has never been planned, did not finish its last plan, or a planned model's code
-  differs from the environment's. Per-model outcomes come from SQLMesh's console protocol
-  (:class:`_SqlmeshRecorder`): ``start_snapshot_evaluation_progress`` /
-  ``update_snapshot_evaluation_progress`` per batch, ``log_failed_models`` (the scheduler's
-  ``NodeExecutionFailedError`` list, each with the cause: ``NodeAuditsErrors`` for blocking
-  audits) and ``log_skipped_models``; after a plan, the environment's snapshots say what was
-  promoted.
-
-The dbt executor lives in :mod:`splice.run.dbt_executor`, the SQLMesh one in
-:mod:`splice.run.sqlmesh_executor`; this module holds what they share. Each executor
-declares what it can do as data (:class:`ExecutorCapabilities`); the scheduler
-reads those, never the class. All tool chatter goes to the workspace log (splice.support.capture).
-"""
+"""What every executor shares: the job it is given (:class:`SegmentJob`), the outcome it
+returns (:class:`SegmentOutcome`), where it reports live progress (:class:`Sink`), what it can
+do as data (:class:`ExecutorCapabilities`), and the helpers the tools' modules use."""
 
 from __future__ import annotations
 
@@ -44,6 +27,8 @@ class ExecutorCapabilities:
     check_kind: the graph kind of its checks (tests or audits), reported as check_finished.
     rows: where row counts come from, or None when the tool does not report them.
     on_failure: what a failed build leaves in the warehouse (for the report and docs).
+    kinds: the graph node kinds it hands to its tool; the rest (sources, externals,
+        dashboards) are graph nodes with nothing to build.
     """
 
     exact_selection: bool
@@ -53,61 +38,7 @@ class ExecutorCapabilities:
     check_kind: str
     rows: str | None
     on_failure: str
-
-
-DBT_CAPABILITIES = ExecutorCapabilities(
-    exact_selection=True,
-    in_process=True,
-    owns_state=False,
-    exclusive=True,
-    check_kind="test",
-    rows="adapter_response.rows_affected (dbt-duckdb does not report it)",
-    on_failure=(
-        "a model whose SQL fails keeps its previous relation: tables and views are built "
-        "under a temporary name and renamed in one transaction, incrementals roll back the "
-        "failed insert/merge; a model whose blocking test fails has already replaced its "
-        "relation (dbt builds, then tests): Splice records it as failed and skips everything "
-        "downstream"
-    ),
-)
-
-SQLMESH_CAPABILITIES = ExecutorCapabilities(
-    exact_selection=True,
-    in_process=True,
-    owns_state=True,
-    exclusive=False,
-    check_kind="audit",
-    rows="execution_stats.total_rows_processed (not reported on DuckDB)",
-    on_failure=(
-        "a failed plan does not promote: the environment keeps its previous versions; a failed "
-        "run does not record the failed interval (it is retried next time), but an interval "
-        "whose blocking audit fails has already been written to the table the environment "
-        "reads (SQLMesh audits after inserting)"
-    ),
-)
-
-INGESTION_CAPABILITIES = ExecutorCapabilities(
-    exact_selection=True,
-    in_process=False,
-    owns_state=False,
-    exclusive=True,
-    check_kind="none",
-    rows=None,
-    on_failure=(
-        "whatever the job wrote before it failed stays written (a dlt merge commits per load); "
-        "the undo recorded before a repair restores the rows of its days"
-    ),
-)
-
-CAPABILITIES: dict[str, ExecutorCapabilities] = {
-    "dbt": DBT_CAPABILITIES,
-    "sqlmesh": SQLMESH_CAPABILITIES,
-    "ingestion": INGESTION_CAPABILITIES,  # a repair's reload (splice.run.ingestion)
-}
-
-#: Node kinds an executor hands to its tool; the rest (sources, externals, dashboards) are
-#: graph nodes with nothing to build.
-EXECUTABLE = {"dbt": ("model", "seed", "snapshot", "test"), "sqlmesh": ("model", "seed", "audit")}
+    kinds: tuple[str, ...] = ()
 
 
 class Sink(Protocol):
@@ -122,6 +53,8 @@ class Sink(Protocol):
 
 @dataclass
 class SegmentJob:
+    """One segment as an executor receives it: its nodes, their decisions, the graph."""
+
     segment: Segment
     nodes: list[Node]  # what to hand to the tool (executable, not skipped), in topological order
     decisions: dict[str, NodeDecision]
@@ -131,6 +64,8 @@ class SegmentJob:
 
 @dataclass
 class SegmentOutcome:
+    """What an executor returns: each node's and check's result, or the segment's error."""
+
     method: str
     nodes: dict[str, NodeResult] = field(default_factory=dict)
     checks: dict[str, CheckResult] = field(default_factory=dict)
@@ -169,26 +104,14 @@ def tool_log(text: str) -> dict[str, Any]:
 
 
 class Executor(Protocol):
+    """One tool's executor: built for a project of a workspace, it runs one segment at a time."""
+
     format: str
     capabilities: ExecutorCapabilities
 
+    def __init__(self, ws: Any, project: str) -> None: ...
+
     def execute(self, job: SegmentJob, sink: Sink) -> SegmentOutcome: ...
-
-
-def executor_for(ws: Any, project: str, fmt: str) -> Executor:
-    if fmt == "dbt":
-        from splice.run.dbt_executor import DbtExecutor
-
-        return DbtExecutor(ws, project)
-    if fmt == "sqlmesh":
-        from splice.run.sqlmesh_executor import SqlmeshExecutor
-
-        return SqlmeshExecutor(ws, project)
-    if fmt == "ingestion":  # a repair's reload step (splice.repair.apply_plan)
-        from splice.run.ingestion import IngestionExecutor
-
-        return IngestionExecutor(ws, project)
-    raise ValueError(f"no executor for format {fmt!r}")
 
 
 def release_all(ws: Any) -> None:
@@ -210,6 +133,11 @@ def without_jvm_trace(text: str) -> str:
     return text.split("JVM stacktrace:", 1)[0].rstrip()
 
 
-def _short(text: str, n: int = 4) -> str:
+def short_message(text: str, n: int = 4) -> str:
+    """The first ``n`` non-blank lines of a tool's message, on one line, cut to 600 characters.
+
+    >>> short_message("Error\\n\\n  in model x\\n  line 3", n=2)
+    'Error in model x'
+    """
     lines = [ln.strip() for ln in str(text).strip().splitlines() if ln.strip()]
     return " ".join(lines[:n])[:600]

@@ -10,16 +10,33 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from splice.run.executors import (
-    DBT_CAPABILITIES,
+from splice.run.executors.base import (
+    ExecutorCapabilities,
     SegmentJob,
     SegmentOutcome,
     Sink,
-    _short,
+    short_message,
     without_jvm_trace,
 )
 from splice.run.report import CheckResult, NodeResult
 from splice.support.capture import captured
+
+DBT_CAPABILITIES = ExecutorCapabilities(
+    exact_selection=True,
+    in_process=True,
+    owns_state=False,
+    exclusive=True,
+    check_kind="test",
+    rows="adapter_response.rows_affected (dbt-duckdb does not report it)",
+    on_failure=(
+        "a model whose SQL fails keeps its previous relation: tables and views are built "
+        "under a temporary name and renamed in one transaction, incrementals roll back the "
+        "failed insert/merge; a model whose blocking test fails has already replaced its "
+        "relation (dbt builds, then tests): Splice records it as failed and skips everything "
+        "downstream"
+    ),
+    kinds=("model", "seed", "snapshot", "test"),
+)
 
 # == dbt ============================================================================================
 _DBT_NODE = {"success": "success", "error": "failed", "skipped": "skipped", "no-op": "noop"}
@@ -43,7 +60,8 @@ class DbtExecutor:
     def execute(self, job: SegmentJob, sink: Sink) -> SegmentOutcome:
         from dbt.cli.main import dbtRunner
 
-        from splice.providers.dbt import _quiet_env, locked_error, release_warehouse
+        from splice.providers.dbt import quiet_env, release_warehouse
+        from splice.support.faults_env import locked_error
 
         prov = self.ws.provider(self.project)
         manifest = prov.manifest if prov.manifest is not None else prov._parse()
@@ -95,7 +113,7 @@ class DbtExecutor:
                     node.id, status, time.perf_counter() - t0 if t0 is not None else None
                 )
 
-        _quiet_env()
+        quiet_env()
         outcome = SegmentOutcome(method="dbt build")
         with captured(
             self.ws.log_path,
@@ -113,7 +131,7 @@ class DbtExecutor:
         if res.exception is not None and not results:
             err = locked_error(res.exception, f"dbt project {self.project!r}")
             outcome.error = (
-                err.message if err else f"dbt build failed: {_short(str(res.exception))}"
+                err.message if err else f"dbt build failed: {short_message(str(res.exception))}"
             )
         seen: set[str] = set()
         for r in results:

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from splice.run.children import run_child
-from splice.run.executors import (
-    INGESTION_CAPABILITIES,
+from splice.run.executors.base import (
+    ExecutorCapabilities,
     SegmentJob,
     SegmentOutcome,
     Sink,
@@ -33,6 +33,19 @@ from splice.run.executors import (
 from splice.run.report import NodeResult
 
 TIMEOUT_S = 3600
+
+INGESTION_CAPABILITIES = ExecutorCapabilities(
+    exact_selection=True,
+    in_process=False,
+    owns_state=False,
+    exclusive=True,
+    check_kind="none",
+    rows=None,
+    on_failure=(
+        "whatever the job wrote before it failed stays written (a dlt merge commits per load); "
+        "the undo recorded before a repair restores the rows of its days"
+    ),
+)
 
 
 def job_argv(command: list[str]) -> list[str]:

@@ -5,21 +5,19 @@ console protocol (see :mod:`splice.run.executors`)."""
 from __future__ import annotations
 
 import re
-import threading
-import time
-from collections.abc import Callable
 from typing import Any
 
 from splice.graph.model import Node
-from splice.run.executors import (
-    SQLMESH_CAPABILITIES,
+from splice.run.executors.base import (
+    ExecutorCapabilities,
     SegmentJob,
     SegmentOutcome,
     Sink,
-    _short,
+    short_message,
 )
+from splice.run.executors.sqlmesh_audits import BlockedByAudits, audit_stored_changes
+from splice.run.executors.sqlmesh_console import SqlmeshRecorder, make_console
 from splice.run.report import CheckResult, NodeResult
-from splice.run.sqlmesh_audits import BlockedByAudits, audit_stored_changes
 from splice.support.capture import captured
 
 #: Node kinds that are SQLMesh models (a SEED model is one, with kind "seed" in the graph).
@@ -28,111 +26,26 @@ BUILT = ("model", "seed")
 
 def _externals(ctx: Any) -> list[str]:
     """The fqns of a SQLMesh context's external models."""
-    from splice.providers.sqlmesh import _is_external
+    from splice.providers.sqlmesh import is_external
 
-    return [fqn for fqn, m in ctx.models.items() if _is_external(m)]
-
-
-# == SQLMesh ===========================================================================================
-class _SqlmeshRecorder:
-    """Collects per-model outcomes from SQLMesh's console calls (see the module docstring).
-
-    Built lazily as a subclass of SQLMesh's TerminalConsole, so SQLMesh's own output still goes
-    to the log.
-    """
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.started: dict[str, float] = {}
-        self.batches: dict[str, list[dict[str, Any]]] = {}
-        self.failed: dict[str, BaseException | str] = {}
-        self.failed_node_kind: dict[str, str] = {}
-        self.skipped: set[str] = set()
-        self.warnings: list[str] = []
-        self.on_start: Callable[[str], None] | None = None
-        self.on_batch: Callable[[str, bool, float | None], None] | None = None
+    return [fqn for fqn, m in ctx.models.items() if is_external(m)]
 
 
-def _make_console(rec: _SqlmeshRecorder, stream: Any) -> Any:
-    from rich.console import Console as RichConsole
-
-    from splice.support.sqlmesh_import import import_sqlmesh
-
-    import_sqlmesh()
-    from sqlmesh.core.console import TerminalConsole
-
-    class RecordingConsole(TerminalConsole):  # type: ignore[misc]
-        def start_snapshot_evaluation_progress(
-            self, snapshot: Any, audit_only: bool = False
-        ) -> None:
-            with rec.lock:
-                first = snapshot.name not in rec.started
-                rec.started.setdefault(snapshot.name, time.perf_counter())
-            if first and rec.on_start:
-                rec.on_start(snapshot.name)
-            super().start_snapshot_evaluation_progress(snapshot, audit_only)
-
-        def update_snapshot_evaluation_progress(
-            self,
-            snapshot: Any,
-            interval: Any,
-            batch_idx: int,
-            duration_ms: int | None,
-            num_audits_passed: int,
-            num_audits_failed: int,
-            audit_only: bool = False,
-            execution_stats: Any = None,
-            auto_restatement_triggers: Any = None,
-        ) -> None:
-            rows = getattr(execution_stats, "total_rows_processed", None)
-            with rec.lock:
-                rec.batches.setdefault(snapshot.name, []).append(
-                    {
-                        "interval": [int(interval[0]), int(interval[1])],
-                        "ok": duration_ms is not None,
-                        "duration_ms": duration_ms,
-                        "audits_passed": num_audits_passed,
-                        "audits_failed": num_audits_failed,
-                        "rows": rows,
-                    }
-                )
-            if rec.on_batch:
-                rec.on_batch(
-                    snapshot.name, duration_ms is not None, (duration_ms or 0) / 1000.0 or None
-                )
-            super().update_snapshot_evaluation_progress(
-                snapshot,
-                interval,
-                batch_idx,
-                duration_ms,
-                num_audits_passed,
-                num_audits_failed,
-                audit_only,
-                execution_stats,
-                auto_restatement_triggers,
-            )
-
-        def log_failed_models(self, errors: list[Any]) -> None:
-            with rec.lock:
-                for err in errors:
-                    name = getattr(err.node, "snapshot_name", None)
-                    if name:
-                        rec.failed[name] = err.__cause__ or err
-                        rec.failed_node_kind[name] = type(err.node).__name__
-            super().log_failed_models(errors)
-
-        def log_skipped_models(self, snapshot_names: set[str]) -> None:
-            with rec.lock:
-                rec.skipped.update(snapshot_names)
-            super().log_skipped_models(snapshot_names)
-
-        def log_warning(self, short_message: str, long_message: str | None = None) -> None:
-            with rec.lock:
-                rec.warnings.append(short_message.strip())
-            super().log_warning(short_message, long_message)
-
-    rich = RichConsole(file=stream, force_terminal=False, no_color=True, width=120)
-    return RecordingConsole(console=rich)
+SQLMESH_CAPABILITIES = ExecutorCapabilities(
+    exact_selection=True,
+    in_process=True,
+    owns_state=True,
+    exclusive=False,
+    check_kind="audit",
+    rows="execution_stats.total_rows_processed (not reported on DuckDB)",
+    on_failure=(
+        "a failed plan does not promote: the environment keeps its previous versions; a failed "
+        "run does not record the failed interval (it is retried next time), but an interval "
+        "whose blocking audit fails has already been written to the table the environment "
+        "reads (SQLMesh audits after inserting)"
+    ),
+    kinds=("model", "seed", "audit"),
+)
 
 
 class SqlmeshExecutor:
@@ -165,7 +78,7 @@ class SqlmeshExecutor:
             fqn in by_fqn or (nid in job.decisions and job.decisions[nid].action != "build")
             for fqn, nid in _project_models(job.graph, self.project).items()
         )
-        rec = _SqlmeshRecorder()
+        rec = SqlmeshRecorder()
         rec.on_start = lambda name: sink.node_started(by_fqn[name].id) if name in by_fqn else None
         rec.on_batch = lambda name, ok, dur: (
             sink.node_reported(by_fqn[name].id, "success" if ok else "error", dur)
@@ -181,7 +94,7 @@ class SqlmeshExecutor:
             f"sqlmesh ({self.project}, segment {job.segment.id})",
             cwd=prov.run_dir,  # where its config's relative paths resolve (see run_dir)
         ) as out:
-            console = _make_console(rec, sys.stdout)
+            console = make_console(rec, sys.stdout)
             previous = get_console()
             set_console(console)
             try:
@@ -281,15 +194,15 @@ class SqlmeshExecutor:
                 except Exception as e:  # noqa: BLE001 - the state could not be read back
                     local = {}
                     outcome.notes.append(
-                        f"could not read SQLMesh's state back: {_short(str(e), 2)}"
+                        f"could not read SQLMesh's state back: {short_message(str(e), 2)}"
                     )
             finally:
                 set_console(previous)
                 prov.release()  # releases the warehouse; the loaded Context stays
                 outcome.log = out.getvalue()
         if raised is not None and not rec.failed:
-            err = _short(f"{type(raised).__name__}: {raised}")
-            from splice.providers.dbt import locked_error
+            err = short_message(f"{type(raised).__name__}: {raised}")
+            from splice.support.faults_env import locked_error
 
             lock = locked_error(raised, f"SQLMesh project {self.project!r}")
             outcome.error = lock.message if lock else f"{outcome.method} failed: {err}"
@@ -326,7 +239,7 @@ class SqlmeshExecutor:
                 )
             elif raised is not None and not batches:
                 res.status = "failed"
-                res.message = _short(f"{type(raised).__name__}: {raised}")
+                res.message = short_message(f"{type(raised).__name__}: {raised}")
             elif ok_batches:
                 res.status = "success"
                 n = len(ok_batches)
@@ -374,7 +287,7 @@ class SqlmeshExecutor:
         self,
         audits: list[Node],
         by_fqn: dict[str, Node],
-        rec: _SqlmeshRecorder,
+        rec: SqlmeshRecorder,
         outcome: SegmentOutcome,
         job: SegmentJob,
         whole: bool = False,
@@ -400,7 +313,7 @@ class SqlmeshExecutor:
                 if match is not None:
                     chk.status = "fail"
                     chk.failures = int(getattr(match, "count", 0) or 0) or None
-                    chk.message = _short(str(match), 2)
+                    chk.message = short_message(str(match), 2)
                     res.checks_failed.append(a.id)
                 else:
                     chk.status = "pass"
@@ -418,7 +331,7 @@ class SqlmeshExecutor:
 
 
 def _standalone_check(
-    audit: Node, rec: _SqlmeshRecorder, outcome: SegmentOutcome, job: SegmentJob, whole: bool
+    audit: Node, rec: SqlmeshRecorder, outcome: SegmentOutcome, job: SegmentJob, whole: bool
 ) -> CheckResult:
     """A standalone audit's result: SQLMesh evaluates it as a snapshot of its own (never
     blocking, so a failure is a warning, as ``sqlmesh run`` prints it)."""
@@ -428,7 +341,7 @@ def _standalone_check(
     batches = [b for b in rec.batches.get(name, []) if b["ok"]]
     if name in rec.failed:
         chk.status = "fail"
-        chk.message = _short(f"{type(rec.failed[name]).__name__}: {rec.failed[name]}", 2)
+        chk.message = short_message(f"{type(rec.failed[name]).__name__}: {rec.failed[name]}", 2)
     elif any(b["audits_failed"] for b in batches):
         chk.status = "warn" if not chk.blocking else "fail"
         # SQLMesh's warning: "NAME: 'NAME' audit error: N rows failed. ..."
@@ -496,4 +409,4 @@ def _sqlmesh_error(cause: BaseException | str, node_kind: str | None) -> str:
         )
         return f"blocking audit failed: {names}"
     where = "creating its table" if node_kind == "CreateNode" else "evaluating it"
-    return f"SQLMesh failed {where}: {_short(f'{type(cause).__name__}: {cause}', 3)}"
+    return f"SQLMesh failed {where}: {short_message(f'{type(cause).__name__}: {cause}', 3)}"

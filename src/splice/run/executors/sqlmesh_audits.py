@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from splice.graph.model import Node
-    from splice.run.executors import SegmentOutcome
-    from splice.run.sqlmesh_executor import _SqlmeshRecorder as SqlmeshRecorder
+    from splice.run.executors.base import SegmentOutcome
+    from splice.run.executors.sqlmesh_console import SqlmeshRecorder
 
 
 class BlockedByAudits(Exception):
