@@ -60,7 +60,7 @@ KIND_DETECTORS: dict[str, tuple[str, ...]] = {
     "duplicates": ("duplicates",),
     "distinct": ("distinct_change",),
     "lag": ("spike", "level_shift"),
-    "slice": ("slice_drop", "domain_change"),  # rows per value (splice.watch.slices)
+    "slice": ("slice_drop", "domain_change"),  # rows per value (splice.watch.detectors.slices)
     "coverage": ("coverage_drop",),  # share of a join's rows finding a partner
     # a checksum of a column's values per interval: never judged as a number; measured so that
     # values a code change rewrote are seen (splice.watch.restated)
