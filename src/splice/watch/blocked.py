@@ -29,7 +29,7 @@ from splice.watch.scope import (
 
 
 def _days(walk: _Walk, nid: str, column: str, lo: date | None, hi: date | None) -> set[date]:
-    from splice.watch.metrics import relation_of
+    from splice.watch.specs import relation_of
 
     rel = relation_of(walk.graph.nodes[nid])
     if rel is None:

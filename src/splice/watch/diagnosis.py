@@ -218,7 +218,7 @@ def _time_column_of(ws: Any, graph: Graph, origin: str, source: str) -> str | No
 
 def _row_keys(graph: Graph, origin: str | None, columns: dict[str, str]) -> list[str]:
     """The source relation's columns that identify a row: the origin's keys found there."""
-    from splice.watch.metrics import node_keys
+    from splice.watch.specs import node_keys
 
     if origin is None or origin not in graph.nodes:
         return []

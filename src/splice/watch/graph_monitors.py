@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 from sqlglot import exp
 
 from splice.graph.model import Graph, Node, Relation
-from splice.watch.metrics import (
+from splice.watch.specs import (
     INTERVAL,
     ColumnTypes,
     Measure,

@@ -388,8 +388,8 @@ class _Walk:
 
 
 def _downstream(walk: _Walk, nid: str, parents: list[Damage]) -> Damage | None:
-    from splice.watch.metrics import relation_of
     from splice.watch.scope_asof import read_elsewhere
+    from splice.watch.specs import relation_of
 
     graph = walk.graph
     node = graph.nodes[nid]
@@ -533,7 +533,7 @@ def extend_scope(
     where the fault started, with ``nodes`` (the damage per node) and ``blocked``."""
     from splice.warehouse.connect import connect
     from splice.watch.diagnosis import consecutive_ranges
-    from splice.watch.metrics import relation_of
+    from splice.watch.specs import relation_of
 
     node = graph.nodes[origin]
     days = [date.fromisoformat(d) for d in scope.get("intervals") or []]

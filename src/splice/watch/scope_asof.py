@@ -186,7 +186,7 @@ def read_elsewhere(walk: Any, nid: str, p: Any, rel: Relation, tc: str, links: l
     parent's (``p``, a :class:`~splice.watch.scope.Damage`) damaged intervals it has no rows
     for (None: it has rows for all of them, or no range join to follow); the reason is added
     to ``dmg.why``."""
-    from splice.watch.metrics import relation_of
+    from splice.watch.specs import relation_of
 
     prel = relation_of(walk.graph.nodes[p.node])
     if prel is None or p.time_column is None or not p.days:

@@ -24,7 +24,7 @@ on the series is judged against itself.  Faults left open by an earlier watch co
 
 The detectors, in the order of :data:`DETECTORS` (one function each, its contract in its
 docstring; which ones run depends on the measure's kind, see
-:data:`splice.watch.metrics.KIND_DETECTORS`, narrowed by a metric's ``detectors`` setting):
+:data:`splice.watch.specs.KIND_DETECTORS`, narrowed by a metric's ``detectors`` setting):
 
 - ``stopped_moving`` (:mod:`~splice.watch.detectors.stopped_moving`): the value equals the last
   good value, on a day the series normally changes, improbably for the series alone or for
