@@ -18,7 +18,7 @@ import json
 from datetime import date, datetime
 from typing import Any
 
-from splice.watch.cause import _series
+from splice.watch.cause_words import series_words
 
 #: The failed checks are looked for in this many latest runs of the target.
 RECENT_RUNS = 200
@@ -31,7 +31,7 @@ def series_history(
 ) -> dict[str, list[tuple[str, float]]]:
     """The stored points (series label -> [(ISO day, value)]) of the series that stopped
     moving or whose value jumped (to see how long the fault lasts)."""
-    from splice.watch.cause import VALUE_DETECTORS
+    from splice.watch.cause_words import VALUE_DETECTORS
     from splice.watch.history import dims_key
 
     out: dict[str, list[tuple[str, float]]] = {}
@@ -41,7 +41,7 @@ def series_history(
         if a["detector"] != "stopped_moving" and not value or len(out) >= MAX_SERIES:
             continue
         key = (a["metric"], dims_key(a.get("dims") or {}))
-        label = _series(a)
+        label = series_words(a)
         if key in seen or label in out:
             continue
         seen.add(key)
