@@ -31,6 +31,7 @@ from typing import Any
 
 from splice.graph.model import Graph
 from splice.watch.blast import blast_radius
+from splice.watch.damage import consecutive_ranges
 
 DETECTOR_WORDS = {
     "stopped_moving": "stopped moving",
@@ -67,21 +68,6 @@ def origin_nodes(graph: Graph, nodes: set[str]) -> list[str]:
     ['p:b']
     """
     return sorted(n for n in nodes if not (graph.ancestors(n) & (nodes - {n})))
-
-
-def consecutive_ranges(days: list[date], gap: int = 3) -> list[tuple[date, date]]:
-    """Sorted days as ranges, joining days at most ``gap`` apart.
-
-    >>> consecutive_ranges([date(2026, 9, 28), date(2026, 9, 29), date(2026, 10, 9)])
-    [(datetime.date(2026, 9, 28), datetime.date(2026, 9, 29)), (datetime.date(2026, 10, 9), datetime.date(2026, 10, 9))]
-    """
-    out: list[tuple[date, date]] = []
-    for d in sorted(set(days)):
-        if out and (d - out[-1][1]).days <= gap:
-            out[-1] = (out[-1][0], d)
-        else:
-            out.append((d, d))
-    return out
 
 
 def _measure_columns(ws: Any, graph: Graph) -> dict[str, list[str]]:
