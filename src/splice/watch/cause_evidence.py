@@ -213,14 +213,19 @@ def late_rows(
         done = next(
             (t for t, ivs in builds if any(lo <= ms < hi for lo, hi in ivs)), None
         )  # fmt: skip
-        at = _timestamp(rec["at"])
+        at = parse_timestamp(rec["at"])
         if done is not None and at is not None and at > done:
             out.append(rec | {"processed_at": datetime.fromtimestamp(done, UTC).isoformat(
                 timespec="seconds"), "node": node_id})  # fmt: skip
     return out
 
 
-def _timestamp(v: Any) -> float | None:
+def parse_timestamp(v: Any) -> float | None:
+    """Epoch seconds of a number or an ISO timestamp (UTC when naive); None when neither.
+
+    >>> parse_timestamp("1970-01-02T00:00:00"), parse_timestamp(5), parse_timestamp("soon")
+    (86400.0, 5.0, None)
+    """
     from datetime import UTC
 
     if v is None:

@@ -70,7 +70,7 @@ def origin_nodes(graph: Graph, nodes: set[str]) -> list[str]:
     return sorted(n for n in nodes if not (graph.ancestors(n) & (nodes - {n})))
 
 
-def _measure_columns(ws: Any, graph: Graph) -> dict[str, list[str]]:
+def measure_columns(ws: Any, graph: Graph) -> dict[str, list[str]]:
     """metric (measure) name -> the columns it reads."""
     from sqlglot import exp
 
@@ -185,7 +185,7 @@ def _path(
     return steps, sources
 
 
-def _time_column_of(ws: Any, graph: Graph, origin: str, source: str) -> str | None:
+def time_column_of(ws: Any, graph: Graph, origin: str, source: str) -> str | None:
     """The source relation's column that the origin's time column comes from."""
     from splice.lineage.query import column_lineage
 
@@ -237,7 +237,7 @@ def diagnose(
         origins = sorted({changed, *(o for o in origins if o != changed)})
         origin = changed
     at_origin = [a for a in anomalies if a["node_id"] == origin]
-    measure_cols = _measure_columns(ws, graph)
+    measure_cols = measure_columns(ws, graph)
     det: Counter[str] = Counter()
     for a in at_origin:
         det[a["detector"]] += DETECTOR_WEIGHT.get(a["detector"], 1)
@@ -303,7 +303,7 @@ def diagnose(
         rel = next((r for r in src.all_writes if r.key == sources[0]["relation"]), None)
         cols_by_rel = warehouse_columns(ws)
         if rel is not None and rel in cols_by_rel:
-            time_col = _time_column_of(ws, graph, origin or "", src.id)
+            time_col = time_column_of(ws, graph, origin or "", src.id)
             if time_col and time_col in cols_by_rel[rel]:
                 keys = _row_keys(graph, origin, cols_by_rel[rel])
                 with connect(ws, "incident diagnosis") as con:

@@ -93,13 +93,14 @@ class Walk:
     faults: Faults
     active: frozenset[str]  # the finding names switched on (the panel's detectors)
     first_new: int  # the first column with a new point (T: none)
-    states: dict[type, Any] = field(default_factory=dict)
+    states: dict[Callable[[int], Any], Any] = field(default_factory=dict)
 
     def state(self, kind: Callable[[int], T]) -> T:
-        """The walk's one instance of a detector's state ``kind(number of series)``."""
+        """The walk's one instance of a detector's state: ``kind(number of series)``, made on
+        first use."""
         if kind not in self.states:
-            self.states[kind] = kind(self.values.shape[0])  # type: ignore[index]
-        return self.states[kind]  # type: ignore[index,no-any-return]
+            self.states[kind] = kind(self.values.shape[0])
+        return self.states[kind]  # type: ignore[no-any-return]
 
 
 @dataclass

@@ -111,14 +111,107 @@ class Moved:
 
 
 def level_window(col: Column) -> LevelWindow | None:
-    """The training windows of ``col``'s series (None: no series has enough history).
+    """The training windows of ``col``'s series against their robust level (None: no series
+    has enough history): seasonal by weekday when that explains a series better than one
+    median; a random walk's moves (``integrated``: only when ``jump`` is on); the point's move
+    from the last good point in sigmas of the series' own moves (``change``)."""
+    tr = _training(col)
+    if tr is None:
+        return None
+    walk, rows, sens = col.walk, col.rows, col.panel.sensitivity
+    pos, x = tr.pos, tr.x
 
-    Before an accepted level and the anomalies are left out; so is the detection period (the
+    def tf(a: np.ndarray) -> np.ndarray:
+        p = pos.reshape((-1,) + (1,) * (a.ndim - 1))
+        return np.where(p, np.log(np.where(a > 0, a, np.nan)), a)
+
+    tw, tg = tf(tr.win), tf(tr.good)
+    tx = np.where(pos, np.where(x > 0, np.log(np.where(x > 0, x, 1.0)), -np.inf), x)
+    med = nanmedian_rows(tw)
+    scale_p = nanmad(tw, med)
+    base, scale = med.copy(), scale_p.copy()
+    resid = tw - med[:, None]
+    # week-over-week changes: the noise of a weekly-seasonal series, without fitting it
+    d7 = tg[:, 7:] - tg[:, :-7] if tg.shape[1] > 7 else np.full((len(rows), 1), np.nan)
+    scale_7 = nanmad(d7, np.zeros(len(rows))) / math.sqrt(2)
+    # the change from the reference point: the last good point (same weekday if seasonal)
+    prev = prev_valid(tw)
+    prev_vals = np.take_along_axis(tw, np.maximum(prev, 0), axis=1)
+    d1 = np.where((prev >= 0) & np.isfinite(tw), tw - prev_vals, np.nan)
+    # repeats (forward-filled weekends, holidays) are not moves: they would shrink the scale
+    d1 = np.where(d1 == 0, np.nan, d1)
+    med_d = nanmedian_rows(d1)
+    scale_d = nanmad(d1, med_d)
+    # a random walk's week-over-week changes are ~sqrt(5..7) times its day-to-day ones; white
+    # noise has them equal, a weekly pattern makes them smaller
+    integrated = np.zeros(len(rows), dtype=bool)
+    if "jump" in walk.active:
+        integrated = (
+            (scale_d > 0)
+            & (
+                (scale_7 * math.sqrt(2) > RANDOM_WALK_RATIO * scale_d)
+                | (scale_p > 2 * scale_d)  # the level wanders far more than it moves a day
+            )
+            & (np.isfinite(d1).sum(axis=1) >= sens.min_history - 1)
+            & (np.isfinite(d7).sum(axis=1) >= 7)
+        )
+    wk = _Weekdays(np.zeros(len(rows), dtype=bool), -1, None, None)
+    if walk.weekday is not None and col.panel.kind not in RATE_KINDS:
+        wk = _weekdays(col, tr.lo, tw, d7, scale_7, scale_p, integrated)
+        assert wk.med_w is not None and wk.cnt_w is not None
+        wd_win = walk.weekday[tr.lo : col.hi]
+        dof = np.sqrt(wk.cnt_w / np.maximum(wk.cnt_w - 1, 1))[:, wd_win]
+        resid_s = (tw - wk.med_w[:, wd_win]) * dof
+        base = np.where(wk.seasonal, wk.med_w[:, wk.wd_t], med)
+        scale = np.where(wk.seasonal, scale_7, scale_p)
+        resid = np.where(wk.seasonal[:, None], resid_s, resid)
+    seasonal = wk.seasonal
+    # the baseline is itself a median of n points: its error (pi/2 * sigma^2 / n) adds to the
+    # point's own noise
+    n_base = tr.n_train.astype(float)
+    if wk.cnt_w is not None and wk.wd_t >= 0:
+        n_base = np.where(seasonal, wk.cnt_w[:, wk.wd_t], n_base)
+    scale = scale * np.sqrt(1.0 + (math.pi / 2) / np.maximum(n_base, 1.0))
+    floor = np.maximum(1e-9 * np.abs(np.nan_to_num(base)), 1e-12)
+    scale = np.maximum(np.nan_to_num(scale), floor)
+    rmin = np.nanmin(resid, axis=1)
+    rmax = np.nanmax(resid, axis=1)
+    rx = tx - base
+    ref1, ref1_col, gap, change = _reference(col, tr, tg, tx, wk, scale_7, med_d, scale_d, floor)
+    return LevelWindow(
+        col=col, lo=tr.lo, f_dir=tr.f_dir, run_len=tr.run_len, raw=tr.raw, good=tr.good,
+        present_raw=tr.present_raw, win=tr.win, ok=tr.ok, x=x, pos=pos, tx=tx, med=med,
+        scale_p=scale_p, base=base, scale=scale, seasonal=seasonal, wd_t=wk.wd_t, med_w=wk.med_w,
+        scale_7=scale_7, med_d=med_d, scale_d=scale_d, integrated=integrated, floor=floor,
+        rmin=rmin, rmax=rmax, rx=rx, z=rx / scale, outside=(rx > rmax) | (rx < rmin),
+        max_d=np.nanmax(np.abs(d1 - med_d[:, None]), axis=1), ref1=ref1, ref1_col=ref1_col,
+        gap=gap, change=change,
+    )  # fmt: skip
+
+
+@dataclass
+class _Training:
+    """The training windows before the detectors' scales: which points, and which series."""
+
+    lo: int
+    f_dir: np.ndarray
+    run_len: int
+    raw: np.ndarray
+    good: np.ndarray
+    present_raw: np.ndarray
+    win: np.ndarray
+    n_train: np.ndarray
+    ok: np.ndarray
+    x: np.ndarray
+    pos: np.ndarray
+
+
+def _training(col: Column) -> _Training | None:
+    """Before an accepted level and the anomalies are left out; so is the detection period (the
     last ``shift_run - 1`` points) unless the series are in a fault, whose window ends before
-    it.  A repeat of the previous point (a forward-filled weekend) was judged with it.
-    """
+    it.  A repeat of the previous point (a forward-filled weekend) was judged with it."""
     walk, panel, rows, t, hi = col.walk, col.panel, col.rows, col.t, col.hi
-    values, bad, weekday = walk.values, walk.bad, walk.weekday
+    values, bad = walk.values, walk.bad
     sens, kind = panel.sensitivity, panel.kind
     in_fault = col.in_fault
     f_dir = (
@@ -151,110 +244,74 @@ def level_window(col: Column) -> LevelWindow | None:
         return None
     linear = kind in ("null_rate", "duplicates", "lag", "coverage")
     pos = (np.nanmin(win, axis=1) > 0) & (not linear)
+    return _Training(lo, f_dir, run_len, raw, good, present_raw, win, n_train, ok, x, pos)
 
-    def tf(a: np.ndarray) -> np.ndarray:
-        p = pos.reshape((-1,) + (1,) * (a.ndim - 1))
-        return np.where(p, np.log(np.where(a > 0, a, np.nan)), a)
 
-    tw, tg = tf(win), tf(good)
-    tx = np.where(pos, np.where(x > 0, np.log(np.where(x > 0, x, 1.0)), -np.inf), x)
-    med = nanmedian_rows(tw)
-    scale_p = nanmad(tw, med)
-    base, scale = med.copy(), scale_p.copy()
-    resid = tw - med[:, None]
-    seasonal = np.zeros(len(rows), dtype=bool)
-    wd_t = -1
-    med_w: np.ndarray | None = None
-    # week-over-week changes: the noise of a weekly-seasonal series, without fitting it
-    d7 = tg[:, 7:] - tg[:, :-7] if tg.shape[1] > 7 else np.full((len(rows), 1), np.nan)
-    scale_7 = nanmad(d7, np.zeros(len(rows))) / math.sqrt(2)
-    # the change from the reference point: the last good point (same weekday if seasonal)
-    prev = prev_valid(tw)
-    prev_vals = np.take_along_axis(tw, np.maximum(prev, 0), axis=1)
-    d1 = np.where((prev >= 0) & np.isfinite(tw), tw - prev_vals, np.nan)
-    # repeats (forward-filled weekends, holidays) are not moves: they would shrink the scale
-    d1 = np.where(d1 == 0, np.nan, d1)
-    med_d = nanmedian_rows(d1)
-    scale_d = nanmad(d1, med_d)
-    # a random walk's week-over-week changes are ~sqrt(5..7) times its day-to-day ones; white
-    # noise has them equal, a weekly pattern makes them smaller
-    integrated = np.zeros(len(rows), dtype=bool)
-    if "jump" in walk.active:
-        integrated = (
-            (scale_d > 0)
-            & (
-                (scale_7 * math.sqrt(2) > RANDOM_WALK_RATIO * scale_d)
-                | (scale_p > 2 * scale_d)  # the level wanders far more than it moves a day
-            )
-            & (np.isfinite(d1).sum(axis=1) >= sens.min_history - 1)
-            & (np.isfinite(d7).sum(axis=1) >= 7)
-        )
-    if weekday is not None and kind not in RATE_KINDS:
-        wd_win = weekday[lo:hi]
-        wd_t = int(weekday[t])
-        med_w = np.full((len(rows), 7), np.nan)
-        cnt_w = np.zeros((len(rows), 7))
-        for w in range(7):
-            cols = np.flatnonzero(wd_win == w)
-            if cols.size:
-                part = tw[:, cols]
-                med_w[:, w] = nanmedian_rows(part)
-                cnt_w[:, w] = np.isfinite(part).sum(axis=1)
-        med_w = np.where(cnt_w >= SEASONAL_MIN_WEEKS, med_w, np.nan)
-        pairs = np.isfinite(d7).sum(axis=1)
-        # seasonal when weekday medians differ by more than the week-over-week noise, and
-        # they explain the series better than one median does
-        spread = np.nanmax(med_w, axis=1) - np.nanmin(med_w, axis=1)
-        seasonal = (
-            (pairs >= 2 * 7)
-            & np.isfinite(med_w[:, wd_t])
-            & ~integrated
-            & (spread > 3 * scale_7)
-            & ((scale_7 < 0.8 * scale_p) | (scale_7 == 0))
-        )
-        dof = np.sqrt(cnt_w / np.maximum(cnt_w - 1, 1))[:, wd_win]
-        resid_s = (tw - med_w[:, wd_win]) * dof
-        base = np.where(seasonal, med_w[:, wd_t], med)
-        scale = np.where(seasonal, scale_7, scale_p)
-        resid = np.where(seasonal[:, None], resid_s, resid)
-    # the baseline is itself a median of n points: its error (pi/2 * sigma^2 / n) adds to the
-    # point's own noise
-    n_base = n_train.astype(float)
-    if med_w is not None and wd_t >= 0:
-        n_base = np.where(seasonal, cnt_w[:, wd_t], n_base)
-    scale = scale * np.sqrt(1.0 + (math.pi / 2) / np.maximum(n_base, 1.0))
-    floor = np.maximum(1e-9 * np.abs(np.nan_to_num(base)), 1e-12)
-    scale = np.maximum(np.nan_to_num(scale), floor)
-    rmin = np.nanmin(resid, axis=1)
-    rmax = np.nanmax(resid, axis=1)
-    rx = tx - base
-    z = rx / scale
-    outside = (rx > rmax) | (rx < rmin)
+@dataclass
+class _Weekdays:
+    """The weekday baseline: which series are seasonal, the point's weekday, and per series
+    and weekday the median and the count of training points (None without weekdays)."""
 
-    max_d = np.nanmax(np.abs(d1 - med_d[:, None]), axis=1)
+    seasonal: np.ndarray
+    wd_t: int
+    med_w: np.ndarray | None
+    cnt_w: np.ndarray | None
+
+
+def _weekdays(
+    col: Column, lo: int, tw: np.ndarray, d7: np.ndarray, scale_7: np.ndarray,
+    scale_p: np.ndarray, integrated: np.ndarray,
+) -> _Weekdays:  # fmt: skip
+    """Seasonal when weekday medians differ by more than the week-over-week noise, and they
+    explain the series better than one median does."""
+    assert col.walk.weekday is not None
+    weekday, n = col.walk.weekday, len(col.rows)
+    wd_win = weekday[lo : col.hi]
+    wd_t = int(weekday[col.t])
+    med_w = np.full((n, 7), np.nan)
+    cnt_w = np.zeros((n, 7))
+    for w in range(7):
+        cols = np.flatnonzero(wd_win == w)
+        if cols.size:
+            part = tw[:, cols]
+            med_w[:, w] = nanmedian_rows(part)
+            cnt_w[:, w] = np.isfinite(part).sum(axis=1)
+    med_w = np.where(cnt_w >= SEASONAL_MIN_WEEKS, med_w, np.nan)
+    pairs = np.isfinite(d7).sum(axis=1)
+    spread = np.nanmax(med_w, axis=1) - np.nanmin(med_w, axis=1)
+    seasonal = (
+        (pairs >= 2 * 7)
+        & np.isfinite(med_w[:, wd_t])
+        & ~integrated
+        & (spread > 3 * scale_7)
+        & ((scale_7 < 0.8 * scale_p) | (scale_7 == 0))
+    )
+    return _Weekdays(seasonal, wd_t, med_w, cnt_w)
+
+
+def _reference(
+    col: Column, tr: _Training, tg: np.ndarray, tx: np.ndarray, wk: _Weekdays,
+    scale_7: np.ndarray, med_d: np.ndarray, scale_d: np.ndarray, floor: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+    """(the last good point, its window column, the intervals since it, the point's move from
+    it in sigmas of the series' moves: from the same weekday's when seasonal)."""
+    weekday, lo, hi = col.walk.weekday, tr.lo, col.hi
     ref1, ref1_col = last_finite(tg)
-    ref7, _ = last_finite(tg, (weekday[lo:hi] == wd_t) if weekday is not None else None)
-    skipped = (present_raw & ~np.isfinite(good))[:, :]
+    ref7, _ = last_finite(tg, (weekday[lo:hi] == wk.wd_t) if weekday is not None else None)
+    skipped = (tr.present_raw & ~np.isfinite(tr.good))[:, :]
     gap = 1.0 + np.where(
         ref1_col >= 0,
-        (skipped & (np.arange(raw.shape[1])[None, :] > ref1_col[:, None])).sum(axis=1),
+        (skipped & (np.arange(tr.raw.shape[1])[None, :] > ref1_col[:, None])).sum(axis=1),
         0,
     )
     # the fault's own points since the window's end: the reference is that much older
-    gap += np.isfinite(values[rows, hi:t]).sum(axis=1) if in_fault else 0
-    change = np.where(seasonal, (tx - ref7) / np.maximum(scale_7 * math.sqrt(2), floor),
+    gap += np.isfinite(col.walk.values[col.rows, hi : col.t]).sum(axis=1) if col.in_fault else 0
+    change = np.where(wk.seasonal, (tx - ref7) / np.maximum(scale_7 * math.sqrt(2), floor),
                       (tx - ref1 - med_d) / np.maximum(scale_d * np.sqrt(gap), floor))  # fmt: skip
     change = np.where(
         np.isfinite(change) | np.isinf(tx), change, np.inf
     )  # no reference: level only
-    return LevelWindow(
-        col=col, lo=lo, f_dir=f_dir, run_len=run_len, raw=raw, good=good,
-        present_raw=present_raw, win=win, ok=ok, x=x, pos=pos, tx=tx, med=med,
-        scale_p=scale_p, base=base, scale=scale, seasonal=seasonal, wd_t=wd_t, med_w=med_w,
-        scale_7=scale_7, med_d=med_d, scale_d=scale_d, integrated=integrated, floor=floor,
-        rmin=rmin, rmax=rmax, rx=rx, z=z, outside=outside, max_d=max_d, ref1=ref1,
-        ref1_col=ref1_col, gap=gap, change=change,
-    )  # fmt: skip
+    return ref1, ref1_col, gap, change
 
 
 def _moved(w: LevelWindow) -> Moved:
