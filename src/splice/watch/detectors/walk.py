@@ -135,12 +135,12 @@ def _open_faults(
     return out
 
 
-def _new(walk: Walk, t: int, rows: np.ndarray, found: list[Finding]) -> list[Column]:
+def _new_view(walk: Walk, t: int, rows: np.ndarray, found: list[Finding]) -> list[Column]:
     """The series with a new point at ``t``, in one column."""
     return [Column(walk, t, rows, found, t)] if rows.size else []
 
 
-def _level(walk: Walk, t: int, rows: np.ndarray, found: list[Finding]) -> list[Column]:
+def _level_view(walk: Walk, t: int, rows: np.ndarray, found: list[Finding]) -> list[Column]:
     """The series with a new point at ``t`` that no earlier detector flagged there, one column
     per open-fault start (a series in a fault is judged against its level before it)."""
     if not rows.size:
@@ -156,13 +156,13 @@ def _level(walk: Walk, t: int, rows: np.ndarray, found: list[Finding]) -> list[C
     return out
 
 
-def _all(walk: Walk, t: int, rows: np.ndarray, found: list[Finding]) -> list[Column]:
+def _all_view(walk: Walk, t: int, rows: np.ndarray, found: list[Finding]) -> list[Column]:
     """Every series of the panel at ``t``."""
     return [Column(walk, t, np.arange(walk.values.shape[0]), found, t)]
 
 
 _VIEWS: dict[str, Callable[[Walk, int, np.ndarray, list[Finding]], list[Column]]] = {
-    "new": _new,
-    "level": _level,
-    "all": _all,
+    "new": _new_view,
+    "level": _level_view,
+    "all": _all_view,
 }
