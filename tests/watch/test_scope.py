@@ -13,10 +13,11 @@ import pytest
 from scope_support import FRIDAY, FridayStory, inflate_rate, tell_friday_freeze
 
 from splice.graph.model import Relation
+from splice.watch.damage import fault_start, origin_days
 from splice.watch.diagnosis import diagnose
 from splice.watch.incidents import incident_anomalies
 from splice.watch.report import incident_lines
-from splice.watch.scope import fault_start, origin_days, running_windows, time_expression
+from splice.watch.scope_sql import running_windows, time_expression
 from splice.workspace.core import Workspace
 
 RATES = "pricing:fx.daily_rates"

@@ -8,7 +8,7 @@ from tests.watch.test_detectors import _days, _panel
 
 from splice.watch.calendars import publishing_calendar
 from splice.watch.detectors import Panel, detect
-from splice.watch.slices import fill
+from splice.watch.detectors.slices import fill
 
 CHANNELS = {"web": 0.52, "app": 0.38, "partner": 0.10}
 WEEKLY = np.array([1.12, 0.97, 0.94, 0.96, 1.0, 0.82, 1.19])

@@ -1,6 +1,9 @@
 """Rendering and sending one event to one channel: a webhook (generic JSON or Slack's incoming
 webhook format) or an email over SMTP.  :func:`send` never raises: it returns the error.
 
+A channel's ``type`` picks its sender in :data:`CHANNELS`, a webhook's ``format`` its body in
+:data:`WEBHOOK_BODIES`: a new kind of channel is one function and one line there.
+
 >>> from splice.notify.events import Event
 >>> e = Event("audit:7", "proposal_requested", 0.0, "Proposal PR-1 waits for approval by maria",
 ...           "prod", "INC-1", "PR-1", "splice-agent", "splice approve PR-1")
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from email.message import EmailMessage
 from typing import Any
 
@@ -121,7 +125,14 @@ def _post(url: str, body: dict[str, Any], timeout: float) -> None:
         ) from None
 
 
+def _webhook(c: NotifySection, e: Event) -> None:
+    """POST ``e`` to the channel's webhook, in its format."""
+    url = c.url or _env(str(c.url_env), "webhook URL")
+    _post(url, WEBHOOK_BODIES[c.format](e), c.timeout)
+
+
 def _mail(c: NotifySection, e: Event) -> None:
+    """Send ``e`` as an email over SMTP."""
     import smtplib
     import ssl
 
@@ -135,15 +146,32 @@ def _mail(c: NotifySection, e: Event) -> None:
         smtp.send_message(email_message(e, c.sender, c.to), from_addr=c.sender, to_addrs=c.to)
 
 
+#: A webhook's body per ``format``.
+WEBHOOK_BODIES: dict[str, Callable[[Event], dict[str, Any]]] = {
+    "json": json_body,
+    "slack": slack_body,
+}
+
+#: How each ``type`` of channel sends an event (raising on failure).
+CHANNELS: dict[str, Callable[[NotifySection, Event], None]] = {
+    "webhook": _webhook,
+    "email": _mail,
+}
+
+
 def send(c: NotifySection, e: Event) -> str | None:
     """Send ``e`` to channel ``c`` (one attempt, ``c.timeout`` seconds at most); returns None
-    when it was accepted, else the error in words (never the URL: it may hold a secret)."""
+    when it was accepted, else the error in words (never the URL: it may hold a secret).
+
+    >>> from typing import get_args
+    >>> fields = NotifySection.model_fields
+    >>> sorted(CHANNELS) == sorted(get_args(fields["type"].annotation))
+    True
+    >>> sorted(WEBHOOK_BODIES) == sorted(get_args(fields["format"].annotation))
+    True
+    """
     try:
-        if c.type == "email":
-            _mail(c, e)
-        else:
-            url = c.url or _env(str(c.url_env), "webhook URL")
-            _post(url, slack_body(e) if c.format == "slack" else json_body(e), c.timeout)
+        CHANNELS[c.type](c, e)
     except TimeoutError:
         return f"no answer within {c.timeout:g} s"
     except Exception as err:  # noqa: BLE001 - a channel's failure is reported, never raised

@@ -2,7 +2,7 @@
 incident, the band the detectors tolerate around their expected value, and the intervals the
 incident found anomalous.
 
-The band is computed the way :mod:`splice.watch.level` judges a point (same training window,
+The band is computed the way :mod:`splice.watch.detectors.window` judges a point (same training window,
 ending where the fault began for a point in a fault that goes on, anomalies kept out of it
 unless a level was accepted, the detection period too, a weekday baseline when the series is
 weekly-seasonal, a log scale for positive series, the residual range seen in training) with
@@ -67,7 +67,7 @@ def _bands(
     his: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str | None]]:  # fmt: skip
     """(expected, lower, upper, method) for the points at columns ``ts`` (NaN and None without
-    a baseline: too little history), all rows at once as :func:`splice.watch.level._level`
+    a baseline: too little history), all rows at once as :func:`splice.watch.detectors.window.level_window`
     judges series.  ``his``: where each point's training window ends (before ``ts`` for a
     point in a fault: the band stays at the level before the fault)."""
     w = sens.training

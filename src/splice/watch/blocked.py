@@ -16,33 +16,33 @@ from sqlglot import exp
 
 from splice.graph.model import Graph
 from splice.warehouse.rows import date_literal, table
-from splice.watch.scope import (
+from splice.watch.damage import (
     Damage,
-    _cast_date,
-    _col,
-    _days_from,
-    _Walk,
+    ScopeWalk,
+    cast_date,
+    days_from,
+    quoted_column,
     read_parents,
     restatable,
     span,
 )
 
 
-def _days(walk: _Walk, nid: str, column: str, lo: date | None, hi: date | None) -> set[date]:
-    from splice.watch.metrics import relation_of
+def _days(walk: ScopeWalk, nid: str, column: str, lo: date | None, hi: date | None) -> set[date]:
+    from splice.watch.specs import relation_of
 
     rel = relation_of(walk.graph.nodes[nid])
     if rel is None:
         return set()
-    t = _cast_date(_col(column))
+    t = cast_date(quoted_column(column))
     q = exp.select(t).distinct().from_(table(rel, walk.dialect))
     conds = [c for c in (lo and t >= date_literal(lo), hi and t <= date_literal(hi)) if c]
     if conds:
         q = q.where(exp.and_(*conds))
-    return set(_days_from(walk.con, q, walk.dialect))
+    return set(days_from(walk.con, q, walk.dialect))
 
 
-def _source(walk: _Walk, nid: str, column: str) -> tuple[str, str] | None:
+def _source(walk: ScopeWalk, nid: str, column: str) -> tuple[str, str] | None:
     """The input node and column ``nid.column`` is a copy of (column lineage)."""
     ml = walk.lineage.get(nid)
     col = ml.columns.get(column) if ml is not None else None
@@ -84,7 +84,7 @@ def blocked_scope(
     last, failed = _failed_audits(ws)
     if not failed:
         return []
-    walk = _Walk(ws, graph, con)
+    walk = ScopeWalk(ws, graph, con)
     origin = damage[0].node
     relevant = graph.descendants(origin) | {origin}
     known = {d.node: d.time_column for d in damage if d.time_column}

@@ -16,7 +16,7 @@ failed checks of the run journal, and names the fault:
   compared with the same statistic on the earlier intervals (series move together, so the
   statistic is judged against its own history): the share of one-interval moves at least as
   big (``p_late``) against the share of (k+1)-interval moves at most as big
-  (``p_recovered``); the larger says which it is (at least ``MIN_SERIES_FOR_LATE`` series are
+  (``p_recovered``); the larger says which it is (at least :data:`splice.watch.cause_late.MIN_SERIES_FOR_LATE` series are
   needed to say so);
 - ``inverted``: the value is close to the reciprocal of the expected one;
 - ``unit_change``: value / expected is close to 10^k for an integer k != 0;
@@ -42,9 +42,18 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from datetime import date
-from statistics import median
 from typing import Any
+
+from splice.watch.cause_late import late_by_payload, late_by_values
+from splice.watch.cause_words import (
+    ROWS_DETECTORS,
+    VALUE_DETECTORS,
+    days_words,
+    iso_day,
+    number_words,
+    series_words,
+    weekday_day,
+)
 
 #: The most specific cause first: a duplicated load explains the failed uniqueness audit it
 #: causes, a unit change explains the range audit it fails.
@@ -71,33 +80,6 @@ PRIORITY = (
 INVERT_TOLERANCE = 0.25
 #: How close log10(value / expected) must be to an integer k for a unit change.
 UNIT_TOLERANCE = 0.05
-#: Below this many repeating series the moves after a repeat say too little to call it late.
-MIN_SERIES_FOR_LATE = 5
-VALUE_DETECTORS = ("spike", "level_shift", "jump")
-ROWS_DETECTORS = ("volume_drop", "missing")
-
-
-def _wd(iso: str) -> str:
-    return f"{iso} ({date.fromisoformat(iso).strftime('%a')})"
-
-
-def _days(isos: list[str], limit: int = 4) -> str:
-    isos = sorted(set(isos))
-    if len(isos) > limit:
-        return f"{_wd(isos[0])} .. {_wd(isos[-1])} ({len(isos)} intervals)"
-    return ", ".join(_wd(d) for d in isos)
-
-
-def _num(x: float) -> str:
-    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
-
-
-def _series(a: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in (a.get("dims") or {}).items()) or "(all)"
-
-
-def _iso(d: Any) -> str:
-    return d.isoformat() if hasattr(d, "isoformat") else str(d)
 
 
 # -- the classes ---------------------------------------------------------------------------------
@@ -108,9 +90,9 @@ def _stopped(anomalies: list[dict[str, Any]]) -> dict[str, Any] | None:
     runs: dict[str, dict[str, Any]] = {}
     for a in sorted(stops, key=lambda a: a["interval"]):
         data = a.get("data") or {}
-        run = runs.setdefault(_series(a), {"days": [], "same_as": data.get("same_as"),
+        run = runs.setdefault(series_words(a), {"days": [], "same_as": data.get("same_as"),
                                            "since": data.get("since"), "run": 0})  # fmt: skip
-        run["days"].append(_iso(a["interval"]))
+        run["days"].append(iso_day(a["interval"]))
         run["run"] = max(run["run"], int(data.get("run") or 1))
     same = defaultdict(list)
     for s, r in runs.items():
@@ -128,7 +110,7 @@ def _stopped(anomalies: list[dict[str, Any]]) -> dict[str, Any] | None:
         part = (
             f"{len(names)}{of if len(groups) == 1 else ''} series "
             f"{'repeats' if len(names) == 1 else 'repeat'} "
-            f"{_wd(same_as) if same_as else 'an earlier interval'}'s values on {_days(g_days)}"
+            f"{weekday_day(same_as) if same_as else 'an earlier interval'}'s values on {days_words(g_days)}"
             + (f" ({g_k} intervals in a row)" if g_k > 1 else "")
         )
         if len(names) <= 5:
@@ -162,171 +144,6 @@ def _stopped(anomalies: list[dict[str, Any]]) -> dict[str, Any] | None:
     }
 
 
-def _late_by_payload(source: dict[str, Any] | None) -> dict[str, Any] | None:
-    """Late by N with an honest as-of: consecutive stale intervals trail by the same N."""
-    for p in (source or {}).get("payload_dates", []):
-        stale = [d for d in p["days"] + p.get("later", []) if d["stale"]]
-        if len(stale) < 2:
-            continue
-        lags = [int(d.get("lag_intervals") or 0) for d in stale]
-        olds = [d["oldest"] for d in stale]
-        n = lags[0]
-        if n >= 1 and all(x == n for x in lags) and len(set(olds)) == len(olds):
-            days = [d["interval"] for d in stale]
-            ongoing = bool(p.get("later"))
-            return {
-                "class": "late",
-                "n": n,
-                "words": (
-                    f"late by {n} interval{'s' if n > 1 else ''}: the payload's own "
-                    f"{p['column']} trails every interval by {n} (as of {_wd(olds[0])} for "
-                    f"{_wd(days[0])}, ... as of {_wd(olds[-1])} for {_wd(days[-1])}), while it "
-                    f"usually trails by {p['usual_lag_days']} days"
-                    + ("; still late on the latest interval" if ongoing else "")
-                ),
-                "evidence": {
-                    "column": p["column"],
-                    "lag_intervals": n,
-                    "usual_lag_days": p["usual_lag_days"],
-                    "as_of": {d["interval"]: d["oldest"] for d in stale},
-                    "how": "payload as-of",
-                },
-                "intervals": days,
-            }
-    return None
-
-
-def _late_by_values(
-    stopped: dict[str, Any], history: dict[str, list[tuple[Any, float]]] | None
-) -> dict[str, Any] | None:
-    """Late by k with an as-of that claims otherwise: ordinary moves after the repeat.
-
-    The statistic is the mean over the repeating series of |move| / the series' usual
-    one-interval move (MAD of its moves before the repeat).  Series move together (a currency
-    against the dollar), each move is taken less the median move of all series on that
-    interval, and the statistic is compared with its own history on the earlier intervals:
-    late when it is nearer (in standard deviations of its logarithm) to the one-interval moves
-    than to the (k+1)-interval moves, else a freeze that recovered.  ``p_late`` (one-interval
-    moves at least as big) and ``p_recovered`` ((k+1)-interval moves at most as big) are said.
-    """
-    if not history:
-        return None
-    repeats = stopped["evidence"]["repeats"]
-    k_of = [int(r["run"]) for r in repeats.values()]
-    if not k_of:
-        return None
-    k = max(set(k_of), key=k_of.count)
-    vals: dict[str, dict[str, float]] = {}  # series -> day -> log value (or value)
-    after: dict[str, tuple[str, str]] = {}  # series -> (last repeat, the interval after it)
-    after_days: set[str] = set()
-    ongoing = 0
-    since_all = min((r["since"] or min(r["intervals"])) for r in repeats.values())
-    for s, r in repeats.items():
-        pts = sorted(((_iso(d), float(v)) for d, v in history.get(s, []) if v is not None and
-                      math.isfinite(v)), key=lambda x: x[0])  # fmt: skip
-        days = [d for d, _ in pts]
-        last_rep = max(r["intervals"])
-        if last_rep not in days:
-            continue
-        i = days.index(last_rep)
-        if i + 1 >= len(pts):
-            ongoing += 1
-            continue
-        positive = all(v > 0 for _, v in pts)
-        vals[s] = {d: (math.log(v) if positive else v) for d, v in pts}
-        after[s] = (days[i], days[i + 1])
-        after_days.update(days[i + 1 :])
-    if len(vals) < MIN_SERIES_FOR_LATE or ongoing > len(vals):
-        return None
-    common = sorted(d for d in set.intersection(*(set(v) for v in vals.values())) if d < since_all)
-    if len(common) < 12:
-        return None
-
-    def residuals(pairs: dict[str, tuple[str, str]]) -> dict[str, float]:
-        # each series' move less the move all series made together (the dollar's, say)
-        raw = {s: vals[s][b] - vals[s][a] for s, (a, b) in pairs.items()}
-        mid = median(raw.values())
-        return {s: x - mid for s, x in raw.items()}
-
-    one = [residuals({s: (common[j - 1], common[j]) for s in vals}) for j in range(1, len(common))]
-    scale = {s: median(abs(r[s]) for r in one) * 1.4826 for s in vals}
-    names = [s for s in vals if scale[s] > 0]
-    if len(names) < MIN_SERIES_FOR_LATE:
-        return None
-
-    def stat(res: dict[str, float]) -> float:
-        return sum(abs(res[s]) / scale[s] for s in names) / len(names)
-
-    s_one = [stat(r) for r in one]
-    s_skip = [
-        stat(residuals({s: (common[j - k - 1], common[j]) for s in vals}))
-        for j in range(k + 1, len(common))
-    ]
-    obs = stat(residuals(after))
-
-    def distance(xs: list[float], at: float | None = None) -> float:
-        logs = [math.log(x) for x in xs if x > 0]
-        mu = sum(logs) / len(logs)
-        sd = math.sqrt(sum((x - mu) ** 2 for x in logs) / max(len(logs) - 1, 1)) or 1e-9
-        return abs(math.log(max(obs if at is None else at, 1e-12)) - mu) / sd
-
-    s1, sk = median(s_one), median(s_skip)
-    p_late = sum(1 for x in s_one if x >= obs) / len(s_one)
-    p_recovered = sum(1 for x in s_skip if x <= obs) / len(s_skip)
-    ratio = (obs / s1) ** 2 if s1 > 0 else float("inf")
-    verdict = {"ratio": round(ratio, 2), "series": len(names), "p_late": round(p_late, 3),
-               "p_recovered": round(p_recovered, 3)}  # fmt: skip
-    if distance(s_one) >= distance(s_skip):
-        stopped["evidence"]["moves_after"] = verdict | {"verdict": "recovered"}
-        return None
-    obs_n = len(names)
-    # the fault lasts until the feed catches up: the first later move as big as a
-    # (k+1)-interval move (the interval it skipped) ends it there
-    later = sorted(after_days)
-    caught_up = None
-    for a, b in zip(later, later[1:], strict=False):
-        if not all(a in vals[s] and b in vals[s] for s in names):
-            continue
-        at = stat(residuals({s: (a, b) for s in names}))
-        if distance(s_skip, at) < distance(s_one, at):
-            caught_up = b
-            break
-    kept = [d for d in later if caught_up is None or d < caught_up]
-    days = sorted(set(stopped["intervals"]) | set(kept))
-    return {
-        "class": "late",
-        "n": k,
-        "words": (
-            f"late by {k} interval{'s' if k > 1 else ''}: {stopped['evidence']['series']} series "
-            f"repeated {_wd(stopped['evidence']['same_as'])}'s values on "
-            f"{_days(stopped['intervals'])} and then kept moving by ordinary one-interval moves "
-            f"(the next move, {ratio:.2f}x the usual squared move over {obs_n} series, was "
-            f"matched or beaten by {p_late:.0%} of earlier one-interval moves and by only "
-            f"{p_recovered:.0%} of {k + 1}-interval moves, the jump a feed that recovered would "
-            f"make), so "
-            + (
-                f"every interval up to {_wd(max(days))} holds the values of {k} interval"
-                f"{'s' if k > 1 else ''} before, whatever its as-of date says; it caught up on "
-                f"{_wd(caught_up)} (a {k + 1}-interval move)"
-                if caught_up
-                else f"every interval since holds the values of {k} interval"
-                f"{'s' if k > 1 else ''} before, whatever its as-of date says"
-            )
-        ),  # fmt: skip
-        "evidence": {
-            "how": "moves after the repeat",
-            "move_ratio": round(ratio, 3),
-            "recovered_ratio": round((sk / s1) ** 2, 3) if s1 > 0 else None,
-            "p_late": round(p_late, 3),
-            "p_recovered": round(p_recovered, 3),
-            "series": obs_n,
-            "same_as": stopped["evidence"]["same_as"],
-            "caught_up": caught_up,
-        },
-        "intervals": days,
-    }
-
-
 def _ratios(anomalies: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Inverted and unit-change findings from value anomalies (one vote per series)."""
     per: dict[str, list[tuple[str, float, dict[str, Any]]]] = defaultdict(list)
@@ -337,30 +154,30 @@ def _ratios(anomalies: list[dict[str, Any]]) -> list[dict[str, Any]]:
         v, e = a.get("value"), a.get("expected")
         if v is None or e is None or not (v > 0 and e > 0):
             continue
-        n_series.add(_series(a))
+        n_series.add(series_words(a))
         lr = math.log(v / e)
         if abs(lr) < 0.05:
             continue
         if abs(math.log(v * e)) <= INVERT_TOLERANCE * abs(lr):
-            per["inverted"].append((_series(a), v / e, a))
+            per["inverted"].append((series_words(a), v / e, a))
         k = round(lr / math.log(10))
         if k != 0 and abs(lr / math.log(10) - k) <= UNIT_TOLERANCE:
-            per[f"unit:{k}"].append((_series(a), v / e, a))
+            per[f"unit:{k}"].append((series_words(a), v / e, a))
     out = []
     for key, items in per.items():
         series = sorted({s for s, _, _ in items})
-        ex = min(items, key=lambda x: _iso(x[2]["interval"]))[2]
-        days = sorted({_iso(a["interval"]) for _, _, a in items})
+        ex = min(items, key=lambda x: iso_day(x[2]["interval"]))[2]
+        days = sorted({iso_day(a["interval"]) for _, _, a in items})
         ratio = ex["value"] / ex["expected"]
         names = ", ".join(series[:5]) + (", ..." if len(series) > 5 else "")
         if key == "inverted":
             out.append({
                 "class": "inverted", "n": -1,
                 "words": (
-                    f"inverted: {names} reads {_num(ex['value'])} on {_wd(_iso(ex['interval']))} "
-                    f"where {_num(ex['expected'])} was expected: value x expected = "
-                    f"{ex['value'] * ex['expected']:.3g}, the reciprocal (1/{_num(ex['expected'])}"
-                    f" = {_num(1 / ex['expected'])}) of the expected value"
+                    f"inverted: {names} reads {number_words(ex['value'])} on {weekday_day(iso_day(ex['interval']))} "
+                    f"where {number_words(ex['expected'])} was expected: value x expected = "
+                    f"{ex['value'] * ex['expected']:.3g}, the reciprocal (1/{number_words(ex['expected'])}"
+                    f" = {number_words(1 / ex['expected'])}) of the expected value"
                 ),
                 "evidence": {"series": series, "value": ex["value"], "expected": ex["expected"],
                              "ratio": ratio, "product": ex["value"] * ex["expected"],
@@ -372,8 +189,8 @@ def _ratios(anomalies: list[dict[str, Any]]) -> list[dict[str, Any]]:
             out.append({
                 "class": "unit_change", "n": k,
                 "words": (
-                    f"unit change: {names} reads {_num(ex['value'])} on "
-                    f"{_wd(_iso(ex['interval']))} where {_num(ex['expected'])} was expected, "
+                    f"unit change: {names} reads {number_words(ex['value'])} on "
+                    f"{weekday_day(iso_day(ex['interval']))} where {number_words(ex['expected'])} was expected, "
                     f"{ratio:.4g}x: a factor of 10^{k}"
                 ),
                 "evidence": {"series": series, "value": ex["value"], "expected": ex["expected"],
@@ -391,7 +208,7 @@ def _still_off(f: dict[str, Any], history: dict[str, list[tuple[Any, float]]]) -
     days = set(f["intervals"])
     for s in ev["series"]:
         for d, v in history.get(s, []):
-            day = _iso(d)
+            day = iso_day(d)
             if day < first or v is None or not v > 0:
                 continue
             if f["class"] == "inverted":
@@ -422,7 +239,7 @@ def _duplicated(source: dict[str, Any] | None) -> dict[str, Any] | None:
         "n": round(copies),
         "words": (
             f"duplicated load: {rel} holds {d0['rows']:,} rows for {d0['distinct']:,} distinct "
-            f"{', '.join(d0['keys'])} on {_wd(d0['interval'])} ({copies:.2g} copies of each)"
+            f"{', '.join(d0['keys'])} on {weekday_day(d0['interval'])} ({copies:.2g} copies of each)"
             + load_words
             + (f"; {len(dups)} intervals have duplicates" if len(dups) > 1 else "")
         ),
@@ -452,7 +269,7 @@ def _late_rows(source: dict[str, Any] | None) -> dict[str, Any] | None:
         "class": "late_rows",
         "n": total,
         "words": (
-            f"late rows: {total:,} rows of {rel} for {_days(days)} arrived after {node} had "
+            f"late rows: {total:,} rows of {rel} for {days_words(days)} arrived after {node} had "
             f"processed {'that interval' if len(days) == 1 else 'those intervals'} (load "
             f"{r0['load_id']} at {str(r0['at'])[:19]}, processed at {str(r0['processed_at'])[:19]})"
             f"; {'it needs' if len(days) == 1 else 'they need'} a restatement: {', '.join(days)}"
@@ -466,17 +283,17 @@ def _missing_rows(anomalies: list[dict[str, Any]]) -> dict[str, Any] | None:
     drops = [a for a in anomalies if a["detector"] in ROWS_DETECTORS]
     if not drops:
         return None
-    days = sorted({_iso(a["interval"]) for a in drops})
+    days = sorted({iso_day(a["interval"]) for a in drops})
     a = drops[0]
     got = "no rows" if a["detector"] == "missing" or a.get("value") is None else (
-        f"{_num(a['value'])} where {_num(a['expected'])} were expected"
+        f"{number_words(a['value'])} where {number_words(a['expected'])} were expected"
         if a.get("expected") is not None
-        else _num(a["value"])
+        else number_words(a["value"])
     )  # fmt: skip
     return {
         "class": "missing_rows",
         "n": len(days),
-        "words": f"missing rows: {a['metric']} has {got} on {_days(days)}, and no late load of "
+        "words": f"missing rows: {a['metric']} has {got} on {days_words(days)}, and no late load of "
         "them is on record",
         "evidence": {"intervals": days, "value": a.get("value"), "expected": a.get("expected")},
         "intervals": days,
@@ -489,12 +306,12 @@ def _headline(anomalies: list[dict[str, Any]]) -> dict[str, Any] | None:
         if items:
             a = items[0]
             cls = "level_shift" if det == "level_shift" else "spike"
-            days = sorted({_iso(x["interval"]) for x in items})
+            days = sorted({iso_day(x["interval"]) for x in items})
             return {
                 "class": cls,
                 "n": len(days),
                 "words": f"{'level shift' if cls == 'level_shift' else 'spike'}: {a['reason']}",
-                "evidence": {"series": len({_series(x) for x in items}), "intervals": days},
+                "evidence": {"series": len({series_words(x) for x in items}), "intervals": days},
                 "intervals": days,
             }
     return None
@@ -517,6 +334,7 @@ def classify(
     value)]); ``checks``: the failed checks of the runs (:func:`splice.watch.cause_evidence.failed_checks`);
     ``domain``: :func:`splice.watch.cause_domain.domain_evidence`.
 
+    >>> from datetime import date
     >>> a = {"detector": "spike", "metric": "fx_rate", "dims": {"currency": "EUR"},
     ...      "interval": date(2026, 9, 28), "value": 0.877, "expected": 1.14, "kind": "value",
     ...      "reason": "0.877 on Mon", "data": {}}
@@ -533,9 +351,9 @@ def classify(
         if f:
             found.append(f)
     stopped = _stopped(anomalies)
-    late = _late_by_payload(source)
+    late = late_by_payload(source)
     if late is None and stopped is not None:
-        late = _late_by_values(stopped, history)
+        late = late_by_values(stopped, history)
     if late:
         found.append(late)
     if stopped:

@@ -228,7 +228,7 @@ def domain_evidence(ws: Any, graph: Any, origin: str | None,
         return unmatched_evidence(ws, graph, origin, anomalies)
     from splice.warehouse.connect import connect
     from splice.watch.graph_monitors import GraphFacts, join_monitors, workspace_models
-    from splice.watch.metrics import ColumnTypes, relation_of
+    from splice.watch.specs import ColumnTypes, relation_of
 
     node = graph.nodes[origin]
     rel, time = relation_of(node), (node.time_column or "").lower()
@@ -316,7 +316,7 @@ def unmatched_evidence(ws: Any, graph: Any, origin: str,
         return None
     from splice.warehouse.connect import connect
     from splice.watch.graph_monitors import GraphFacts, join_monitors, workspace_models
-    from splice.watch.metrics import ColumnTypes
+    from splice.watch.specs import ColumnTypes
 
     first = min(items, key=lambda a: _iso(a["interval"]))
     day = date.fromisoformat(_iso(first["interval"]))

@@ -18,7 +18,7 @@ import json
 from datetime import date, datetime
 from typing import Any
 
-from splice.watch.cause import _series
+from splice.watch.cause_words import series_words
 
 #: The failed checks are looked for in this many latest runs of the target.
 RECENT_RUNS = 200
@@ -31,7 +31,7 @@ def series_history(
 ) -> dict[str, list[tuple[str, float]]]:
     """The stored points (series label -> [(ISO day, value)]) of the series that stopped
     moving or whose value jumped (to see how long the fault lasts)."""
-    from splice.watch.cause import VALUE_DETECTORS
+    from splice.watch.cause_words import VALUE_DETECTORS
     from splice.watch.history import dims_key
 
     out: dict[str, list[tuple[str, float]]] = {}
@@ -41,7 +41,7 @@ def series_history(
         if a["detector"] != "stopped_moving" and not value or len(out) >= MAX_SERIES:
             continue
         key = (a["metric"], dims_key(a.get("dims") or {}))
-        label = _series(a)
+        label = series_words(a)
         if key in seen or label in out:
             continue
         seen.add(key)
@@ -213,14 +213,19 @@ def late_rows(
         done = next(
             (t for t, ivs in builds if any(lo <= ms < hi for lo, hi in ivs)), None
         )  # fmt: skip
-        at = _timestamp(rec["at"])
+        at = parse_timestamp(rec["at"])
         if done is not None and at is not None and at > done:
             out.append(rec | {"processed_at": datetime.fromtimestamp(done, UTC).isoformat(
                 timespec="seconds"), "node": node_id})  # fmt: skip
     return out
 
 
-def _timestamp(v: Any) -> float | None:
+def parse_timestamp(v: Any) -> float | None:
+    """Epoch seconds of a number or an ISO timestamp (UTC when naive); None when neither.
+
+    >>> parse_timestamp("1970-01-02T00:00:00"), parse_timestamp(5), parse_timestamp("soon")
+    (86400.0, 5.0, None)
+    """
     from datetime import UTC
 
     if v is None:

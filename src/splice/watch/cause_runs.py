@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from splice.watch.cause import ROWS_DETECTORS, _days, _iso
+from splice.watch.cause_words import ROWS_DETECTORS, days_words, iso_day
 
 #: How much of a run's own error is quoted.
 ERROR_CHARS = 240
@@ -54,7 +54,7 @@ def failed_ingestion(
     failed ingestion: fx_ingest failed for 2026-09-28 (Mon) and no later run loaded it (run r1 for 2026-09-28 failed at 2026-09-28T06:00:00: exit 2: the vendor answered 503); p:fx/row_count has no rows on 2026-09-28 (Mon)
     """
     runs = (source or {}).get("runs") or {}
-    flagged = {_iso(a["interval"]) for a in anomalies}
+    flagged = {iso_day(a["interval"]) for a in anomalies}
     days = sorted(d for d in runs.get("failed_days") or [] if d in flagged)
     if not days:
         return None
@@ -64,17 +64,19 @@ def failed_ingestion(
     shown = "; ".join(_run_words(r) for r in failed[:3])
     if len(failed) > 3:
         shown += f"; {len(failed) - 3} more failed runs"
-    lost = [a for a in anomalies if a["detector"] in ROWS_DETECTORS and _iso(a["interval"]) in days]
+    lost = [
+        a for a in anomalies if a["detector"] in ROWS_DETECTORS and iso_day(a["interval"]) in days
+    ]
     rows = ""
     if lost:
         metric = lost[0]["metric"]
-        rows = f"; {metric} has no rows on {_days([_iso(a['interval']) for a in lost])}"
+        rows = f"; {metric} has no rows on {days_words([iso_day(a['interval']) for a in lost])}"
     one = len(days) == 1
     return {
         "class": "failed_ingestion",
         "n": len(days),
         "words": (
-            f"failed ingestion: {job} failed for {_days(days)} and no later run loaded "
+            f"failed ingestion: {job} failed for {days_words(days)} and no later run loaded "
             f"{'it' if one else 'them'}" + (f" ({shown})" if shown else "") + rows
         ),
         "evidence": {
@@ -107,7 +109,7 @@ def empty_loads(source: dict[str, Any] | None, days: list[str]) -> str | None:
     for r in {latest[d]["run_id"]: latest[d] for d in ok if d in latest}.values():
         shown.append(f"run {r['run_id']} at {str(r.get('at') or '?')[:19]}"
                      + (f": {error_words(r.get('said'))}" if r.get("said") else ""))  # fmt: skip
-    return (f"{runs.get('job') or 'the ingestion job'} ran and succeeded for {_days(ok)} but "
+    return (f"{runs.get('job') or 'the ingestion job'} ran and succeeded for {days_words(ok)} but "
             f"loaded no rows for {'it' if len(ok) == 1 else 'them'}"
             + (f" ({'; '.join(shown[:3])})" if shown else ""))  # fmt: skip
 

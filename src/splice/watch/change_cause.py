@@ -84,7 +84,7 @@ def _hashes(c: dict[str, Any]) -> str:
 
 
 def _days(days: list[str]) -> str:
-    from splice.watch.scope import span
+    from splice.watch.damage import span
 
     return span([date.fromisoformat(d) for d in days])
 
@@ -191,7 +191,7 @@ def change_scope(scope: dict[str, Any], anomalies: list[dict[str, Any]], origin:
 
 
 def _ranges(days: list[str]) -> list[list[str]]:
-    from splice.watch.diagnosis import consecutive_ranges
+    from splice.watch.damage import consecutive_ranges
 
     return [[a.isoformat(), b.isoformat()]
             for a, b in consecutive_ranges([date.fromisoformat(d) for d in days], gap=1)]  # fmt: skip

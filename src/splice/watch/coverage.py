@@ -13,7 +13,7 @@ import dataclasses
 
 from sqlglot import exp
 
-from splice.watch.metrics import Measure, MetricSpec
+from splice.watch.specs import Measure, MetricSpec
 
 
 def _same_sql(e: exp.Expr, dialect: str) -> str:

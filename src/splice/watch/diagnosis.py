@@ -31,6 +31,7 @@ from typing import Any
 
 from splice.graph.model import Graph
 from splice.watch.blast import blast_radius
+from splice.watch.damage import consecutive_ranges
 
 DETECTOR_WORDS = {
     "stopped_moving": "stopped moving",
@@ -69,22 +70,7 @@ def origin_nodes(graph: Graph, nodes: set[str]) -> list[str]:
     return sorted(n for n in nodes if not (graph.ancestors(n) & (nodes - {n})))
 
 
-def consecutive_ranges(days: list[date], gap: int = 3) -> list[tuple[date, date]]:
-    """Sorted days as ranges, joining days at most ``gap`` apart.
-
-    >>> consecutive_ranges([date(2026, 9, 28), date(2026, 9, 29), date(2026, 10, 9)])
-    [(datetime.date(2026, 9, 28), datetime.date(2026, 9, 29)), (datetime.date(2026, 10, 9), datetime.date(2026, 10, 9))]
-    """
-    out: list[tuple[date, date]] = []
-    for d in sorted(set(days)):
-        if out and (d - out[-1][1]).days <= gap:
-            out[-1] = (out[-1][0], d)
-        else:
-            out.append((d, d))
-    return out
-
-
-def _measure_columns(ws: Any, graph: Graph) -> dict[str, list[str]]:
+def measure_columns(ws: Any, graph: Graph) -> dict[str, list[str]]:
     """metric (measure) name -> the columns it reads."""
     from sqlglot import exp
 
@@ -199,7 +185,7 @@ def _path(
     return steps, sources
 
 
-def _time_column_of(ws: Any, graph: Graph, origin: str, source: str) -> str | None:
+def time_column_of(ws: Any, graph: Graph, origin: str, source: str) -> str | None:
     """The source relation's column that the origin's time column comes from."""
     from splice.lineage.query import column_lineage
 
@@ -218,7 +204,7 @@ def _time_column_of(ws: Any, graph: Graph, origin: str, source: str) -> str | No
 
 def _row_keys(graph: Graph, origin: str | None, columns: dict[str, str]) -> list[str]:
     """The source relation's columns that identify a row: the origin's keys found there."""
-    from splice.watch.metrics import node_keys
+    from splice.watch.specs import node_keys
 
     if origin is None or origin not in graph.nodes:
         return []
@@ -251,7 +237,7 @@ def diagnose(
         origins = sorted({changed, *(o for o in origins if o != changed)})
         origin = changed
     at_origin = [a for a in anomalies if a["node_id"] == origin]
-    measure_cols = _measure_columns(ws, graph)
+    measure_cols = measure_columns(ws, graph)
     det: Counter[str] = Counter()
     for a in at_origin:
         det[a["detector"]] += DETECTOR_WEIGHT.get(a["detector"], 1)
@@ -317,7 +303,7 @@ def diagnose(
         rel = next((r for r in src.all_writes if r.key == sources[0]["relation"]), None)
         cols_by_rel = warehouse_columns(ws)
         if rel is not None and rel in cols_by_rel:
-            time_col = _time_column_of(ws, graph, origin or "", src.id)
+            time_col = time_column_of(ws, graph, origin or "", src.id)
             if time_col and time_col in cols_by_rel[rel]:
                 keys = _row_keys(graph, origin, cols_by_rel[rel])
                 with connect(ws, "incident diagnosis") as con:

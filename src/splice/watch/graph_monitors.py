@@ -14,7 +14,7 @@ and whether they still find their partner.  So, from the lineage (:mod:`splice.l
   the intervals the joining model has built and the right side has reached are measured (a
   raw table loaded ahead of the models is not judged early, nor pushes "missing" on others).
 - **slices**: row counts per value of a node's dimensions, a value absent from an interval
-  that has rows counted as 0, not as missing (:mod:`splice.watch.slices` judges them).  The
+  that has rows counted as 0, not as missing (:mod:`splice.watch.detectors.slices` judges them).  The
   dimensions are the ones a declared metric is watched by, the text columns of the node's
   grain, and the text columns its readers group by or join on; never a unique key.  A
   dimension with more than :data:`MAX_SLICE_VALUES` values is not sliced (the query returns
@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 from sqlglot import exp
 
 from splice.graph.model import Graph, Node, Relation
-from splice.watch.metrics import (
+from splice.watch.specs import (
     INTERVAL,
     ColumnTypes,
     Measure,

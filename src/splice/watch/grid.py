@@ -8,7 +8,7 @@ from decimal import Decimal
 from typing import Any
 
 from splice.errors import ConfigError
-from splice.watch.metrics import MetricSpec
+from splice.watch.specs import MetricSpec
 
 
 # -- the grid ---------------------------------------------------------------------------------

@@ -57,10 +57,10 @@ class _Lineage:
     """Which columns of a node a measure reads, and whether one column feeds another."""
 
     def __init__(self, ws: Any, graph: Graph) -> None:
-        from splice.watch.diagnosis import _measure_columns
+        from splice.watch.diagnosis import measure_columns
 
         self.ws, self.graph = ws, graph
-        self.columns = _measure_columns(ws, graph)
+        self.columns = measure_columns(ws, graph)
         self._up: dict[str, set[tuple[str, str]] | None] = {}
 
     def upstream(self, node: str, column: str) -> set[tuple[str, str]] | None:

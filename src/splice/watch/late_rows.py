@@ -102,7 +102,7 @@ def _readers(graph: Graph, node_id: str) -> set[str]:
 def _pairs(ws: Any, graph: Graph) -> list[tuple[Any, Any, Any, dict[str, str], str]]:
     """(source node, relation, model, relation columns, relation time column) to check."""
     from splice.lineage.service import warehouse_columns
-    from splice.watch.diagnosis import _time_column_of
+    from splice.watch.diagnosis import time_column_of
     from splice.watch.source_evidence import LOAD_ID_COLUMNS, LOADED_AT_COLUMNS
 
     sources = [
@@ -123,7 +123,7 @@ def _pairs(ws: Any, graph: Graph) -> list[tuple[Any, Any, Any, dict[str, str], s
                 model = graph.nodes[mid]
                 if not model.time_column:
                     continue
-                tc = _time_column_of(ws, graph, model.id, src.id)
+                tc = time_column_of(ws, graph, model.id, src.id)
                 if tc and tc in cols:
                     out.append((src, rel, model, cols, tc))
     return out
@@ -145,8 +145,8 @@ def find_late_rows(
 
 def _find(ws: Any, graph: Graph) -> list[Anomaly]:
     from splice.warehouse.connect import connect
-    from splice.watch.cause_evidence import _timestamp
-    from splice.watch.source_evidence import _load_rows
+    from splice.watch.cause_evidence import parse_timestamp
+    from splice.watch.source_evidence import load_rows
 
     conn = ws.state.conn
     found: list[Anomaly] = []
@@ -161,14 +161,14 @@ def _find(ws: Any, graph: Graph) -> list[Anomaly]:
             ends = [hi for _, ivs in times["builds"] for _, hi in ivs]
             last = datetime.fromtimestamp(max(ends) / 1000, UTC).date() - timedelta(days=1)
             ev: dict[str, Any] = {"loads": []}
-            _load_rows(con, ev, rel, cols, tc, last - timedelta(days=LOOKBACK_DAYS), last,
+            load_rows(con, ev, rel, cols, tc, last - timedelta(days=LOOKBACK_DAYS), last,
                        ws.dialect)  # fmt: skip
             late: dict[str, list[dict[str, Any]]] = {}
             done_at: dict[str, float] = {}
             for rec in ev.get("rows_by_load") or []:
                 day = date.fromisoformat(rec["interval"])
                 done = last_processed(times, day)
-                at = _timestamp(rec["at"])
+                at = parse_timestamp(rec["at"])
                 if done is not None and at is not None and at > done:
                     late.setdefault(rec["interval"], []).append(rec)
                     done_at[rec["interval"]] = done

@@ -14,8 +14,8 @@ from typing import Any
 
 from splice.errors import WarehouseError
 from splice.watch.grid import _as_date
-from splice.watch.metrics import MetricSpec
 from splice.watch.restated import Restatements
+from splice.watch.specs import MetricSpec
 from splice.watch.table_monitors import closed_rows
 
 

@@ -120,7 +120,8 @@ class Panel:
 
 
 @contextmanager
-def _quiet() -> Iterator[None]:
+def quiet() -> Iterator[None]:
+    """numpy's warnings off (an all-NaN window's median is NaN, and is meant to be)."""
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
         yield
@@ -137,5 +138,10 @@ def fmt(v: float | None) -> str:
     return value(v)
 
 
-def _day(d: date) -> str:
+def day_words(d: date) -> str:
+    """A day in a reason, with its weekday.
+
+    >>> day_words(date(2026, 9, 28))
+    'Mon 2026-09-28'
+    """
     return f"{WEEKDAYS[d.weekday()]} {d.isoformat()}"

@@ -27,7 +27,7 @@ from splice.warehouse.rows import table
 
 def latest_built(ws: Any, graph: Any, diagnosis: dict[str, Any], con: Any) -> str | None:
     """The latest interval any node of the diagnosis' scope holds now (ISO date)."""
-    from splice.watch.metrics import relation_of
+    from splice.watch.specs import relation_of
 
     scope = diagnosis.get("scope") or {}
     nodes = {(n.get("node"), n.get("time_column")) for n in scope.get("nodes") or []}

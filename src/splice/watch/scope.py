@@ -25,371 +25,37 @@ Every query is a sqlglot expression sent through one warehouse connection.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
 from datetime import date
-from functools import lru_cache
 from typing import Any
 
 from sqlglot import exp
 
 from splice.graph.model import Graph, Node, Relation
 from splice.warehouse.rows import date_literal, table
-
-#: The column that stands for the parent's time column in a resolved expression.
-PLACEHOLDER = "_splice_t"
-
-
-def fault_start(anomalies: Iterable[dict[str, Any]]) -> date | None:
-    """Where the fault started by the detectors' own account: the earliest ``data["since"]`` of
-    an anomaly that reports its fault's first interval.
-
-    The detectors put the fault's first interval and its length (``intervals``) on every finding;
-    anomalies stored before they did only meant it for a value that stopped moving and a level
-    shift (``shift``): an old jump's ``since`` is its last good interval, not a start.
-
-    >>> a = {"detector": "level_shift", "data": {"since": "2026-09-21", "intervals": 4}}
-    >>> b = {"detector": "jump", "data": {"since": "2026-09-01"}}
-    >>> c = {"detector": "spike", "data": {"since": "2026-09-18", "shift": True}}
-    >>> fault_start([a, b]), fault_start([a, c])
-    (datetime.date(2026, 9, 21), datetime.date(2026, 9, 18))
-    """
-    out: date | None = None
-    for a in anomalies:
-        data = a.get("data") or {}
-        since = data.get("since")
-        starts = a.get("detector") == "stopped_moving" or "intervals" in data or data.get("shift")
-        if not since or not starts:
-            continue
-        try:
-            d = date.fromisoformat(str(since))
-        except ValueError:
-            continue
-        out = d if out is None or d < out else out
-    return out
-
-
-def _cast_date(e: exp.Expr) -> exp.Expr:
-    return exp.cast(e, exp.DataType.build("DATE"))
-
-
-def _col(name: str) -> exp.Column:
-    return exp.column(name, quoted=True)
-
-
-def _days_from(con: Any, query: exp.Select, dialect: str) -> list[date]:
-    rows = con.execute(query.sql(dialect=dialect)).fetchall()
-    return sorted({r[0] for r in rows if isinstance(r[0], date)})
-
-
-def origin_days(
-    con: Any, relation: Relation, time_column: str, days: list[date], since: date | None,
-    dialect: str,
-) -> list[date]:  # fmt: skip
-    """``days`` extended back to ``since`` with the intervals the relation has in between."""
-    if since is None or not days or since >= min(days):
-        return sorted(set(days))
-    t = _cast_date(_col(time_column))
-    q = (
-        exp.select(t.copy())
-        .distinct()
-        .from_(table(relation, dialect))
-        .where(exp.Between(this=t.copy(), low=date_literal(since), high=date_literal(min(days))))
-    )
-    return sorted(set(days) | set(_days_from(con, q, dialect)))
-
-
-def span(days: list[date]) -> str:
-    """Days as short ranges: ``2026-09-25..27, 2026-10-02``.
-
-    >>> span([date(2026, 9, 25), date(2026, 9, 26), date(2026, 9, 27), date(2026, 10, 2)])
-    '2026-09-25..27, 2026-10-02'
-    """
-    from splice.watch.diagnosis import consecutive_ranges
-
-    parts = []
-    for a, b in consecutive_ranges(days, gap=1):
-        if a == b:
-            parts.append(a.isoformat())
-        elif (a.year, a.month) == (b.year, b.month):
-            parts.append(f"{a.isoformat()}..{b.day:02d}")
-        else:
-            parts.append(f"{a.isoformat()}..{b.isoformat()}")
-    return ", ".join(parts) or "none"
-
-
-@dataclass
-class Damage:
-    """One node's damaged intervals, on its ``time_column`` (None: unknown, the whole node)."""
-
-    node: str
-    time_column: str | None
-    days: list[date] = field(default_factory=list)
-    full: bool = False
-    why: list[str] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        from splice.watch.diagnosis import consecutive_ranges
-
-        return {
-            "node": self.node,
-            "time_column": self.time_column,
-            "intervals": [d.isoformat() for d in self.days],
-            "ranges": [[a.isoformat(), b.isoformat()] for a, b in consecutive_ranges(self.days, 1)],
-            "full": self.full,
-            "why": "; ".join(self.why),
-        }
-
-
-def restatable(node: Node) -> bool:
-    """Can the node's intervals be restated one by one (a SQLMesh incremental by time range)?"""
-    mat = str(node.materialization or "").upper()
-    return node.tool == "sqlmesh" and bool(node.time_column) and "INCREMENTAL" in mat
-
-
-# -- the model's SQL: expressions in terms of a parent's time column ----------------------------
-@lru_cache(maxsize=64)
-def _parse(sql: str, dialect: str) -> exp.Expr | None:
-    """The model's query, qualified (cached: callers copy what they change)."""
-    import sqlglot
-    from sqlglot.optimizer.qualify import qualify
-
-    try:
-        ast = sqlglot.parse_one(sql, read=dialect)
-    except Exception:  # noqa: BLE001 - unparsable SQL: the node is rebuilt whole
-        return None
-    try:
-        return qualify(ast, dialect=dialect, validate_qualify_columns=False)
-    except Exception:  # noqa: BLE001 - qualification is a help, not a requirement
-        return ast
-
-
-def _is_parent(t: exp.Table, rel: Relation) -> bool:
-    return t.name.lower() == rel.name.lower() and (
-        not t.db or t.db.lower() == rel.schema.lower()
-    )  # fmt: skip
-
-
-def _selects(e: exp.Expr) -> list[exp.Expr]:
-    """A query's projections (a set operation's are its first query's)."""
-    return list(getattr(e, "selects", None) or [])
-
-
-def _resolve(e: exp.Expr, sc: Any, rel: Relation, column: str, depth: int = 0) -> exp.Expr | None:
-    """``e`` (an expression of scope ``sc``) rewritten in terms of :data:`PLACEHOLDER`, the
-    parent's time column, through CTEs and subqueries; None when it reads anything else."""
-    from sqlglot.optimizer.scope import Scope
-
-    if depth > 20:
-        return None
-    e = e.copy()
-    holder = exp.Paren(this=e)
-    for c in list(holder.find_all(exp.Column)):
-        if c.table:
-            src = sc.sources.get(c.table)
-        else:
-            src = next(iter(sc.sources.values())) if len(sc.sources) == 1 else None
-        if isinstance(src, Scope):
-            proj = next(
-                (s for s in _selects(src.expression) if s.alias_or_name.lower() == c.name.lower()),
-                None,
-            )
-            if proj is None:
-                return None
-            inner = _resolve(proj.unalias(), src, rel, column, depth + 1)
-            if inner is None:
-                return None
-            c.replace(inner)
-        elif isinstance(src, exp.Table) and _is_parent(src, rel) and c.name.lower() == column:
-            c.replace(_col(PLACEHOLDER))
-        else:
-            return None
-    return holder.this
-
-
-def time_expression(sql: str, dialect: str, output: str, rel: Relation, column: str) -> exp.Expr | None:  # fmt: skip
-    """The model's output column ``output`` as an expression of the parent's time column.
-
-    >>> sql = "select cast(date_trunc('month', g.d) as date) as month from s.t as g"
-    >>> time_expression(sql, "duckdb", "month", Relation(None, "s", "t"), "d").sql("duckdb")
-    'CAST(DATE_TRUNC(\\'MONTH\\', "_splice_t") AS DATE)'
-    """
-    from sqlglot.optimizer.scope import build_scope
-
-    ast = _parse(sql, dialect)
-    root = build_scope(ast) if ast is not None else None
-    if root is None:
-        return None
-    proj = next(
-        (s for s in _selects(root.expression) if s.alias_or_name.lower() == output.lower()),
-        None,
-    )
-    return _resolve(proj.unalias(), root, rel, column) if proj is not None else None
-
-
-@dataclass
-class RunningWindow:
-    """A cumulative aggregate ordered by the time: ``partition`` resolved in terms of the time
-    (None when it depends on anything else: then every later interval counts)."""
-
-    text: str
-    partition: list[exp.Expr] | None
-
-
-def running_windows(sql: str, dialect: str, rel: Relation, column: str) -> list[RunningWindow]:
-    """The cumulative aggregates (running totals) of a model ordered by the parent's time.
-
-    >>> sql = ("select d, sum(x) over (partition by date_trunc('quarter', d) order by d "
-    ...        "rows between unbounded preceding and current row) as qtd from s.t")
-    >>> [w.partition[0].sql("duckdb") for w in running_windows(sql, "duckdb",
-    ...     Relation(None, "s", "t"), "d")]
-    ['DATE_TRUNC(\\'QUARTER\\', "_splice_t")']
-    """
-    from sqlglot.optimizer.scope import traverse_scope
-
-    ast = _parse(sql, dialect)
-    if ast is None:
-        return []
-    out: list[RunningWindow] = []
-    for sc in traverse_scope(ast):
-        for w in sc.expression.find_all(exp.Window):
-            if w.find_ancestor(exp.Select) is not sc.expression or not isinstance(
-                w.this, exp.AggFunc
-            ):
-                continue
-            order = w.args.get("order")
-            spec = w.args.get("spec")
-            if order is None or not order.expressions:
-                continue
-            if spec is not None and not (
-                str(spec.args.get("start") or "").upper() == "UNBOUNDED"
-                and str(spec.args.get("start_side") or "").upper() == "PRECEDING"
-            ):
-                continue
-            key = _resolve(order.expressions[0].this, sc, rel, column)
-            if key is None or not any(
-                c.name == PLACEHOLDER for c in exp.Paren(this=key).find_all(exp.Column)
-            ):
-                continue
-            parts = [_resolve(p, sc, rel, column) for p in w.args.get("partition_by") or []]
-            resolved: list[exp.Expr] | None = [p for p in parts if p is not None]
-            if len(resolved or []) != len(parts):
-                resolved = None
-            out.append(RunningWindow(w.sql(dialect=dialect), resolved))
-    return out
-
-
-def _substitute(e: exp.Expr, by: exp.Expr) -> exp.Expr:
-    holder = exp.Paren(this=e.copy())
-    for c in list(holder.find_all(exp.Column)):
-        if c.name == PLACEHOLDER:
-            c.replace(by.copy())
-    return holder.this
-
-
-def _values(days: list[date]) -> exp.Expr:
-    return exp.values([(date_literal(d),) for d in days], alias="_v", columns=[PLACEHOLDER])
-
-
-# -- the walk downstream -----------------------------------------------------------------------
-_THROUGH = ("source", "external")
-
-
-def read_parents(graph: Graph, nid: str) -> set[str]:
-    """The nodes whose relations ``nid`` reads: its parents, looking through sources."""
-    out: set[str] = set()
-    stack, seen = list(graph.parents(nid)), set()
-    while stack:
-        p = stack.pop()
-        if p in seen or p not in graph.nodes:
-            continue
-        seen.add(p)
-        if graph.nodes[p].kind in _THROUGH:
-            stack.extend(graph.parents(p))
-        else:
-            out.add(p)
-    return out
-
-
-class _Walk:
-    """The lineage, SQL and warehouse a scope walk asks, each asked at most once per node."""
-
-    def __init__(self, ws: Any, graph: Graph, con: Any) -> None:
-        from splice.lineage.service import workspace_lineage, writers_map
-
-        self.ws, self.graph, self.con, self.dialect = ws, graph, con, ws.dialect
-        self.lineage = workspace_lineage(ws).models
-        self.writers = writers_map(graph, ws.dialect)
-        self._sql: dict[str, tuple[str | None, str]] = {}
-
-    def sql(self, nid: str) -> tuple[str | None, str]:
-        """The model's SQL: for dbt, what its last run compiled (it built the data, and reading
-        it needs no dbt parse); else, and when there is none, the tool's rendering (cached)."""
-        if nid not in self._sql:
-            node = self.graph.nodes[nid]
-            found: tuple[str | None, str] | None = None
-            if node.tool == "dbt" and node.path:
-                prov = self.ws.provider(node.project)
-                if getattr(prov, "manifest", None) is None and hasattr(prov, "work"):
-                    pkg = str(node.meta.get("package") or node.project)
-                    f = prov.work / "target" / prov.ctx.environment / "compiled" / pkg / node.path
-                    if f.is_file():
-                        found = (f.read_text(encoding="utf-8"), node.dialect or self.dialect)
-            if found is None:
-                from splice.lineage.service import rendered_sql
-
-                try:
-                    sql, dialect, _ = rendered_sql(self.ws, self.graph, [nid])[nid]
-                except Exception:  # noqa: BLE001 - no SQL: expressions and windows stay unknown
-                    sql, dialect = None, self.dialect
-                found = (sql, dialect)
-            self._sql[nid] = found
-        return self._sql[nid]
-
-    def windowed(self, nid: str, parent: str, column: str) -> bool:
-        """Does a window of ``nid`` order or partition by ``parent.column`` (column lineage)?"""
-        ml = self.lineage.get(nid)
-        return ml is not None and any(
-            "WINDOW" in r.subtypes
-            and self.writers.get(r.relation.key) == parent
-            and r.column.lower() == column
-            for cl in ml.columns.values()
-            for r in cl.sources
-        )
-
-    def relations(self, nid: str) -> list[Relation]:
-        """The relations a reader may name ``nid`` by (its writes, a SQLMesh model's name)."""
-        from splice.graph.relations import parse_relation
-
-        n = self.graph.nodes[nid]
-        rels = list(n.all_writes)
-        for key, writer in self.writers.items():
-            if writer == nid:
-                rels.append(parse_relation(key, dialect=self.dialect))
-        return rels
-
-    def refs(self, nid: str, parent: str, column: str) -> dict[str, str]:
-        """Output columns of ``nid`` fed directly by ``parent.column``: column -> how
-        (``identity`` or ``transformation``)."""
-        ml = self.lineage.get(nid)
-        out: dict[str, str] = {}
-        if ml is None:
-            return out
-        for name, cl in ml.columns.items():
-            for r in cl.direct:
-                if self.writers.get(r.relation.key) == parent and r.column.lower() == column:
-                    how = "identity" if set(r.subtypes) <= {"IDENTITY"} else "transformation"
-                    if out.get(name) != "identity":
-                        out[name] = how
-        return out
-
-    def days(self, q: exp.Select) -> list[date]:
-        return _days_from(self.con, q, self.dialect)
-
-
-def _downstream(walk: _Walk, nid: str, parents: list[Damage]) -> Damage | None:
-    from splice.watch.metrics import relation_of
+from splice.watch.damage import (
+    Damage,
+    ScopeWalk,
+    cast_date,
+    consecutive_ranges,
+    fault_start,
+    origin_days,
+    quoted_column,
+    read_parents,
+    restatable,
+    span,
+)
+from splice.watch.scope_sql import (
+    RunningWindow,
+    placeholder_values,
+    running_windows,
+    substitute,
+    time_expression,
+)
+
+
+def _downstream(walk: ScopeWalk, nid: str, parents: list[Damage]) -> Damage | None:
     from splice.watch.scope_asof import read_elsewhere
+    from splice.watch.specs import relation_of
 
     graph = walk.graph
     node = graph.nodes[nid]
@@ -410,10 +76,12 @@ def _downstream(walk: _Walk, nid: str, parents: list[Damage]) -> Damage | None:
             unknown.append(f"no column of it comes from {pname}.{p.time_column}")
             continue
         dmg.time_column = dmg.time_column or tc
-        t = _cast_date(_col(tc))
+        t = cast_date(quoted_column(tc))
         asof = read_elsewhere(walk, nid, p, rel, tc, links, dmg)  # missing upstream: scope_asof
         if links:
-            cond = exp.or_(*[_cast_date(_col(c)).isin(*map(date_literal, p.days)) for c in links])
+            cond = exp.or_(
+                *[cast_date(quoted_column(c)).isin(*map(date_literal, p.days)) for c in links]
+            )
             got = walk.days(exp.select(t).distinct().from_(table(rel, walk.dialect)).where(cond))
             via = ", ".join(links)
             what = (f"its {tc} is {pname}.{p.time_column} ({span(p.days)})" if links == [tc]
@@ -432,11 +100,11 @@ def _downstream(walk: _Walk, nid: str, parents: list[Damage]) -> Damage | None:
                 unknown.append(f"its {tc} is computed from {pname}.{p.time_column} in a way "
                                "Splice cannot read")  # fmt: skip
                 continue
-            sub = exp.select(_cast_date(f)).from_(_values(p.days))
+            sub = exp.select(cast_date(f)).from_(placeholder_values(p.days))
             got = walk.days(
                 exp.select(t).distinct().from_(table(rel, walk.dialect)).where(t.isin(query=sub))
             )
-            shown = _substitute(f, exp.column(p.time_column)).sql(dialect=walk.dialect)
+            shown = substitute(f, exp.column(p.time_column)).sql(dialect=walk.dialect)
             dmg.why.append(f"its {tc} is {shown} of {pname}'s bad days ({span(p.days)}): "
                            f"{span(got)}")  # fmt: skip
         elif asof is not None:
@@ -458,7 +126,7 @@ def _downstream(walk: _Walk, nid: str, parents: list[Damage]) -> Damage | None:
 
 
 def _running(
-    walk: _Walk, nid: str, p: Damage, rel: Relation, tc: str, got: list[date], dmg: Damage
+    walk: ScopeWalk, nid: str, p: Damage, rel: Relation, tc: str, got: list[date], dmg: Damage
 ) -> list[date]:
     """``got`` extended with every later interval of a running total's partition."""
     if p.time_column is None or not walk.windowed(nid, p.node, p.time_column):
@@ -473,17 +141,17 @@ def _running(
             break
     if not wins:
         return got
-    t = _cast_date(_col(tc))
+    t = cast_date(quoted_column(tc))
     cond: exp.Expr = t >= date_literal(min(got))
     parts = [e for w in wins if w.partition is not None for e in w.partition]
     if all(w.partition is not None for w in wins):
         for e in parts:
-            cond = exp.and_(cond, _substitute(e, t).isin(query=exp.select(e.copy()).from_(
-                _values(got))))  # fmt: skip
+            cond = exp.and_(cond, substitute(e, t).isin(query=exp.select(e.copy()).from_(
+                placeholder_values(got))))  # fmt: skip
     later = walk.days(exp.select(t).distinct().from_(table(rel, walk.dialect)).where(cond))
     out = sorted(set(got) | set(later))
     added = [d for d in out if d not in set(got)]
-    by = (f"partition by {', '.join(_substitute(e, exp.column(tc)).sql(dialect=walk.dialect) for e in parts)}"
+    by = (f"partition by {', '.join(substitute(e, exp.column(tc)).sql(dialect=walk.dialect) for e in parts)}"
           if parts and all(w.partition is not None for w in wins) else "every partition")  # fmt: skip
     dmg.why.append(f"a running total ({wins[0].text}) carries them into every later {tc} of "
                    f"the same partition ({by}): {span(added) if added else 'none later'}")  # fmt: skip
@@ -495,7 +163,7 @@ def node_scopes(ws: Any, graph: Graph, origin: Damage, con: Any) -> list[Damage]
     topological order, each derived from its damaged parents' intervals."""
     from splice.watch.blast import BUILT_KINDS
 
-    walk = _Walk(ws, graph, con)
+    walk = ScopeWalk(ws, graph, con)
     damaged: dict[str, Damage] = {origin.node: origin}
     out = [origin]
     down = graph.topological_order(graph.descendants(origin.node))
@@ -532,8 +200,7 @@ def extend_scope(
     """``scope`` (the origin's intervals, as the diagnosis made it) extended in place: back to
     where the fault started, with ``nodes`` (the damage per node) and ``blocked``."""
     from splice.warehouse.connect import connect
-    from splice.watch.diagnosis import consecutive_ranges
-    from splice.watch.metrics import relation_of
+    from splice.watch.specs import relation_of
 
     node = graph.nodes[origin]
     days = [date.fromisoformat(d) for d in scope.get("intervals") or []]

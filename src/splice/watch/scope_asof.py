@@ -79,9 +79,9 @@ def range_joins(sql: str, dialect: str, output: str, rel: Relation, column: str)
     """
     from sqlglot.optimizer.scope import build_scope, traverse_scope
 
-    from splice.watch.scope import PLACEHOLDER, _parse, _resolve
+    from splice.watch.scope_sql import PLACEHOLDER, parse_model, resolve
 
-    ast = _parse(sql, dialect)
+    ast = parse_model(sql, dialect)
     if ast is None:
         return []
     root = build_scope(ast)
@@ -94,7 +94,7 @@ def range_joins(sql: str, dialect: str, output: str, rel: Relation, column: str)
         return []
 
     def parent_side(e: exp.Expr, sc: Any) -> bool:
-        got = _resolve(e, sc, rel, column)
+        got = resolve(e, sc, rel, column)
         return got is not None and any(
             c.name == PLACEHOLDER for c in exp.Paren(this=got).find_all(exp.Column)
         )
@@ -141,7 +141,7 @@ def asof_days(
 ) -> tuple[list[date], str] | None:  # fmt: skip
     """The intervals of ``nid`` whose rows read another interval in place of the parent's
     ``missing`` ones, and why; None when ``nid`` joins the parent by no range."""
-    from splice.watch.scope import span
+    from splice.watch.damage import span
 
     sql, dialect = walk.sql(nid)
     joins: list[RangeJoin] = []
@@ -186,7 +186,7 @@ def read_elsewhere(walk: Any, nid: str, p: Any, rel: Relation, tc: str, links: l
     parent's (``p``, a :class:`~splice.watch.scope.Damage`) damaged intervals it has no rows
     for (None: it has rows for all of them, or no range join to follow); the reason is added
     to ``dmg.why``."""
-    from splice.watch.metrics import relation_of
+    from splice.watch.specs import relation_of
 
     prel = relation_of(walk.graph.nodes[p.node])
     if prel is None or p.time_column is None or not p.days:

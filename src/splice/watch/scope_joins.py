@@ -52,10 +52,10 @@ def join_scope(ws: Any, graph: Any, origin: str, fault: dict[str, Any],
     if fault.get("class") != "domain_change" or not scope.get("intervals"):
         return
     from splice.warehouse.connect import connect
-    from splice.watch.diagnosis import consecutive_ranges
+    from splice.watch.damage import Damage, consecutive_ranges, restatable, span
     from splice.watch.graph_monitors import GraphFacts, join_monitors, workspace_models
-    from splice.watch.metrics import ColumnTypes, relation_of
-    from splice.watch.scope import Damage, node_scopes, restatable, span
+    from splice.watch.scope import node_scopes
+    from splice.watch.specs import ColumnTypes, relation_of
 
     node = graph.nodes[origin]
     rel, tc = relation_of(node), (node.time_column or "").lower()

@@ -33,13 +33,14 @@ from splice.errors import ConfigError
 from splice.watch import history as hist
 from splice.watch.calendars import publishing_calendar
 from splice.watch.detectors import Panel, detect, sensitivity
+from splice.watch.detectors.slices import fill as fill_slices
 from splice.watch.failing_checks import find_failing_checks, record_failing_checks
 from splice.watch.grid import _as_date, _back, _float, _step, grid
 from splice.watch.measuring import measure, measure_jobs  # noqa: F401 - measure: re-exported
-from splice.watch.metrics import MetricSpec, watch_specs
+from splice.watch.metrics import watch_specs
 from splice.watch.restated import Restated, patch
 from splice.watch.results import Anomaly, MetricReport, WatchResult, store_anomaly
-from splice.watch.slices import fill as fill_slices
+from splice.watch.specs import MetricSpec
 
 Progress = Callable[[str], None]
 #: How much stored history is loaded to judge new points: the training window twice over,

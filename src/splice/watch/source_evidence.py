@@ -250,7 +250,7 @@ def source_evidence(
             out["payload_dates"].append(
                 {"column": col, "usual_lag_days": usual, "days": days, "later": later}
             )
-    _load_rows(con, out, rel, columns, time_col, start, end, dialect)
+    load_rows(con, out, rel, columns, time_col, start, end, dialect)
     if keys and all(k in columns for k in keys):
         q = duplicates_query(rel, time_col, keys, start, end)
         try:
@@ -275,7 +275,7 @@ def source_evidence(
     return out
 
 
-def _load_rows(
+def load_rows(
     con: Any,
     out: dict[str, Any],
     rel: Relation,

@@ -35,7 +35,7 @@ from sqlglot import exp
 
 from splice.graph.model import Graph, Node
 from splice.warehouse.rows import values_checksum
-from splice.watch.metrics import (
+from splice.watch.specs import (
     ColumnTypes,
     Measure,
     MetricSpec,
