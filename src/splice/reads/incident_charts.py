@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from splice.reads import state_conn
-from splice.watch.grid import _back, grid
+from splice.watch.grid import grid, intervals_back
 from splice.watch.history import TRAINING_KEEPS, dims_label
 from splice.watch.robust import last_finite, nanmad, nanmedian_rows, prev_valid
 
@@ -264,9 +264,11 @@ def _chart(
     wcfg = ws.config.watch
     sens = sensitivity(spec.sensitivity if spec else wcfg.sensitivity, wcfg.training_days, grain)
     dets = set(measure.active_detectors if measure else KIND_DETECTORS.get(kind, ()))
-    start = _back(span[0], grain, BEFORE)
-    end = _back(span[1], grain, -AFTER) if grain != "month" else date.max
-    pts = hist.points(conn, [sid], since=_back(start, grain, sens.training + 7)).get(sid, [])
+    start = intervals_back(span[0], grain, BEFORE)
+    end = intervals_back(span[1], grain, -AFTER) if grain != "month" else date.max
+    pts = hist.points(conn, [sid], since=intervals_back(start, grain, sens.training + 7)).get(
+        sid, []
+    )
     if not pts:
         return None
     days = grid(pts[0][0], pts[-1][0], grain)

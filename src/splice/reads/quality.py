@@ -284,7 +284,7 @@ def _baselines(
 ) -> list[dict[str, Any]]:  # fmt: skip
     """Per point: the median and MAD of the good points in the window before it, the band
     ``median +- z * scale``, and the last good value before it."""
-    from splice.watch.grid import _back
+    from splice.watch.grid import intervals_back
 
     out = []
     good = [(d, v) for d, v in zip(days, values, strict=True) if d not in excluded]
@@ -292,7 +292,7 @@ def _baselines(
     g_vals = np.array([v for _, v in good], dtype=float)
     g_np = np.array(g_days, dtype="datetime64[D]")
     for d in days:
-        lo = _back(d, grain, window)
+        lo = intervals_back(d, grain, window)
         if level_start is not None and level_start <= d:
             lo = max(lo, level_start)
         i0 = int(np.searchsorted(g_np, np.datetime64(lo)))

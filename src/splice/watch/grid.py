@@ -12,7 +12,12 @@ from splice.watch.specs import MetricSpec
 
 
 # -- the grid ---------------------------------------------------------------------------------
-def _as_date(v: Any) -> date:
+def as_date(v: Any) -> date:
+    """A date, datetime or ISO text as the date it names.
+
+    >>> as_date("2026-09-28T10:00:00"), as_date(datetime(2026, 9, 28, 10))
+    (datetime.date(2026, 9, 28), datetime.date(2026, 9, 28))
+    """
     if isinstance(v, datetime):
         return v.date()
     if isinstance(v, date):
@@ -24,10 +29,10 @@ def _as_date(v: Any) -> date:
 MONTHS = {"month": 1, "quarter": 3, "year": 12}
 
 
-def _step(d: date, grain: str) -> date:
+def next_interval(d: date, grain: str) -> date:
     """The next interval's start.
 
-    >>> _step(date(2026, 11, 1), "quarter"), _step(date(2026, 1, 1), "year")
+    >>> next_interval(date(2026, 11, 1), "quarter"), next_interval(date(2026, 1, 1), "year")
     (datetime.date(2027, 2, 1), datetime.date(2027, 1, 1))
     """
     if grain == "day":
@@ -38,7 +43,7 @@ def _step(d: date, grain: str) -> date:
     return date(y, m + 1, 1)
 
 
-def _back(d: date, grain: str, n: int) -> date:
+def intervals_back(d: date, grain: str, n: int) -> date:
     if grain == "day":
         return d - timedelta(days=n)
     if grain == "week":
@@ -59,11 +64,11 @@ def grid(first: date, last: date, grain: str) -> list[date]:
     d = first
     while d <= last:
         out.append(d)
-        d = _step(d, grain)
+        d = next_interval(d, grain)
     return out
 
 
-def _float(v: Any, spec: MetricSpec, measure: str) -> float | None:
+def measured_float(v: Any, spec: MetricSpec, measure: str) -> float | None:
     if v is None:
         return None
     if isinstance(v, bool):

@@ -13,7 +13,7 @@ from datetime import date
 from typing import Any
 
 from splice.errors import WarehouseError
-from splice.watch.grid import _as_date
+from splice.watch.grid import as_date
 from splice.watch.restated import Restatements
 from splice.watch.specs import MetricSpec
 from splice.watch.table_monitors import closed_rows
@@ -56,7 +56,7 @@ def measure_jobs(ws: Any, graph: Any, jobs: list[Any], known: dict[str, Any]
         if job.spec.grain != "day" or not getattr(job.spec, "judges_freshness", True):
             continue
         stored_end = None if job.reset else known[job.spec.name].measured_through
-        for cand in [stored_end, *(_as_date(r[0]) for r in job.rows if r[0] is not None)]:
+        for cand in [stored_end, *(as_date(r[0]) for r in job.rows if r[0] is not None)]:
             if cand is not None and (ref_end is None or cand > ref_end):
                 ref_end = cand
     # tables without a time column: as of the newest interval; coarse grains: closed ones only

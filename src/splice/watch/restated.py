@@ -29,7 +29,7 @@ import numpy as np
 from splice.graph.model import Graph
 from splice.watch import history as hist
 from splice.watch.changes import CodeChange, code_changes, last_measured, run_words
-from splice.watch.grid import _as_date, _float
+from splice.watch.grid import as_date, measured_float
 from splice.watch.results import Anomaly
 
 DETECTOR = "restated"
@@ -114,12 +114,12 @@ class Restatements:
         for r in job.rows:
             if r[0] is None:
                 continue
-            day = _as_date(r[0])
+            day = as_date(r[0])
             dims = {spec.dimensions[i]: None if r[1 + i] is None else str(r[1 + i])
                     for i in range(nd)}  # fmt: skip
             dk = hist.dims_key(dims)
             for j, m in enumerate(spec.measures):
-                now.setdefault((m.name, dk), {})[day] = _float(r[1 + nd + j], spec, m.name)
+                now.setdefault((m.name, dk), {})[day] = measured_float(r[1 + nd + j], spec, m.name)
         lead = _lead(changes, self.graph)
         found_in: set[str] = set()  # series with a value the change rewrote
         for s in job.stored:
@@ -154,7 +154,7 @@ class Restatements:
             for a, _key in out.anomalies:
                 a.data["built_since"] = [d.isoformat() for d in sorted(first)]
         if job.start is not None and not spec.per_table:
-            job.rows = [r for r in job.rows if r[0] is None or _as_date(r[0]) >= job.start]
+            job.rows = [r for r in job.rows if r[0] is None or as_date(r[0]) >= job.start]
         return out
 
     def _static(self, spec: Any, before: dict[date, float]) -> bool:

@@ -35,7 +35,7 @@ from splice.watch.calendars import publishing_calendar
 from splice.watch.detectors import Panel, detect, sensitivity
 from splice.watch.detectors.slices import fill as fill_slices
 from splice.watch.failing_checks import find_failing_checks, record_failing_checks
-from splice.watch.grid import _as_date, _back, _float, _step, grid
+from splice.watch.grid import as_date, grid, intervals_back, measured_float, next_interval
 from splice.watch.measuring import measure, measure_jobs  # noqa: F401 - measure: re-exported
 from splice.watch.metrics import watch_specs
 from splice.watch.restated import Restated, patch
@@ -155,10 +155,12 @@ def _watch(
         since = None
         if reset is None and row is not None and row.measured_through is not None:
             late = wcfg.late_days if spec.grain == "day" else 1
-            start = _back(row.measured_through, spec.grain, late)
-            since = _back(start, "day", max(HISTORY_DAYS, 2 * wcfg.training_days))
+            start = intervals_back(row.measured_through, spec.grain, late)
+            since = intervals_back(start, "day", max(HISTORY_DAYS, 2 * wcfg.training_days))
             if spec.grain != "day":
-                since = _back(start, spec.grain, 2 * sensitivity(spec.sensitivity).min_history)
+                since = intervals_back(
+                    start, spec.grain, 2 * sensitivity(spec.sensitivity).min_history
+                )
         jobs.append(_Job(spec, reset, start, since))
     nodes = len({j.spec.node_id for j in jobs})
     if jobs:
@@ -360,7 +362,7 @@ class _SpecPlan:
                 continue
             d = day_of.get(r[0])
             if d is None:
-                d = day_of[r[0]] = _epoch(_as_date(r[0]))
+                d = day_of[r[0]] = _epoch(as_date(r[0]))
             raw_dims = tuple(r[1 : 1 + nd])
             if raw_dims not in dims_of:
                 dims = {
@@ -371,7 +373,11 @@ class _SpecPlan:
             dims, dk = dims_of[raw_dims]
             for j, m in enumerate(spec.measures):
                 raw = r[1 + nd + j]
-                v = raw if type(raw) is float and math.isfinite(raw) else _float(raw, spec, m.name)
+                v = (
+                    raw
+                    if type(raw) is float and math.isfinite(raw)
+                    else measured_float(raw, spec, m.name)
+                )
                 if v is None:
                     continue
                 key = (m.name, dk)
@@ -477,7 +483,9 @@ class _SpecPlan:
             judge_from = None
             if "missing" in m.active_detectors:
                 jf = self.judge_missing_from
-                judge_from = 0 if jf is None else col.get(_epoch(_step(jf, spec.grain)), len(days))
+                judge_from = (
+                    0 if jf is None else col.get(_epoch(next_interval(jf, spec.grain)), len(days))
+                )
             panel = Panel(
                 name=m.name,
                 kind=m.kind,
@@ -550,7 +558,7 @@ def _plan_spec(
         # interval back one training window (and the margin the walk needs)
         sens = sensitivity(job.spec.sensitivity, ws.config.watch.training_days, job.spec.grain)
         oldest = min(f.since for f in faults.values())
-        reach = _back(oldest, job.spec.grain, sens.training + 7)
+        reach = intervals_back(oldest, job.spec.grain, sens.training + 7)
         if reach < job.history_since:
             job.history_since = reach
     empty = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))

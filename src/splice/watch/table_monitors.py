@@ -273,9 +273,9 @@ def closed_rows(spec: MetricSpec, rows: list[tuple[Any, ...]], ref_end: date | N
     >>> closed_rows(spec, rows, date(2026, 9, 27)), len(closed_rows(spec, rows, date(2026, 9, 30)))
     ([(datetime.date(2026, 8, 1), 5)], 2)
     """
-    from splice.watch.grid import _as_date, _step
+    from splice.watch.grid import as_date, next_interval
 
     if spec.grain == "day" or spec.per_table or ref_end is None:
         return rows
     end = ref_end + timedelta(days=1)
-    return [r for r in rows if r[0] is None or _step(_as_date(r[0]), spec.grain) <= end]
+    return [r for r in rows if r[0] is None or next_interval(as_date(r[0]), spec.grain) <= end]
