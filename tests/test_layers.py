@@ -223,3 +223,16 @@ def test_from_splice_import_a_module_counts(tmp_path: Path) -> None:
 def test_a_circle_is_found_with_its_ties() -> None:
     graph = {"splice.a.x": {"splice.a.y"}, "splice.a.y": {"splice.a.x"}, "splice.b.z": set()}
     assert circles(graph) == [["splice.a.x", "splice.a.y"]]
+
+
+def test_no_private_name_is_imported_from_another_module() -> None:
+    """A ``_name`` is its module's own: what another module needs gets a public name."""
+    bad = []
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == ROOT:
+                for alias in node.names:
+                    if alias.name.startswith("_") and not alias.name.startswith("__"):
+                        bad.append(f"{path.relative_to(SRC.parent)}:{node.lineno}: "
+                                   f"{node.module}.{alias.name}")  # fmt: skip
+    assert not bad, "private names imported across modules:\n" + "\n".join(bad)

@@ -137,7 +137,7 @@ def _load_in_orchestrator(ws_dir: Path, system: str, say: Callable[[str], None])
     from splice import api
     from splice.demo.ingest import IngestResult
     from splice.demo.layout import days_between
-    from splice.demo.vendor import _frozen_as_of, read_settings
+    from splice.demo.vendor import frozen_as_of, read_settings
 
     say(f"{system} runs fx_rates_ingest for the new days (starting the local {system} first)")
     with api.open_workspace(ws_dir) as ws:
@@ -151,7 +151,7 @@ def _load_in_orchestrator(ws_dir: Path, system: str, say: Callable[[str], None])
     settings = read_settings(ws_dir)
     result = IngestResult(FREEZE_FROM, Q3_END)
     for day in days_between(FREEZE_FROM, Q3_END):
-        as_of = _frozen_as_of(day, settings)
+        as_of = frozen_as_of(day, settings)
         if as_of is not None:
             result.stale_days[day] = as_of
     return SimpleNamespace(stale_days=result.stale_days)

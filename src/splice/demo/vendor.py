@@ -202,7 +202,7 @@ def set_incident(workspace: Path, name: str | None) -> Path:
     return path
 
 
-def _frozen_as_of(day: date, settings: dict[str, Any]) -> date | None:
+def frozen_as_of(day: date, settings: dict[str, Any]) -> date | None:
     freeze = settings.get("freeze")
     if not freeze:
         return None
@@ -232,7 +232,7 @@ def respond(target: str, settings: dict[str, Any]) -> tuple[int, dict[str, Any]]
         return 400, {"error": f"{values[0]!r} is not a date (YYYY-MM-DD)"}
     if rates_to_usd(day) is None:
         return 404, {"error": f"no rates published for {day} (not an ECB business day)"}
-    as_of = _frozen_as_of(day, settings) or day
+    as_of = frozen_as_of(day, settings) or day
     rates = rates_to_usd(as_of)
     if rates is None:  # a freeze pointing at a day without rates
         return 500, {"error": f"vendor misconfigured: no rates for as_of {as_of}"}

@@ -59,7 +59,7 @@ def _first_line(err: BaseException) -> str:
     return text.splitlines()[0][:300]
 
 
-def _query_of(parsed: list[exp.Expr | None]) -> tuple[exp.Expr | None, list[str]]:
+def query_of(parsed: list[exp.Expr | None]) -> tuple[exp.Expr | None, list[str]]:
     """The query of the statements: the last one (CREATE ... AS / INSERT ... SELECT unwrap)."""
     warnings: list[str] = []
     stmts = [s for s in parsed if s is not None]
@@ -121,7 +121,7 @@ def analyse_model(
                 return ModelLineage.opaque(f"could not parse: {_first_line(e)}", **base)
         else:
             parsed = [sql.copy()]
-        query, warnings = _query_of(parsed)
+        query, warnings = query_of(parsed)
         if query is None:
             kinds = ", ".join(sorted({type(s).__name__.upper() for s in parsed if s})) or "nothing"
             return ModelLineage.opaque(f"not a query (the SQL is {kinds})", **base)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from splice.errors import StateError
-from splice.state.pg import ROWID_TABLES, _schema
+from splice.state.pg import ROWID_TABLES, table_keys
 from splice.state.store import StateStore, is_url, pg_connect, redact
 
 
@@ -77,7 +77,7 @@ def move_state(ws: Any, url: str, *, progress: Any = None) -> MoveReport:
         probe.close()
     target = StateStore.open(url)
     report = MoveReport(str(source.path), redact(url))
-    keys, identity = _schema()
+    keys, identity = table_keys()
     raw = target.conn._con  # type: ignore[attr-defined]  # the psycopg connection
     try:
         target.conn.execute("BEGIN IMMEDIATE")

@@ -32,7 +32,7 @@ from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.scope import Scope, build_scope
 from sqlglot.schema import MappingSchema
 
-from splice.lineage.engine import _query_of
+from splice.lineage.engine import query_of
 from splice.lineage.schema import for_sqlglot, norm_ident, normalise_schema
 
 #: The clauses of a SELECT that decide which rows it returns (not what each column holds).
@@ -178,7 +178,7 @@ def shapes(
     if not sql or not sql.strip():
         return Shapes(opaque="no SQL (a Python model, or one the tool did not render)")
     try:
-        query, _ = _query_of(sqlglot.parse(sql, read=dialect))
+        query, _ = query_of(sqlglot.parse(sql, read=dialect))
         if query is None:
             return Shapes(opaque="not a query")
         nschema = normalise_schema(schema or {}, dialect, default_catalog=default_catalog)

@@ -47,7 +47,7 @@ WRITE_LOCK_KEY = 0x5B11CE
 
 
 @functools.cache
-def _schema() -> tuple[dict[str, list[str]], dict[str, str]]:
+def table_keys() -> tuple[dict[str, list[str]], dict[str, str]]:
     """(table -> primary key columns, table -> identity column) from the migrations."""
     from splice.state.migrations import MIGRATIONS
 
@@ -106,7 +106,7 @@ def _ddl(tree: exp.Expr) -> exp.Expr:
 
 
 def _upsert(tree: exp.Insert, ignore: bool) -> None:
-    keys, _ = _schema()
+    keys, _ = table_keys()
     table = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
     name = table.name
     cols = [c.name for c in tree.this.expressions] if isinstance(tree.this, exp.Schema) else []
@@ -147,7 +147,7 @@ def translate(sql: str) -> str:
     if isinstance(tree, exp.Create | exp.Alter):
         tree = _ddl(tree)
     if isinstance(tree, exp.Insert):
-        _, identity = _schema()
+        _, identity = table_keys()
         table = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
         col = identity.get(table.name)
         if col and not tree.args.get("returning"):
