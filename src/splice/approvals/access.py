@@ -1,7 +1,8 @@
 """Who may decide at all: the rules every principal meets before a decision, in the library.
 
 The rules of a decision itself (an owner of the domain, never the requester, no org-wide stop)
-are in :mod:`splice.approvals.rules` (and each request's own package); these come first and hold whatever layer calls:
+are in :mod:`splice.approvals.rules` (and each request's own package); these come first and
+hold whatever layer calls:
 
 - ``propose`` needs the ``propose`` scope; a person or an agent may propose.
 - ``approve``, ``reject``, ``apply``, ``undo``, ``stop``, ``resume`` and ``accept-level`` (a

@@ -13,7 +13,8 @@ Levels (``[[domains]].autonomy``, default ``L1``):
 
 Restatements and model changes always need a person, at every level.  While an org-wide stop
 is active (``splice stop``) nothing is approved or applied, autonomously or by a person
-(:func:`splice.approvals.rules.refuse_during_stop`), until a domain owner runs ``splice resume``.  A *clean application* is a proposal of that domain and class that reached
+(:func:`splice.approvals.rules.refuse_during_stop`), until a domain owner runs ``splice
+resume``.  A *clean application* is a proposal of that domain and class that reached
 ``applied``; a ``failed`` apply or an ``undo`` resets the count to zero (the count is the
 repair's to keep: :func:`splice.repair.store.clean_record`).
 

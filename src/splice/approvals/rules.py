@@ -27,7 +27,7 @@ What each request is (its statuses, its table, what approving it does) stays in 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, NoReturn
 
 from splice.approvals.access import require
 from splice.approvals.autonomy import active_stop
@@ -133,7 +133,7 @@ def refuse_during_stop(ws: Any, what: str) -> None:
         )
 
 
-def refuse_own(name: str, did: str, *, it: str = "it", own: str = "work", fix: str) -> None:
+def refuse_own(name: str, did: str, *, it: str = "it", own: str = "work", fix: str) -> NoReturn:
     """No one approves what they asked for: ``name`` ``did`` (asked for, planned ...).
 
     >>> refuse_own("maria", "asked for AG-1", own="request", fix="another owner approves it")
@@ -147,7 +147,7 @@ def refuse_own(name: str, did: str, *, it: str = "it", own: str = "work", fix: s
     )
 
 
-def refuse_not_owner(name: str, dom: Any, *, fix: str) -> None:
+def refuse_not_owner(name: str, dom: Any, *, fix: str) -> NoReturn:
     """Only a named owner of the domain approves: ``name`` is not one of ``dom``'s."""
     raise ApprovalError(
         f"{name} is not an owner of domain {dom.name}; its owners are {', '.join(dom.owners)}.",

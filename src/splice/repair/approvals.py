@@ -72,7 +72,7 @@ def _domain(ws: Any, p: Proposal) -> Any:
                            "propose anew")  # fmt: skip
 
 
-def _domains(ws: Any, p: Proposal) -> list[Any]:
+def declared_domains(ws: Any, p: Proposal) -> list[Any]:
     """Every domain ``p`` touches, as splice.toml declares it now (the primary first)."""
     out = [_domain(ws, p)]
     for name in p.touched_domains[1:]:
@@ -315,7 +315,7 @@ def approve(
     may_decide(ws, principal, "approve")
     _recover(ws)
     p = refresh(ws, store.load(ws.state, proposal_id), now=now)
-    doms = _domains(ws, p)
+    doms = declared_domains(ws, p)
 
     def decide(cur: Proposal, ds: list[Any]) -> tuple[list[str], list[str]]:
         mine = _check_approve(ws, cur, principal, doms)
@@ -341,7 +341,7 @@ def reject(
         raise ApprovalError("a rejection needs a reason.", fix="pass --reason TEXT")
     _recover(ws)
     p = refresh(ws, store.load(ws.state, proposal_id), now=now)
-    doms = _domains(ws, p)
+    doms = declared_domains(ws, p)
 
     def check(cur: Proposal) -> None:
         _check_reject(cur, principal, doms)
@@ -390,7 +390,7 @@ def options(ws: Any, p: Proposal, principal: Principal) -> dict[str, str | None]
             out[action] = e.message
 
     def need_domains() -> list[Any]:
-        return _domains(ws, p)  # raises, naming a [[domains]] entry splice.toml lost
+        return declared_domains(ws, p)  # raises, naming a [[domains]] entry splice.toml lost
 
     def approve_check(name: str) -> None:
         _check_approve(ws, p, principal, need_domains())

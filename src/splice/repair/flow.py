@@ -317,9 +317,9 @@ def _approve_autonomously(ws: Any, p: Proposal, *, now: float | None) -> Proposa
     domain still waiting for an approval allows it (each at L3/L4 with its own proven
     record); otherwise refuse, naming the domain that does not."""
     from splice.approvals.autonomy import active_stop, autonomy_decision
-    from splice.repair.approvals import _domains, waiting_for
+    from splice.repair.approvals import declared_domains, waiting_for
 
-    doms = _domains(ws, p) if p.status == "pending" else []
+    doms = declared_domains(ws, p) if p.status == "pending" else []
     if not doms:
         raise ApprovalError(
             f"proposal {p.proposal_id} is {p.status}; only an approved proposal is applied.",
