@@ -198,7 +198,7 @@ def test_no_import_circles() -> None:
         ("splice.cli.main", "splice.cli.render", True),
         ("splice.cli.commands", "splice.demo", True),
         ("splice.cli.main", "splice.workspace.core", False),
-        ("splice.cli.main", "splice.repair.autonomy", False),
+        ("splice.cli.main", "splice.approvals.autonomy", False),
         ("splice.demo.story", "splice.cli.main", False),
         ("splice.plan.planner", "splice.api", False),
         ("splice.run.runner", "splice.repair.recovery", False),

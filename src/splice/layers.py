@@ -9,6 +9,8 @@ new module goes, and why this order: ``docs/internals.md``.
 
 >>> PACKAGES.index("repair") < PACKAGES.index("watch") < PACKAGES.index("run")
 True
+>>> max(PACKAGES.index(p) for p in ("grants", "migrate", "auth", "repair")) < PACKAGES.index("approvals")
+True
 >>> [p for p in PACKAGES if p in FACADE_ONLY]
 ['cli', 'serve', 'mcp', 'web', 'demo']
 """
@@ -32,6 +34,7 @@ PACKAGES: tuple[str, ...] = (
     "migrate",  # warehouse migrations in approved waves, with parity checks
     "auth",  # API keys, bearer tokens, sign-in through the identity provider
     "repair",  # proposals, approvals, apply, undo, verification, receipts, recovery
+    "approvals",  # owners and domains, who may decide, expiry and escalation, autonomy and the stop, the audit log
     "watch",  # metrics, detectors, incidents, diagnosis
     "run",  # the runner, executors (dbt, SQLMesh, an ingestion reload), the journal, locks
     "plan",  # the planner, evidence, the no-op memo

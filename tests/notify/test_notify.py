@@ -25,9 +25,10 @@ from notify_support import (
 from tests.repair.principals_support import as_principal, person
 
 from splice import api
+from splice.approvals import autonomy
 from splice.cli.main import cli, register_commands
 from splice.errors import ConfigError
-from splice.repair import approvals, autonomy, store
+from splice.repair import approvals, store
 from splice.repair.model import Proposal, Step
 from splice.workspace.core import Workspace
 

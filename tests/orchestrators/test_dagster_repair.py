@@ -176,8 +176,9 @@ def test_an_unreachable_dagster_is_one_line_and_changes_nothing(copy: Path) -> N
 
 
 def test_at_l3_a_proven_reload_through_dagster_is_applied_by_splice_itself(copy: Path) -> None:
+    from splice.approvals import auditlog
     from splice.demo.vendor import set_incident
-    from splice.repair import auditlog, autonomy, store, undo
+    from splice.repair import store, undo
     from splice.repair.draft import _ingestion_step
     from splice.repair.flow import apply, request_approval
     from splice.repair.model import Proposal, Step
@@ -218,4 +219,4 @@ def test_at_l3_a_proven_reload_through_dagster_is_applied_by_splice_itself(copy:
         approved = [e for e in auditlog.entries(ws.state, second.proposal_id)
                     if e.kind == "approve"]  # fmt: skip
         assert [e.actor for e in approved] == ["splice"]
-        assert autonomy.clean_record(ws.state, "pricing", "reload_ingestion") == 2
+        assert store.clean_record(ws.state, "pricing", "reload_ingestion") == 2

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from splice.repair import auditlog
+from splice.approvals import auditlog
 from splice.state import signing
 
 

@@ -17,9 +17,10 @@ from tests.notify.notify_support import http_receiver
 from tests.repair.principals_support import agent, person
 
 from splice import api
+from splice.approvals import auditlog
 from splice.cli.main import cli, register_commands
 from splice.errors import AccessError, ApprovalError, InputError
-from splice.repair import auditlog, store
+from splice.repair import store
 from splice.repair.model import Proposal, Step
 from splice.support.principals import Principal
 from splice.workspace.core import Workspace

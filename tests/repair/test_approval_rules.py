@@ -11,9 +11,10 @@ import pytest
 from click.testing import CliRunner
 from principals_support import agent, as_principal, person
 
+from splice.approvals import auditlog, autonomy
 from splice.cli.main import cli, register_commands
 from splice.errors import AccessError, ApprovalError, RepairError
-from splice.repair import approvals, auditlog, autonomy, store
+from splice.repair import approvals, store
 from splice.repair.flow import apply
 from splice.repair.model import Proposal, Step
 from splice.support.principals import SYSTEM, Principal

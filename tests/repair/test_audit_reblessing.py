@@ -20,7 +20,7 @@ from principals_support import as_principal
 from tamper_support import forge_append, local_signer, rehash_from
 from tests.serve.serve_support import server_decides
 
-from splice.repair import auditlog
+from splice.approvals import auditlog
 from splice.workspace.core import Workspace
 
 logged = test_state_witness.logged  # the fixture: a proposal requested, approved, withdrawn

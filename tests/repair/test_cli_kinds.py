@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from splice.repair import auditlog
+from splice.approvals import auditlog
 from splice.workspace.core import Workspace
 
 

@@ -10,11 +10,12 @@ from click.testing import CliRunner
 from principals_support import agent, as_principal, person
 from test_approval_rules import HOUR, T0, _kinds, _pending
 
+from splice.approvals import autonomy
 from splice.cli.main import cli, register_commands
 from splice.errors import AccessError, ApprovalError, InputError, RepairError
-from splice.repair import approvals, autonomy, store
+from splice.repair import approvals, store
 from splice.repair.flow import apply
-from splice.repair.undo import undo
+from splice.repair.revert import undo
 from splice.workspace.core import Workspace
 
 register_commands()

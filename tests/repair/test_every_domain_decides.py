@@ -14,10 +14,11 @@ from principals_support import as_principal, person
 from test_approval_rules import HOUR, T0
 
 from splice import api
+from splice.approvals import auditlog
+from splice.approvals.domains import domains_touched
 from splice.cli.main import cli, register_commands
 from splice.errors import ApprovalError
-from splice.repair import approvals, auditlog, store
-from splice.repair.domains import domains_touched
+from splice.repair import approvals, store
 from splice.repair.flow import _approve_autonomously, apply, propose
 from splice.repair.model import Proposal, Step
 from splice.repair.render import proposal_lines

@@ -14,11 +14,12 @@ from principals_support import agent, person
 from test_approval_rules import T0, _pending
 
 from splice import api
+from splice.approvals import auditlog, autonomy
 from splice.cli.main import cli, register_commands
 from splice.errors import AccessError, ApprovalError
-from splice.repair import approvals, auditlog, autonomy, store
+from splice.repair import approvals, store
 from splice.repair.flow import apply, propose
-from splice.repair.undo import undo
+from splice.repair.revert import undo
 from splice.support.principals import Principal, os_user
 from splice.workspace.core import Workspace
 

@@ -54,7 +54,7 @@ def _as_of(ws: Path) -> dict[date, date]:
 def test_the_demo_incident_is_repaired_verified_and_receipted(
     incident_ws: StoryResult, tmp_path: Path
 ) -> None:
-    from splice.repair import auditlog
+    from splice.approvals import auditlog
     from splice.workspace.core import Workspace
 
     ws_dir = _copy(incident_ws, tmp_path / "travel")
@@ -252,8 +252,9 @@ def test_at_l3_a_proven_reload_is_approved_and_applied_by_splice_itself(
     runs without a person's approval; Splice's approval is in the log under its own name."""
     import time
 
+    from splice.approvals import auditlog
     from splice.demo.vendor import set_incident
-    from splice.repair import auditlog, autonomy, store, undo
+    from splice.repair import store, undo
     from splice.repair.flow import apply, request_approval
     from splice.repair.model import Proposal, Step
     from splice.workspace.core import Workspace
@@ -293,7 +294,7 @@ def test_at_l3_a_proven_reload_is_approved_and_applied_by_splice_itself(
 
         approvals.approve(ws, first.proposal_id, principal=as_principal("maria"))
         assert apply(ws, first.proposal_id, principal=as_principal("maria")).run.ok
-        assert autonomy.clean_record(ws.state, "pricing", "reload_ingestion") == 1
+        assert store.clean_record(ws.state, "pricing", "reload_ingestion") == 1
 
         second = reload_proposal(ws)
         done = apply(ws, second.proposal_id, principal=SYSTEM)
@@ -304,7 +305,7 @@ def test_at_l3_a_proven_reload_is_approved_and_applied_by_splice_itself(
         assert [e.actor for e in approved] == ["splice"]
         assert approved[0].as_dict()["payload"]["principal"]["auth"] == "system"
         assert "approved autonomously" in approved[0].as_dict()["payload"]["comment"]
-        assert autonomy.clean_record(ws.state, "pricing", "reload_ingestion") == 2
+        assert store.clean_record(ws.state, "pricing", "reload_ingestion") == 2
         assert auditlog.verify(ws.state).intact
 
 
@@ -447,7 +448,7 @@ def test_undo_then_repair_again_verifies_like_the_first_repair(
     incident_ws: StoryResult, tmp_path: Path
 ) -> None:
     from splice.repair.flow import apply, propose
-    from splice.repair.undo import undo
+    from splice.repair.revert import undo
     from splice.workspace.core import Workspace
 
     ws_dir, inc, first, done = _repaired(incident_ws, tmp_path / "travel")

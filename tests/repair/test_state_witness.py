@@ -14,7 +14,8 @@ import pytest
 from principals_support import as_principal
 from tamper_support import local_signer, rehash_from
 
-from splice.repair import auditlog, store
+from splice.approvals import auditlog
+from splice.repair import store
 from splice.workspace.core import Workspace
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from splice.repair import auditlog, store
+from splice.approvals import auditlog
+from splice.repair import store
 from splice.repair.model import Proposal, Step
 from splice.repair.receipt import build_receipt, receipt_markdown
 from splice.state import store as store_mod

@@ -69,7 +69,7 @@ def test_migrate_refuses_a_database_that_holds_a_state(story_copy: Path, pg_url:
 WRITER = """
 import sys, time
 from splice.support.principals import Principal
-from splice.repair import auditlog
+from splice.approvals import auditlog
 from splice.state.store import StateStore
 url, name, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 store = StateStore.open(url)
@@ -83,7 +83,7 @@ store.close()
 
 
 def test_two_processes_deciding_at_once_lose_nothing(pg_url: str, tmp_path: Path) -> None:
-    from splice.repair import auditlog
+    from splice.approvals import auditlog
 
     url = _psycopg_url(pg_url)
     StateStore.open(url).close()

@@ -66,10 +66,11 @@ def migrate_run(ws: Workspace, migration_id: str, *, wave: int | None = None,
                 principal: Principal, progress: Any = None) -> dict[str, Any]:  # fmt: skip
     """Run the next wave (or ``wave``, to resume after a fix) and check it."""
     from splice.migrate import run
+    from splice.repair.recovery import recover_in_session
 
     with _pair(ws, migration_id) as (source, dest):
-        return run(source, dest, migration_id, wave, principal=principal,
-                   progress=progress).as_dict()  # fmt: skip
+        return run(source, dest, migration_id, wave, principal=principal, progress=progress,
+                   recover=recover_in_session).as_dict()  # fmt: skip
 
 
 def migrate_check(ws: Workspace, migration_id: str, *, wave: int, principal: Principal,

@@ -90,7 +90,7 @@ def node_sql(ws: Workspace, node_id: str, *, render: bool = False) -> dict[str, 
 
 def node_domains(ws: Workspace, node_ids: list[str]) -> dict[str, str | None]:
     """The domain each node belongs to (None where no domain covers it, or it is unknown)."""
-    from splice.repair.domains import domain_for
+    from splice.approvals.domains import domain_for
 
     g = ws.graph()
     out: dict[str, str | None] = {}

@@ -13,13 +13,13 @@ from splice.workspace.core import Workspace
 
 # -- repair (splice.repair) -----------------------------------------------------------------------
 # Every decision takes the authenticated Principal behind it (splice.support.principals); the rules of
-# who may decide are enforced below this layer (splice.repair.access, splice.repair.approvals).
+# who may decide are enforced below this layer (splice.approvals.access, splice.repair.approvals).
 def cli_principal(ws: Workspace, as_name: str | None = None, kind: str | None = None) -> Principal:
     """Who the command line decides as: the operating-system user, or ``--as NAME`` where
     splice.toml's ``[policy] allow_as`` is true (refused otherwise, saying what is recorded);
     ``kind`` (``--kind``): a person or an agent (default: an agent when ``[policy] agents``
     lists the name). An agent named like a person is recorded as ``agent:NAME``."""
-    from splice.repair.access import cli_principal as _cli_principal
+    from splice.approvals.access import cli_principal as _cli_principal
 
     who = _cli_principal(ws.config.policy, as_name, kind)
     return agent_principal(ws, who) if who.kind == "agent" else who
@@ -29,7 +29,7 @@ def agent_principal(ws: Workspace, principal: Principal) -> Principal:
     """An agent as Splice records it: ``agent:NAME`` when the name it claims is a person's (a
     domain owner, a person's API key) or one of Splice's own, with the claimed name recorded;
     any other principal unchanged."""
-    from splice.repair.access import as_agent
+    from splice.auth.keys import as_agent
 
     return as_agent(principal, ws.config, ws.state)
 
@@ -45,9 +45,9 @@ def propose(ws: Workspace, incident_id: str, *, principal: Principal, progress: 
 def list_proposals(ws: Workspace, *, include_closed: bool = False) -> list[tuple[Any, list[str]]]:
     """The target's proposals, newest first, each with the owners asked so far (expiry and
     escalation applied first)."""
+    from splice.approvals.domains import domain_named
     from splice.repair import store
     from splice.repair.approvals import asked, refresh_all
-    from splice.repair.domains import domain_named
     from splice.repair.recovery import recover_interrupted_applies
 
     recover_interrupted_applies(ws)
@@ -65,9 +65,9 @@ def list_proposals(ws: Workspace, *, include_closed: bool = False) -> list[tuple
 def proposal(ws: Workspace, proposal_id: str) -> dict[str, Any]:
     """One proposal as data (expiry and escalation applied first): its steps, scope, undo and
     status, the owners asked so far, and every decision on it in order."""
+    from splice.approvals.domains import domain_named
     from splice.repair import store
     from splice.repair.approvals import asked, refresh
-    from splice.repair.domains import domain_named
 
     p = refresh(ws, store.load(ws.state, proposal_id))
     who = asked(ws, p) if domain_named(ws.config, p.domain) is not None else []
@@ -150,7 +150,7 @@ def receipt(ws: Workspace, proposal_id: str) -> dict[str, Any]:
 def undo(ws: Workspace, proposal_id: str, *, principal: Principal, progress: Any = None) -> Any:
     """Restore exactly what an applied proposal rewrote, and record it (``progress(message)``
     is told when the restore starts, once every check passed)."""
-    from splice.repair.undo import undo as _undo
+    from splice.repair.revert import undo as _undo
 
     return _undo(ws, proposal_id, principal=principal, progress=progress)
 
@@ -197,14 +197,14 @@ def incident_levels(ws: Workspace, incident_id: str) -> dict[str, Any]:
 
 def stop(ws: Workspace, *, principal: Principal, reason: str) -> tuple[Any, bool]:
     """Start the org-wide stop: (the stop, whether one was already active)."""
-    from splice.repair.autonomy import stop as _stop
+    from splice.approvals.autonomy import stop as _stop
 
     return _stop(ws.state, ws.config, principal=principal, reason=reason)
 
 
 def resume(ws: Workspace, *, principal: Principal) -> Any:
     """Lift the org-wide stop (a domain owner); returns the stop that ended."""
-    from splice.repair.autonomy import resume as _resume
+    from splice.approvals.autonomy import resume as _resume
 
     return _resume(ws.state, ws.config, principal=principal)
 
@@ -247,8 +247,7 @@ def authenticate_key(ws: Workspace, raw_key: str) -> Principal:
     """The principal an API key stands for (auth ``api-key``, credential the key's id);
     AccessError for a malformed, unknown, wrong or revoked key.  An agent's key whose name is
     a person's (an owner named since the key was made) stands for ``agent:NAME``."""
-    from splice.auth.keys import authenticate
-    from splice.repair.access import as_agent
+    from splice.auth.keys import as_agent, authenticate
 
     return as_agent(authenticate(ws.state, raw_key), ws.config, ws.state)
 
@@ -256,8 +255,7 @@ def authenticate_key(ws: Workspace, raw_key: str) -> Principal:
 def reconfirm_key(ws: Workspace, raw_key: str) -> Principal:
     """:func:`authenticate_key` for a key whose secret this process has already checked: the
     state is read again (revoked or removed: AccessError), the secret is not hashed again."""
-    from splice.auth.keys import reconfirm
-    from splice.repair.access import as_agent
+    from splice.auth.keys import as_agent, reconfirm
 
     return as_agent(reconfirm(ws.state, raw_key), ws.config, ws.state)
 
@@ -273,8 +271,8 @@ def move_state(ws: Workspace, url: str, *, progress: Any = None) -> Any:
 def verify_audit_log(ws: Workspace) -> Any:
     """The audit log's chain checked end to end, against the witness kept outside the state,
     every entry's signature, every receipt's head and every anchor
-    (:class:`splice.repair.auditlog.AuditReport`)."""
-    from splice.repair.witness_admin import verify_workspace
+    (:class:`splice.approvals.auditlog.AuditReport`)."""
+    from splice.approvals.witness_admin import verify_workspace
 
     return verify_workspace(ws)
 
@@ -282,28 +280,28 @@ def verify_audit_log(ws: Workspace) -> Any:
 def accept_divergence(ws: Workspace, *, principal: Principal, reason: str) -> dict[str, Any]:
     """An owner accepts the log as it is though it no longer extends the witness (recorded in
     the log, the witness and the anchors)."""
-    from splice.repair.witness_admin import accept_divergence as _accept
+    from splice.approvals.witness_admin import accept_divergence as _accept
 
     return _accept(ws, principal=principal, reason=reason)
 
 
 def rewitness(ws: Workspace, *, principal: Principal, reason: str) -> dict[str, Any]:
     """An owner re-creates a lost witness from the state's log (recorded)."""
-    from splice.repair.witness_admin import rewitness as _rewitness
+    from splice.approvals.witness_admin import rewitness as _rewitness
 
     return _rewitness(ws, principal=principal, reason=reason)
 
 
 def reanchor_audit_log(ws: Workspace) -> dict[str, Any]:
     """Send the witnessed head again to every ``[audit]`` anchor."""
-    from splice.repair.witness_admin import reanchor
+    from splice.approvals.witness_admin import reanchor
 
     return reanchor(ws)
 
 
 def receipt_standing(ws: Workspace, proposal_id: str) -> dict[str, Any] | None:
     """Whether the head a proposal's recorded receipt names is still in the verified chain."""
-    from splice.repair.witness_admin import receipt_standing as _standing
+    from splice.approvals.witness_admin import receipt_standing as _standing
 
     return _standing(ws, proposal_id)
 
@@ -403,7 +401,7 @@ def receipt_markdown(r: dict[str, Any]) -> str:
 
 def audit_entries(ws: Workspace, proposal_id: str | None = None) -> list[Any]:
     """Every entry of the audit log (of ``proposal_id`` only, when given), oldest first."""
-    from splice.repair.auditlog import entries
+    from splice.approvals.auditlog import entries
 
     return entries(ws.state, proposal_id)
 
@@ -425,8 +423,8 @@ def may_act(principal: Principal, action: str) -> str | None:
     any rule of a particular proposal or grant), else why not, in words. Writes nothing; what
     it offers (the MCP server lists only the tools a principal may call) is decided again by
     the action itself."""
+    from splice.approvals.access import require
     from splice.errors import AccessError
-    from splice.repair.access import require
 
     try:
         require(principal, action)
@@ -456,7 +454,7 @@ def active_stop(ws: Workspace) -> dict[str, Any] | None:
     """The org-wide stop in force (who, why, since when), or None."""
     from dataclasses import asdict
 
-    from splice.repair.autonomy import active_stop as _active
+    from splice.approvals.autonomy import active_stop as _active
 
     s = _active(ws.state)
     return asdict(s) if s is not None else None

@@ -26,10 +26,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from splice.approvals import auditlog
+from splice.approvals.access import RESERVED
 from splice.errors import AccessError, InputError
 from splice.state.store import StateStore
 from splice.support.names import name_key
-from splice.support.principals import SCOPES, Principal, parse_scopes
+from splice.support.principals import SCOPES, Principal, parse_scopes, unborrowed
 
 PREFIX = "spk"
 _KEY = re.compile(r"^spk_([0-9a-f]{12})_([A-Za-z0-9_-]{32,128})$")
@@ -122,9 +124,6 @@ def create(
     ``principal`` (a person) is who made it, recorded in the audit log.  A key is never made
     for one of Splice's reserved names, nor an agent's key for a person's name (``persons``:
     the domains' owners; people with keys are added here)."""
-    from splice.repair import auditlog
-    from splice.repair.access import RESERVED
-
     if principal.kind != "person":
         raise AccessError(f"{principal.label()} may not make API keys: a person does.",
                           fix="a person runs splice keys create")  # fmt: skip
@@ -172,6 +171,21 @@ def person_names(state: StateStore) -> set[str]:
     return {name_key(r[0]) for r in rows}
 
 
+def taken_names(config: Any, state: StateStore) -> frozenset[str]:
+    """The names (name keys) no agent may take: every owner in ``[[domains]]``, every person
+    an API key was made for (revoked ones too), and Splice's reserved names."""
+    owners = {name_key(o) for d in config.domains for o in d.owners}
+    return frozenset(owners | person_names(state) | RESERVED)
+
+
+def as_agent(principal: Principal, config: Any, state: StateStore) -> Principal:
+    """``principal``, or, for an agent claiming a person's or a reserved name, the agent as
+    ``agent:NAME`` with the name it claimed recorded (:func:`splice.support.principals.unborrowed`)."""
+    if principal.kind != "agent":
+        return principal
+    return unborrowed(principal, taken_names(config, state))
+
+
 def get(state: StateStore, key_id: str) -> KeyRecord:
     row = state.conn.execute(
         f"SELECT {_COLUMNS} FROM api_keys WHERE key_id = ?", (key_id.strip().lower(),)
@@ -191,8 +205,6 @@ def revoke(
     state: StateStore, key_id: str, *, principal: Principal, now: float | None = None
 ) -> KeyRecord:
     """Revoke a key at once (it authenticates nothing after this); revoking twice is a no-op."""
-    from splice.repair import auditlog
-
     if principal.kind != "person":
         raise AccessError(f"{principal.label()} may not revoke API keys: a person does.",
                           fix="a person runs splice keys revoke")  # fmt: skip

@@ -54,7 +54,7 @@ def build(ws: Any, g: Grant) -> dict[str, Any]:
 
 def record_receipt(ws: Any, g: Grant) -> dict[str, Any]:
     """Write the receipt of an ended grant to the audit log; returns it."""
-    from splice.repair.auditlog import record
+    from splice.approvals.auditlog import record
 
     data = build(ws, g)
     record(ws.state, kind="access-receipt", principal=SYSTEM, proposal_id=g.grant_id,

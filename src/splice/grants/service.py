@@ -1,6 +1,6 @@
 """Access grants: request, approve (which grants), reject, revoke, and end what is due.
 
-The rules are a repair's (:mod:`splice.repair.approvals`): a request is routed to the owners
+The rules are every request's (:mod:`splice.approvals.rules`): a request is routed to the owners
 of the one domain that covers its nodes; only a named owner approves, never the requester;
 nothing is approved during an org-wide stop; an unanswered request escalates to the next owner
 and then expires, never granting by waiting.  Approving grants at once, on the warehouse, for
@@ -17,11 +17,21 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from splice.approvals.domains import domain_for, domain_named
+from splice.approvals.rules import (
+    declared_domain,
+    escalations,
+    expired_comment,
+    is_owner,
+    may_decide,
+    owners_asked,
+    refuse_during_stop,
+    refuse_not_owner,
+    refuse_own,
+)
 from splice.errors import ApprovalError, GrantError, InputError, SpliceError
 from splice.grants import store
 from splice.grants.model import HELD, Grant
-from splice.repair.access import require
-from splice.repair.approvals import escalations, hours_text, is_owner, refuse_during_stop
 from splice.support.names import name_key, normalise_name
 from splice.support.principals import SYSTEM, Principal
 from splice.warehouse.engines import capabilities, engine_module
@@ -55,7 +65,6 @@ def _nodes_and_domain(ws: Any, selector: str) -> tuple[list[str], list[str], str
     """The nodes ``selector`` picks that write a relation, those relations (schema.name), and
     the one domain covering them all."""
     from splice.graph.selectors import select
-    from splice.repair.domains import domain_for
 
     graph = ws.graph()
     picked = select(graph, selector)
@@ -149,7 +158,7 @@ def _grantee(ws: Any, con: Any, raw: str) -> str:
 def request(ws: Any, selector: str, *, grantee: str, why: str, hours: float,
             principal: Principal, now: float | None = None) -> Grant:  # fmt: skip
     """Ask for read access to what ``selector``'s nodes write, for ``grantee``, for ``hours``."""
-    require(principal, "propose", ws.config.policy, where=_where(ws))
+    may_decide(ws, principal, "propose")
     _check_warehouse(ws)
     if not why or not why.strip():
         raise InputError("an access request needs a reason.", fix="pass --why TEXT")
@@ -180,27 +189,18 @@ def request(ws: Any, selector: str, *, grantee: str, why: str, hours: float,
 
 
 def _domain(ws: Any, g: Grant) -> Any:
-    from splice.repair.domains import domain_named
-
-    dom = domain_named(ws.config, g.domain)
-    if dom is None:
-        raise ApprovalError(
-            f"access grant {g.grant_id} belongs to domain {g.domain!r}, which splice.toml no "
-            "longer declares, so nobody can approve it.",
-            fix=f"declare [[domains]] {g.domain!r} with its owners again, or request anew",
-        )
-    return dom
+    return declared_domain(ws.config, g.domain, subject=f"access grant {g.grant_id}",
+                           fix=f"declare [[domains]] {g.domain!r} with its owners again, or "
+                           "request anew")  # fmt: skip
 
 
 def asked(ws: Any, g: Grant) -> list[str]:
     """The owners asked so far: the first, plus one per escalation."""
-    from splice.repair.domains import domain_named
-
     dom = domain_named(ws.config, g.domain)
     if dom is None:
         return []
-    n = 1 + sum(1 for d in store.decisions(ws.state, g.grant_id) if d["decision"] == "escalate")
-    return list(dom.owners)[: min(len(dom.owners), n)]
+    n = sum(1 for d in store.decisions(ws.state, g.grant_id) if d["decision"] == "escalate")
+    return owners_asked(dom, n)
 
 
 def refresh(ws: Any, g: Grant, *, now: float | None = None) -> Grant:
@@ -210,13 +210,8 @@ def refresh(ws: Any, g: Grant, *, now: float | None = None) -> Grant:
     now = time.time() if now is None else now
     policy = ws.config.policy
     if now >= g.expires_at:
-        return store.transition(
-            ws.state, g.grant_id, "expired", principal=SYSTEM, now=now,
-            comment=f"unanswered for {hours_text(now - g.created_at)}; expired at the "
-            f"{policy.approval_expiry} limit (never granted by waiting)",
-        )  # fmt: skip
-    from splice.repair.domains import domain_named
-
+        return store.transition(ws.state, g.grant_id, "expired", principal=SYSTEM, now=now,
+                                comment=expired_comment(policy, now - g.created_at))  # fmt: skip
     dom = domain_named(ws.config, g.domain)
     if dom is None:
         return g
@@ -234,16 +229,10 @@ def _check_approve(ws: Any, cur: Grant, name: str, dom: Any) -> None:
     refuse_during_stop(ws, "approved")
     if name_key(name) == name_key(cur.created_by):
         others = ", ".join(o for o in dom.owners if name_key(o) != name_key(name))
-        raise ApprovalError(
-            f"{name} asked for {cur.grant_id}, so {name} cannot approve it (no one "
-            "approves their own request).",
-            fix=f"another owner of {dom.name} ({others or 'none declared'}) approves it",
-        )
+        refuse_own(name, f"asked for {cur.grant_id}", own="request",
+                   fix=f"another owner of {dom.name} ({others or 'none declared'}) approves it")  # fmt: skip
     if not is_owner(name, dom):
-        raise ApprovalError(
-            f"{name} is not an owner of domain {dom.name}; its owners are {', '.join(dom.owners)}.",
-            fix=f"one of them runs splice access approve {cur.grant_id}",
-        )
+        refuse_not_owner(name, dom, fix=f"one of them runs splice access approve {cur.grant_id}")
     if cur.status != "pending":
         raise ApprovalError(
             f"access grant {cur.grant_id} is {cur.status}; only a pending request is approved.",
@@ -256,7 +245,7 @@ def _check_approve(ws: Any, cur: Grant, name: str, dom: Any) -> None:
 def approve(ws: Any, grant_id: str, *, principal: Principal, comment: str | None = None,
             now: float | None = None) -> Grant:  # fmt: skip
     """A named owner of the domain, not the requester, approves: the grant is made at once."""
-    name = require(principal, "approve", ws.config.policy, where=_where(ws)).name
+    name = may_decide(ws, principal, "approve").name
     _check_warehouse(ws)
     g = refresh(ws, store.load(ws.state, grant_id), now=now)
     dom = _domain(ws, g)
@@ -323,7 +312,7 @@ def _check_reject(cur: Grant, name: str, dom: Any) -> None:
 def reject(ws: Any, grant_id: str, *, principal: Principal, reason: str,
            now: float | None = None) -> Grant:  # fmt: skip
     """An owner refuses a pending request, or its requester withdraws it."""
-    name = require(principal, "reject", ws.config.policy, where=_where(ws)).name
+    name = may_decide(ws, principal, "reject").name
     if not reason or not reason.strip():
         raise ApprovalError("a rejection needs a reason.", fix="pass --reason TEXT")
     g = refresh(ws, store.load(ws.state, grant_id), now=now)
@@ -386,7 +375,7 @@ def _check_revoke(g: Grant, name: str, dom: Any) -> None:
 def revoke(ws: Any, grant_id: str, *, principal: Principal, reason: str,
            now: float | None = None) -> Grant:  # fmt: skip
     """End a grant early: an owner of its domain, or whoever asked for it."""
-    name = require(principal, "reject", ws.config.policy, where=_where(ws)).name
+    name = may_decide(ws, principal, "reject").name
     if not reason or not reason.strip():
         raise ApprovalError("ending access early needs a reason.", fix="pass --reason TEXT")
     g = store.load(ws.state, grant_id)
@@ -451,7 +440,6 @@ def options(ws: Any, g: Grant, principal: Principal) -> dict[str, str | None]:
     """What ``principal`` may do to ``g`` now: ``{action: None}`` when it may, else why not
     (the rules :func:`approve`, :func:`reject` and :func:`revoke` enforce, checked without
     writing anything). For showing buttons only: every decision checks again."""
-    policy, where = ws.config.policy, _where(ws)
     checks = {
         "approve": ("approve", lambda name, dom: _check_approve(ws, g, name, dom)),
         "reject": ("reject", lambda name, dom: _check_reject(g, name, dom)),
@@ -460,7 +448,7 @@ def options(ws: Any, g: Grant, principal: Principal) -> dict[str, str | None]:
     out: dict[str, str | None] = {}
     for action, (rule, check) in checks.items():
         try:
-            name = require(principal, rule, policy, where=where).name
+            name = may_decide(ws, principal, rule).name
             check(name, _domain(ws, g))
             out[action] = None
         except SpliceError as e:

@@ -14,9 +14,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from splice.approvals import auditlog
 from splice.errors import NodeNotFoundError, RepairError
 from splice.grants.model import DECISION_FOR, TRANSITIONS, Grant, can_move
-from splice.repair import auditlog
 from splice.state.store import StateStore, next_id, target_status_filter
 from splice.support.principals import Principal
 

@@ -77,7 +77,7 @@ def _project_order(graph: Any, projects: list[str]) -> list[str]:
 
 def waves(source: Any, dest: Any) -> list[Wave]:
     """The waves moving ``source``'s target to ``dest``'s (two open workspaces)."""
-    from splice.repair.domains import domain_for
+    from splice.approvals.domains import domain_for
     from splice.watch.metrics import watch_specs
 
     graph = source.graph()

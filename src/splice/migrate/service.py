@@ -19,16 +19,19 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from splice.approvals import auditlog
+from splice.approvals.domains import domain_named
+from splice.approvals.rules import is_owner, may_decide, refuse_during_stop, refuse_own
 from splice.errors import ApprovalError, InputError, NodeNotFoundError, RepairError
 from splice.migrate.model import Check, Migration, Wave
-from splice.repair import auditlog
-from splice.repair.access import require
-from splice.repair.approvals import is_owner, refuse_during_stop
 from splice.state.store import next_id
 from splice.support.names import name_key
 from splice.support.principals import Principal
+
+if TYPE_CHECKING:
+    from splice.run.runner import Recover
 
 Progress = Callable[[str], None] | None
 
@@ -122,7 +125,7 @@ def plan(source: Any, dest: Any, *, principal: Principal, execution_time: str | 
     """Plan moving ``source``'s target to ``dest``'s (two open workspaces of one root)."""
     from splice.migrate.plan import waves
 
-    require(principal, "propose", source.config.policy, where=source.config.serve.resource_url)
+    may_decide(source, principal, "propose")
     if source.target == dest.target:
         raise InputError(f"--from and --to are both {source.target!r}.",
                          fix="migrate to another target ([targets.NAME] in splice.toml)")  # fmt: skip
@@ -156,9 +159,7 @@ def approve(ws: Any, migration_id: str, wave: int | None, *, principal: Principa
             comment: str | None = None) -> Migration:  # fmt: skip
     """An owner of one of the wave's domains (not the planner) approves the wave (default:
     the next one not yet approved)."""
-    from splice.repair.domains import domain_named
-
-    name = require(principal, "approve", ws.config.policy, where=ws.config.serve.resource_url).name
+    name = may_decide(ws, principal, "approve").name
     refuse_during_stop(ws, "approved")
     m = load(ws.state, migration_id)
     w = m.wave(wave) if wave is not None else next(
@@ -167,11 +168,8 @@ def approve(ws: Any, migration_id: str, wave: int | None, *, principal: Principa
         raise ApprovalError(f"every wave of {m.migration_id} is approved already.",
                             fix=f"splice migrate run {m.migration_id}")  # fmt: skip
     if name_key(name) == name_key(m.created_by):
-        raise ApprovalError(
-            f"{name} planned {m.migration_id}, so {name} cannot approve its waves (no one "
-            "approves their own work).",
-            fix="an owner of the wave's domains approves it",
-        )
+        refuse_own(name, f"planned {m.migration_id}", it="its waves",
+                   fix="an owner of the wave's domains approves it")  # fmt: skip
     doms = [d for n in w.domains if (d := domain_named(ws.config, n)) is not None]
     if not doms:
         raise ApprovalError(
@@ -224,7 +222,8 @@ def _checks(source: Any, dest: Any, m: Migration, w: Wave, progress: Progress) -
     return out
 
 
-def _move(source: Any, dest: Any, m: Migration, w: Wave, progress: Progress) -> str | None:
+def _move(source: Any, dest: Any, m: Migration, w: Wave, progress: Progress,
+          recover: Recover | None) -> str | None:  # fmt: skip
     """Copy or rebuild the wave; returns the run's id for a rebuild."""
     if w.kind == "copy":
         from splice.migrate.copy import copy_relation
@@ -238,13 +237,12 @@ def _move(source: Any, dest: Any, m: Migration, w: Wave, progress: Progress) -> 
                 )
                 copy_relation(a, source.dialect, b, dest.dialect, r.source, r.relation)
         return None
-    from splice.repair.recovery import recover_in_session
     from splice.run.runner import run as run_nodes
 
     _say(progress, f"  building {len(w.nodes)} node(s) of {w.project} in target {dest.target}")
     report = run_nodes(dest, " ".join(w.nodes), execution_time=m.execution_time, full=True,
                        command=f"splice migrate run {m.migration_id} --wave {w.index}",
-                       recover=recover_in_session)  # fmt: skip
+                       recover=recover)  # fmt: skip
     if not report.ok:
         failed = (
             ", ".join(report.failed_nodes[:5])
@@ -281,9 +279,11 @@ def _record(ws: Any, m: Migration, w: Wave, checks: list[Check], kind: str,
 
 
 def run(ws: Any, dest: Any, migration_id: str, wave: int | None, *, principal: Principal,
-        progress: Progress = None) -> Migration:  # fmt: skip
-    """Run one wave (default: the next that has not passed) and check it."""
-    require(principal, "apply", ws.config.policy, where=ws.config.serve.resource_url)
+        progress: Progress = None, recover: Recover | None = None) -> Migration:  # fmt: skip
+    """Run one wave (default: the next that has not passed) and check it. ``recover``: what
+    the rebuild's run session also recovers (:data:`splice.run.runner.Recover`; the facade
+    passes the recovery of killed repair applies)."""
+    may_decide(ws, principal, "apply")
     refuse_during_stop(ws, "applied")
     m = load(ws.state, migration_id)
     if m.status == "complete":
@@ -310,7 +310,7 @@ def run(ws: Any, dest: Any, migration_id: str, wave: int | None, *, principal: P
     _say(progress, f"wave {w.index} ({w.name}): {w.kind} {len(w.relations)} relation(s)")
     w.ran_at = time.time()
     try:
-        w.run_id = _move(ws, dest, m, w, progress)
+        w.run_id = _move(ws, dest, m, w, progress, recover)
     except Exception as e:
         from splice.errors import SpliceError
 
@@ -326,7 +326,7 @@ def run(ws: Any, dest: Any, migration_id: str, wave: int | None, *, principal: P
 def check(ws: Any, dest: Any, migration_id: str, wave: int, *, principal: Principal,
           progress: Progress = None) -> Migration:  # fmt: skip
     """A wave's checks again (the wave must have run)."""
-    require(principal, "propose", ws.config.policy, where=ws.config.serve.resource_url)
+    may_decide(ws, principal, "propose")
     m = load(ws.state, migration_id)
     w = m.wave(wave)
     if w.ran_at is None:
@@ -340,9 +340,7 @@ def complete(ws: Any, dest: Any, migration_id: str, *, principal: Principal,
              progress: Progress = None) -> dict[str, Any]:  # fmt: skip
     """Check every wave once more; all green, an owner signs the migration complete. Returns
     its receipt."""
-    from splice.repair.domains import domain_named
-
-    name = require(principal, "approve", ws.config.policy, where=ws.config.serve.resource_url).name
+    name = may_decide(ws, principal, "approve").name
     m = load(ws.state, migration_id)
     if m.status == "complete":
         return receipt(ws, m)

@@ -67,7 +67,7 @@ def _iso(v: Any) -> Any:
 
 
 def _domain(ws: Any, g: Graph, node_id: str) -> str | None:
-    from splice.repair.domains import domain_for
+    from splice.approvals.domains import domain_for
 
     d = domain_for(g, ws.config, node_id)
     return d.name if d is not None else None

@@ -225,9 +225,9 @@ def node_details(ws: Any, node_id: str) -> dict[str, Any]:
     columns with types and descriptions, parents and children (with the binding evidence of
     edges across projects), its project and tool, relation, owner and domain, the checks on
     it, the metrics declared on it, and its last build in the target (from the evidence)."""
+    from splice.approvals.domains import domain_for, owners_of
     from splice.graph.listing import node_record
     from splice.reads import iso_time, state_conn
-    from splice.repair.domains import domain_for, owners_of
 
     g = ws.graph()
     n = find_node(g, node_id)

@@ -6,11 +6,11 @@ person accepts the level (``splice incident accept-level INC``, the ``accept_lev
 the incident's page).  Accepting is a decision like an approval:
 
 - only a **person** with the ``approve`` scope, where ``[policy]`` lets the way they came in
-  decide (:func:`splice.repair.access.require`, action ``accept-level``);
+  decide (:func:`splice.approvals.access.require`, action ``accept-level``);
 - a **named owner** of the domain of the incident's origin (the same rule as approving a repair
-  of it: :func:`splice.repair.approvals.is_owner`);
+  of it: :func:`splice.approvals.rules.is_owner`);
 - never during an org-wide stop (``splice stop``, until ``splice resume``), like every other
-  decision (:func:`splice.repair.approvals.refuse_during_stop`);
+  decision (:func:`splice.approvals.rules.refuse_during_stop`);
 - on an **open** incident with no repair under way (a proposal drafted, waiting, approved or
   running is rejected or withdrawn first: a repair and a new normal exclude each other).
 
@@ -201,7 +201,7 @@ def select_series(all_series: list[SeriesLevel], selectors: list[str] | None) ->
 
 # -- the rules ------------------------------------------------------------------------------------
 def _origin_domain(ws: Any, inc: Any) -> Any:
-    from splice.repair.domains import domain_for
+    from splice.approvals.domains import domain_for
 
     if not inc.origin_node:
         raise ApprovalError(
@@ -265,7 +265,7 @@ def _settle_repairs(ws: Any, now: float | None) -> None:
 
 def _check_may_accept(ws: Any, inc: Any, name: str) -> Any:
     """The domain whose owner ``name`` must be, after checking they are one."""
-    from splice.repair.approvals import as_owner, is_owner
+    from splice.approvals.rules import as_owner, is_owner
 
     dom = _origin_domain(ws, inc)
     if not is_owner(name, dom):
@@ -284,9 +284,9 @@ def options(ws: Any, incident_id: str, principal: Principal) -> dict[str, str | 
     """``{"accept_level": None}`` when ``principal`` may accept the incident's new level now,
     else why not, in words (the rules :func:`accept_level` enforces, checked without writing).
     For showing the button only: the decision checks again."""
+    from splice.approvals.access import require
+    from splice.approvals.rules import refuse_during_stop
     from splice.errors import SpliceError
-    from splice.repair.access import require
-    from splice.repair.approvals import refuse_during_stop
     from splice.watch.incidents import get_incident
 
     try:
@@ -314,9 +314,9 @@ def accept_level(
 ) -> AcceptResult:
     """``splice incident accept-level``: a named owner of the origin's domain accepts the new
     level of the incident's series (``series``: only these), in one transaction (see module)."""
-    from splice.repair import auditlog
-    from splice.repair.access import require
-    from splice.repair.approvals import refuse_during_stop
+    from splice.approvals import auditlog
+    from splice.approvals.access import require
+    from splice.approvals.rules import refuse_during_stop
     from splice.watch.incidents import get_incident, resolve_incident
     from splice.watch.levels import record_levels
 

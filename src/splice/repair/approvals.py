@@ -1,4 +1,6 @@
-"""The rules of approval: who may approve or reject a proposal, escalation and expiry.
+"""A proposal's approvals: who may approve or reject it, its escalation and expiry.
+
+The rules every request follows are :mod:`splice.approvals.rules`; what is a proposal's own:
 
 - Only a **named owner** of a domain the proposal touches (``[[domains]].owners``) may approve,
   and **every domain it touches decides**: the proposal records each domain whose relations
@@ -23,7 +25,7 @@
   owner of the proposal's primary domain (the origin's).
 
 Every decision takes the authenticated :class:`~splice.support.principals.Principal` behind it; the
-rules of :mod:`splice.repair.access` come first (a person decides, with the scope the decision
+rules of :mod:`splice.approvals.access` come first (a person decides, with the scope the decision
 needs, where ``[policy]`` lets it).  Splice's own bookkeeping is recorded under
 :data:`splice.support.principals.SYSTEM`.
 
@@ -36,24 +38,25 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from splice.approvals.domains import domain_named
+from splice.approvals.rules import (
+    as_owner,
+    declared_domain,
+    escalations,
+    expired_comment,
+    is_owner,
+    may_decide,
+    owners_asked,
+    refuse_during_stop,
+    refuse_not_owner,
+    refuse_own,
+)
 from splice.config.durations import parse_duration
 from splice.errors import ApprovalError
 from splice.repair import store
-from splice.repair.access import require
-from splice.repair.autonomy import active_stop
 from splice.repair.model import EXPIRING, OPEN, Proposal
 from splice.support.names import name_key
 from splice.support.principals import SYSTEM, Principal, same_identity
-
-
-def hours_text(seconds: float) -> str:
-    """
-    >>> hours_text(14400), hours_text(5400), hours_text(90)
-    ('4h', '1h30m', '1m')
-    """
-    m = int(seconds // 60)
-    h, m = divmod(m, 60)
-    return (f"{h}h" if h else "") + (f"{m}m" if m or not h else "")
 
 
 def _recover(ws: Any) -> None:
@@ -64,22 +67,13 @@ def _recover(ws: Any) -> None:
 
 
 def _domain(ws: Any, p: Proposal) -> Any:
-    from splice.repair.domains import domain_named
-
-    dom = domain_named(ws.config, p.domain)
-    if dom is None:
-        raise ApprovalError(
-            f"proposal {p.proposal_id} belongs to domain {p.domain!r}, which splice.toml no "
-            "longer declares, so nobody can approve it.",
-            fix=f"declare [[domains]] {p.domain!r} with its owners again, or propose anew",
-        )
-    return dom
+    return declared_domain(ws.config, p.domain, subject=f"proposal {p.proposal_id}",
+                           fix=f"declare [[domains]] {p.domain!r} with its owners again, or "
+                           "propose anew")  # fmt: skip
 
 
-def _domains(ws: Any, p: Proposal) -> list[Any]:
+def declared_domains(ws: Any, p: Proposal) -> list[Any]:
     """Every domain ``p`` touches, as splice.toml declares it now (the primary first)."""
-    from splice.repair.domains import domain_named
-
     out = [_domain(ws, p)]
     for name in p.touched_domains[1:]:
         dom = domain_named(ws.config, name)
@@ -115,8 +109,6 @@ def waiting_for(p: Proposal, decisions: list[Any]) -> list[str]:
 def approval_status(ws: Any, p: Proposal) -> dict[str, Any]:
     """Which domains decide ``p``, who approved for each, which still have to (with their
     owners and the ones asked so far), and the nodes it rewrites that no domain covers."""
-    from splice.repair.domains import domain_named
-
     ds = store.decisions(ws.state, p.proposal_id)
     done = approved_for(p, ds)
     waiting = waiting_for(p, ds)
@@ -133,29 +125,17 @@ def approval_status(ws: Any, p: Proposal) -> dict[str, Any]:
     }
 
 
-def is_owner(name: str, dom: Any) -> bool:
-    """Whether ``name`` is a named owner of domain ``dom`` (names compared normalised).
-
-    >>> from splice.config.workspace import DomainSection
-    >>> is_owner(" Maria ", DomainSection(name="pricing", nodes=["pricing:*"], owners=["maria"]))
-    True
-    """
-    return name_key(name) in {name_key(o) for o in dom.owners}
-
-
 def _asked_by_domain(ws: Any, p: Proposal, decisions: list[Any]) -> dict[str, list[str]]:
     """Per domain ``p`` touches, the owners asked so far: the first, plus one per escalation of
     that domain (an escalation recorded without a domain is of the proposal's domain)."""
-    from splice.repair.domains import domain_named
-
     out: dict[str, list[str]] = {}
     for name in p.touched_domains:
         dom = domain_named(ws.config, name)
         if dom is None:
             continue
-        n = 1 + sum(1 for d in decisions
-                    if d.decision == "escalate" and name in (d.domains or [p.domain]))  # fmt: skip
-        out[name] = list(dom.owners)[: min(len(dom.owners), n)]
+        n = sum(1 for d in decisions
+                if d.decision == "escalate" and name in (d.domains or [p.domain]))  # fmt: skip
+        out[name] = owners_asked(dom, n)
     return out
 
 
@@ -166,26 +146,6 @@ def asked(ws: Any, p: Proposal) -> list[str]:
     out: list[str] = []
     for names in _asked_by_domain(ws, p, store.decisions(ws.state, p.proposal_id)).values():
         out += [n for n in names if n not in out]
-    return out
-
-
-def escalations(policy: Any, owners: list[str], since: float, asked_so_far: int,
-                now: float) -> list[tuple[float, str, dict[str, Any]]]:  # fmt: skip
-    """The escalations due by ``now`` of a request made at ``since`` that has asked
-    ``asked_so_far`` owners: (when, comment, payload) for each next owner to ask.
-
-    >>> from splice.config.workspace import PolicySection
-    >>> [(at, c) for at, c, _p in escalations(PolicySection(), ["maria", "sam"], 0.0, 1, 7300.0)]
-    [(7200.0, 'unanswered for 2h: sam is asked as well (after maria)')]
-    """
-    step = policy.escalate_seconds(len(owners))
-    due = min(len(owners), 1 + int((now - since) // step))
-    out = []
-    for i in range(asked_so_far, due):
-        at = since + i * step
-        out.append((at, f"unanswered for {hours_text(at - since)}: {owners[i]} is asked as well "
-                        f"(after {', '.join(owners[:i])})",
-                    {"owner": owners[i], "asked": owners[: i + 1]}))  # fmt: skip
     return out
 
 
@@ -201,16 +161,12 @@ def refresh(ws: Any, p: Proposal, *, now: float | None = None) -> Proposal:
             comment = (f"approved but not applied within {policy.approval_expiry}; the approval "
                        "expired (propose again)")  # fmt: skip
         else:
-            waited = hours_text(now - (p.requested_at or p.created_at))
-            comment = (f"unanswered for {waited}; expired at the {policy.approval_expiry} limit "
-                       "(never granted by waiting)")  # fmt: skip
+            comment = expired_comment(policy, now - (p.requested_at or p.created_at))
         return store.transition(
             ws.state, p.proposal_id, "expired", principal=SYSTEM, now=now, comment=comment
         )
     if p.status != "pending" or p.requested_at is None:
         return p
-    from splice.repair.domains import domain_named
-
     ds = store.decisions(ws.state, p.proposal_id)
     per = _asked_by_domain(ws, p, ds)
     several = len(p.touched_domains) > 1
@@ -238,16 +194,6 @@ def refresh_all(ws: Any, *, now: float | None = None) -> None:
         refresh(ws, p, now=now)
 
 
-def refuse_during_stop(ws: Any, what: str) -> None:
-    s = active_stop(ws.state)
-    if s is not None:
-        raise ApprovalError(
-            f"an org-wide stop is active since {time.strftime('%Y-%m-%d %H:%M', time.localtime(s.since))} "
-            f"({s.who}: {s.reason!r}); nothing is {what} until it is lifted.",
-            fix="a domain owner runs splice resume",
-        )
-
-
 def _requesters(ws: Any, p: Proposal) -> list[dict[str, Any]]:
     """Who created or requested ``p``, as recorded principals (a name alone, for what was
     recorded before principals: compared by name, :func:`splice.support.principals.same_identity`)."""
@@ -255,14 +201,6 @@ def _requesters(ws: Any, p: Proposal) -> list[dict[str, Any]]:
     out += [d.principal for d in store.decisions(ws.state, p.proposal_id)
             if d.decision == "request"]  # fmt: skip
     return out
-
-
-def as_owner(ws: Any, dom: Any) -> str:
-    """`` --as OWNER`` to add to a command an owner of ``dom`` runs, where the command line may
-    name who decides (``[policy] allow_as = true``: the demo, a single-user set-up); else ""."""
-    if getattr(ws.config.policy, "allow_as", False) and dom.owners:
-        return f" --as {dom.owners[0]}"
-    return ""
 
 
 def is_requester(ws: Any, p: Proposal, principal: Principal) -> bool:
@@ -293,19 +231,14 @@ def _check_approve(ws: Any, cur: Proposal, who: Principal, doms: list[Any]) -> l
         others = ", ".join(o for o in dom.owners if name_key(o) != name_key(name))
         where = (f"another owner of {dom.name} ({others})" if len(open_doms) == 1
                  else f"another owner of each domain ({_owners_text(open_doms, but=name)})")  # fmt: skip
-        raise ApprovalError(
-            f"{name} created or requested {cur.proposal_id}, so {name} cannot approve it "
-            "(no one approves their own work).",
-            fix=f"{where} approves it",
-        )
+        refuse_own(name, f"created or requested {cur.proposal_id}", fix=f"{where} approves it")
     if not any(is_owner(name, d) for d in doms):
         if len(doms) == 1:
-            raise ApprovalError(
-                f"{name} is not an owner of domain {doms[0].name}; its owners are "
-                f"{', '.join(doms[0].owners)}.",
+            refuse_not_owner(
+                name, doms[0],
                 fix=f"one of them runs splice approve {cur.proposal_id}{as_owner(ws, doms[0])} "
                 "(or add the owner to [[domains]] in splice.toml)",
-            )
+            )  # fmt: skip
         raise ApprovalError(
             f"{name} is not an owner of any domain {cur.proposal_id} rewrites "
             f"({', '.join(d.name for d in doms)}); its owners are: {_owners_text(doms)}.",
@@ -379,10 +312,10 @@ def approve(
     """``splice approve``: a named owner, not the requester, approves a pending proposal for
     every domain it touches that they own and that still waits; the last domain's approval
     makes it ``approved``, until then it stays ``pending``."""
-    require(principal, "approve", ws.config.policy, where=ws.config.serve.resource_url)
+    may_decide(ws, principal, "approve")
     _recover(ws)
     p = refresh(ws, store.load(ws.state, proposal_id), now=now)
-    doms = _domains(ws, p)
+    doms = declared_domains(ws, p)
 
     def decide(cur: Proposal, ds: list[Any]) -> tuple[list[str], list[str]]:
         mine = _check_approve(ws, cur, principal, doms)
@@ -403,12 +336,12 @@ def reject(
 ) -> Proposal:
     """``splice reject``: an owner rejects, or the proposer withdraws, an open proposal; an
     owner revokes an approval that was not applied yet."""
-    require(principal, "reject", ws.config.policy, where=ws.config.serve.resource_url)
+    may_decide(ws, principal, "reject")
     if not reason.strip():
         raise ApprovalError("a rejection needs a reason.", fix="pass --reason TEXT")
     _recover(ws)
     p = refresh(ws, store.load(ws.state, proposal_id), now=now)
-    doms = _domains(ws, p)
+    doms = declared_domains(ws, p)
 
     def check(cur: Proposal) -> None:
         _check_reject(cur, principal, doms)
@@ -420,7 +353,7 @@ def reject(
 def check_may_undo(ws: Any, p: Proposal, principal: Principal) -> Principal:
     """An undo rewrites production rows: only a person, a named owner of the proposal's
     domain, and never during an org-wide stop. Returns the principal."""
-    name = require(principal, "undo", ws.config.policy, where=ws.config.serve.resource_url).name
+    name = may_decide(ws, principal, "undo").name
     refuse_during_stop(ws, "undone")
     dom = _domain(ws, p)
     if not is_owner(name, dom):
@@ -435,7 +368,7 @@ def check_may_undo(ws: Any, p: Proposal, principal: Principal) -> Principal:
 def check_may_apply(ws: Any, principal: Principal) -> Principal:
     """A person with the approve scope applies (or Splice, what it may approve itself); nothing
     is applied during an org-wide stop."""
-    require(principal, "apply", ws.config.policy, where=ws.config.serve.resource_url)
+    may_decide(ws, principal, "apply")
     refuse_during_stop(ws, "applied")
     return principal
 
@@ -447,18 +380,17 @@ def options(ws: Any, p: Proposal, principal: Principal) -> dict[str, str | None]
     from splice.errors import SpliceError
 
     out: dict[str, str | None] = {}
-    policy, where = ws.config.policy, ws.config.serve.resource_url
 
     def attempt(action: str, check: Any) -> None:
         try:
-            name = require(principal, action, policy, where=where).name
+            name = may_decide(ws, principal, action).name
             check(name)
             out[action] = None
         except SpliceError as e:
             out[action] = e.message
 
     def need_domains() -> list[Any]:
-        return _domains(ws, p)  # raises, naming a [[domains]] entry splice.toml lost
+        return declared_domains(ws, p)  # raises, naming a [[domains]] entry splice.toml lost
 
     def approve_check(name: str) -> None:
         _check_approve(ws, p, principal, need_domains())

@@ -125,7 +125,7 @@ def found(ws: Any, incident_id: str) -> list[Case]:
     """The cases of an incident with its values as found: as they are now (before its repair
     runs), except where an earlier repair of the same incident recorded them first (a follow-up
     repair is judged against the values the fault left, not those the first repair left)."""
-    from splice.repair import auditlog
+    from splice.approvals import auditlog
     from splice.repair.damage import node_damage
     from splice.watch.incidents import get_incident, incident_anomalies
 

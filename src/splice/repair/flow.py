@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from splice.approvals import auditlog
 from splice.errors import ApprovalError, RepairError
-from splice.repair import auditlog, store
+from splice.repair import store
 from splice.repair.model import Proposal, Step
 from splice.support.numbers import count
 from splice.support.principals import SYSTEM, Principal
@@ -47,7 +48,7 @@ class Applied:
 
 
 def _domain(ws: Any, node_id: str) -> Any:
-    from splice.repair.domains import domain_for
+    from splice.approvals.domains import domain_for
 
     return domain_for(ws.graph(), ws.config, node_id)
 
@@ -56,7 +57,7 @@ def _touched(ws: Any, draft: Any) -> tuple[list[Any], list[str]]:
     """Every domain whose relations the draft's steps rewrite or reload (the ingestion job
     reloaded, every SQLMesh model restated, every dbt model rebuilt), the origin's first; and
     the nodes it rewrites that no domain covers."""
-    from splice.repair.domains import domains_touched
+    from splice.approvals.domains import domains_touched
 
     nodes = [n for s in draft.steps for n in s["nodes"]]
     return domains_touched(ws.graph(), ws.config, nodes, first=draft.origin)
@@ -73,9 +74,9 @@ def propose(
 ) -> Proposal:
     """Draft, store, capture the undo, verify it restores, and request approval.  The
     ``principal`` (a person or an agent with the ``propose`` scope) is its requester."""
+    from splice.approvals.access import require
     from splice.config.durations import parse_duration
     from splice.repair import undo
-    from splice.repair.access import require
     from splice.repair.draft import draft_repair
     from splice.repair.recovery import recover_interrupted_applies
     from splice.watch.incidents import get_incident
@@ -217,8 +218,8 @@ def apply(
 
     A person with the ``approve`` scope applies; Splice itself (:data:`~splice.support.principals.SYSTEM`)
     applies only a pending proposal that the autonomy rules let it approve itself."""
+    from splice.approvals.access import require
     from splice.repair import undo
-    from splice.repair.access import require
     from splice.repair.apply_plan import repair_plan
     from splice.repair.approvals import check_may_apply, refresh
     from splice.repair.recovery import recover_in_session, recover_interrupted_applies
@@ -315,10 +316,10 @@ def _approve_autonomously(ws: Any, p: Proposal, *, now: float | None) -> Proposa
     """At L3/L4, a proven change class may be approved by Splice itself, only when every
     domain still waiting for an approval allows it (each at L3/L4 with its own proven
     record); otherwise refuse, naming the domain that does not."""
-    from splice.repair.approvals import _domains, waiting_for
-    from splice.repair.autonomy import active_stop, autonomy_decision, clean_record
+    from splice.approvals.autonomy import active_stop, autonomy_decision
+    from splice.repair.approvals import declared_domains, waiting_for
 
-    doms = _domains(ws, p) if p.status == "pending" else []
+    doms = declared_domains(ws, p) if p.status == "pending" else []
     if not doms:
         raise ApprovalError(
             f"proposal {p.proposal_id} is {p.status}; only an approved proposal is applied.",
@@ -329,7 +330,7 @@ def _approve_autonomously(ws: Any, p: Proposal, *, now: float | None) -> Proposa
     whys = []
     for dom in [d for d in doms if d.name in waiting]:
         ok, why = autonomy_decision(
-            dom, p.change_class, clean_record(ws.state, dom.name, p.change_class),
+            dom, p.change_class, store.clean_record(ws.state, dom.name, p.change_class),
             policy=ws.config.policy, stop=stop,
         )  # fmt: skip
         if not ok:

@@ -270,15 +270,3 @@ class Decision:
         d = {**asdict(self), "principal": self.principal}
         d["domains"] = list(self.domains) if self.domains is not None else None
         return d
-
-
-@dataclass(frozen=True)
-class Stop:
-    """The org-wide stop: while one is active, nothing is dispatched autonomously."""
-
-    who: str
-    reason: str
-    since: float
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)

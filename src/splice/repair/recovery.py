@@ -29,7 +29,7 @@ from splice.repair.model import Proposal
 
 def applier(ws: Any, p: Proposal) -> dict[str, Any]:
     """Who moved ``p`` to applying: {"pid", "host"} from its last apply decision's log entry."""
-    from splice.repair import auditlog
+    from splice.approvals import auditlog
 
     for e in reversed(auditlog.entries(ws.state, p.proposal_id)):
         if e.kind == "apply":
@@ -87,6 +87,7 @@ def recover_in_session(ws: Any) -> list[str]:
 
 def _recover(ws: Any, p: Proposal) -> str:
     from splice.repair import undo
+    from splice.repair.remeasure import remeasure_after_undo
     from splice.run.children import kill_orphans
     from splice.support.principals import SYSTEM
     from splice.watch.incidents import reopen_incident
@@ -115,6 +116,6 @@ def _recover(ws: Any, p: Proposal) -> str:
     )  # fmt: skip
     with ws.state.transaction() as conn:
         reopen_incident(conn, p.incident_id, f"reopened: {p.proposal_id} was interrupted")
-    undo.remeasure_after_undo(ws, p.incident_id)
+    remeasure_after_undo(ws, p.incident_id)
     return (f"{dead}: the warehouse was restored from its undo (checksums equal) and "
             f"{p.proposal_id} is marked interrupted; propose again to repair {p.incident_id}")  # fmt: skip

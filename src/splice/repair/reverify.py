@@ -20,8 +20,9 @@ from splice.support.principals import Principal
 def verify_again(ws: Any, proposal_id: str, *, principal: Principal,
                  progress: Any = None) -> Any:  # fmt: skip
     """Verify an applied proposal again; returns :class:`splice.repair.flow.Applied` (no run)."""
-    from splice.repair import auditlog, store
-    from splice.repair.access import require
+    from splice.approvals import auditlog
+    from splice.approvals.access import require
+    from splice.repair import store
     from splice.repair.flow import Applied, write_receipt
     from splice.repair.recovery import recover_interrupted_applies
     from splice.repair.verify import verify

@@ -53,7 +53,7 @@ def move_state(ws: Any, url: str, *, progress: Any = None) -> MoveReport:
     """Copy ``ws``'s SQLite state into the empty PostgreSQL database ``url`` and verify it."""
     from sqlglot import exp
 
-    from splice.repair import auditlog
+    from splice.approvals import auditlog
 
     if not is_url(url):
         raise StateError(f"--to {url!r} is not a postgresql:// URL.",

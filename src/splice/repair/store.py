@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from splice.approvals import auditlog
 from splice.errors import RepairError
-from splice.repair import auditlog
 from splice.repair.model import TRANSITIONS, Decision, Proposal, can_move
 from splice.state.store import StateStore, next_id, target_status_filter
 from splice.support.principals import Principal
@@ -267,3 +267,20 @@ def approve(
             _move(conn, p, "approved", principal=principal, comment=comment, now=now,
                   update=update, domains=mine)  # fmt: skip
     return p
+
+
+def clean_record(state: StateStore, domain: str, change_class: str) -> int:
+    """Clean applications of ``change_class`` in ``domain`` in a row, up to now: the proven
+    record autonomy needs (:mod:`splice.approvals.autonomy`); a ``failed`` apply or an
+    ``undo`` resets it to zero."""
+    rows = state.conn.execute(
+        "SELECT d.decision FROM repair_decisions d "
+        "JOIN repair_proposals p ON p.proposal_id = d.proposal_id "
+        "WHERE p.domain = ? AND json_extract(p.payload, '$.change_class') = ? "
+        "AND d.decision IN ('applied', 'failed', 'undo') ORDER BY d.at, d.rowid",
+        (domain, change_class),
+    )
+    streak = 0
+    for (decision,) in rows:
+        streak = streak + 1 if decision == "applied" else 0
+    return streak

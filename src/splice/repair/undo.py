@@ -18,7 +18,6 @@ Every statement is built as a sqlglot expression (the DuckDB copy:
 
 from __future__ import annotations
 
-import time
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,6 @@ from sqlglot import exp
 
 from splice.errors import RepairError
 from splice.repair.model import UndoEntry
-from splice.support.principals import Principal
 from splice.warehouse.engines import capabilities, engine_module
 from splice.warehouse.rows import checksum_query, checksum_select
 from splice.warehouse.saved import checksum_of, no_relation
@@ -210,7 +208,7 @@ def check_as_requested(ws: Any, p: Any) -> None:
     together (the state and ``.splice/undo/``); the log is hash-chained. So before an undo is
     used (apply, a failed run's put-back, ``splice undo``) the log must be intact and must
     record exactly the entries about to be restored."""
-    from splice.repair import auditlog
+    from splice.approvals import auditlog
 
     report = auditlog.verify(ws.state)
     if not report.intact:
@@ -250,82 +248,3 @@ def restore(ws: Any, entries: list[UndoEntry]) -> list[str]:
     release_all(ws)
     with connect(ws, "splice undo") as con:
         return _put_back(con, ws, entries, keep=True)
-
-
-def undo(
-    ws: Any,
-    proposal_id: str,
-    *,
-    principal: Principal,
-    now: float | None = None,
-    progress: Any = None,
-) -> Any:
-    """``splice undo``: restore an applied (or failed) proposal's undo and record it.
-    ``principal``: a :class:`~splice.support.principals.Principal`, a person owning the domain.
-    ``progress(message)`` is told when the restore starts (every check passed)."""
-    from splice.repair import store
-    from splice.repair.access import require
-    from splice.repair.approvals import check_may_undo
-    from splice.repair.recovery import recover_interrupted_applies
-
-    require(
-        principal, "undo", ws.config.policy, where=ws.config.serve.resource_url
-    )  # who: before anything is recovered
-    recover_interrupted_applies(ws)
-    p = store.load(ws.state, proposal_id)
-    check_may_undo(ws, p, principal)
-    if p.status not in ("applied", "failed", "interrupted"):
-        raise RepairError(
-            f"proposal {p.proposal_id} is {p.status}; only an applied, failed or interrupted "
-            "repair is undone.",
-            fix="splice proposals shows every proposal's status",
-        )
-    if not p.undo:
-        raise RepairError(f"proposal {p.proposal_id} has no undo recorded.",
-                          fix="restore by hand; splice receipt shows what it touched")  # fmt: skip
-    check_as_requested(ws, p)
-    if progress is not None:
-        progress(f"Restoring the undo of {p.proposal_id} in one warehouse transaction")
-    started = time.perf_counter()
-    after = restore(ws, p.undo)
-    seconds = round(time.perf_counter() - started, 3)
-    p = store.transition(
-        ws.state, p.proposal_id, "undone", principal=principal, now=now,
-        comment=f"restored {len(p.undo)} relation(s), checksums equal",
-        payload={"restored": [{"relation": e.relation, "rows": e.rows, "checksum": c}
-                              for e, c in zip(p.undo, after, strict=True)],
-                 "seconds": seconds},
-    )  # fmt: skip
-    from splice.watch.incidents import reopen_incident
-
-    with ws.state.transaction() as conn:  # its data is back as it was: so is the incident
-        reopen_incident(conn, p.incident_id, f"reopened: {p.proposal_id} was undone")
-    problem = remeasure_after_undo(ws, p.incident_id)
-    if problem:  # the undo stands; say that the measurements lag behind it
-        from splice.repair import auditlog
-
-        auditlog.record(ws.state, kind="status", principal=principal, proposal_id=p.proposal_id,
-                        payload={"comment": f"the metrics were not measured again after the "
-                                 f"undo: {problem}; the next splice watch measures them"})  # fmt: skip
-    return p
-
-
-def remeasure_after_undo(ws: Any, incident_id: str) -> str | None:
-    """Measure the incident's metrics again: the values Splice keeps must be the restored ones
-    (a later repair's verification compares against them), and the anomalies come back with
-    the data. A failure here never undoes the undo: it is returned (and logged by the caller),
-    and the next ``splice watch`` measures again."""
-    from splice.errors import SpliceError
-    from splice.repair.verify import incident_specs
-    from splice.watch.incidents import get_incident, incident_anomalies
-    from splice.watch.service import watch
-
-    inc = get_incident(ws.state.conn, incident_id)
-    specs = incident_specs(ws, inc, incident_anomalies(ws.state.conn, incident_id))
-    if not specs:
-        return None
-    try:
-        watch(ws, backfill=True, only=specs)
-    except SpliceError as e:
-        return e.message
-    return None

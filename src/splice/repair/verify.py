@@ -360,7 +360,7 @@ def _earlier_cases(ws: Any, proposal_id: str | None) -> list[fault_test.Case] | 
     found, before the repair ran (None: none recorded, e.g. a proposal applied before this)."""
     if not proposal_id:
         return None
-    from splice.repair import auditlog
+    from splice.approvals import auditlog
 
     found = None
     for e in auditlog.entries(ws.state, proposal_id):

@@ -7,7 +7,7 @@ Each entry carries the hash of the one before it::
     hash = sha256(prev_hash + canonical JSON of {seq, at, kind, actor, proposal_id, payload})
 
 (the first entry's ``prev_hash`` is 64 zeros). The rules of the log itself (what is recorded,
-its verification report) are :mod:`splice.repair.auditlog`; this module sits in the state
+its verification report) are :mod:`splice.approvals.auditlog`; this module sits in the state
 layer so that the state's own guards (:mod:`splice.state.witnessed`) can use it.
 
 >>> canonical({"b": 1, "a": [1.5, "é"]})

@@ -13,8 +13,10 @@ Levels (``[[domains]].autonomy``, default ``L1``):
 
 Restatements and model changes always need a person, at every level.  While an org-wide stop
 is active (``splice stop``) nothing is approved or applied, autonomously or by a person
-(:mod:`splice.repair.approvals`), until a domain owner runs ``splice resume``.  A *clean application* is a proposal of that domain and class that reached
-``applied``; a ``failed`` apply or an ``undo`` resets the count to zero.
+(:func:`splice.approvals.rules.refuse_during_stop`), until a domain owner runs ``splice
+resume``.  A *clean application* is a proposal of that domain and class that reached
+``applied``; a ``failed`` apply or an ``undo`` resets the count to zero (the count is the
+repair's to keep: :func:`splice.repair.store.clean_record`).
 
 >>> from splice.config.workspace import DomainSection
 >>> d = DomainSection(name="pricing", nodes=["pricing:*"], owners=["maria"], autonomy="L3")
@@ -30,12 +32,15 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import asdict, dataclass
+from typing import Any
 
+from splice.approvals import auditlog
+from splice.approvals.access import require
 from splice.config.workspace import DomainSection, PolicySection, WorkspaceConfig
 from splice.errors import ApprovalError, RepairError
-from splice.repair import auditlog
-from splice.repair.model import Stop
 from splice.state.store import StateStore
+from splice.support.names import name_key
 from splice.support.principals import Principal
 
 LEVELS: dict[str, str] = {
@@ -48,6 +53,18 @@ LEVELS: dict[str, str] = {
 #: Change classes Splice may ever approve by itself (at L3/L4, with a proven record).
 AUTO_CLASSES: frozenset[str] = frozenset({"reload_ingestion"})
 STOP_KEY = "stop"
+
+
+@dataclass(frozen=True)
+class Stop:
+    """The org-wide stop: while one is active, nothing is dispatched autonomously."""
+
+    who: str
+    reason: str
+    since: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 def autonomy_decision(
@@ -87,21 +104,6 @@ def autonomous_allowed(
     return autonomy_decision(domain, change_class, record, policy=policy, stop=stop)[0]
 
 
-def clean_record(state: StateStore, domain: str, change_class: str) -> int:
-    """Clean applications of ``change_class`` in ``domain`` in a row, up to now."""
-    rows = state.conn.execute(
-        "SELECT d.decision FROM repair_decisions d "
-        "JOIN repair_proposals p ON p.proposal_id = d.proposal_id "
-        "WHERE p.domain = ? AND json_extract(p.payload, '$.change_class') = ? "
-        "AND d.decision IN ('applied', 'failed', 'undo') ORDER BY d.at, d.rowid",
-        (domain, change_class),
-    )
-    streak = 0
-    for (decision,) in rows:
-        streak = streak + 1 if decision == "applied" else 0
-    return streak
-
-
 def active_stop(state: StateStore) -> Stop | None:
     row = state.conn.execute("SELECT value FROM repair_policy WHERE key=?", (STOP_KEY,)).fetchone()
     if row is None:
@@ -120,8 +122,6 @@ def stop(
 ) -> tuple[Stop, bool]:
     """Start the org-wide stop. Any person with the ``propose`` scope may pull the brake;
     returns (the stop, whether it was already active; then nothing changes)."""
-    from splice.repair.access import require
-
     actor, reason = (
         require(principal, "stop", config.policy, where=config.serve.resource_url).name,
         reason.strip(),
@@ -146,9 +146,6 @@ def resume(
 ) -> Stop:
     """End the org-wide stop; only a named owner of some domain may (any person when no
     ``[[domains]]`` are declared).  Returns the stop that ended."""
-    from splice.repair.access import require
-    from splice.support.names import name_key
-
     actor = require(principal, "resume", config.policy, where=config.serve.resource_url).name
     owners = {name_key(o): o for d in config.domains for o in d.owners}
     if config.domains and name_key(actor) not in owners:

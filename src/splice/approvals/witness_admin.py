@@ -16,9 +16,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from splice.approvals import auditlog
+from splice.approvals.access import require
+from splice.approvals.rules import is_owner
 from splice.errors import ApprovalError, StateError
-from splice.repair import auditlog
-from splice.repair.access import require
 from splice.state import witness
 from splice.state.chain import divergence
 from splice.support.principals import Principal
@@ -28,8 +29,6 @@ def _require_owner(ws: Any, principal: Principal, action: str) -> None:
     """A person with the approve scope, and an owner of a domain when domains are declared.
     (Not sent to the server under ``[policy] decisions = "server"``: a broken log must be
     recoverable where the workspace is; the record is in the log, the witness and the anchors.)"""
-    from splice.repair.approvals import is_owner
-
     require(principal, action, None)  # a person, with the approve scope
     domains = ws.config.domains
     if domains and not any(is_owner(principal.name, d) for d in domains):

@@ -1,7 +1,8 @@
 """Who may decide at all: the rules every principal meets before a decision, in the library.
 
 The rules of a decision itself (an owner of the domain, never the requester, no org-wide stop)
-are in :mod:`splice.repair.approvals`; these come first and hold whatever layer calls:
+are in :mod:`splice.approvals.rules` (and each request's own package); these come first and
+hold whatever layer calls:
 
 - ``propose`` needs the ``propose`` scope; a person or an agent may propose.
 - ``approve``, ``reject``, ``apply``, ``undo``, ``stop``, ``resume`` and ``accept-level`` (a
@@ -29,7 +30,7 @@ from typing import Any
 
 from splice.errors import AccessError
 from splice.support.names import name_key
-from splice.support.principals import Principal, os_user, os_user_principal, unborrowed
+from splice.support.principals import Principal, os_user, os_user_principal
 
 #: action -> (the scope it needs, whether only a person may do it)
 ACTIONS: dict[str, tuple[str, bool]] = {
@@ -41,7 +42,7 @@ ACTIONS: dict[str, tuple[str, bool]] = {
     "stop": ("propose", True),
     "resume": ("approve", True),
     "accept-level": ("approve", True),
-    # the audit log's witness (splice.repair.witness_admin)
+    # the audit log's witness (splice.approvals.witness_admin)
     "accept-divergence": ("approve", True),
     "rewitness": ("approve", True),
 }
@@ -105,23 +106,6 @@ def require(
             'provider\'s sign-in; or set [policy] decisions = "anywhere"',
         )
     return principal
-
-
-def taken_names(config: Any, state: Any) -> frozenset[str]:
-    """The names (name keys) no agent may take: every owner in ``[[domains]]``, every person
-    an API key was made for (revoked ones too), and Splice's reserved names."""
-    from splice.auth.keys import person_names
-
-    owners = {name_key(o) for d in config.domains for o in d.owners}
-    return frozenset(owners | person_names(state) | RESERVED)
-
-
-def as_agent(principal: Principal, config: Any, state: Any) -> Principal:
-    """``principal``, or, for an agent claiming a person's or a reserved name, the agent as
-    ``agent:NAME`` with the name it claimed recorded (:func:`splice.support.principals.unborrowed`)."""
-    if principal.kind != "agent":
-        return principal
-    return unborrowed(principal, taken_names(config, state))
 
 
 #: The scopes an agent named on the command line holds: it reads and proposes, never decides.
