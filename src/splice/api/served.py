@@ -129,12 +129,12 @@ class Hub:
             self._notifying = True
 
         def send() -> None:
-            from splice import api
+            from splice.notify.outbox import deliver
 
             while True:
                 try:
                     with self.workspace() as ws:
-                        api.notify_pending(ws)
+                        deliver(ws)
                 except Exception:  # noqa: BLE001 - telling others never fails anything
                     log.exception("sending notifications failed; the next pass retries")
                 with self._lock:
