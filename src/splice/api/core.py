@@ -51,11 +51,13 @@ def run(
     """Plan and run the selection across projects; returns a :class:`splice.run.report.RunReport`.
 
     ``full`` builds every selected node whatever the evidence says (as ``dbt build`` would).
-    ``command`` is what the journal records as the run's command line. Repair applies killed
-    mid-run are recovered first (:func:`splice.repair.recovery.recover_in_session`).
+    ``command`` is what the journal records as the run's command line. The report says which
+    killed repair applies were recovered, as the session started or, under the run lock, since
+    (:func:`splice.api.recovery.recovered_then_in_session`); access granted on what the run
+    rebuilt is granted again after it.
     """
     from splice.api.grants import keep_access
-    from splice.repair.recovery import recover_in_session
+    from splice.api.recovery import recovered_then_in_session
     from splice.run.runner import run as _run
 
     if fresh:
@@ -69,7 +71,7 @@ def run(
         full=full,
         fresh=fresh,
         command=command,
-        recover=recover_in_session,
+        recover=recovered_then_in_session,
     )
     report.notes.extend(keep_access(ws))  # a rebuilt relation keeps the access granted on it
     return report
@@ -83,12 +85,13 @@ def run_plan(
     execution_time: Any = None,
     command: str | None = None,
 ) -> Any:
-    """Run a :class:`splice.plan.model.Plan` made earlier (by the planner or by hand)."""
-    from splice.repair.recovery import recover_in_session
+    """Run a :class:`splice.plan.model.Plan` made earlier (by the planner or by hand); its
+    report says which killed repair applies were recovered, as :func:`run`'s does."""
+    from splice.api.recovery import recovered_then_in_session
     from splice.run.runner import run_plan as _run_plan
 
     return _run_plan(ws, plan, progress=progress, execution_time=execution_time, command=command,
-                     recover=recover_in_session)  # fmt: skip
+                     recover=recovered_then_in_session)  # fmt: skip
 
 
 def ingest(ws: Workspace, name: str, start: Any, end: Any, *, progress: Any = None) -> Any:

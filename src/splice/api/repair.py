@@ -13,13 +13,12 @@ from splice.workspace.core import Workspace
 
 def list_proposals(ws: Workspace, *, include_closed: bool = False) -> list[tuple[Any, list[str]]]:
     """The target's proposals, newest first, each with the owners asked so far (expiry and
-    escalation applied first)."""
+    escalation applied first; killed applies were recovered as the session started,
+    :func:`splice.api.open_workspace`)."""
     from splice.repair import store
     from splice.repair.approvals import asked, refresh_all
     from splice.repair.domains import domain_named
-    from splice.repair.recovery import recover_interrupted_applies
 
-    recover_interrupted_applies(ws)
     refresh_all(ws)
     closed = {"rejected", "expired", "undone", "interrupted"}
     out = []

@@ -53,11 +53,16 @@ class Hub:
 
     @contextmanager
     def workspace(self) -> Iterator[Workspace]:
-        """A Workspace for one request, closed (state and warehouse released) when it ends."""
+        """A Workspace for one request, closed (state and warehouse released) when it ends. The
+        request's session starts by recovering repair applies a killed process left half-done
+        (:func:`splice.api.recovery.recover_killed_applies`)."""
+        from splice.api.recovery import recover_killed_applies
+
         ws = Workspace(self.root, self._config(), self.target)
         ws.state_pool = self._states
         try:
             self._lend(ws)
+            recover_killed_applies(ws)
             yield ws
             self._keep(ws)
         finally:

@@ -20,9 +20,12 @@ def open_workspace(
     """Open the workspace at ``root`` (:meth:`splice.workspace.core.Workspace.open`); use it as a
     context manager so that its state and tools are closed.
 
-    Access grants whose time is up are revoked first (``splice access``: at the latest on the
-    next command); a revoke that fails is a line in ``ws.notices`` and is tried again."""
+    The session starts here: access grants whose time is up are revoked (``splice access``: at
+    the latest on the next command; a revoke that fails is a line in ``ws.notices`` and is tried
+    again), then repair applies a killed process left half-done are recovered, once
+    (:func:`splice.api.recovery.recover_killed_applies`)."""
     from splice.api.grants import end_due_access
+    from splice.api.recovery import recover_killed_applies
     from splice.errors import SpliceError
 
     ws = Workspace.open(root, target, new_state=new_state, use_cache=use_cache)
@@ -30,6 +33,7 @@ def open_workspace(
         ws.notices.extend(end_due_access(ws))
     except SpliceError as e:  # the command goes on; the revoke is tried at the next one
         ws.notices.append(f"access grants due to end were not revoked yet: {e.one_line()}")
+    recover_killed_applies(ws)
     return ws
 
 
