@@ -95,7 +95,9 @@ def main(src: Path) -> None:
     lines = sum(len(p.read_text().splitlines()) for p in known.values())
     print(f"src: {src}  ({len(known)} modules, {lines} lines)")
     print(f"top-level modules in src/splice:  {len(top)}")
-    print(f"top-level rooms (modules + pkgs): {len(top) + len(list((src / 'splice').glob('*/__init__.py')))}")
+    print(
+        f"top-level rooms (modules + pkgs): {len(top) + len(list((src / 'splice').glob('*/__init__.py')))}"
+    )
     found = circles(graph)
     print(f"import circles:                   {len(found)}")
     for group in found:

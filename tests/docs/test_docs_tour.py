@@ -243,7 +243,7 @@ def test_the_demos_look_next_does_what_it_says(made: Any) -> None:
     """What `splice demo --incident stale-rates` prints to look at next (the build's tour, then
     the story's), run after the README's tour; a command the README already ran is not run
     twice (a second undo has nothing to put back)."""
-    from splice.api import demo_tour, story_tour
+    from splice.demo.tour import demo_tour, story_tour
 
     ws = made.workspace
     built = SimpleNamespace(workspace=ws, counts={}, elapsed_seconds=0)

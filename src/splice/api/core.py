@@ -1,80 +1,13 @@
-"""The graph, lineage, runs, plans and incidents: the public operations on a workspace."""
+"""The compositions over the graph, runs, plans and incidents (what :mod:`splice.api` offers
+beyond re-exporting: a run that recovers killed applies and grants access again, a plan that
+checks the targets first, ...)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from splice.doctor.checks import Check
 from splice.graph.listing import node_record
 from splice.workspace.core import Workspace
-
-
-def hub(root: Any, target: str | None = None, *, recheck: float | None = None) -> Any:
-    """A :class:`splice.api.served.Hub` for a long-lived server: a fresh workspace per request,
-    the graph shared while its files are unchanged (checked every ``recheck`` seconds,
-    default ``[serve] recheck_seconds``). A missing workspace or a bad splice.toml is a
-    ConfigError now, before anything is served."""
-    from splice.api.served import Hub
-
-    h = Hub(root, target)
-    config = h._config()
-    h.recheck = config.serve.recheck_seconds if recheck is None else recheck
-    return h
-
-
-def authenticator(hub: Any, settings: Any) -> Any:
-    """A :class:`splice.auth.tokens.Authenticator` for ``splice serve``: bearer token -> principal
-    (API keys checked against the workspace's state, OAuth tokens through the JWKS)."""
-    from splice.api.repair import agent_principal, authenticate_key, reconfirm_key
-    from splice.auth.tokens import Authenticator
-
-    def check_key(raw: str) -> Any:
-        with hub.workspace() as ws:
-            return authenticate_key(ws, raw)
-
-    def recheck_key(raw: str) -> Any:
-        with hub.workspace() as ws:
-            return reconfirm_key(ws, raw)
-
-    def agent(principal: Any) -> Any:  # an agent's token never borrows a person's name
-        with hub.workspace() as ws:
-            return agent_principal(ws, principal)
-
-    return Authenticator(settings, check_key, recheck_key, agent)
-
-
-def oidc_client(settings: Any) -> Any:
-    """The web page's OpenID Connect client at ``[serve.auth.oauth]``'s provider
-    (:class:`splice.auth.oidc.OIDCClient`); ConfigError without a ``client_id``."""
-    from splice.auth.oidc import OIDCClient
-
-    return OIDCClient(settings.auth.oauth, f"{settings.base_url}/signin/callback")
-
-
-def serve_settings(
-    hub: Any, *, host: str | None = None, port: int | None = None, workers: int | None = None
-) -> Any:
-    """The workspace's ``[serve]`` settings with command-line overrides applied (validated as
-    the file's would be)."""
-    from pydantic import ValidationError
-
-    from splice.config.serve import ServeSection
-    from splice.config.workspace import load_config
-    from splice.errors import InputError
-
-    cfg = load_config(hub.root).serve
-    changes = {
-        k: v for k, v in (("host", host), ("port", port), ("workers", workers)) if v is not None
-    }
-    if not changes:
-        return cfg
-    try:
-        return ServeSection.model_validate({**cfg.model_dump(), **changes})
-    except ValidationError as e:
-        err = e.errors()[0]
-        raise InputError(
-            f"--{err['loc'][0]}: {err['msg']}.", fix="see splice serve --help"
-        ) from None
 
 
 def list_nodes(
@@ -100,198 +33,7 @@ def graph_view(ws: Workspace, selector: str | None, fmt: str) -> Any:
         return render.to_dot(g, ids)
     if fmt == "mermaid":
         return render.to_mermaid(g, ids)
-    return text_graph(ws, ids)
-
-
-def text_graph(ws: Workspace, ids: list[str] | None) -> str:
-    from splice.graph.render import evidence_label
-
-    g = ws.graph()
-    wanted = set(ids) if ids is not None else set(g.nodes)
-    lines: list[str] = []
-    projects = sorted({g.nodes[i].project for i in wanted})
-    for p in projects:
-        members = [i for i in g.topological_order(wanted) if g.nodes[i].project == p]
-        lines.append(f"{p} ({len(members)} nodes)")
-        for nid in members:
-            n = g.nodes[nid]
-            ups = sorted(u for u in g.parents(nid) if u in wanted)
-            inner = [u for u in ups if g.nodes[u].project == p]
-            lines.append(
-                f"  {n.name} [{n.kind}]"
-                + (f" <- {', '.join(g.nodes[u].name for u in inner)}" if inner else "")
-            )
-    bindings = [e for e in g.bindings if e.upstream in wanted and e.downstream in wanted]
-    if bindings:
-        lines.append("bindings across projects")
-        for e in sorted(bindings, key=lambda e: (e.upstream, e.downstream)):
-            rel = f" via {e.relation.key}" if e.relation else ""
-            lines.append(f"  {e.upstream} -> {e.downstream} ({evidence_label(e)}{rel})")
-    return "\n".join(lines)
-
-
-def doctor(ws: Workspace, *, lineage: bool = True) -> list[Check]:
-    """Every doctor check for the workspace's current target (:mod:`splice.doctor.service`)."""
-    from splice.doctor.service import doctor as _doctor
-
-    return _doctor(ws, lineage=lineage)
-
-
-def project_dialects(ws: Workspace) -> dict[str, dict[str, Any]]:
-    """project -> the SQL dialect(s) its models were parsed in and where that comes from
-    (:func:`splice.doctor.service.project_dialects`)."""
-    from splice.doctor.service import project_dialects as _dialects
-
-    return _dialects(ws)
-
-
-def warehouses(ws: Workspace) -> dict[str, Any]:
-    """Each project's warehouse as its tool resolves it (project -> WarehouseLocation, or None
-    when its config can't be read); reads the tools' configs, never the warehouse."""
-    from splice.doctor.service import warehouses as _warehouses
-
-    return _warehouses(ws)
-
-
-def lineage(
-    ws: Workspace, ref: str, *, direction: str | None = None, depth: int | None = None
-) -> dict[str, Any]:
-    from splice.lineage.query import column_lineage
-
-    return column_lineage(ws, ref, direction=direction, depth=depth)
-
-
-def openlineage_facets(
-    ws: Workspace, ref: str, *, direction: str | None = None, depth: int | None = None
-) -> list[dict[str, Any]]:
-    from splice.lineage.query import openlineage_for
-
-    return openlineage_for(ws, ref, direction=direction, depth=depth)
-
-
-def lineage_chain(ws: Workspace, ref: str) -> list[str]:
-    """The direct upstream path of one column, nearest first, one hop per depth.
-
-    For the demo: the Q3 close figure back to the rates vendor's ingestion job.
-    """
-    from splice.lineage.query import column_lineage
-
-    res = column_lineage(ws, ref, direction="upstream")
-    chain = [ref]
-    want = ref.rsplit(".", 1)[-1]
-    by_depth: dict[int, list[dict[str, Any]]] = {}
-    for h in res["upstream"]:
-        if h["kind"] == "direct" and not h.get("self_ref"):  # not a model's own previous state
-            by_depth.setdefault(h["depth"], []).append(h)
-    current = f"{res['node']}.{want}"
-    for depth in sorted(by_depth):
-        nxt = [h for h in by_depth[depth] if h["via"] == current]
-        # prefer the rate over the amount when a value has two direct inputs
-        nxt.sort(
-            key=lambda h: (not str(h["column"]).startswith("rate"), h["node"] or "", h["column"])
-        )
-        if not nxt:
-            break
-        current = f"{nxt[0]['node']}.{nxt[0]['column']}"
-        chain.append(current + ("  (across binding)" if nxt[0]["across_binding"] else ""))
-    return chain
-
-
-def demo_tour(result: Any) -> str:
-    """What a newcomer should look at next, after `splice demo DIR`."""
-    ws_dir = result.workspace
-    chain: list[str] = []
-    try:
-        with Workspace.open(ws_dir) as ws:
-            chain = lineage_chain(ws, "finance:fct_gmv_qtd.gmv_usd_qtd")
-            nodes = ws.graph().nodes
-            projects = sorted({n.project for n in nodes.values()})
-    except Exception as e:  # noqa: BLE001 - the build succeeded; the tour is a bonus
-        projects = []
-        chain = [f"(lineage unavailable: {e})"]
-    counts = getattr(result, "counts", {}) or {}
-    lines = [
-        f"[bold green]Demo workspace built[/] in {ws_dir} "
-        f"({getattr(result, 'elapsed_seconds', 0):.0f} s; {counts.get('bookings', '?')} bookings in "
-        f"{counts.get('currencies', '?')} currencies, Q3 2026)",
-        f"One graph over: {', '.join(projects)}",
-        "",
-        "Where the Q3 close number comes from (column lineage across dbt, SQLMesh and the "
-        "ingestion job):",
-    ]
-    lines += [f"  {'  ' * i}{'<- ' if i else ''}{step}" for i, step in enumerate(chain)]
-    lines += [
-        "",
-        "Look next:",
-        f"  cd {ws_dir}",
-        "  splice ls                                   # every node of dbt, SQLMesh, ingestion, dashboards",
-        "  splice graph                                # the joined graph; bindings with their evidence",
-        "  splice lineage finance:exposure:q3_close --upstream",
-        "                                              # from the Q3 close dashboard to the rates vendor",
-        "  splice lineage pricing:fx.daily_rates.rate_to_usd --downstream",
-        "  splice doctor                               # where the join is weak",
-        "  splice plan                                 # BUILD or REUSE per node, and why",
-        "  splice run -s pricing:fx.daily_rates+       # SQLMesh, then dbt downstream, in order",
-        "  splice watch --backfill                     # baseline the numbers; detect anomalies",
-        "(splice is in .venv/bin; `source .venv/bin/activate` puts it on your PATH)",
-    ]
-    return "\n".join(lines)
-
-
-def story_tour(story: Any, repair: Any = None) -> str:
-    """The incident story after `splice demo DIR --incident stale-rates`: what happened, the
-    diagnosis of the incident watch opened, the repair and its receipt, and what to look at
-    next (Rich markup)."""
-    from rich.markup import escape
-
-    from splice.repair.receipt import receipt_markdown
-    from splice.repair.render import proposal_lines
-    from splice.watch.report import incident_lines
-
-    counts = story.run.counts()
-    lines = [
-        "",
-        "[bold]The incident[/] (production, after the clean quarter above):",
-        f"  splice watch --backfill baselined {story.baseline_points} points up to 2026-09-27: "
-        f"{story.baseline_anomalies} anomalies",
-        "  Monday 2026-09-28: the rates vendor re-serves Friday's rates; production runs on",
-        f"  splice run {story.run.run_id}: {counts.get('success', 0)} nodes built, "
-        f"{counts.get('checks_pass', 0)} audits and tests passed, "
-        f"{counts.get('checks_fail', 0) + counts.get('checks_error', 0)} failed",
-        f"  splice watch: {len(story.watch.anomalies)} anomalies -> "
-        f"{len(story.incidents)} incident(s)",
-        "",
-    ]
-    for inc in story.incidents:
-        for n, line in enumerate(incident_lines(inc)):
-            lines.append(f"[bold yellow]{escape(line)}[/]" if n == 0 else escape(line))
-        lines.append("")
-    first = story.incidents[0].incident_id if story.incidents else "ID"
-    pid = "PR-1"
-    if repair is not None:
-        pid = repair.proposal.proposal_id
-        lines.append("[bold]The repair[/] (the vendor fixed its feed):")
-        for n, line in enumerate(proposal_lines(repair.applied.proposal)):
-            lines.append(f"[bold yellow]{escape(line)}[/]" if n == 0 else escape(line))
-        lines.append("")
-        lines.append(escape(receipt_markdown(repair.applied.receipt)))
-    lines += [
-        "Look next:",
-        "  splice incidents --all                      # what watch opened (and what was resolved)",
-        f"  splice incident show {first} --json          # the whole diagnosis as data",
-        f"  splice receipt {pid} --json                 # the receipt as data",
-        "  splice audit-log verify                     # the hash-chained log of every decision",
-        f"  splice undo {pid} --as maria                # put the rows back exactly as they were",
-        "  splice mcp                                  # these tools for a coding agent (docs/mcp.md)",
-        "  splice keys create --principal maria --kind person --scopes read,propose,approve",
-        "                                              # a key maria signs in with and approves, then:",
-        "  splice serve                                # the web page at http://127.0.0.1:8765/ (docs/web.md)",
-    ]
-    url = getattr(story.build, "orchestrator", None)
-    if url:  # the rates feed runs in Dagster or Airflow (stopped after the demo)
-        lines.append(f"  splice ingestion                            # the feed's runs there; starts "
-                     f"it again: its UI is {url}")  # fmt: skip
-    return "\n".join(lines)
+    return render.to_text(g, ids)
 
 
 # -- runs (splice.run) ----------------------------------------------------------------------------
@@ -309,11 +51,13 @@ def run(
     """Plan and run the selection across projects; returns a :class:`splice.run.report.RunReport`.
 
     ``full`` builds every selected node whatever the evidence says (as ``dbt build`` would).
-    ``command`` is what the journal records as the run's command line. Repair applies killed
-    mid-run are recovered first (:func:`splice.repair.recovery.recover_in_session`).
+    ``command`` is what the journal records as the run's command line. The report says which
+    killed repair applies were recovered, as the session started or, under the run lock, since
+    (:func:`splice.api.recovery.recovered_then_in_session`); access granted on what the run
+    rebuilt is granted again after it.
     """
     from splice.api.grants import keep_access
-    from splice.repair.recovery import recover_in_session
+    from splice.api.recovery import recovered_then_in_session
     from splice.run.runner import run as _run
 
     if fresh:
@@ -327,7 +71,7 @@ def run(
         full=full,
         fresh=fresh,
         command=command,
-        recover=recover_in_session,
+        recover=recovered_then_in_session,
     )
     report.notes.extend(keep_access(ws))  # a rebuilt relation keeps the access granted on it
     return report
@@ -341,12 +85,13 @@ def run_plan(
     execution_time: Any = None,
     command: str | None = None,
 ) -> Any:
-    """Run a :class:`splice.plan.model.Plan` made earlier (by the planner or by hand)."""
-    from splice.repair.recovery import recover_in_session
+    """Run a :class:`splice.plan.model.Plan` made earlier (by the planner or by hand); its
+    report says which killed repair applies were recovered, as :func:`run`'s does."""
+    from splice.api.recovery import recovered_then_in_session
     from splice.run.runner import run_plan as _run_plan
 
     return _run_plan(ws, plan, progress=progress, execution_time=execution_time, command=command,
-                     recover=recover_in_session)  # fmt: skip
+                     recover=recovered_then_in_session)  # fmt: skip
 
 
 def ingest(ws: Workspace, name: str, start: Any, end: Any, *, progress: Any = None) -> Any:
@@ -407,13 +152,6 @@ def plan(
     if fresh:
         ws.use_cache = False  # from scratch: the graph too is loaded through the tools
     return make_plan(ws, selector, exclude=exclude, execution_time=execution_time, fresh=fresh)
-
-
-def explain(ws: Workspace, node_id: str, *, selector: str | None = None) -> str:
-    """Why one node builds or is reused, in words ("X builds because P changed: ...")."""
-    from splice.plan.planner import explain as _explain
-
-    return _explain(ws, node_id, selector=selector)
 
 
 def evidence(ws: Workspace) -> dict[str, Any]:
@@ -488,21 +226,8 @@ def stop_local_orchestrators(root: Any) -> list[str]:
     return stopped
 
 
-def workspace_config(root: Any) -> Any:
-    """The splice.toml of the workspace at ``root``, validated (:class:`WorkspaceConfig`)."""
-    from pathlib import Path
+def plan_checks(plan: Any) -> set[str]:
+    """The decisions of a plan that run a test or audit (the rest build relations)."""
+    from splice.plan.checks import is_check
 
-    from splice.config.workspace import load_config
-
-    return load_config(Path(root))
-
-
-def redact_url(url: str) -> str:
-    """A connection URL without its password.
-
-    >>> redact_url("postgresql://me:secret@db:5432/wh")
-    'postgresql://me@db:5432/wh'
-    """
-    from splice.state.store import redact
-
-    return redact(url)
+    return {n for n, d in plan.decisions.items() if d.action == "build" and is_check(d)}

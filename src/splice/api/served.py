@@ -53,11 +53,16 @@ class Hub:
 
     @contextmanager
     def workspace(self) -> Iterator[Workspace]:
-        """A Workspace for one request, closed (state and warehouse released) when it ends."""
+        """A Workspace for one request, closed (state and warehouse released) when it ends. The
+        request's session starts by recovering repair applies a killed process left half-done
+        (:func:`splice.api.recovery.recover_killed_applies`)."""
+        from splice.api.recovery import recover_killed_applies
+
         ws = Workspace(self.root, self._config(), self.target)
         ws.state_pool = self._states
         try:
             self._lend(ws)
+            recover_killed_applies(ws)
             yield ws
             self._keep(ws)
         finally:
@@ -129,12 +134,12 @@ class Hub:
             self._notifying = True
 
         def send() -> None:
-            from splice import api
+            from splice.notify.outbox import deliver
 
             while True:
                 try:
                     with self.workspace() as ws:
-                        api.notify_pending(ws)
+                        deliver(ws)
                 except Exception:  # noqa: BLE001 - telling others never fails anything
                     log.exception("sending notifications failed; the next pass retries")
                 with self._lock:

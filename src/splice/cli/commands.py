@@ -202,8 +202,8 @@ def demo_cmd(
     Sunday 2026-09-27, the vendor freezes on Monday, production runs on (every audit passes),
     and splice watch opens the incident and prints its diagnosis.
     """
-    from splice.api import demo_tour, story_tour
     from splice.demo.story import tell, throwaway_server
+    from splice.demo.tour import demo_tour, story_tour
 
     with throwaway_server(directory, warehouse, warehouse_url):
         if as_json:

@@ -252,8 +252,8 @@ def _check_warehouse(
     from splice.demo.spark import CATALOG, remote_of
 
     if remote_of(workspace) is not None:
+        from splice.api import SparkConnection
         from splice.demo.spark import session
-        from splice.warehouse.spark.connect import SparkConnection
 
         with session(workspace) as s:
             return _counts(SparkConnection(s, "", owned=False), CATALOG, "spark", through, start)

@@ -64,7 +64,7 @@ home = "{HOME}"
 def use_orchestrator(workspace: Path, port: int | None = None, *, system: str = "dagster") -> str:
     """Make ``fx_rates_ingest`` a job of ``system`` (Dagster, or Airflow) in the workspace's
     splice.toml; its URL."""
-    from splice.warehouse.postgres.local_server import free_port
+    from splice.api import free_port
 
     port = port or free_port()
     toml = workspace / "splice.toml"

@@ -125,15 +125,14 @@ def dlt_credentials(workspace: Path) -> str:
 
 # -- the local, throwaway server --------------------------------------------------------------
 def local_server(workspace: Path, port: int = 0) -> Any:
-    from splice.warehouse.postgres.local_server import LocalPostgres
+    from splice.api import LocalPostgres
 
     return LocalPostgres(Path(workspace) / LOCAL_DIR, port=port)
 
 
 def ensure_local(workspace: Path) -> None:
     """Start the workspace's own server (``[warehouse] local``) when it is not running."""
-    from splice.api import workspace_config
-    from splice.warehouse.connect import ensure_local_server
+    from splice.api import ensure_local_server, workspace_config
 
     if not (Path(workspace) / CONFIG_FILE).exists():
         return

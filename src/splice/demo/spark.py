@@ -59,8 +59,7 @@ def _local_dir(workspace: Path) -> str | None:
 
 def ensure_local(workspace: Path) -> None:
     """Start the workspace's own Spark Connect server (``[warehouse] local``) when it is down."""
-    from splice.api import workspace_config
-    from splice.warehouse.connect import ensure_local_server
+    from splice.api import ensure_local_server, workspace_config
 
     wh = workspace_config(workspace).warehouse
     if wh.type == "spark" and wh.local:
@@ -69,7 +68,7 @@ def ensure_local(workspace: Path) -> None:
 
 def start_local(workspace: Path) -> str:
     """A new Spark Connect server for the workspace (``.splice/spark``); its remote URL."""
-    from splice.warehouse.spark.local_server import LocalSpark
+    from splice.api import LocalSpark
 
     server = LocalSpark(Path(workspace) / LOCAL_DIR).start()
     return server.remote
@@ -77,13 +76,12 @@ def start_local(workspace: Path) -> str:
 
 def stop_local(workspace: Path) -> bool:
     """Stop the workspace's own Spark Connect server, if it has one running."""
-    from splice.warehouse.spark.connect import stop_client_sessions
-    from splice.warehouse.spark.local_server import LocalSpark
+    from splice.api import LocalSpark, stop_spark_sessions
 
     remote, local = remote_of(workspace), _local_dir(workspace)
     if not remote or not local:
         return False
-    stop_client_sessions()
+    stop_spark_sessions()
     return LocalSpark.stop_at(Path(workspace) / local, remote)
 
 

@@ -1,4 +1,4 @@
-"""Render the joined graph (or part of it) as JSON, Graphviz DOT or Mermaid.
+"""Render the joined graph (or part of it) as JSON, Graphviz DOT, Mermaid or text.
 
 Every renderer takes ``ids`` (for example the output of :func:`splice.graph.selectors.select`)
 and keeps only those nodes and the edges between them.  Output is deterministic: nodes, projects
@@ -250,3 +250,41 @@ def to_mermaid(graph: Graph, ids: Iterable[str] | None = None) -> str:
         else:
             lines.append(f"  {up} --> {down}")
     return "\n".join(lines) + "\n"
+
+
+def to_text(graph: Graph, ids: Iterable[str] | None = None) -> str:
+    """The graph as plain text: each project with its nodes in dependency order (and their
+    upstream nodes in the same project), then the bindings across projects with their evidence.
+
+    >>> g = Graph()
+    >>> g.add_node(Node("pricing:fx", "pricing", "fx", "model", "sqlmesh"))
+    >>> g.add_node(Node("finance:gmv", "finance", "gmv", "model", "dbt"))
+    >>> g.add_edge(Edge("pricing:fx", "finance:gmv", "declared"))
+    >>> print(to_text(g))
+    finance (1 nodes)
+      gmv [model]
+    pricing (1 nodes)
+      fx [model]
+    bindings across projects
+      pricing:fx -> finance:gmv (declared)
+    """
+    wanted = set(ids) if ids is not None else set(graph.nodes)
+    lines: list[str] = []
+    for p in sorted({graph.nodes[i].project for i in wanted}):
+        members = [i for i in graph.topological_order(wanted) if graph.nodes[i].project == p]
+        lines.append(f"{p} ({len(members)} nodes)")
+        for nid in members:
+            n = graph.nodes[nid]
+            inner = [u for u in sorted(graph.parents(nid))
+                     if u in wanted and graph.nodes[u].project == p]  # fmt: skip
+            lines.append(
+                f"  {n.name} [{n.kind}]"
+                + (f" <- {', '.join(graph.nodes[u].name for u in inner)}" if inner else "")
+            )
+    bindings = [e for e in graph.bindings if e.upstream in wanted and e.downstream in wanted]
+    if bindings:
+        lines.append("bindings across projects")
+        for e in sorted(bindings, key=lambda e: (e.upstream, e.downstream)):
+            rel = f" via {e.relation.key}" if e.relation else ""
+            lines.append(f"  {e.upstream} -> {e.downstream} ({evidence_label(e)}{rel})")
+    return "\n".join(lines)

@@ -275,3 +275,28 @@ def openlineage_for(
             }
         )
     return out
+
+
+def lineage_chain(ws: Workspace, ref: str) -> list[str]:
+    """The direct upstream path of one column, nearest first, one hop per depth (preferring a
+    rate over an amount where a value has two direct inputs; a model's own previous state is
+    not a hop). The demo's tour shows the Q3 close figure back to the rates vendor's job."""
+    res = column_lineage(ws, ref, direction="upstream")
+    chain = [ref]
+    want = ref.rsplit(".", 1)[-1]
+    by_depth: dict[int, list[dict[str, Any]]] = {}
+    for h in res["upstream"]:
+        if h["kind"] == "direct" and not h.get("self_ref"):  # not a model's own previous state
+            by_depth.setdefault(h["depth"], []).append(h)
+    current = f"{res['node']}.{want}"
+    for depth in sorted(by_depth):
+        nxt = [h for h in by_depth[depth] if h["via"] == current]
+        # prefer the rate over the amount when a value has two direct inputs
+        nxt.sort(
+            key=lambda h: (not str(h["column"]).startswith("rate"), h["node"] or "", h["column"])
+        )
+        if not nxt:
+            break
+        current = f"{nxt[0]['node']}.{nxt[0]['column']}"
+        chain.append(current + ("  (across binding)" if nxt[0]["across_binding"] else ""))
+    return chain

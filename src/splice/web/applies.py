@@ -71,9 +71,9 @@ def event_line(ev: Any) -> str | None:
     >>> event_line(RunEvent("r1", 2, 0.0, "segment_started", project="pricing", segment_id="s1"))
     'segment s1 (pricing) started'
     """
-    from splice.web.pages.runs import seconds
+    from splice.support.numbers import duration
 
-    took = f" ({seconds(ev.duration)})" if ev.duration is not None else ""
+    took = f" ({duration(ev.duration)})" if ev.duration is not None else ""
     if ev.kind == "run_started":
         return f"run {ev.run_id} started"
     if ev.kind == "segment_started":

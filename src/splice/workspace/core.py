@@ -86,6 +86,9 @@ class Workspace:
         self.graph_cached = False  # True when graph() came from the cache
         self._graph_stored = False  # True when the graph loaded was kept in the cache
         self.notices: list[str] = []  # what opening found that a person should read (shown once)
+        #: repair applies recovered as the session started, for the next run's report to say
+        #: (splice.api.recovery)
+        self.recovered: list[str] = []
 
     def _catalog_name(self) -> str:
         """The catalog relations live in (the engine's ``connect.catalog``): DuckDB names it

@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 from splice import api
 from splice.errors import SpliceError
+from splice.support import numbers
 from splice.web import svg
 from splice.web.core import Ctx, PageError, Web
 
@@ -39,11 +40,9 @@ def node_url(node_id: str, column: str | None = None) -> str:
 def register_filters(web: Web) -> None:
     """What the graph's and the runs' templates call: ``node_url(id, column=None)``, the
     ``seconds`` and ``count`` filters."""
-    from splice.web.pages.runs import count, seconds
-
     web.templates.env.globals["node_url"] = node_url
-    web.templates.env.filters["seconds"] = seconds
-    web.templates.env.filters["count"] = count
+    web.templates.env.filters["seconds"] = numbers.duration
+    web.templates.env.filters["count"] = numbers.count
 
 
 def graph_page(ctx: Ctx) -> tuple[str, dict[str, Any]]:

@@ -41,7 +41,7 @@ def _verdict(v: dict[str, Any]) -> str:
 
 def audit_page(ctx: Ctx) -> tuple[str, dict[str, Any]]:
     report = api.verify_audit_log(ctx.ws)
-    rep = report.as_dict() if hasattr(report, "as_dict") else dict(report)
+    rep = report.as_dict()
     rows = [
         entry_row(e.as_dict() if hasattr(e, "as_dict") else e) for e in api.audit_entries(ctx.ws)
     ]
