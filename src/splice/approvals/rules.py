@@ -27,7 +27,7 @@ What each request is (its statuses, its table, what approving it does) stays in 
 from __future__ import annotations
 
 import time
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from splice.approvals.access import require
 from splice.approvals.autonomy import active_stop
@@ -36,8 +36,11 @@ from splice.errors import ApprovalError
 from splice.support.names import name_key
 from splice.support.principals import Principal
 
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
-def may_decide(ws: Any, principal: Principal, action: str) -> Principal:
+
+def may_decide(ws: Workspace, principal: Principal, action: str) -> Principal:
     """``principal`` if it may ``action`` at all under the workspace's ``[policy]`` (the
     server's address named when decisions are made there only): :func:`access.require
     <splice.approvals.access.require>`."""
@@ -122,7 +125,7 @@ def expired_comment(policy: PolicySection, waited: float) -> str:
             "limit (never granted by waiting)")  # fmt: skip
 
 
-def refuse_during_stop(ws: Any, what: str) -> None:
+def refuse_during_stop(ws: Workspace, what: str) -> None:
     """Refuse what is ``what`` (approved, applied, undone) while an org-wide stop is active."""
     s = active_stop(ws.state)
     if s is not None:
@@ -155,7 +158,7 @@ def refuse_not_owner(name: str, dom: Any, *, fix: str) -> NoReturn:
     )
 
 
-def as_owner(ws: Any, dom: Any) -> str:
+def as_owner(ws: Workspace, dom: Any) -> str:
     """`` --as OWNER`` to add to a command an owner of ``dom`` runs, where the command line may
     name who decides (``[policy] allow_as = true``: the demo, a single-user set-up); else ""."""
     if getattr(ws.config.policy, "allow_as", False) and dom.owners:

@@ -14,7 +14,7 @@ it records): that state is restored from a backup.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.approvals import auditlog
 from splice.approvals.access import require
@@ -24,8 +24,11 @@ from splice.state import witness
 from splice.state.chain import divergence
 from splice.support.principals import Principal
 
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
-def _require_owner(ws: Any, principal: Principal, action: str) -> None:
+
+def _require_owner(ws: Workspace, principal: Principal, action: str) -> None:
     """A person with the approve scope, and an owner of a domain when domains are declared.
     (Not sent to the server under ``[policy] decisions = "server"``: a broken log must be
     recoverable where the workspace is; the record is in the log, the witness and the anchors.)"""
@@ -40,7 +43,7 @@ def _require_owner(ws: Any, principal: Principal, action: str) -> None:
         )
 
 
-def _guard(ws: Any) -> Any:
+def _guard(ws: Workspace) -> Any:
     from splice.state.witnessed import guard_of
 
     g = guard_of(ws.state)
@@ -49,7 +52,7 @@ def _guard(ws: Any) -> Any:
     return g
 
 
-def _whole_chain(ws: Any) -> None:
+def _whole_chain(ws: Workspace) -> None:
     report = auditlog.verify(ws.state)
     if not report.intact:
         raise StateError(
@@ -59,7 +62,7 @@ def _whole_chain(ws: Any) -> None:
         )
 
 
-def accept_divergence(ws: Any, *, principal: Principal, reason: str) -> dict[str, Any]:
+def accept_divergence(ws: Workspace, *, principal: Principal, reason: str) -> dict[str, Any]:
     """Accept the log as it is although it no longer extends the witness (see module)."""
     if not reason.strip():
         raise ApprovalError("accepting a divergence needs a reason.", fix="pass --reason TEXT")
@@ -93,7 +96,7 @@ def accept_divergence(ws: Any, *, principal: Principal, reason: str) -> dict[str
             "from": {"seq": w.audit_seq, "hash": w.audit_hash}}  # fmt: skip
 
 
-def rewitness(ws: Any, *, principal: Principal, reason: str) -> dict[str, Any]:
+def rewitness(ws: Workspace, *, principal: Principal, reason: str) -> dict[str, Any]:
     """Re-create a lost witness from the state's log (recorded)."""
     if not reason.strip():
         raise ApprovalError("re-creating the witness needs a reason.", fix="pass --reason TEXT")
@@ -114,7 +117,7 @@ def rewitness(ws: Any, *, principal: Principal, reason: str) -> dict[str, Any]:
     return {"seq": entry.seq, "hash": entry.hash, "witness": str(ws.witness_path)}
 
 
-def reanchor(ws: Any) -> dict[str, Any]:
+def reanchor(ws: Workspace) -> dict[str, Any]:
     """Send the witnessed head again to every anchor (after one did not answer)."""
     guard = _guard(ws)
     w = witness.read(ws.witness_path)
@@ -130,7 +133,7 @@ def reanchor(ws: Any) -> dict[str, Any]:
     return {"seq": w.audit_seq, "hash": w.audit_hash, "anchors": [a.name for a in guard.anchors]}
 
 
-def receipt_standing(ws: Any, proposal_id: str) -> dict[str, Any] | None:
+def receipt_standing(ws: Workspace, proposal_id: str) -> dict[str, Any] | None:
     """Whether the head the proposal's recorded receipt names is still in the verified chain
     (None when no receipt was recorded)."""
     recorded = [e for e in auditlog.entries(ws.state, proposal_id) if e.kind == "receipt"]
@@ -145,7 +148,7 @@ def receipt_standing(ws: Any, proposal_id: str) -> dict[str, Any] | None:
             "detail": report.detail}  # fmt: skip
 
 
-def verify_workspace(ws: Any) -> auditlog.AuditReport:
+def verify_workspace(ws: Workspace) -> auditlog.AuditReport:
     """The workspace's log checked end to end: chain, witness, signatures, receipts, anchors."""
     from splice.state.anchors import build
 

@@ -4,14 +4,17 @@ how it ended, with the audit log's head at its time. Written to the audit log wh
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.grants import store
 from splice.grants.model import Grant
 from splice.support.principals import SYSTEM
 
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
-def build(ws: Any, g: Grant) -> dict[str, Any]:
+
+def build(ws: Workspace, g: Grant) -> dict[str, Any]:
     """The receipt as data (stable keys)."""
     from splice.state.store import read_audit_head
 
@@ -52,7 +55,7 @@ def build(ws: Any, g: Grant) -> dict[str, Any]:
     }
 
 
-def record_receipt(ws: Any, g: Grant) -> dict[str, Any]:
+def record_receipt(ws: Workspace, g: Grant) -> dict[str, Any]:
     """Write the receipt of an ended grant to the audit log; returns it."""
     from splice.approvals.auditlog import record
 

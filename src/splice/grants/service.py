@@ -15,7 +15,7 @@ it.  Revoking takes access away, so it is allowed during a stop.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.approvals.domains import domain_for, domain_named
 from splice.approvals.rules import (
@@ -36,21 +36,24 @@ from splice.support.names import name_key, normalise_name
 from splice.support.principals import SYSTEM, Principal
 from splice.warehouse.engines import capabilities, engine_module
 
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
+
 #: A grant still ``granting`` this long after its last write was interrupted (granting takes
 #: well under a second).
 STUCK_GRANTING = 120.0
 
 
-def _where(ws: Any) -> str | None:
+def _where(ws: Workspace) -> str | None:
     return ws.config.serve.resource_url
 
 
-def _engine(ws: Any) -> Any:
+def _engine(ws: Workspace) -> Any:
     """The grants module of the workspace's warehouse engine (``warehouse/<engine>/grants.py``)."""
     return engine_module(ws.config.warehouse.type, "grants")
 
 
-def _check_warehouse(ws: Any) -> None:
+def _check_warehouse(ws: Workspace) -> None:
     kind = ws.config.warehouse.type
     if not capabilities(kind).grants:
         raise GrantError(
@@ -61,7 +64,7 @@ def _check_warehouse(ws: Any) -> None:
         )
 
 
-def _nodes_and_domain(ws: Any, selector: str) -> tuple[list[str], list[str], str]:
+def _nodes_and_domain(ws: Workspace, selector: str) -> tuple[list[str], list[str], str]:
     """The nodes ``selector`` picks that write a relation, those relations (schema.name), and
     the one domain covering them all."""
     from splice.graph.selectors import select
@@ -127,7 +130,7 @@ def role_of(config: Any, raw: str) -> str:
     return mapped.get(name_key(name), name)
 
 
-def _grantee(ws: Any, con: Any, raw: str) -> str:
+def _grantee(ws: Workspace, con: Any, raw: str) -> str:
     name = role_of(ws.config, raw)
     if not name or name_key(name) == "public":
         raise InputError(
@@ -155,7 +158,7 @@ def _grantee(ws: Any, con: Any, raw: str) -> str:
     return name
 
 
-def request(ws: Any, selector: str, *, grantee: str, why: str, hours: float,
+def request(ws: Workspace, selector: str, *, grantee: str, why: str, hours: float,
             principal: Principal, now: float | None = None) -> Grant:  # fmt: skip
     """Ask for read access to what ``selector``'s nodes write, for ``grantee``, for ``hours``."""
     may_decide(ws, principal, "propose")
@@ -188,13 +191,13 @@ def request(ws: Any, selector: str, *, grantee: str, why: str, hours: float,
     return store.save(ws.state, g, principal=principal, now=now)
 
 
-def _domain(ws: Any, g: Grant) -> Any:
+def _domain(ws: Workspace, g: Grant) -> Any:
     return declared_domain(ws.config, g.domain, subject=f"access grant {g.grant_id}",
                            fix=f"declare [[domains]] {g.domain!r} with its owners again, or "
                            "request anew")  # fmt: skip
 
 
-def asked(ws: Any, g: Grant) -> list[str]:
+def asked(ws: Workspace, g: Grant) -> list[str]:
     """The owners asked so far: the first, plus one per escalation."""
     dom = domain_named(ws.config, g.domain)
     if dom is None:
@@ -203,7 +206,7 @@ def asked(ws: Any, g: Grant) -> list[str]:
     return owners_asked(dom, n)
 
 
-def refresh(ws: Any, g: Grant, *, now: float | None = None) -> Grant:
+def refresh(ws: Workspace, g: Grant, *, now: float | None = None) -> Grant:
     """Expiry and escalation of a pending request as of ``now``; returns it as stored."""
     if g.status != "pending":
         return g
@@ -224,7 +227,7 @@ def refresh(ws: Any, g: Grant, *, now: float | None = None) -> Grant:
     return store.load(ws.state, g.grant_id)
 
 
-def _check_approve(ws: Any, cur: Grant, name: str, dom: Any) -> None:
+def _check_approve(ws: Workspace, cur: Grant, name: str, dom: Any) -> None:
     """Why ``name`` may not approve ``cur`` now (an ApprovalError), or nothing."""
     refuse_during_stop(ws, "approved")
     if name_key(name) == name_key(cur.created_by):
@@ -242,7 +245,7 @@ def _check_approve(ws: Any, cur: Grant, name: str, dom: Any) -> None:
         )  # fmt: skip
 
 
-def approve(ws: Any, grant_id: str, *, principal: Principal, comment: str | None = None,
+def approve(ws: Workspace, grant_id: str, *, principal: Principal, comment: str | None = None,
             now: float | None = None) -> Grant:  # fmt: skip
     """A named owner of the domain, not the requester, approves: the grant is made at once."""
     name = may_decide(ws, principal, "approve").name
@@ -309,7 +312,7 @@ def _check_reject(cur: Grant, name: str, dom: Any) -> None:
         )  # fmt: skip
 
 
-def reject(ws: Any, grant_id: str, *, principal: Principal, reason: str,
+def reject(ws: Workspace, grant_id: str, *, principal: Principal, reason: str,
            now: float | None = None) -> Grant:  # fmt: skip
     """An owner refuses a pending request, or its requester withdraws it."""
     name = may_decide(ws, principal, "reject").name
@@ -325,7 +328,7 @@ def reject(ws: Any, grant_id: str, *, principal: Principal, reason: str,
                             comment=reason.strip(), check=check)  # fmt: skip
 
 
-def _take_back(ws: Any, g: Grant) -> None:
+def _take_back(ws: Workspace, g: Grant) -> None:
     """Run the grant's revoke on the warehouse (nothing to do when its role is gone)."""
     from splice.warehouse.connect import connect
 
@@ -341,7 +344,9 @@ def _take_back(ws: Any, g: Grant) -> None:
         )
 
 
-def _end(ws: Any, g: Grant, to: str, *, principal: Principal, reason: str, now: float) -> Grant:
+def _end(
+    ws: Workspace, g: Grant, to: str, *, principal: Principal, reason: str, now: float
+) -> Grant:
     _take_back(ws, g)
 
     def ended(cur: Grant) -> None:
@@ -372,7 +377,7 @@ def _check_revoke(g: Grant, name: str, dom: Any) -> None:
         )
 
 
-def revoke(ws: Any, grant_id: str, *, principal: Principal, reason: str,
+def revoke(ws: Workspace, grant_id: str, *, principal: Principal, reason: str,
            now: float | None = None) -> Grant:  # fmt: skip
     """End a grant early: an owner of its domain, or whoever asked for it."""
     name = may_decide(ws, principal, "reject").name
@@ -386,7 +391,7 @@ def revoke(ws: Any, grant_id: str, *, principal: Principal, reason: str,
                 reason=f"revoked by {name} before its time: {reason.strip()}")  # fmt: skip
 
 
-def end_due(ws: Any, *, now: float | None = None) -> list[str]:
+def end_due(ws: Workspace, *, now: float | None = None) -> list[str]:
     """Expire, escalate and revoke what is due as of ``now``: requests past their expiry,
     grants past their time, grants a killed process left ``granting``. Returns a line per
     revoke that failed (kept, and tried again at the next pass)."""
@@ -417,14 +422,14 @@ def end_due(ws: Any, *, now: float | None = None) -> list[str]:
     return problems
 
 
-def _last_write(ws: Any, g: Grant) -> float:
+def _last_write(ws: Workspace, g: Grant) -> float:
     row = ws.state.conn.execute(
         "SELECT updated_at FROM access_grants WHERE grant_id = ?", (g.grant_id,)
     ).fetchone()
     return float(row[0]) if row else 0.0
 
 
-def due_count(ws: Any, now: float | None = None) -> int:
+def due_count(ws: Workspace, now: float | None = None) -> int:
     """How many grants a pass of :func:`end_due` would act on (cheap: one query)."""
     now = time.time() if now is None else now
     row = ws.state.conn.execute(
@@ -436,7 +441,7 @@ def due_count(ws: Any, now: float | None = None) -> int:
     return int(row[0])
 
 
-def options(ws: Any, g: Grant, principal: Principal) -> dict[str, str | None]:
+def options(ws: Workspace, g: Grant, principal: Principal) -> dict[str, str | None]:
     """What ``principal`` may do to ``g`` now: ``{action: None}`` when it may, else why not
     (the rules :func:`approve`, :func:`reject` and :func:`revoke` enforce, checked without
     writing anything). For showing buttons only: every decision checks again."""
@@ -456,7 +461,7 @@ def options(ws: Any, g: Grant, principal: Principal) -> dict[str, str | None]:
     return out
 
 
-def reassert(ws: Any, *, now: float | None = None) -> list[str]:
+def reassert(ws: Workspace, *, now: float | None = None) -> list[str]:
     """Grant again what every grant held in this target holds: a tool that rebuilds a relation
     (dbt's table materialization drops and renames) takes its privileges with it. Run after
     every build. Returns a line per grant that could not be made again (a relation that is

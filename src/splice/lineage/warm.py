@@ -20,10 +20,13 @@ import time
 import types
 import typing
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.graph.model import Relation
 from splice.lineage.types import ColumnLineage, ColumnRef, JoinKey, ModelLineage
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 KIND = "workspace_lineage"
 VERSION = "1"
@@ -169,7 +172,7 @@ def unpack(data: dict[str, Any]) -> dict[str, ModelLineage] | None:
 
 
 # -- the entry ------------------------------------------------------------------------------------
-def whole_key(ws: Any, render_version: str, wh: dict[Relation, dict[str, str]]) -> str:
+def whole_key(ws: Workspace, render_version: str, wh: dict[Relation, dict[str, str]]) -> str:
     """What the whole result rests on: the graph key (every input of the graph, Splice's and
     the tools' versions, the target) and the warehouse's columns."""
     h = hashlib.sha256(
@@ -180,14 +183,14 @@ def whole_key(ws: Any, render_version: str, wh: dict[Relation, dict[str, str]]) 
     return h.hexdigest()
 
 
-def lookup(ws: Any, key: str) -> dict[str, ModelLineage] | None:
+def lookup(ws: Workspace, key: str) -> dict[str, ModelLineage] | None:
     hit = ws.state.cache_get_many(KIND, [ws.target]).get(ws.target)
     if not isinstance(hit, dict) or hit.get("key") != key:
         return None
     return unpack(hit.get("packed") or {})
 
 
-def remember(ws: Any, key: str, models: dict[str, ModelLineage]) -> bool:
+def remember(ws: Workspace, key: str, models: dict[str, ModelLineage]) -> bool:
     packed = pack(models)
     if packed is None:
         return False

@@ -26,7 +26,7 @@ import logging
 from collections.abc import Callable
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.mcpserver import Context
@@ -34,6 +34,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from splice.errors import SpliceError
 from splice.support.principals import Principal, os_user
+
+if TYPE_CHECKING:
+    from splice.api import Workspace
 
 T = TypeVar("T")
 log = logging.getLogger("splice.mcp")
@@ -54,7 +57,7 @@ def caller() -> Principal | None:
                         credential=f"os-user:{os_user()}")  # fmt: skip
 
 
-def principal_of(ctx: Context[Any, Any], ws: Any = None) -> Principal:
+def principal_of(ctx: Context[Any, Any], ws: Workspace | None = None) -> Principal:
     """The caller: the token's principal on ``splice serve``, else the stdio client (an agent,
     named ``agent:NAME`` when its client calls itself by a person's name or one of Splice's:
     ``ws``, the workspace whose owners and keys say whose names those are)."""

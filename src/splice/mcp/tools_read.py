@@ -7,7 +7,7 @@ answers.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp.server.mcpserver import Context
 
@@ -32,6 +32,9 @@ from splice.mcp.params import (
     Series,
     Since,
 )
+
+if TYPE_CHECKING:
+    from splice.api import Workspace
 
 Ctx = Context[Any, Any]
 
@@ -152,7 +155,7 @@ def list_runs(ctx: Ctx, limit: Limit = 20) -> Any:
 def get_run_journal(ctx: Ctx, run_id: RunId) -> Any:
     """One run (an id, a unique prefix, or "latest") and its events in order."""
 
-    def journal(ws: Any) -> Any:
+    def journal(ws: Workspace) -> Any:
         rid = run_id
         if rid.strip().lower() == "latest":
             newest = api.list_runs(ws, limit=1)

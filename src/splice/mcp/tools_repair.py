@@ -12,7 +12,7 @@ proposal's domain.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp.server.mcpserver import Context
 
@@ -34,6 +34,9 @@ from splice.mcp.params import (
     Why,
 )
 
+if TYPE_CHECKING:
+    from splice.api import Workspace
+
 Ctx = Context[Any, Any]
 
 
@@ -49,7 +52,7 @@ def propose_repair(ctx: Ctx, incident_id: IncidentId) -> Any:
     )
 
 
-def _with_status(ws: Any, p: Any) -> dict[str, Any]:
+def _with_status(ws: Workspace, p: Any) -> dict[str, Any]:
     """A proposal as data with the domains that decide it (``waiting_for``: still to approve)."""
     return {**p.as_dict(), **api.approval_status(ws, p)}
 

@@ -32,6 +32,7 @@ from splice.support.principals import Principal
 
 if TYPE_CHECKING:
     from splice.run.runner import Recover
+    from splice.workspace.core import Workspace
 
 Progress = Callable[[str], None] | None
 
@@ -93,7 +94,7 @@ def _time_column(cols: list[tuple[str, str]], dialect: str) -> str | None:
     return None
 
 
-def _count(ws: Any, relations: list[Any]) -> None:
+def _count(ws: Workspace, relations: list[Any]) -> None:
     """Rows of each relation in the source (None: not built there), and a raw relation's
     interval column."""
     from splice.migrate.copy import columns
@@ -113,7 +114,7 @@ def _count(ws: Any, relations: list[Any]) -> None:
             r.rows = int(con.execute(count_query(rel, None, None, None, ws.dialect)).fetchone()[0])
 
 
-def _where_it_lives(ws: Any) -> str:
+def _where_it_lives(ws: Workspace) -> str:
     """The warehouse a workspace's target writes, as one comparable text."""
     from splice.warehouse.engines import engine_module
 
@@ -155,7 +156,7 @@ def plan(source: Any, dest: Any, *, principal: Principal, execution_time: str | 
 
 
 # -- approve ----------------------------------------------------------------------------------------
-def approve(ws: Any, migration_id: str, wave: int | None, *, principal: Principal,
+def approve(ws: Workspace, migration_id: str, wave: int | None, *, principal: Principal,
             comment: str | None = None) -> Migration:  # fmt: skip
     """An owner of one of the wave's domains (not the planner) approves the wave (default:
     the next one not yet approved)."""
@@ -265,7 +266,7 @@ def _status(m: Migration) -> str:
     return "in progress"
 
 
-def _record(ws: Any, m: Migration, w: Wave, checks: list[Check], kind: str,
+def _record(ws: Workspace, m: Migration, w: Wave, checks: list[Check], kind: str,
             principal: Principal) -> None:  # fmt: skip
     w.checks = [c.__dict__ for c in checks]
     w.status = "passed" if all(c.ok for c in checks) else "failed"
@@ -278,7 +279,7 @@ def _record(ws: Any, m: Migration, w: Wave, checks: list[Check], kind: str,
             "checks": len(checks)})  # fmt: skip
 
 
-def run(ws: Any, dest: Any, migration_id: str, wave: int | None, *, principal: Principal,
+def run(ws: Workspace, dest: Any, migration_id: str, wave: int | None, *, principal: Principal,
         progress: Progress = None, recover: Recover | None = None) -> Migration:  # fmt: skip
     """Run one wave (default: the next that has not passed) and check it. ``recover``: what
     the rebuild's run session also recovers (:data:`splice.run.runner.Recover`; the facade
@@ -323,7 +324,7 @@ def run(ws: Any, dest: Any, migration_id: str, wave: int | None, *, principal: P
     return m
 
 
-def check(ws: Any, dest: Any, migration_id: str, wave: int, *, principal: Principal,
+def check(ws: Workspace, dest: Any, migration_id: str, wave: int, *, principal: Principal,
           progress: Progress = None) -> Migration:  # fmt: skip
     """A wave's checks again (the wave must have run)."""
     may_decide(ws, principal, "propose")
@@ -336,7 +337,7 @@ def check(ws: Any, dest: Any, migration_id: str, wave: int, *, principal: Princi
     return m
 
 
-def complete(ws: Any, dest: Any, migration_id: str, *, principal: Principal,
+def complete(ws: Workspace, dest: Any, migration_id: str, *, principal: Principal,
              progress: Progress = None) -> dict[str, Any]:  # fmt: skip
     """Check every wave once more; all green, an owner signs the migration complete. Returns
     its receipt."""
@@ -371,7 +372,7 @@ def complete(ws: Any, dest: Any, migration_id: str, *, principal: Principal,
     return receipt(ws, m)
 
 
-def receipt(ws: Any, m: Migration) -> dict[str, Any]:
+def receipt(ws: Workspace, m: Migration) -> dict[str, Any]:
     """Every wave, check and approver of a migration, with the audit log's head."""
     from splice.state.store import read_audit_head
 

@@ -22,11 +22,14 @@ import sqlite3
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.config.notify import NotifySection
 from splice.notify.channels import send
 from splice.notify.events import Event, from_audit, from_incident
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 #: Seconds a claimed delivery belongs to the process that claimed it.
 LEASE = 300.0
@@ -57,7 +60,7 @@ class DeliveryReport:
         return asdict(self)
 
 
-def _log(ws: Any, line: str) -> None:
+def _log(ws: Workspace, line: str) -> None:
     try:
         path: Path = ws.splice_dir / "logs" / "notify.log"
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -111,7 +114,7 @@ def new_events(conn: sqlite3.Connection, config: Any) -> tuple[list[Event], int,
     return events, seq, rowid
 
 
-def enqueue(ws: Any, *, now: float | None = None) -> int:
+def enqueue(ws: Workspace, *, now: float | None = None) -> int:
     """Queue the events after the cursor for every channel that wants them; returns how many
     deliveries were queued (none when no channel is configured: the cursor moves all the same)."""
     now = time.time() if now is None else now
@@ -133,7 +136,7 @@ def enqueue(ws: Any, *, now: float | None = None) -> int:
     return queued
 
 
-def _claim(ws: Any, delivery_id: int, now: float) -> bool:
+def _claim(ws: Workspace, delivery_id: int, now: float) -> bool:
     with ws.state.transaction() as conn:
         cur = conn.execute(
             "UPDATE notify_deliveries SET status = 'sending', claimed_until = ?, "
@@ -144,13 +147,13 @@ def _claim(ws: Any, delivery_id: int, now: float) -> bool:
         return cur.rowcount == 1
 
 
-def _finish(ws: Any, delivery_id: int, sets: str, args: tuple[Any, ...]) -> None:
+def _finish(ws: Workspace, delivery_id: int, sets: str, args: tuple[Any, ...]) -> None:
     with ws.state.transaction() as conn:
         conn.execute(f"UPDATE notify_deliveries SET {sets} WHERE delivery_id = ?",
                      (*args, delivery_id))  # fmt: skip
 
 
-def _due(ws: Any, now: float) -> list[tuple[Any, ...]]:
+def _due(ws: Workspace, now: float) -> list[tuple[Any, ...]]:
     return ws.state.conn.execute(
         "SELECT delivery_id, channel, event, message FROM notify_deliveries "
         "WHERE (status = 'pending' AND next_attempt_at <= ?) "
@@ -159,7 +162,7 @@ def _due(ws: Any, now: float) -> list[tuple[Any, ...]]:
     ).fetchall()
 
 
-def send_due(ws: Any, report: DeliveryReport, *, now: float | None = None) -> None:
+def send_due(ws: Workspace, report: DeliveryReport, *, now: float | None = None) -> None:
     """Send every due delivery once (a channel that fails is skipped for the rest of the call)."""
     clock = time.time if now is None else (lambda: now)
     channels = {c.name: c for c in ws.config.notify}
@@ -202,7 +205,7 @@ def send_due(ws: Any, report: DeliveryReport, *, now: float | None = None) -> No
                  f"next in {backoff(attempts):g} s")  # fmt: skip
 
 
-def deliver(ws: Any, *, now: float | None = None) -> DeliveryReport:
+def deliver(ws: Workspace, *, now: float | None = None) -> DeliveryReport:
     """Queue what is new and send what is due; never raises for a channel's failure."""
     t0 = time.perf_counter()
     report = DeliveryReport()
@@ -214,14 +217,14 @@ def deliver(ws: Any, *, now: float | None = None) -> DeliveryReport:
     return report
 
 
-def _count(ws: Any, status: str) -> int:
+def _count(ws: Workspace, status: str) -> int:
     row = ws.state.conn.execute(
         "SELECT COUNT(*) FROM notify_deliveries WHERE status = ?", (status,)
     ).fetchone()
     return int(row[0])
 
 
-def status(ws: Any, *, limit: int = 50) -> dict[str, Any]:
+def status(ws: Workspace, *, limit: int = 50) -> dict[str, Any]:
     """The outbox: counts per status, and the deliveries not delivered (newest first)."""
     conn = ws.state.conn
     counts = dict(conn.execute("SELECT status, COUNT(*) FROM notify_deliveries GROUP BY status"))
@@ -254,7 +257,7 @@ def status(ws: Any, *, limit: int = 50) -> dict[str, Any]:
     }
 
 
-def send_test(ws: Any, channel: str | None = None) -> list[dict[str, Any]]:
+def send_test(ws: Workspace, channel: str | None = None) -> list[dict[str, Any]]:
     """Send a test message to every channel (or the one named) now, outside the outbox."""
     from splice.errors import ConfigError
     from splice.notify.events import sample_event

@@ -7,12 +7,15 @@ model. Which checks passed, with the digest of their code, is kept per target by
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.graph.model import Graph
 from splice.plan.fingerprint import dbt_fingerprint, digest
 from splice.plan.inputs import PASS_THROUGH, PlanInputs
 from splice.plan.model import NodeDecision, Reason
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 #: reason codes of a check's decision (a test or audit, not a node that builds a relation)
 CHECK_CODES = frozenset({"selected_test", "check_changed"})
@@ -109,7 +112,7 @@ def is_check(decision: NodeDecision) -> bool:
 
 
 def check_fingerprints(
-    ws: Any, g: Graph, selected: list[str], excluded: set[str]
+    ws: Workspace, g: Graph, selected: list[str], excluded: set[str]
 ) -> dict[str, dict[str, str]]:
     """The fingerprint of each selected dbt test (its SQL, config and macros, and what its
     generic test is given), from the manifest already parsed with the graph."""

@@ -33,10 +33,13 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.plan.intervals import describe_intervals, merge
 from splice.state.store import StateStore
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 
 @dataclass(frozen=True)
@@ -399,7 +402,7 @@ def history(store: StateStore, target: str, node_id: str) -> list[dict[str, Any]
 
 # -- SQLMesh state as evidence -------------------------------------------------------------------
 def observe_sqlmesh(
-    ws: Any,
+    ws: Workspace,
     *,
     projects: Iterable[str] | None = None,
     execution_time: datetime | None = None,

@@ -27,9 +27,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.graph.model import Node
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 #: Node kinds Splice builds (tests and audits run with the nodes they check).
 BUILDABLE_KINDS = frozenset({"model", "seed", "snapshot"})
@@ -178,7 +181,7 @@ def changed_components(old: dict[str, str], new: dict[str, str]) -> list[str]:
     return sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
 
 
-def fingerprints(ws: Any, node_ids: Iterable[str]) -> dict[str, dict[str, str]]:
+def fingerprints(ws: Workspace, node_ids: Iterable[str]) -> dict[str, dict[str, str]]:
     """Fingerprints of the given buildable nodes of a workspace (others are skipped).
 
     The runner calls this after a node succeeds, to record what it built. SQLMesh nodes are

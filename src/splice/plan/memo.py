@@ -36,10 +36,13 @@ import hashlib
 import json
 import time
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.plan.model import NodeDecision, Plan, Reason, Segment
 from splice.providers.sqlmesh_state import state_probe
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 KIND = "noop_plan"
 REUSED = "nothing changed since the plan of"  # how the memo's note begins
@@ -49,12 +52,12 @@ def key_of(data: Any) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def code_key(ws: Any, selector: str | None, exclude: str | None) -> str:
+def code_key(ws: Workspace, selector: str | None, exclude: str | None) -> str:
     """The SHA-256 of everything the plan's code side reads (see the module docstring)."""
     return key_of([ws.inputs_key(), ws.target, selector, exclude])
 
 
-def evidence_mark(ws: Any) -> list[Any]:
+def evidence_mark(ws: Workspace) -> list[Any]:
     conn = ws.state.conn
     v = conn.execute(
         "SELECT COALESCE(MAX(seq), 0), COUNT(*) FROM evidence_versions WHERE target = ?",
@@ -75,7 +78,7 @@ def _now_ms(execution_time: datetime | None) -> int:
     return int(t.timestamp() * 1000)
 
 
-def marks(ws: Any, code: str) -> dict[str, Any] | None:
+def marks(ws: Workspace, code: str) -> dict[str, Any] | None:
     """The marks a remembered plan rests on, ``code`` being :func:`code_key`'s."""
     probe = state_probe(ws)
     if probe is None:
@@ -95,7 +98,7 @@ def _valid(hit: Any, now: dict[str, Any], execution_time: datetime | None) -> bo
 
 
 def lookup(
-    ws: Any,
+    ws: Workspace,
     selector: str | None,
     exclude: str | None,
     execution_time: datetime | None,
@@ -151,7 +154,7 @@ def lookup(
     return plan
 
 
-def _reduced(ws: Any, plan: Plan, selector: str | None, exclude: str | None) -> Plan:
+def _reduced(ws: Workspace, plan: Plan, selector: str | None, exclude: str | None) -> Plan:
     """The whole workspace's no-op ``plan`` as the plan of ``selector`` / ``exclude``."""
     from splice.graph.selectors import select
 
@@ -164,7 +167,7 @@ def _reduced(ws: Any, plan: Plan, selector: str | None, exclude: str | None) -> 
 
 
 def remember(
-    ws: Any,
+    ws: Workspace,
     plan: Plan,
     selector: str | None,
     exclude: str | None,

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import time
 from datetime import date, datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 from splice.errors import SpliceError
 from splice.graph.model import Graph
@@ -52,6 +52,9 @@ from splice.plan.model import Action, NodeDecision, Plan, Reason, ReasonCode
 from splice.plan.segments import make_segments
 from splice.plan.sqlmesh_view import NodeView
 from splice.providers.locations import shares_sqlmesh_state
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 CODE_CAUSES = frozenset({"code_changed", "upstream_code_changed", "sqlmesh_change"})
 
@@ -290,7 +293,7 @@ def plan_from_inputs(
 
 
 # -- gathering the inputs from a workspace ------------------------------------------------------
-def check_environments(ws: Any, graph: Graph, candidates: set[str]) -> None:
+def check_environments(ws: Workspace, graph: Graph, candidates: set[str]) -> None:
     """Refuse a plan in which a node would read another project's prod relation (SPL201/202),
     or a SQLMesh project of a multi-repo setup would read another whose state is in another
     file (SPL401: its SQLMesh finds an empty state and fails halfway through the run)."""
@@ -348,7 +351,7 @@ def _readers(graph: Graph, reader: str, candidates: set[str]) -> set[str]:
 
 
 def make_plan(
-    ws: Any,
+    ws: Workspace,
     selector: str | None = None,
     *,
     exclude: str | None = None,
@@ -492,7 +495,7 @@ def make_plan(
 
 
 def remember_after_run(
-    ws: Any, plan: Plan, execution_time: datetime | str | None = None
+    ws: Workspace, plan: Plan, execution_time: datetime | str | None = None
 ) -> tuple[bool, str | None]:
     """After ``plan`` ran cleanly, plan once more with the graph already loaded (a fraction of a
     second) so that the next ``splice run`` with nothing new finds that no-op plan in the memo
@@ -527,7 +530,7 @@ def because(plan: Plan, node_id: str) -> str:
 
 
 def explain(
-    ws: Any,
+    ws: Workspace,
     node_id: str,
     *,
     selector: str | None = None,

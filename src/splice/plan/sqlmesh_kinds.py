@@ -8,10 +8,13 @@ snapshot of its own that SQLMesh's plan applies when it is new or changed.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.plan.intervals import describe_intervals
 from splice.plan.model import Reason
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 #: What ``sqlmesh plan`` prints for a kind that is not filled interval by interval.
 _WHOLE_KINDS = {
@@ -45,7 +48,7 @@ def unchanged_reason(kind: str, env_name: str) -> Reason:
     return Reason("unchanged", f"SQLMesh: no changes and no missing intervals in {env_name!r}")
 
 
-def changed_standalone_audits(ws: Any, project: str, state: Any) -> dict[str, Reason]:
+def changed_standalone_audits(ws: Workspace, project: str, state: Any) -> dict[str, Reason]:
     """Standalone audit nodes of ``project`` that SQLMesh's plan would apply (new, or their code
     differs from the environment's), with why. SQLMesh lists them under "Standalone Audits" and
     runs them once applied; none when the environment was never planned (every model builds)."""

@@ -37,7 +37,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.errors import ProjectError
 from splice.graph.model import Graph
@@ -46,6 +46,9 @@ from splice.plan.intervals import merge
 from splice.plan.model import Action, Reason
 from splice.plan.sqlmesh_kinds import missing_reason, unchanged_reason
 from splice.support.capture import captured
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 #: SQLMesh's change categories as the plan prints them.
 CATEGORY_NAMES = {
@@ -61,7 +64,7 @@ DATA_NEUTRAL = frozenset({"indirect-non-breaking", "metadata"})
 
 
 def resolve_execution_time(
-    ws: Any, explicit: datetime | date | str | None = None
+    ws: Workspace, explicit: datetime | date | str | None = None
 ) -> datetime | None:
     """The clock SQLMesh plans with (see the module docstring); ``None`` means now."""
     if explicit is not None:
@@ -191,7 +194,7 @@ class EnvironmentState:
 
 
 def environment_state(
-    ws: Any, project: str, *, execution_time: datetime | None = None
+    ws: Workspace, project: str, *, execution_time: datetime | None = None
 ) -> EnvironmentState:
     """The models of ``project``'s environment for ``ws.target``, from SQLMesh's state."""
     env_name = ws.environment(project)
@@ -273,7 +276,7 @@ class ProjectView:
 
 
 def plan_view(
-    ws: Any,
+    ws: Workspace,
     project: str,
     node_ids: list[str],
     *,
@@ -465,7 +468,7 @@ def plan_view(
 
 
 def _unchanged_view(
-    ws: Any,
+    ws: Workspace,
     project: str,
     env_name: str,
     ids: dict[str, str],

@@ -8,14 +8,17 @@ multi-repo project's shared state (the models other projects own) while it is th
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.warehouse.rows import checksum_query
+
+if TYPE_CHECKING:
+    from splice.providers.host import ProjectsHost
 
 STATE_TABLES = ("_intervals", "_environments")
 
 
-def own_state_connection(ws: Any, spec: Any) -> bool:
+def own_state_connection(ws: ProjectsHost, spec: Any) -> bool:
     """Whether a SQLMesh project keeps its state elsewhere than the warehouse."""
     base = ws.root / spec.path
     for name in ("config.yaml", "config.yml", "config.py"):
@@ -25,7 +28,7 @@ def own_state_connection(ws: Any, spec: Any) -> bool:
     return False
 
 
-def state_probe(ws: Any) -> list[str] | None:
+def state_probe(ws: ProjectsHost) -> list[str] | None:
     """A checksum of SQLMesh's interval and environment state, or None when it cannot be read
     cheaply (a project with its own ``state_connection``, a warehouse other than DuckDB or
     PostgreSQL, or one that does not answer). ``[]`` when the workspace has no SQLMesh project."""

@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import sqlite3
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 
-def state_conn(ws: Any) -> sqlite3.Connection | None:
+def state_conn(ws: Workspace) -> sqlite3.Connection | None:
     """The state's connection, or None when the workspace has no state yet (a read never
     creates one)."""
     if ws._state is None and not ws.state_exists:

@@ -9,11 +9,14 @@ Every query is a sqlglot expression.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
 from splice.graph.model import Graph, Relation
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 #: How many recent loads are listed per job.
 LOADS_SHOWN = 20
@@ -66,14 +69,14 @@ def _iso(v: Any) -> Any:
     return v.isoformat() if hasattr(v, "isoformat") else v
 
 
-def _domain(ws: Any, g: Graph, node_id: str) -> str | None:
+def _domain(ws: Workspace, g: Graph, node_id: str) -> str | None:
     from splice.approvals.domains import domain_for
 
     d = domain_for(g, ws.config, node_id)
     return d.name if d is not None else None
 
 
-def orchestrator_runs(ws: Any, job: Any, *, limit: int = LOADS_SHOWN) -> dict[str, Any]:
+def orchestrator_runs(ws: Workspace, job: Any, *, limit: int = LOADS_SHOWN) -> dict[str, Any]:
     """The orchestrator of ``job`` (None when Splice runs it) and the job's latest runs there
     (status, start, end, link); ``error`` says why they could not be read (never raises)."""
     from splice.errors import OrchestratorError
@@ -91,7 +94,7 @@ def orchestrator_runs(ws: Any, job: Any, *, limit: int = LOADS_SHOWN) -> dict[st
     return rec
 
 
-def ingestion_jobs(ws: Any, *, loads: int = LOADS_SHOWN) -> list[dict[str, Any]]:
+def ingestion_jobs(ws: Workspace, *, loads: int = LOADS_SHOWN) -> list[dict[str, Any]]:
     """Each ``[[ingestion]]`` job: how it runs, the tables it writes (whether they exist and
     their rows), the nodes reading them, and for a dlt job its newest ``loads`` from dlt's
     ``_dlt_loads`` in the dataset it writes (load id, status, inserted_at, schema).
@@ -183,7 +186,7 @@ def ingestion_jobs(ws: Any, *, loads: int = LOADS_SHOWN) -> list[dict[str, Any]]
     return jobs
 
 
-def dashboards(ws: Any) -> list[dict[str, Any]]:
+def dashboards(ws: Workspace) -> list[dict[str, Any]]:
     """Each dashboard (``[[dashboards]]`` and dbt exposures): what it reads (nodes, relations,
     their columns), everything upstream of it in dependency order across projects, the
     ingestion jobs and sources it ultimately comes from, the declared metrics watched on the

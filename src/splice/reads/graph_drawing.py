@@ -9,12 +9,17 @@ as in dbt docs' lineage view they are left out unless asked for (``checks=True``
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 CHECK_KINDS = ("test", "audit")
 
 
-def whole_graph(ws: Any, *, checks: bool = False, project: str | None = None) -> dict[str, Any]:
+def whole_graph(
+    ws: Workspace, *, checks: bool = False, project: str | None = None
+) -> dict[str, Any]:
     """``{"nodes", "edges", "origin": None, "sources", "dashboards", "hidden", "kinds"}``:
     ``nodes`` as in :func:`splice.reads.incident_lineage.incident_lineage` (``column``, ``row``),
     ``hidden`` how many checks were left out, ``kinds`` the count of each kind drawn.

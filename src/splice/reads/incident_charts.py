@@ -26,7 +26,7 @@ import json
 import math
 import warnings
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -34,6 +34,9 @@ from splice.reads import state_conn
 from splice.watch.grid import grid, intervals_back
 from splice.watch.history import TRAINING_KEEPS, dims_label
 from splice.watch.robust import last_finite, nanmad, nanmedian_rows, prev_valid
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 #: Intervals drawn before the incident's first interval, and at most after its last.
 BEFORE = 60
@@ -49,7 +52,7 @@ BAND_WORDS = {
 }
 
 
-def _measure_info(ws: Any) -> dict[str, tuple[Any, Any]]:
+def _measure_info(ws: Workspace) -> dict[str, tuple[Any, Any]]:
     """measure name -> (spec, measure), or {} when the specs cannot be read."""
     from splice.errors import SpliceError
     from splice.watch.metrics import watch_specs
@@ -246,7 +249,7 @@ def repeat_rule(points: list[dict[str, Any]], anomalies: list[dict[str, Any]]) -
 
 
 def _chart(
-    ws: Any, conn: Any, info: dict[str, tuple[Any, Any]], incident_id: str,
+    ws: Workspace, conn: Any, info: dict[str, tuple[Any, Any]], incident_id: str,
     span: tuple[date, date], metric: str, items: list[dict[str, Any]], pick: str | None = None,
 ) -> dict[str, Any] | None:  # fmt: skip
     from splice.watch import history as hist
@@ -362,7 +365,7 @@ def _chart(
 
 
 def incident_charts(
-    ws: Any, incident_id: str, picks: dict[str, str] | None = None
+    ws: Workspace, incident_id: str, picks: dict[str, str] | None = None
 ) -> list[dict[str, Any]]:
     """One chart's data per anomalous metric of the incident (in the order of its evidence):
     ``metric``, ``node``, ``series`` (the series drawn: the evidence's example), ``series_total``

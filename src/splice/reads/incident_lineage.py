@@ -10,7 +10,10 @@ own steps are edges too (the ingestion job feeds the origin's relation across a 
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 #: Node kinds a path starts from (the job or relation that feeds the origin).
 SOURCE_KINDS = ("ingestion", "source", "external")
@@ -66,7 +69,7 @@ def _layers(ids: list[str], edges: list[tuple[str, str]]) -> dict[str, int]:
     return layer
 
 
-def incident_lineage(ws: Any, incident_id: str) -> dict[str, Any]:
+def incident_lineage(ws: Workspace, incident_id: str) -> dict[str, Any]:
     """The incident's lineage as a drawing's data: ``nodes`` (``id``, ``label``, ``project``,
     ``kind``, ``tool``, ``column`` and ``row`` in the drawing, ``origin``, ``on_path``,
     ``source``, ``dashboard``), ``edges`` (``from``, ``to``, ``on_path``, ``via``), and

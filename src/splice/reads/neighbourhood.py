@@ -11,9 +11,12 @@ the bindings that join the projects.
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.graph.model import Graph
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 #: Not listed up or down (a node page lists its checks apart).
 CHECK_KINDS = ("test", "audit")
@@ -59,7 +62,7 @@ def _walk(
     return out, total
 
 
-def node_neighbourhood(ws: Any, node_id: str, *, limit: int = 300) -> dict[str, Any]:
+def node_neighbourhood(ws: Workspace, node_id: str, *, limit: int = 300) -> dict[str, Any]:
     """Every node upstream and downstream of ``node_id`` across projects, nearest first.
 
     Each entry: id, name, kind, project, tool, ``depth`` (edges away), ``via`` (the node it was
@@ -89,7 +92,7 @@ def node_neighbourhood(ws: Any, node_id: str, *, limit: int = 300) -> dict[str, 
     }
 
 
-def graph_summary(ws: Any, *, bindings: int = 50) -> dict[str, Any]:
+def graph_summary(ws: Workspace, *, bindings: int = 50) -> dict[str, Any]:
     """The joined graph at a glance: per project its tool and node counts per kind; the
     bindings between projects (the first ``bindings``, by upstream id) with their evidence."""
     g = ws.graph()

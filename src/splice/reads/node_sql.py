@@ -12,9 +12,12 @@ through the rendered-SQL cache the column lineage uses (keyed by content, so it 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.errors import NodeNotFoundError
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 #: Files larger than this are not shown on the page (the path is).
 MAX_BYTES = 256 * 1024
@@ -31,7 +34,7 @@ def _read(path: Path) -> str | None:
         return None
 
 
-def _dbt_compiled(ws: Any, node: Any, project_dir: Path) -> tuple[str | None, str | None]:
+def _dbt_compiled(ws: Workspace, node: Any, project_dir: Path) -> tuple[str | None, str | None]:
     """(compiled SQL, where it was read) from dbt's target directories, newest first."""
     package = str(node.meta.get("package") or node.project)
     rel = Path(str(node.path))
@@ -51,14 +54,14 @@ def _dbt_compiled(ws: Any, node: Any, project_dir: Path) -> tuple[str | None, st
     return text, _shown(ws, best) if text is not None else None
 
 
-def _shown(ws: Any, path: Path) -> str:
+def _shown(ws: Workspace, path: Path) -> str:
     try:
         return str(path.relative_to(ws.root))
     except ValueError:
         return str(path)
 
 
-def node_sql(ws: Any, node_id: str, *, render: bool = False) -> dict[str, Any]:
+def node_sql(ws: Workspace, node_id: str, *, render: bool = False) -> dict[str, Any]:
     """``{"raw", "raw_path", "compiled", "compiled_from", "can_render", "note", "language"}``
     for one node (``raw``/``compiled`` None when there is none; ``note`` says why)."""
     g = ws.graph()

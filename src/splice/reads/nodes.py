@@ -10,10 +10,13 @@ from __future__ import annotations
 import difflib
 import re
 from datetime import UTC
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.errors import InputError, NodeNotFoundError
 from splice.graph.model import Graph, Node
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 _WORDS = re.compile(r"[a-z0-9]+")
 #: Kinds that repeat their model's name (a test ``not_null_fct_gmv_qtd_gmv_usd``): ranked down.
@@ -91,7 +94,7 @@ def _score(
 
 
 def search_nodes(
-    ws: Any, query: str, *, kind: str | None = None, limit: int = 20
+    ws: Workspace, query: str, *, kind: str | None = None, limit: int = 20
 ) -> list[dict[str, Any]]:
     """Nodes matching ``query`` (every word must match), best first.
 
@@ -194,7 +197,7 @@ def _ms_iso(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat()
 
 
-def _warehouse_types(ws: Any, n: Node) -> dict[str, str]:
+def _warehouse_types(ws: Workspace, n: Node) -> dict[str, str]:
     """Column types the warehouse knows for a node whose tool leaves some untyped (a dbt model
     without ``data_type``); empty when every column is typed or the warehouse can't be read."""
     if not n.columns or all(n.columns.values()):
@@ -220,7 +223,7 @@ def _neighbour(g: Graph, nid: str, up: str, down: str) -> dict[str, Any]:
     }
 
 
-def node_details(ws: Any, node_id: str) -> dict[str, Any]:
+def node_details(ws: Workspace, node_id: str) -> dict[str, Any]:
     """Everything Splice knows about one node: its record (as ``splice ls --json``), its
     columns with types and descriptions, parents and children (with the binding evidence of
     edges across projects), its project and tool, relation, owner and domain, the checks on

@@ -11,7 +11,7 @@ import json
 import math
 import sqlite3
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,11 +20,14 @@ from splice.reads import iso_time, state_conn
 from splice.watch.history import TRAINING_KEEPS, dims_key, dims_label
 from splice.watch.robust import MAD_TO_SIGMA
 
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
+
 #: How many series' last values are listed by name in a metric's summary.
 LAST_VALUES_SHOWN = 5
 
 
-def _specs(ws: Any, *, monitors: bool = True) -> list[Any]:
+def _specs(ws: Workspace, *, monitors: bool = True) -> list[Any]:
     from splice.watch.metrics import watch_specs
 
     specs = watch_specs(ws)
@@ -86,7 +89,7 @@ def _since(since: date | str | None) -> str | None:
 
 
 def anomalies(
-    ws: Any,
+    ws: Workspace,
     *,
     status: str | None = None,
     metric: str | None = None,
@@ -170,7 +173,7 @@ def _summary(points: list[tuple[str, str, Any]]) -> dict[str, Any] | None:
     return out
 
 
-def metrics(ws: Any, *, monitors: bool = True) -> list[dict[str, Any]]:
+def metrics(ws: Workspace, *, monitors: bool = True) -> list[dict[str, Any]]:
     """Every metric and default monitor ``splice watch`` measures for the target, one record
     per measured number (a declared metric, or one measure of a monitor): its node, kind
     (``declared``, or the monitor's: volume, null_rate, distinct, duplicates, value, lag),
@@ -224,7 +227,9 @@ def metrics(ws: Any, *, monitors: bool = True) -> list[dict[str, Any]]:
 
 
 # -- one metric's history -------------------------------------------------------------------------
-def _resolve(ws: Any, name: str, known_state: list[str]) -> tuple[Any | None, Any | None, str]:
+def _resolve(
+    ws: Workspace, name: str, known_state: list[str]
+) -> tuple[Any | None, Any | None, str]:
     """(spec, measure, metric name) for a measure name, a declared metric or a one-measure spec."""
     specs = _specs(ws)
     for s in specs:
@@ -315,7 +320,7 @@ def _baselines(
 
 
 def metric_history(
-    ws: Any, name: str, *, series: str | None = None, last: int | None = None
+    ws: Workspace, name: str, *, series: str | None = None, last: int | None = None
 ) -> dict[str, Any]:
     """One metric's points per series, with a baseline for each point and the anomalies.
 
@@ -480,7 +485,7 @@ def _why(spec: Any, m: Any, keys: Any) -> str:
     )
 
 
-def default_monitors(ws: Any) -> list[dict[str, Any]]:
+def default_monitors(ws: Workspace) -> list[dict[str, Any]]:
     """The monitors derived from the graph (``[watch] default_monitors``): for every model,
     seed or source with a time column, each measure with its node, kind, column and why it
     is watched (its audits: the grain, unique and not-null columns)."""

@@ -35,11 +35,14 @@ import json
 import time
 from dataclasses import asdict, dataclass
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.errors import ApprovalError, InputError
 from splice.support.names import name_key, normalise_name
 from splice.support.principals import AUTH_WORDS, Principal
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 #: The status of an incident whose every series' new level was accepted.
 ACCEPTED = "accepted"
@@ -200,7 +203,7 @@ def select_series(all_series: list[SeriesLevel], selectors: list[str] | None) ->
 
 
 # -- the rules ------------------------------------------------------------------------------------
-def _origin_domain(ws: Any, inc: Any) -> Any:
+def _origin_domain(ws: Workspace, inc: Any) -> Any:
     from splice.approvals.domains import domain_for
 
     if not inc.origin_node:
@@ -253,7 +256,7 @@ def _check_open(conn: Any, inc: Any, target: str) -> None:
         )
 
 
-def _settle_repairs(ws: Any, now: float | None) -> None:
+def _settle_repairs(ws: Workspace, now: float | None) -> None:
     """An apply killed mid-way is recovered and unanswered requests expire first, so that only a
     repair really under way holds the decision back."""
     from splice.repair.approvals import refresh_all
@@ -263,7 +266,7 @@ def _settle_repairs(ws: Any, now: float | None) -> None:
     refresh_all(ws, now=now)
 
 
-def _check_may_accept(ws: Any, inc: Any, name: str) -> Any:
+def _check_may_accept(ws: Workspace, inc: Any, name: str) -> Any:
     """The domain whose owner ``name`` must be, after checking they are one."""
     from splice.approvals.rules import as_owner, is_owner
 
@@ -280,7 +283,7 @@ def _check_may_accept(ws: Any, inc: Any, name: str) -> Any:
     return dom
 
 
-def options(ws: Any, incident_id: str, principal: Principal) -> dict[str, str | None]:
+def options(ws: Workspace, incident_id: str, principal: Principal) -> dict[str, str | None]:
     """``{"accept_level": None}`` when ``principal`` may accept the incident's new level now,
     else why not, in words (the rules :func:`accept_level` enforces, checked without writing).
     For showing the button only: the decision checks again."""
@@ -304,7 +307,7 @@ def options(ws: Any, incident_id: str, principal: Principal) -> dict[str, str | 
 
 # -- the decision ---------------------------------------------------------------------------------
 def accept_level(
-    ws: Any,
+    ws: Workspace,
     incident_id: str,
     *,
     principal: Principal,

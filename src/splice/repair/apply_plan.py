@@ -21,9 +21,12 @@ records evidence for what it rebuilt, and follows the runner's failure semantics
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.plan.model import NodeDecision, Plan, Reason, Segment
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 FORMAT = {"reload": "ingestion", "restate": "sqlmesh", "rebuild": "dbt"}
 
@@ -38,7 +41,7 @@ def _checks_of(graph: Any, ids: list[str], kind: str) -> list[str]:
     )
 
 
-def repair_plan(ws: Any, proposal: Any) -> Plan:
+def repair_plan(ws: Workspace, proposal: Any) -> Plan:
     """The runner's plan for ``proposal`` (a :class:`splice.repair.model.Proposal`)."""
     from splice.run.segments import build_evidence
 

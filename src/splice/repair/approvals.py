@@ -36,7 +36,7 @@ Every decision is one state transaction with its decision row and its audit-log 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.approvals.domains import domain_named
 from splice.approvals.rules import (
@@ -58,21 +58,24 @@ from splice.repair.model import EXPIRING, OPEN, Proposal
 from splice.support.names import name_key
 from splice.support.principals import SYSTEM, Principal, same_identity
 
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
-def _recover(ws: Any) -> None:
+
+def _recover(ws: Workspace) -> None:
     """A proposal stuck in applying by a dead process is recovered first."""
     from splice.repair.recovery import recover_interrupted_applies
 
     recover_interrupted_applies(ws)
 
 
-def _domain(ws: Any, p: Proposal) -> Any:
+def _domain(ws: Workspace, p: Proposal) -> Any:
     return declared_domain(ws.config, p.domain, subject=f"proposal {p.proposal_id}",
                            fix=f"declare [[domains]] {p.domain!r} with its owners again, or "
                            "propose anew")  # fmt: skip
 
 
-def declared_domains(ws: Any, p: Proposal) -> list[Any]:
+def declared_domains(ws: Workspace, p: Proposal) -> list[Any]:
     """Every domain ``p`` touches, as splice.toml declares it now (the primary first)."""
     out = [_domain(ws, p)]
     for name in p.touched_domains[1:]:
@@ -106,7 +109,7 @@ def waiting_for(p: Proposal, decisions: list[Any]) -> list[str]:
     return [d for d in p.touched_domains if d not in done]
 
 
-def approval_status(ws: Any, p: Proposal) -> dict[str, Any]:
+def approval_status(ws: Workspace, p: Proposal) -> dict[str, Any]:
     """Which domains decide ``p``, who approved for each, which still have to (with their
     owners and the ones asked so far), and the nodes it rewrites that no domain covers."""
     ds = store.decisions(ws.state, p.proposal_id)
@@ -125,7 +128,7 @@ def approval_status(ws: Any, p: Proposal) -> dict[str, Any]:
     }
 
 
-def _asked_by_domain(ws: Any, p: Proposal, decisions: list[Any]) -> dict[str, list[str]]:
+def _asked_by_domain(ws: Workspace, p: Proposal, decisions: list[Any]) -> dict[str, list[str]]:
     """Per domain ``p`` touches, the owners asked so far: the first, plus one per escalation of
     that domain (an escalation recorded without a domain is of the proposal's domain)."""
     out: dict[str, list[str]] = {}
@@ -139,7 +142,7 @@ def _asked_by_domain(ws: Any, p: Proposal, decisions: list[Any]) -> dict[str, li
     return out
 
 
-def asked(ws: Any, p: Proposal) -> list[str]:
+def asked(ws: Workspace, p: Proposal) -> list[str]:
     """The owners asked so far, over every domain the proposal touches: the first owner of
     each, plus one per escalation."""
     _domain(ws, p)  # the primary domain must still be declared
@@ -149,7 +152,7 @@ def asked(ws: Any, p: Proposal) -> list[str]:
     return out
 
 
-def refresh(ws: Any, p: Proposal, *, now: float | None = None) -> Proposal:
+def refresh(ws: Workspace, p: Proposal, *, now: float | None = None) -> Proposal:
     """Apply expiry and escalation to an open (or approved, not applied) proposal as of
     ``now``; returns it as stored."""
     if p.status not in EXPIRING:
@@ -188,13 +191,13 @@ def refresh(ws: Any, p: Proposal, *, now: float | None = None) -> Proposal:
     return store.load(ws.state, p.proposal_id)
 
 
-def refresh_all(ws: Any, *, now: float | None = None) -> None:
+def refresh_all(ws: Workspace, *, now: float | None = None) -> None:
     """Apply expiry and escalation to every open or approved proposal of the target."""
     for p in store.list_proposals(ws.state, target=ws.target, statuses=set(EXPIRING)):
         refresh(ws, p, now=now)
 
 
-def _requesters(ws: Any, p: Proposal) -> list[dict[str, Any]]:
+def _requesters(ws: Workspace, p: Proposal) -> list[dict[str, Any]]:
     """Who created or requested ``p``, as recorded principals (a name alone, for what was
     recorded before principals: compared by name, :func:`splice.support.principals.same_identity`)."""
     out: list[dict[str, Any]] = [p.requester or {"name": p.created_by, "kind": None}]
@@ -203,7 +206,7 @@ def _requesters(ws: Any, p: Proposal) -> list[dict[str, Any]]:
     return out
 
 
-def is_requester(ws: Any, p: Proposal, principal: Principal) -> bool:
+def is_requester(ws: Workspace, p: Proposal, principal: Principal) -> bool:
     """Whether ``principal`` is the one who created or requested ``p``: the same principal
     (kind, name and how authenticated), not merely the same name: an agent over stdio whose
     client calls itself "maria" is not maria the person."""
@@ -218,7 +221,7 @@ def _owners_text(doms: list[Any], but: str | None = None) -> str:
     )
 
 
-def _check_approve(ws: Any, cur: Proposal, who: Principal, doms: list[Any]) -> list[str]:
+def _check_approve(ws: Workspace, cur: Proposal, who: Principal, doms: list[Any]) -> list[str]:
     """Why ``who`` may not approve ``cur`` now (an ApprovalError); else the domains this
     approval is for (the waiting ones ``who`` owns)."""
     name = who.name
@@ -302,7 +305,7 @@ def _check_reject(cur: Proposal, who: Principal, doms: list[Any]) -> None:
 
 
 def approve(
-    ws: Any,
+    ws: Workspace,
     proposal_id: str,
     *,
     principal: Principal,
@@ -332,7 +335,7 @@ def approve(
 
 
 def reject(
-    ws: Any, proposal_id: str, *, principal: Principal, reason: str, now: float | None = None
+    ws: Workspace, proposal_id: str, *, principal: Principal, reason: str, now: float | None = None
 ) -> Proposal:
     """``splice reject``: an owner rejects, or the proposer withdraws, an open proposal; an
     owner revokes an approval that was not applied yet."""
@@ -350,7 +353,7 @@ def reject(
                             comment=reason.strip(), check=check)  # fmt: skip
 
 
-def check_may_undo(ws: Any, p: Proposal, principal: Principal) -> Principal:
+def check_may_undo(ws: Workspace, p: Proposal, principal: Principal) -> Principal:
     """An undo rewrites production rows: only a person, a named owner of the proposal's
     domain, and never during an org-wide stop. Returns the principal."""
     name = may_decide(ws, principal, "undo").name
@@ -365,7 +368,7 @@ def check_may_undo(ws: Any, p: Proposal, principal: Principal) -> Principal:
     return principal
 
 
-def check_may_apply(ws: Any, principal: Principal) -> Principal:
+def check_may_apply(ws: Workspace, principal: Principal) -> Principal:
     """A person with the approve scope applies (or Splice, what it may approve itself); nothing
     is applied during an org-wide stop."""
     may_decide(ws, principal, "apply")
@@ -373,7 +376,7 @@ def check_may_apply(ws: Any, principal: Principal) -> Principal:
     return principal
 
 
-def options(ws: Any, p: Proposal, principal: Principal) -> dict[str, str | None]:
+def options(ws: Workspace, p: Proposal, principal: Principal) -> dict[str, str | None]:
     """What ``principal`` may do to ``p`` now: ``{action: None}`` when it may, else why not
     (the same rules :func:`approve`, :func:`reject`, apply and undo enforce, checked without
     writing anything). For showing the buttons only: every decision checks again."""

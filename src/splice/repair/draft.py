@@ -25,12 +25,15 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.errors import RepairError
 from splice.graph.model import Graph
 from splice.repair.damage import NodeDamage, day_ranges, node_damage
 from splice.warehouse.rows import count_query
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 
 @dataclass
@@ -65,7 +68,9 @@ class Draft:
     scope: dict[str, Any] = field(default_factory=dict)
 
 
-def _ingestion_step(ws: Any, node_id: str, start: date, end: date) -> tuple[dict[str, Any], str]:
+def _ingestion_step(
+    ws: Workspace, node_id: str, start: date, end: date
+) -> tuple[dict[str, Any], str]:
     name = node_id.split(":", 1)[1]
     job = next((i for i in ws.config.ingestion if i.name == name), None)
     if job is not None and job.orchestrated:
@@ -79,7 +84,7 @@ def _ingestion_step(ws: Any, node_id: str, start: date, end: date) -> tuple[dict
     return _reload(ws, job, node_id, start, end, argv), shlex.join(argv)
 
 
-def _reload(ws: Any, job: Any, node_id: str, start: date, end: date, argv: list[str],
+def _reload(ws: Workspace, job: Any, node_id: str, start: date, end: date, argv: list[str],
             **detail: Any) -> dict[str, Any]:  # fmt: skip
     """A reload step of ``job`` (as plain data, like every step of a proposal)."""
     return {
@@ -99,7 +104,7 @@ def _reload(ws: Any, job: Any, node_id: str, start: date, end: date, argv: list[
 
 
 def _orchestrated_step(
-    ws: Any, job: Any, node_id: str, start: date, end: date
+    ws: Workspace, job: Any, node_id: str, start: date, end: date
 ) -> tuple[dict[str, Any], str]:
     """A reload queued through the orchestrator that owns the job: the runs it will submit
     (run config or partition tags, filled in now, so the approval is of exactly these), after
@@ -115,7 +120,7 @@ def _orchestrated_step(
     return _reload(ws, job, node_id, start, end, [], orchestrator=spec), orch.describe(start, end)
 
 
-def _cascade_of(ws: Any, ctx: Any, env_name: str, fqn: str, start: date, end: date,
+def _cascade_of(ws: Workspace, ctx: Any, env_name: str, fqn: str, start: date, end: date,
                 execution_time: datetime | None) -> dict[str, tuple[date, date]]:  # fmt: skip
     """SQLMesh's own restatement of ``fqn`` for ``start..end`` (built, never applied): every
     model of its cascade with the days it would reprocess."""
@@ -137,7 +142,7 @@ def _cascade_of(ws: Any, ctx: Any, env_name: str, fqn: str, start: date, end: da
 
 
 def _restate_step(
-    ws: Any, graph: Graph, origin: str, start: date, end: date, execution_time: datetime | None,
+    ws: Workspace, graph: Graph, origin: str, start: date, end: date, execution_time: datetime | None,
     damage: list[NodeDamage],
 ) -> tuple[dict[str, Any], list[str], dict[str, dict[date, str]], dict[str, Any]]:  # fmt: skip
     """Restate the origin for its days (SQLMesh's cascade reprocesses its downstream for the
@@ -227,7 +232,7 @@ def _incremental(node: Any) -> bool:
 
 
 def _dbt_steps(
-    ws: Any, graph: Graph, ids: list[str]
+    ws: Workspace, graph: Graph, ids: list[str]
 ) -> tuple[list[dict[str, Any]], list[str], list[Touch]]:
     steps, cmds, touches = [], [], []
     by_project: dict[str, list[str]] = {}
@@ -260,7 +265,7 @@ def _dbt_steps(
     return steps, cmds, touches
 
 
-def _restated_touches(ws: Any, graph: Graph, project: str, covered: dict[str, dict[date, str]],
+def _restated_touches(ws: Workspace, graph: Graph, project: str, covered: dict[str, dict[date, str]],
                       whole: set[str]) -> list[Touch]:  # fmt: skip
     """One touch per node and range of days its table is rewritten (disjoint ranges, so the
     undo puts each row back once)."""
@@ -280,7 +285,7 @@ def _restated_touches(ws: Any, graph: Graph, project: str, covered: dict[str, di
     return touches
 
 
-def draft_repair(ws: Any, incident: Any, *, execution_time: datetime | None = None) -> Draft:
+def draft_repair(ws: Workspace, incident: Any, *, execution_time: datetime | None = None) -> Draft:
     """The narrowest repair the incident's evidence supports (see the module docstring)."""
     d = incident.diagnosis or {}
     scope = d.get("scope") or {}
@@ -406,7 +411,7 @@ def _node_scope(graph: Graph, draft: Draft, damage: list[NodeDamage],
     return {"nodes": out, "blocked": blocked}
 
 
-def _count(ws: Any, draft: Draft) -> None:
+def _count(ws: Workspace, draft: Draft) -> None:
     """Rows in scope against rows in full, for every relation the repair rewrites."""
     from splice.warehouse.connect import connect
 
@@ -439,7 +444,7 @@ def _count(ws: Any, draft: Draft) -> None:
     })  # fmt: skip
 
 
-def _audit(ws: Any, graph: Graph, origin: str, diagnosis: dict[str, Any]) -> Any:
+def _audit(ws: Workspace, graph: Graph, origin: str, diagnosis: dict[str, Any]) -> Any:
     from splice.repair.audit_suggestion import suggest_audit
 
     node = graph.nodes[origin]

@@ -29,7 +29,10 @@ import json
 import math
 from collections import defaultdict
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 #: Share of the fault's series on an interval that must still fail for the interval to fail.
 SHARE = 0.5
@@ -121,7 +124,7 @@ def cases(conn: Any, target: str, diagnosis: dict[str, Any], anomalies: list[dic
     return out
 
 
-def found(ws: Any, incident_id: str) -> list[Case]:
+def found(ws: Workspace, incident_id: str) -> list[Case]:
     """The cases of an incident with its values as found: as they are now (before its repair
     runs), except where an earlier repair of the same incident recorded them first (a follow-up
     repair is judged against the values the fault left, not those the first repair left)."""

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.approvals import auditlog
 from splice.errors import ApprovalError, RepairError
@@ -25,6 +25,9 @@ from splice.repair import store
 from splice.repair.model import Proposal, Step
 from splice.support.numbers import count
 from splice.support.principals import SYSTEM, Principal
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 Progress = Callable[[str], None]
 #: Proposal statuses in which an incident already has its repair under way.
@@ -47,13 +50,13 @@ class Applied:
         }
 
 
-def _domain(ws: Any, node_id: str) -> Any:
+def _domain(ws: Workspace, node_id: str) -> Any:
     from splice.approvals.domains import domain_for
 
     return domain_for(ws.graph(), ws.config, node_id)
 
 
-def _touched(ws: Any, draft: Any) -> tuple[list[Any], list[str]]:
+def _touched(ws: Workspace, draft: Any) -> tuple[list[Any], list[str]]:
     """Every domain whose relations the draft's steps rewrite or reload (the ingestion job
     reloaded, every SQLMesh model restated, every dbt model rebuilt), the origin's first; and
     the nodes it rewrites that no domain covers."""
@@ -64,7 +67,7 @@ def _touched(ws: Any, draft: Any) -> tuple[list[Any], list[str]]:
 
 
 def propose(
-    ws: Any,
+    ws: Workspace,
     incident_id: str,
     *,
     principal: Principal,
@@ -177,7 +180,7 @@ def propose(
 
 
 def request_approval(
-    ws: Any,
+    ws: Workspace,
     proposal_id: str,
     entries: list[Any],
     *,
@@ -205,7 +208,7 @@ def request_approval(
 
 
 def apply(
-    ws: Any,
+    ws: Workspace,
     proposal_id: str,
     *,
     principal: Principal,
@@ -289,7 +292,7 @@ def apply(
     return result
 
 
-def _check_orchestrators(ws: Any, p: Proposal) -> None:
+def _check_orchestrators(ws: Workspace, p: Proposal) -> None:
     """Every orchestrator a reload step queues in answers and still knows its job."""
     from splice.orchestrators import for_step
 
@@ -299,7 +302,7 @@ def _check_orchestrators(ws: Any, p: Proposal) -> None:
             for_step(ws.config.ingestion, ws.root, step.nodes[0], spec).check()
 
 
-def _restore_after_failure(ws: Any, p: Proposal, run_id: str) -> None:
+def _restore_after_failure(ws: Workspace, p: Proposal, run_id: str) -> None:
     """A failed repair never leaves half its work behind: the undo is restored at once."""
     from splice.repair import undo
 
@@ -312,7 +315,7 @@ def _restore_after_failure(ws: Any, p: Proposal, run_id: str) -> None:
     )  # fmt: skip
 
 
-def _approve_autonomously(ws: Any, p: Proposal, *, now: float | None) -> Proposal:
+def _approve_autonomously(ws: Workspace, p: Proposal, *, now: float | None) -> Proposal:
     """At L3/L4, a proven change class may be approved by Splice itself, only when every
     domain still waiting for an approval allows it (each at L3/L4 with its own proven
     record); otherwise refuse, naming the domain that does not."""
@@ -349,7 +352,7 @@ def _approve_autonomously(ws: Any, p: Proposal, *, now: float | None) -> Proposa
     )  # fmt: skip
 
 
-def receipt(ws: Any, proposal_id: str) -> dict[str, Any]:
+def receipt(ws: Workspace, proposal_id: str) -> dict[str, Any]:
     """The receipt of a proposal as data (see :mod:`splice.repair.receipt`)."""
     from splice.repair.receipt import build_receipt
     from splice.run.journal import Journal
@@ -386,7 +389,7 @@ def receipt(ws: Any, proposal_id: str) -> dict[str, Any]:
                          verification, audit_head=state.audit_head())  # fmt: skip
 
 
-def write_receipt(ws: Any, proposal_id: str, *, principal: Principal) -> dict[str, Any]:
+def write_receipt(ws: Workspace, proposal_id: str, *, principal: Principal) -> dict[str, Any]:
     """Build the receipt and append it to the audit log (hash-chained)."""
     r = receipt(ws, proposal_id)
     auditlog.record(ws.state, kind="receipt", principal=principal, proposal_id=r["proposal"],

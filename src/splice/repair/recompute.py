@@ -28,11 +28,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
 from splice.warehouse.rows import date_literal, table
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 #: Significant digits two numbers must share to be the same value.
 DIGITS = 10
@@ -143,7 +146,7 @@ def _through_environment(q: exp.Expr, mapping: dict[str, Any], dialect: str) -> 
     return q.transform(swap)
 
 
-def sqlmesh_query(ws: Any, graph: Any, node: Any, start: date, end: date,
+def sqlmesh_query(ws: Workspace, graph: Any, node: Any, start: date, end: date,
                   names: dict[str, Any] | None = None) -> exp.Expr:  # fmt: skip
     """The query SQLMesh runs for ``node`` over ``start``..``end`` (both inclusive)."""
     from splice.support.capture import captured
@@ -160,7 +163,7 @@ def sqlmesh_query(ws: Any, graph: Any, node: Any, start: date, end: date,
                                 ws.dialect)  # fmt: skip
 
 
-def dbt_query(ws: Any, node: Any) -> tuple[exp.Expr | None, str | None]:
+def dbt_query(ws: Workspace, node: Any) -> tuple[exp.Expr | None, str | None]:
     """The SQL dbt's last run compiled for a table model, parsed (None and why otherwise)."""
     import sqlglot
 
@@ -195,7 +198,7 @@ def dbt_query(ws: Any, node: Any) -> tuple[exp.Expr | None, str | None]:
         return None, f"its compiled SQL could not be parsed ({str(e).splitlines()[0]})"
 
 
-def fresh_query(ws: Any, graph: Any, node: Any, start: date, end: date,
+def fresh_query(ws: Workspace, graph: Any, node: Any, start: date, end: date,
                 names: dict[str, Any] | None = None) -> tuple[exp.Expr | None, str | None]:  # fmt: skip
     """The node's query as its tool would run it now (None and why when there is none)."""
     if node.kind != "model":
@@ -373,7 +376,7 @@ def nodes_to_recompute(graph: Any, damage: list[Any], limit: int) -> tuple[list[
     return graph.topological_order(set(chosen)), left
 
 
-def recompute(ws: Any, damage: list[Any], *, since: date | None = None,
+def recompute(ws: Workspace, damage: list[Any], *, since: date | None = None,
               limit: int = LIMIT) -> Recomputed:  # fmt: skip
     """Recompute the incident's nodes (``damage``: :class:`splice.repair.damage.NodeDamage`,
     the origin first) from ``since`` (default: the earliest damaged interval) to the latest

@@ -21,13 +21,16 @@ and ``splice undo`` may be tried again once the cause is fixed.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.repair import store
 from splice.repair.model import Proposal
 
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
-def applier(ws: Any, p: Proposal) -> dict[str, Any]:
+
+def applier(ws: Workspace, p: Proposal) -> dict[str, Any]:
     """Who moved ``p`` to applying: {"pid", "host"} from its last apply decision's log entry."""
     from splice.approvals import auditlog
 
@@ -50,7 +53,7 @@ def _alive(info: dict[str, Any]) -> bool:
     return pid == os.getpid() or pid_alive(pid)
 
 
-def recover_interrupted_applies(ws: Any, *, lock_held: bool = False) -> list[str]:
+def recover_interrupted_applies(ws: Workspace, *, lock_held: bool = False) -> list[str]:
     """Recover every proposal of the target stuck in ``applying`` by a dead process (see the
     module docstring); returns one note per proposal recovered. ``lock_held``: the caller
     holds the run lock already (a run session)."""
@@ -78,14 +81,14 @@ def recover_interrupted_applies(ws: Any, *, lock_held: bool = False) -> list[str
             lock.release()
 
 
-def recover_in_session(ws: Any) -> list[str]:
+def recover_in_session(ws: Workspace) -> list[str]:
     """:func:`recover_interrupted_applies` from inside a run session, which holds the run lock:
     what :mod:`splice.api` and :func:`splice.repair.flow.apply` pass the runner as its
     ``recover`` (:data:`splice.run.runner.Recover`), so ``splice run`` recovers them first."""
     return recover_interrupted_applies(ws, lock_held=True)
 
 
-def _recover(ws: Any, p: Proposal) -> str:
+def _recover(ws: Workspace, p: Proposal) -> str:
     from splice.repair import undo
     from splice.repair.remeasure import remeasure_after_undo
     from splice.run.children import kill_orphans

@@ -3,10 +3,13 @@ the restored ones."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 
-def remeasure_after_undo(ws: Any, incident_id: str) -> str | None:
+def remeasure_after_undo(ws: Workspace, incident_id: str) -> str | None:
     """Measure the incident's metrics again: the values Splice keeps must be the restored ones
     (a later repair's verification compares against them), and the anomalies come back with
     the data. A failure here never undoes the undo: it is returned (and logged by the caller),

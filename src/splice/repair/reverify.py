@@ -11,13 +11,16 @@ goes into the audit log and a new receipt is written.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.errors import RepairError
 from splice.support.principals import Principal
 
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
-def verify_again(ws: Any, proposal_id: str, *, principal: Principal,
+
+def verify_again(ws: Workspace, proposal_id: str, *, principal: Principal,
                  progress: Any = None) -> Any:  # fmt: skip
     """Verify an applied proposal again; returns :class:`splice.repair.flow.Applied` (no run)."""
     from splice.approvals import auditlog

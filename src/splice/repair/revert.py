@@ -11,7 +11,7 @@ proposal is ``undone``, its incident reopens and its metrics are measured again
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.approvals import auditlog
 from splice.approvals.access import require
@@ -24,9 +24,12 @@ from splice.repair.undo import check_as_requested, restore
 from splice.support.principals import Principal
 from splice.watch.incidents import reopen_incident
 
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
+
 
 def undo(
-    ws: Any,
+    ws: Workspace,
     proposal_id: str,
     *,
     principal: Principal,

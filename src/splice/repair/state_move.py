@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.errors import StateError
 from splice.state.pg import ROWID_TABLES, table_keys
 from splice.state.store import StateStore, is_url, pg_connect, redact
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 
 @dataclass
@@ -49,7 +52,7 @@ def _tables(src: sqlite3.Connection) -> list[str]:
     return [str(r[0]) for r in rows]
 
 
-def move_state(ws: Any, url: str, *, progress: Any = None) -> MoveReport:
+def move_state(ws: Workspace, url: str, *, progress: Any = None) -> MoveReport:
     """Copy ``ws``'s SQLite state into the empty PostgreSQL database ``url`` and verify it."""
     from sqlglot import exp
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
@@ -30,11 +30,14 @@ from splice.warehouse.engines import capabilities, engine_module
 from splice.warehouse.rows import checksum_query, checksum_select
 from splice.warehouse.saved import checksum_of, no_relation
 
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
+
 #: A target to capture: (node id, physical relation, time column or None, start, end).
 Target = tuple[str, str, "str | None", "date | None", "date | None"]
 
 
-def _engine_undo(ws: Any) -> Any:
+def _engine_undo(ws: Workspace) -> Any:
     """The undo module of the workspace's warehouse engine."""
     return engine_module(ws.config.warehouse.type, "undo")
 
@@ -47,16 +50,16 @@ def typed_columns(con: Any, relation: str, dialect: str) -> list[tuple[str, str]
     return found
 
 
-def undo_dir(ws: Any, proposal_id: str) -> Path:
+def undo_dir(ws: Workspace, proposal_id: str) -> Path:
     return ws.splice_dir / "undo" / proposal_id
 
 
-def _abs(ws: Any, saved_to: str) -> Path:
+def _abs(ws: Workspace, saved_to: str) -> Path:
     p = Path(saved_to)
     return p if p.is_absolute() else ws.root / p
 
 
-def saved_path(ws: Any, e: UndoEntry) -> Path:
+def saved_path(ws: Workspace, e: UndoEntry) -> Path:
     """Where ``e``'s saved rows are: refused unless the path, symlinks resolved, lies inside
     the workspace's ``.splice/undo/`` (the state names the file; whoever rewrote the state must
     not make an undo read, or restore from, any other file)."""
@@ -72,7 +75,7 @@ def saved_path(ws: Any, e: UndoEntry) -> Path:
     return path
 
 
-def check_saved_files(ws: Any, entries: list[UndoEntry]) -> None:
+def check_saved_files(ws: Workspace, entries: list[UndoEntry]) -> None:
     """Before any warehouse is opened: every entry's saved file lies inside ``.splice/undo/``,
     exists, and holds the columns its relation had at capture, as far as the engine's file
     tells (Parquet: DuckDB, Spark), so a file swapped for another relation's is refused by
@@ -89,7 +92,7 @@ def check_saved_files(ws: Any, entries: list[UndoEntry]) -> None:
         engine.check_saved(path, e.relation, e.columns)
 
 
-def capture(ws: Any, proposal_id: str, targets: list[Target]) -> list[UndoEntry]:
+def capture(ws: Workspace, proposal_id: str, targets: list[Target]) -> list[UndoEntry]:
     """Copy aside the rows every target will lose, with counts and checksums (see module)."""
     from splice.warehouse.connect import connect
 
@@ -121,7 +124,7 @@ def capture(ws: Any, proposal_id: str, targets: list[Target]) -> list[UndoEntry]
     return out
 
 
-def _saved(con: Any, ws: Any, e: UndoEntry, index: int) -> exp.Expr:
+def _saved(con: Any, ws: Workspace, e: UndoEntry, index: int) -> exp.Expr:
     """The saved rows of ``e`` as a source aliased :data:`ROW` (on PostgreSQL, loaded into a
     temporary table: call inside the restore's transaction)."""
     path = saved_path(ws, e)
@@ -134,17 +137,17 @@ def _saved(con: Any, ws: Any, e: UndoEntry, index: int) -> exp.Expr:
     return saved
 
 
-def _file_checksum(con: Any, ws: Any, e: UndoEntry, source: exp.Expr | None = None
+def _file_checksum(con: Any, ws: Workspace, e: UndoEntry, source: exp.Expr | None = None
                    ) -> tuple[int, str]:  # fmt: skip
     src = source if source is not None else _saved(con, ws, e, 0)
     return checksum_of(con, checksum_select(src, None, ws.dialect).sql(dialect=ws.dialect))
 
 
-def _current(con: Any, ws: Any, e: UndoEntry) -> tuple[int, str]:
+def _current(con: Any, ws: Workspace, e: UndoEntry) -> tuple[int, str]:
     return checksum_of(con, checksum_query(e.relation, e.time_column, e.start, e.end, ws.dialect))
 
 
-def current_checksums(ws: Any, entries: list[UndoEntry]) -> list[str]:
+def current_checksums(ws: Workspace, entries: list[UndoEntry]) -> list[str]:
     """The checksum of each entry's rows as the warehouse holds them now."""
     from splice.warehouse.connect import connect
 
@@ -152,7 +155,7 @@ def current_checksums(ws: Any, entries: list[UndoEntry]) -> list[str]:
         return [_current(con, ws, e)[1] for e in entries]
 
 
-def _put_back(con: Any, ws: Any, entries: list[UndoEntry], *, keep: bool) -> list[str]:
+def _put_back(con: Any, ws: Workspace, entries: list[UndoEntry], *, keep: bool) -> list[str]:
     """Restore every entry, each checked against its recorded checksum (in one transaction
     where the engine has transactions); kept when ``keep``, else undone (a test).  Returns the
     checksums after."""
@@ -161,7 +164,7 @@ def _put_back(con: Any, ws: Any, entries: list[UndoEntry], *, keep: bool) -> lis
         keep=keep, shown=lambda e: str(_abs(ws, e.saved_to))))  # fmt: skip
 
 
-def _checked_saved(con: Any, ws: Any, entries: list[UndoEntry]) -> list[exp.Expr]:
+def _checked_saved(con: Any, ws: Workspace, entries: list[UndoEntry]) -> list[exp.Expr]:
     """Every entry's saved rows as a source, each checked against its recorded checksum first."""
     saved = []
     for i, e in enumerate(entries):
@@ -178,7 +181,7 @@ def _checked_saved(con: Any, ws: Any, entries: list[UndoEntry]) -> list[exp.Expr
     return saved
 
 
-def verify_restorable(ws: Any, entries: list[UndoEntry]) -> None:
+def verify_restorable(ws: Workspace, entries: list[UndoEntry]) -> None:
     """Restore every entry inside a transaction, check the checksums, roll back."""
     from splice.warehouse.connect import connect
 
@@ -187,7 +190,7 @@ def verify_restorable(ws: Any, entries: list[UndoEntry]) -> None:
         _put_back(con, ws, entries, keep=False)
 
 
-def check_unchanged(ws: Any, entries: list[UndoEntry]) -> None:
+def check_unchanged(ws: Workspace, entries: list[UndoEntry]) -> None:
     """Refuse when a relation's rows in range changed since the undo was captured."""
     now = current_checksums(ws, entries)
     moved = [e for e, c in zip(entries, now, strict=True) if c != e.checksum]
@@ -200,7 +203,7 @@ def check_unchanged(ws: Any, entries: list[UndoEntry]) -> None:
         )
 
 
-def check_as_requested(ws: Any, p: Any) -> None:
+def check_as_requested(ws: Workspace, p: Any) -> None:
     """Refuse an undo that is not the one approval was requested for.
 
     When a proposal asks for approval, the audit log records each undo entry's relation, row
@@ -239,7 +242,7 @@ def check_as_requested(ws: Any, p: Any) -> None:
         )
 
 
-def restore(ws: Any, entries: list[UndoEntry]) -> list[str]:
+def restore(ws: Workspace, entries: list[UndoEntry]) -> list[str]:
     """Put every entry back in one warehouse transaction; returns the checksums after."""
     from splice.run.executors.base import release_all
     from splice.warehouse.connect import connect

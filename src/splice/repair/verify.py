@@ -32,12 +32,15 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.repair import fault_test
 from splice.repair.damage import NodeDamage, day_ranges, node_damage
 from splice.repair.recompute import Recomputed, recompute
 from splice.repair.recompute import words as recompute_words
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 #: Two stored values are the same when they differ by no more than this (relative).
 REL_TOL = 1e-9
@@ -116,7 +119,7 @@ def _same(a: float | None, b: float | None) -> bool:
     return math.isclose(a, b, rel_tol=REL_TOL, abs_tol=1e-12)
 
 
-def incident_specs(ws: Any, incident: Any, anomalies: list[dict[str, Any]]) -> list[str]:
+def incident_specs(ws: Workspace, incident: Any, anomalies: list[dict[str, Any]]) -> list[str]:
     """The specs to verify: those of the incident's anomalies and its declared metrics."""
     from splice.watch.failing_checks import SERIES_KIND
 
@@ -160,7 +163,7 @@ class Scope:
         return d.covers(date.fromisoformat(day[:10]))
 
 
-def _rewritten(ws: Any, proposal_id: str | None) -> dict[str, set[date] | None] | None:
+def _rewritten(ws: Workspace, proposal_id: str | None) -> dict[str, set[date] | None] | None:
     """Per node, the days the proposal's undo says it rewrites (None: the whole relation)."""
     if not proposal_id:
         return None
@@ -178,7 +181,7 @@ def _rewritten(ws: Any, proposal_id: str | None) -> dict[str, set[date] | None] 
     return out
 
 
-def _not_rewritten(ws: Any, damage: list[NodeDamage], rewritten: dict[str, Any] | None
+def _not_rewritten(ws: Workspace, damage: list[NodeDamage], rewritten: dict[str, Any] | None
                    ) -> list[dict[str, Any]]:  # fmt: skip
     if rewritten is None:
         return []
@@ -201,7 +204,7 @@ def _not_rewritten(ws: Any, damage: list[NodeDamage], rewritten: dict[str, Any] 
 
 
 def verify(
-    ws: Any, incident: Any, *, proposal_id: str | None = None, again: bool = False
+    ws: Workspace, incident: Any, *, proposal_id: str | None = None, again: bool = False
 ) -> Verification:
     """Measure the incident's metrics afresh and judge the repair (see the module docstring).
 
@@ -335,7 +338,7 @@ def verify(
     return result
 
 
-def _checks_still_failing(ws: Any, anomalies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _checks_still_failing(ws: Workspace, anomalies: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The checks the incident's ``failing_check`` anomalies name that still fail: the latest
     run that ran them failed them (a passing run ends a streak)."""
     from splice.watch.failing_checks import DETECTOR, streaks
@@ -355,7 +358,7 @@ def _checks_still_failing(ws: Any, anomalies: list[dict[str, Any]]) -> list[dict
     return out
 
 
-def _earlier_cases(ws: Any, proposal_id: str | None) -> list[fault_test.Case] | None:
+def _earlier_cases(ws: Workspace, proposal_id: str | None) -> list[fault_test.Case] | None:
     """The fault-test cases recorded when this proposal began applying: the origin's values as
     found, before the repair ran (None: none recorded, e.g. a proposal applied before this)."""
     if not proposal_id:
@@ -370,7 +373,9 @@ def _earlier_cases(ws: Any, proposal_id: str | None) -> list[fault_test.Case] | 
     return found
 
 
-def _widen_scope(ws: Any, incident: Any, rec: Recomputed, still: list[dict[str, Any]]) -> None:
+def _widen_scope(
+    ws: Workspace, incident: Any, rec: Recomputed, still: list[dict[str, Any]]
+) -> None:
     """What the verification found still wrong joins the incident's scope, so the follow-up
     proposal covers it: the intervals where production differs from its rebuild, per node, the
     origin's intervals that still fail the fault's test, and what the nodes downstream read of
@@ -474,7 +479,7 @@ def _summary(passed: bool, changed_in: int, remaining: list[dict[str, Any]],
     return "not verified: " + "; ".join(parts)
 
 
-def _settle(ws: Any, incident: Any, scope: Scope, result: Verification,
+def _settle(ws: Workspace, incident: Any, scope: Scope, result: Verification,
             proposal_id: str | None, *, set_aside: set[int] | None = None) -> None:  # fmt: skip
     """Resolve the incident (or keep it open), and never let anomalies outside the repaired
     scope be resolved with it: on a pass they leave it for a new incident (triaged as any

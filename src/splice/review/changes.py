@@ -14,9 +14,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.review.columns import ColumnDiff
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 #: dbt's state:modified sub-selectors, in the order a reviewer reads them.
 DBT_REASONS = ("body", "configs", "contract", "macros", "relation", "persisted_descriptions")
@@ -65,7 +68,7 @@ class BaseCheckout:
         self.root = root
         self.prod = prod
         self.dbt_projects = dbt_projects
-        self.ws: Any = None
+        self.ws: Workspace | None = None
         self.nodes: dict[str, dict[str, Any]] = {}  # project -> node id -> Node
         self.missing: set[str] = set()  # touched projects the base does not have
 
@@ -104,7 +107,7 @@ class BaseCheckout:
 
 # -- 1. what changed ----------------------------------------------------------------------------
 def what_changed(
-    head_ws: Any, base: BaseCheckout, head: Any, execution_time: Any = None
+    head_ws: Workspace, base: BaseCheckout, head: Any, execution_time: Any = None
 ) -> list[NodeChange]:
     from splice.plan.fingerprint import is_buildable
 
@@ -129,7 +132,7 @@ def _added(graph: Any, nid: str) -> NodeChange:
 
 
 def _sqlmesh_changes(
-    ws: Any, graph: Any, project: str, ids: list[str], execution_time: Any = None
+    ws: Workspace, graph: Any, project: str, ids: list[str], execution_time: Any = None
 ) -> list[NodeChange]:
     from splice.plan.sqlmesh_view import plan_view, resolve_execution_time
 
@@ -159,7 +162,7 @@ def _sqlmesh_changes(
     return out
 
 
-def _prod_models(ws: Any, project: str) -> dict[str, Any]:
+def _prod_models(ws: Workspace, project: str) -> dict[str, Any]:
     """node id -> the snapshot of each model in ``project``'s prod environment (what SQLMesh's
     plan compares the head with)."""
     from splice.providers.sqlmesh import short_name
@@ -179,7 +182,7 @@ def _prod_models(ws: Any, project: str) -> dict[str, Any]:
     return out
 
 
-def prod_sql(ws: Any, project: str, node_ids: list[str]) -> dict[str, Any]:
+def prod_sql(ws: Workspace, project: str, node_ids: list[str]) -> dict[str, Any]:
     """node id -> the prod version's SQL as SQLMesh renders it (against model names)."""
     from splice.providers.base import RenderedSQL
 
@@ -200,7 +203,9 @@ def prod_sql(ws: Any, project: str, node_ids: list[str]) -> dict[str, Any]:
     return out
 
 
-def _dbt_changes(head_ws: Any, base: BaseCheckout, graph: Any, project: str) -> list[NodeChange]:
+def _dbt_changes(
+    head_ws: Workspace, base: BaseCheckout, graph: Any, project: str
+) -> list[NodeChange]:
     state_dir = base.state_dir(project)
     assert state_dir is not None
     prov = head_ws.provider(project)

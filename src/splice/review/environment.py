@@ -13,12 +13,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import date, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
 from splice.review.data import compare_model, metric_query, plain, review_keys
 from splice.warehouse.rows import table
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 Progress = Callable[[str], None]
 #: Run outcomes after which a node's relation in the review environment is not the head's.
@@ -27,7 +30,7 @@ NOT_BUILT = frozenset({"failed", "skipped", "interrupted", "pending", "cancelled
 
 def build_and_compare(
     root: Path,
-    head_ws: Any,
+    head_ws: Workspace,
     target: str,
     ids: list[str],
     *,
@@ -122,7 +125,7 @@ def build_and_compare(
 
 
 def virtual_copies(
-    rws: Any, graph: Any, ids: list[str], execution_time: Any, progress: Progress | None
+    rws: Workspace, graph: Any, ids: list[str], execution_time: Any, progress: Progress | None
 ) -> list[str]:
     """Create the review environment of each SQLMesh project that the build reads but does not
     change, as a virtual copy of prod: views over prod's own tables (``include_unmodified``, no
@@ -174,7 +177,7 @@ def virtual_copies(
     return out
 
 
-def _share_sqlmesh(head_ws: Any, rws: Any) -> list[Any]:
+def _share_sqlmesh(head_ws: Workspace, rws: Workspace) -> list[Any]:
     """Give the review workspace's SQLMesh providers the head's loaded ``Context``: the same
     project files, the environment is only a plan's argument (loading 100 models again costs
     seconds)."""
@@ -190,7 +193,7 @@ def _share_sqlmesh(head_ws: Any, rws: Any) -> list[Any]:
 
 
 def _metrics(
-    con: Any, ws: Any, specs: list[Any], rgraph: Any, built: set[str]
+    con: Any, ws: Workspace, specs: list[Any], rgraph: Any, built: set[str]
 ) -> list[dict[str, Any]]:
     """Each declared metric (``specs``: :class:`splice.watch.metrics.MetricSpec`) on a built
     model, before (prod) and after (the head), for the recent intervals (``[review]
@@ -262,7 +265,7 @@ def _num(v: Any) -> float | None:
         return None
 
 
-def cleanup(rws: Any, head_ws: Any, rgraph: Any, report: Any) -> dict[str, Any]:
+def cleanup(rws: Workspace, head_ws: Workspace, rgraph: Any, report: Any) -> dict[str, Any]:
     """Delete the review environment: SQLMesh's (invalidated and deleted at once: its views;
     the tables of snapshots only it used go with SQLMesh's janitor, after their TTL), and every
     relation dbt built in the review target."""

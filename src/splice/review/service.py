@@ -23,12 +23,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.errors import ReviewError
 from splice.review.changes import BaseCheckout, NodeChange, prod_sql, what_changed
 from splice.review.columns import ColumnDiff, compare
 from splice.review.git import repo_of
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 Progress = Callable[[str], None]
 
@@ -269,7 +272,7 @@ def _check_target(config: Any, name: str, root: Path) -> None:
 
 
 # -- 2. columns and impact ---------------------------------------------------------------------------
-def _lineage(ws: Any, graph: Any, changes: list[NodeChange]) -> Any:
+def _lineage(ws: Workspace, graph: Any, changes: list[NodeChange]) -> Any:
     """Column lineage of the changed models and of every model downstream of them (what the
     impact walks); what they read beyond that takes its columns from the warehouse."""
     from splice.lineage.service import workspace_lineage
@@ -282,7 +285,7 @@ def _lineage(ws: Any, graph: Any, changes: list[NodeChange]) -> Any:
 
 
 def _column_diffs(
-    head_ws: Any, base: BaseCheckout, head: Any, changes: list[NodeChange], lineage: Any
+    head_ws: Workspace, base: BaseCheckout, head: Any, changes: list[NodeChange], lineage: Any
 ) -> None:
     from splice.lineage.service import rendered_sql
     from splice.review.columns import shapes
@@ -313,7 +316,7 @@ def _column_diffs(
         )
 
 
-def _schema(ws: Any, graph: Any, wl: Any) -> dict[str, Any]:
+def _schema(ws: Workspace, graph: Any, wl: Any) -> dict[str, Any]:
     """``{catalog: {schema: {table: {column: type}}}}`` of every relation whose columns are
     known: in the warehouse, in the tools' metadata, and output by a model of ``wl``."""
     from splice.lineage.service import warehouse_columns
@@ -337,7 +340,7 @@ def _schema(ws: Any, graph: Any, wl: Any) -> dict[str, Any]:
     return nested
 
 
-def _metric_specs(ws: Any, graph: Any, notes: list[str]) -> list[Any]:
+def _metric_specs(ws: Workspace, graph: Any, notes: list[str]) -> list[Any]:
     """The head's metrics (:func:`splice.watch.metrics.watch_specs`); a declaration the head's
     models no longer fit is the review's news, not its failure."""
     from splice.errors import ConfigError
@@ -350,7 +353,7 @@ def _metric_specs(ws: Any, graph: Any, notes: list[str]) -> list[Any]:
         return []
 
 
-def _impact(ws: Any, graph: Any, changes: list[NodeChange], wl: Any, specs: list[Any]) -> Any:
+def _impact(ws: Workspace, graph: Any, changes: list[NodeChange], wl: Any, specs: list[Any]) -> Any:
     from splice.lineage.service import writers_map
     from splice.review.impact import OPAQUE, reach
 
@@ -382,7 +385,7 @@ def _build_set(
     return graph.topological_order(chosen), rest
 
 
-def _defer_dirs(head_ws: Any, base: BaseCheckout) -> dict[str, Path]:
+def _defer_dirs(head_ws: Workspace, base: BaseCheckout) -> dict[str, Path]:
     """dbt project -> the directory of the prod manifest its review build defers to: the base's
     (parsed from its checkout), or, for a project this change leaves alone, the head's own prod
     manifest (the same files)."""

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.plan.model import Plan, Segment
 from splice.run.commit import commit_attempt, commit_build, commit_check, commit_failure
@@ -20,6 +20,9 @@ from splice.run.journal import Journal, RunEvent
 from splice.run.report import CheckResult, NodeResult, RunReport, SegmentResult
 from splice.run.segments import executable
 from splice.support.faults import pause
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 Progress = Callable[[RunEvent], None]
 
@@ -40,7 +43,7 @@ class RunExecution:
 
     def __init__(
         self,
-        ws: Any,
+        ws: Workspace,
         plan: Plan,
         journal: Journal,
         report: RunReport,
@@ -499,7 +502,7 @@ class _Sink:
         self.run._show(ev)
 
 
-def _refresh_tables(ws: Any, relations: list[str]) -> None:
+def _refresh_tables(ws: Workspace, relations: list[str]) -> None:
     """``REFRESH TABLE`` each relation on a Spark warehouse, in the run's session (another
     process rewrote its files: the session's cached listing of them is stale); nothing
     elsewhere."""

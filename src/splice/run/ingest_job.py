@@ -17,10 +17,13 @@ from __future__ import annotations
 import re
 import time
 from datetime import date, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.errors import InputError
 from splice.plan.model import NodeDecision, Plan, Reason, Segment
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 SELECTOR_PREFIX = "ingest:"
 _SELECTOR = re.compile(
@@ -65,7 +68,7 @@ def as_day(value: Any, what: str) -> date:
         raise InputError(f"--{what} {value!r} is not a day.", fix="give it as YYYY-MM-DD") from None
 
 
-def _job(ws: Any, name: str) -> Any:
+def _job(ws: Workspace, name: str) -> Any:
     job = next((j for j in ws.config.ingestion if j.name == name), None)
     if job is None:
         known = ", ".join(j.name for j in ws.config.ingestion) or "none declared"
@@ -76,7 +79,7 @@ def _job(ws: Any, name: str) -> Any:
     return job
 
 
-def _view(ws: Any, job: Any, start: date, end: date) -> dict[str, Any]:
+def _view(ws: Workspace, job: Any, start: date, end: date) -> dict[str, Any]:
     """What the executor runs: the command, or the orchestrator's runs for the days."""
     if job.orchestrated:
         from splice.orchestrators import for_job
@@ -97,7 +100,7 @@ def _view(ws: Any, job: Any, start: date, end: date) -> dict[str, Any]:
                         for a in job.command]}  # fmt: skip
 
 
-def ingestion_plan(ws: Any, name: str, start: date, end: date) -> Plan:
+def ingestion_plan(ws: Workspace, name: str, start: date, end: date) -> Plan:
     """A plan that runs ingestion job ``name`` for ``start .. end`` (one segment)."""
     if end < start:
         raise InputError(f"the last day {end} is before the first {start}.",

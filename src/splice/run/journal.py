@@ -22,9 +22,12 @@ import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.errors import NodeNotFoundError, StateError
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 #: Run statuses. ``running`` is only ever seen while a holder is alive; a dead holder's run
 #: becomes ``interrupted`` (see :meth:`Journal.recover`).
@@ -119,7 +122,7 @@ class Journal:
         self._ensure_schema()
 
     @classmethod
-    def for_workspace(cls, ws: Any) -> Journal:
+    def for_workspace(cls, ws: Workspace) -> Journal:
         """The journal in ``ws``'s state (opening the state runs its migrations first)."""
         p = ws.state.path
         return cls(p if isinstance(p, str) else Path(p))

@@ -27,11 +27,14 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.errors import SpliceError
 from splice.run.journal import Journal, this_host
 from splice.support.procs import pid_alive
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 
 class RunLockedError(SpliceError):
@@ -78,7 +81,7 @@ class RunLock:
     #: a workspace whose warehouse holds runs' locks too (PostgreSQL): target locks are also
     #: taken there (its engine's ``locks.try_lock``, :mod:`splice.warehouse.postgres.locks`),
     #: so runs from other machines are refused too
-    server_ws: Any = None
+    server_ws: Workspace | None = None
     _held: list[_Held] = field(default_factory=list)
     _stale: list[tuple[Any, list[str]]] = field(default_factory=list)
     _note_at: list[int] = field(default_factory=list)

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.plan.model import Plan
 from splice.run.commit import evidence_available
@@ -39,6 +39,9 @@ from splice.run.scheduler import schedule
 from splice.support.procs import pid_alive
 from splice.warehouse import engines
 
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
+
 #: What a run session also recovers while it holds the run lock, after the runs whose holder
 #: died are marked: a function of the workspace returning one note per thing recovered. The
 #: layers above pass theirs (:mod:`splice.api` and the repair flow pass the recovery of repair
@@ -48,7 +51,7 @@ Recover = Callable[[Any], list[str]]
 
 
 def resolve_execution_time(
-    ws: Any, explicit: datetime | str | None = None, plan: Plan | None = None
+    ws: Workspace, explicit: datetime | str | None = None, plan: Plan | None = None
 ) -> datetime | None:
     """The clock SQLMesh runs with: ``explicit``, else the one the plan was made with, else
     the planner's default (a demo workspace's recorded clock), else None (now)."""
@@ -69,12 +72,12 @@ def resolve_execution_time(
     return planner_clock(ws, None)
 
 
-def server_lock_ws(ws: Any) -> Any:
+def server_lock_ws(ws: Workspace) -> Any:
     """The workspace, when its warehouse takes runs' locks too (PostgreSQL); else None."""
     return ws if engines.capabilities(ws.config.warehouse.type).server_locks else None
 
 
-def lock_names(ws: Any) -> list[str]:
+def lock_names(ws: Workspace) -> list[str]:
     names = [target_lock(ws.target)]
     if not engines.capabilities(ws.config.warehouse.type).concurrent_writers:
         names.append(WAREHOUSE_LOCK)
@@ -82,7 +85,7 @@ def lock_names(ws: Any) -> list[str]:
 
 
 def recover_interrupted(
-    ws: Any,
+    ws: Workspace,
     journal: Journal,
     *,
     held_targets: set[str] = frozenset(),  # type: ignore[assignment]
@@ -131,7 +134,7 @@ class RunSession:
 
 @contextmanager
 def run_session(
-    ws: Any,
+    ws: Workspace,
     *,
     command: str | None = None,
     selector: str | None = None,
@@ -195,7 +198,7 @@ def run_session(
 
 
 @contextlib.contextmanager
-def _spark_mark(ws: Any, session_id: str | None) -> Iterator[None]:
+def _spark_mark(ws: Workspace, session_id: str | None) -> Iterator[None]:
     """The run's Spark session recorded among its children while it runs (see
     :func:`splice.run.children.kill_orphans`)."""
     if session_id is None:
@@ -221,7 +224,7 @@ def _orphan_note(child: dict[str, Any]) -> str:
 
 
 def run_plan(
-    ws: Any,
+    ws: Workspace,
     plan: Plan,
     *,
     progress: Progress | None = None,
@@ -337,7 +340,7 @@ def _count_checks(plan: Plan) -> int:
     return sum(1 for d in plan.decisions.values() if d.action == "build" and is_check(d))
 
 
-def _remember_noop(ws: Any, plan: Plan, report: RunReport, et: datetime | None) -> None:
+def _remember_noop(ws: Workspace, plan: Plan, report: RunReport, et: datetime | None) -> None:
     """Let the next ``splice run`` with nothing new skip loading the tools
     (:func:`splice.plan.planner.remember_after_run`); a failure to remember costs only that."""
     if not plan.memo or not plan.to_build:
@@ -366,7 +369,7 @@ def _remember_noop(ws: Any, plan: Plan, report: RunReport, et: datetime | None) 
 
 
 def run(
-    ws: Any,
+    ws: Workspace,
     selector: str | None = None,
     *,
     exclude: str | None = None,
@@ -415,7 +418,7 @@ def run(
 
 
 def make_run_plan(
-    ws: Any,
+    ws: Workspace,
     selector: str | None,
     *,
     exclude: str | None = None,

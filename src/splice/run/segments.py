@@ -7,12 +7,15 @@ ids), so a fallback plan runs exactly like a planned one.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.graph.model import Graph
 from splice.plan.model import NodeDecision, Plan, Reason
 from splice.plan.segments import make_segments
 from splice.run.executors.registry import EXECUTABLE
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 
 def executable(graph: Graph, node_id: str, fmt: str | None = None) -> bool:
@@ -24,7 +27,7 @@ def executable(graph: Graph, node_id: str, fmt: str | None = None) -> bool:
     return n.kind in EXECUTABLE.get(n.tool, ())
 
 
-def build_evidence(ws: Any, node_ids: Any) -> dict[str, tuple[dict[str, str], list[str]]]:
+def build_evidence(ws: Workspace, node_ids: Any) -> dict[str, tuple[dict[str, str], list[str]]]:
     """For each buildable node of ``node_ids``: its fingerprint and the nodes it reads (what
     the run records as evidence when it builds it; without them the next plan would see the
     node as changed and build it again); for each dbt test, its fingerprint (recorded when it
@@ -45,7 +48,9 @@ def build_evidence(ws: Any, node_ids: Any) -> dict[str, tuple[dict[str, str], li
     return out
 
 
-def fallback_plan(ws: Any, selector: str | None = None, *, exclude: str | None = None) -> Plan:
+def fallback_plan(
+    ws: Workspace, selector: str | None = None, *, exclude: str | None = None
+) -> Plan:
     """Every selected executable node builds (used while :mod:`splice.plan.planner` is absent).
 
     Tests and audits of a selected node come along, as ``dbt build -s`` does.

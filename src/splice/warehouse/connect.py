@@ -14,14 +14,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.errors import WarehouseError
 from splice.warehouse.engines import capabilities, engine_module
 
+if TYPE_CHECKING:
+    from splice.warehouse.host import WarehouseHost
+
 
 @contextmanager
-def connect(ws: Any, what: str, *, read_only: bool = False) -> Iterator[Any]:
+def connect(ws: WarehouseHost, what: str, *, read_only: bool = False) -> Iterator[Any]:
     """A connection to the workspace's warehouse, closed when the block ends.
 
     ``what`` names the work in errors ("splice watch", "incident diagnosis").

@@ -10,14 +10,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.graph.model import Graph
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 BUILT_KINDS = ("model", "seed", "snapshot")
 
 
-def _sqlmesh_environments(ws: Any, project: str, fqns: list[str]) -> list[dict[str, Any]]:
+def _sqlmesh_environments(ws: Workspace, project: str, fqns: list[str]) -> list[dict[str, Any]]:
     """Per SQLMesh environment: does it hold the prod version of any of ``fqns``?"""
     ctx = ws.provider(project).context
     envs = ctx.state_reader.get_environments()
@@ -37,7 +40,7 @@ def _sqlmesh_environments(ws: Any, project: str, fqns: list[str]) -> list[dict[s
     return out
 
 
-def blast_radius(ws: Any, graph: Graph, origin: str) -> dict[str, Any]:
+def blast_radius(ws: Workspace, graph: Graph, origin: str) -> dict[str, Any]:
     down = graph.descendants(origin)
     nodes: list[dict[str, Any]] = [
         {"node": n, "project": graph.nodes[n].project, "kind": graph.nodes[n].kind,

@@ -10,7 +10,7 @@ the intervals that input has, up to the last the audited node holds, that the no
 from __future__ import annotations
 
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
@@ -26,6 +26,9 @@ from splice.watch.damage import (
     restatable,
     span,
 )
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 
 def _days(walk: ScopeWalk, nid: str, column: str, lo: date | None, hi: date | None) -> set[date]:
@@ -53,7 +56,7 @@ def _source(walk: ScopeWalk, nid: str, column: str) -> tuple[str, str] | None:
     return None
 
 
-def _failed_audits(ws: Any) -> tuple[dict[str, Any], list[tuple[str, Any]]]:
+def _failed_audits(ws: Workspace) -> tuple[dict[str, Any], list[tuple[str, Any]]]:
     from splice.run.journal import Journal
 
     with Journal.for_workspace(ws) as j:
@@ -69,7 +72,7 @@ def _failed_audits(ws: Any) -> tuple[dict[str, Any], list[tuple[str, Any]]]:
 
 
 def blocked_scope(
-    ws: Any, graph: Graph, damage: list[Damage], start: date | None, con: Any
+    ws: Workspace, graph: Graph, damage: list[Damage], start: date | None, con: Any
 ) -> list[dict[str, Any]]:
     """The intervals the latest runs did not build below a failed blocking audit.
 

@@ -14,9 +14,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import date, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 #: Days of the partner's values a key's values are matched against (the interval and before).
 PARTNER_DAYS = 7
@@ -215,7 +218,7 @@ def match_query(mine: exp.Select, partner: exp.Select) -> exp.Select:
     )
 
 
-def domain_evidence(ws: Any, graph: Any, origin: str | None,
+def domain_evidence(ws: Workspace, graph: Any, origin: str | None,
                     anomalies: list[dict[str, Any]]) -> dict[str, Any] | None:  # fmt: skip
     """For a domain change at ``origin``: per join the key takes part in, how many of the
     origin's values match the other side on the first changed interval and on the last one
@@ -307,7 +310,7 @@ def unmatched_query(j: Any, day: date, limit: int = 5) -> exp.Select:
     )
 
 
-def unmatched_evidence(ws: Any, graph: Any, origin: str,
+def unmatched_evidence(ws: Workspace, graph: Any, origin: str,
                        anomalies: list[dict[str, Any]]) -> dict[str, Any] | None:  # fmt: skip
     """For a join's coverage that fell at ``origin``: the values finding no partner on the
     first interval it fell, with their rows."""

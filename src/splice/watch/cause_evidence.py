@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import json
 from datetime import date, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.watch.cause_words import series_words
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 #: The failed checks are looked for in this many latest runs of the target.
 RECENT_RUNS = 200
@@ -149,7 +152,7 @@ def _per_day(name: str, node_id: str, covering: dict[str, list[dict[str, Any]]]
             "covering": {d: recs[-1] for d, recs in sorted(covering.items()) if recs}}  # fmt: skip
 
 
-def orchestrator_failures(ws: Any, job: Any, days: list[str], limit: int = 30
+def orchestrator_failures(ws: Workspace, job: Any, days: list[str], limit: int = 30
                           ) -> dict[str, Any] | None:  # fmt: skip
     """The job's recent runs in the orchestrator that owns it, for ``days`` (a run's partition
     or logical date): failed days and runs as :func:`ingestion_runs` says them (None when the
@@ -241,7 +244,9 @@ def parse_timestamp(v: Any) -> float | None:
     return dt.timestamp()
 
 
-def _source_runs(ws: Any, node: Any, anomalies: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _source_runs(
+    ws: Workspace, node: Any, anomalies: list[dict[str, Any]]
+) -> dict[str, Any] | None:
     """The ingestion job's runs for the anomalies' days: Splice's journal, then (for days it
     has nothing failed on) the orchestrator that owns the job."""
     days = sorted({a["interval"].isoformat() if hasattr(a["interval"], "isoformat")
@@ -262,7 +267,7 @@ def _source_runs(ws: Any, node: Any, anomalies: list[dict[str, Any]]) -> dict[st
 
 
 def gather(
-    ws: Any, graph: Any, origin: str | None, anomalies: list[dict[str, Any]],
+    ws: Workspace, graph: Any, origin: str | None, anomalies: list[dict[str, Any]],
     source: dict[str, Any] | None,
 ) -> dict[str, Any]:  # fmt: skip
     """The keyword arguments of :func:`classify` read from Splice's state (points, checks,

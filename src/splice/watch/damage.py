@@ -8,12 +8,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
 from splice.graph.model import Graph, Node, Relation
 from splice.warehouse.rows import date_literal, table
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 
 def consecutive_ranges(days: list[date], gap: int = 3) -> list[tuple[date, date]]:
@@ -160,7 +163,7 @@ def read_parents(graph: Graph, nid: str) -> set[str]:
 class ScopeWalk:
     """The lineage, SQL and warehouse a scope walk asks, each asked at most once per node."""
 
-    def __init__(self, ws: Any, graph: Graph, con: Any) -> None:
+    def __init__(self, ws: Workspace, graph: Graph, con: Any) -> None:
         from splice.lineage.service import workspace_lineage, writers_map
 
         self.ws, self.graph, self.con, self.dialect = ws, graph, con, ws.dialect

@@ -27,11 +27,14 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.graph.model import Graph
 from splice.watch.blast import blast_radius
 from splice.watch.damage import consecutive_ranges
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 DETECTOR_WORDS = {
     "stopped_moving": "stopped moving",
@@ -70,7 +73,7 @@ def origin_nodes(graph: Graph, nodes: set[str]) -> list[str]:
     return sorted(n for n in nodes if not (graph.ancestors(n) & (nodes - {n})))
 
 
-def measure_columns(ws: Any, graph: Graph) -> dict[str, list[str]]:
+def measure_columns(ws: Workspace, graph: Graph) -> dict[str, list[str]]:
     """metric (measure) name -> the columns it reads."""
     from sqlglot import exp
 
@@ -116,7 +119,7 @@ def _evidence(anomalies: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _path(
-    ws: Any, graph: Graph, start: str, origin: str, origin_cols: list[str]
+    ws: Workspace, graph: Graph, start: str, origin: str, origin_cols: list[str]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Direct column lineage from ``start`` (node.column) to the origin, then to its sources.
 
@@ -185,7 +188,7 @@ def _path(
     return steps, sources
 
 
-def time_column_of(ws: Any, graph: Graph, origin: str, source: str) -> str | None:
+def time_column_of(ws: Workspace, graph: Graph, origin: str, source: str) -> str | None:
     """The source relation's column that the origin's time column comes from."""
     from splice.lineage.query import column_lineage
 
@@ -216,7 +219,11 @@ def _row_keys(graph: Graph, origin: str | None, columns: dict[str, str]) -> list
 
 
 def diagnose(
-    ws: Any, graph: Graph, anomalies: list[dict[str, Any]], *, siblings: set[str] | None = None
+    ws: Workspace,
+    graph: Graph,
+    anomalies: list[dict[str, Any]],
+    *,
+    siblings: set[str] | None = None,
 ) -> dict[str, Any]:
     """The diagnosis of one incident (a plain dict, stored as JSON with the incident).
 
@@ -375,7 +382,7 @@ def diagnose(
     return out
 
 
-def _code_change(ws: Any, graph: Graph, origin: str | None, anomalies: list[dict[str, Any]],
+def _code_change(ws: Workspace, graph: Graph, origin: str | None, anomalies: list[dict[str, Any]],
                  at_origin: list[dict[str, Any]], fault: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
     """The fault as a change inside the project (:mod:`splice.watch.change_cause`) when the
     evidence says so: values a code change rewrote, or, when nothing more specific names the
@@ -424,7 +431,7 @@ def _sibling_blocked(scope: dict[str, Any], siblings: set[str]) -> None:
     scope["blocked"] = kept
 
 
-def _extend_scope(ws: Any, graph: Graph, origin: str, at_origin: list[dict[str, Any]],
+def _extend_scope(ws: Workspace, graph: Graph, origin: str, at_origin: list[dict[str, Any]],
                   scope: dict[str, Any], *, gap: int,
                   fault: dict[str, Any] | None = None) -> None:  # fmt: skip
     """The scope as the damage (:mod:`splice.watch.scope`): from where the fault started, per

@@ -22,10 +22,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from datetime import date, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.graph.model import Graph
 from splice.watch.results import Anomaly, store_anomaly
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 DETECTOR = "failing_check"
 #: A check failing in this many runs in a row (the runs that ran it) is an incident.
@@ -99,7 +102,7 @@ def streaks(conn: Any, target: str) -> dict[str, list[dict[str, Any]]]:
 
 
 def find_failing_checks(
-    ws: Any, graph: Graph, say: Callable[[str], None] | None = None
+    ws: Workspace, graph: Graph, say: Callable[[str], None] | None = None
 ) -> list[Anomaly]:
     """The checks failing in :data:`FAILING_RUNS` runs in a row or more, as anomalies (not
     stored).  A failure here never fails the watch: it is said (``say``), nothing is found."""

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date, timedelta
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from sqlglot import exp
 
@@ -42,6 +42,9 @@ from splice.watch.specs import (
     node_keys,
     relation_of,
 )
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 #: A dimension with more values than this (in the intervals measured) is not sliced.
 MAX_SLICE_VALUES = 100
@@ -432,7 +435,7 @@ def slice_dimensions(facts: GraphFacts, node: Node, cols: dict[str, str], time: 
     return out[:MAX_SLICE_DIMS]
 
 
-def graph_monitors(ws: Any, graph: Graph, types: ColumnTypes, declared: list[MetricSpec], *,
+def graph_monitors(ws: Workspace, graph: Graph, types: ColumnTypes, declared: list[MetricSpec], *,
                    sensitivity: str, calendar: str | None,
                    exclude: list[str] | None = None) -> list[MetricSpec]:  # fmt: skip
     """The join-coverage and slice monitors of ``graph`` (none when lineage cannot be had)."""
@@ -465,7 +468,7 @@ def graph_monitors(ws: Any, graph: Graph, types: ColumnTypes, declared: list[Met
     return specs
 
 
-def workspace_models(ws: Any) -> dict[str, Any]:
+def workspace_models(ws: Workspace) -> dict[str, Any]:
     """The workspace's column lineage per model (empty when it cannot be had: the graph
     monitors are then left out, the other monitors stand)."""
     from splice.lineage.service import workspace_lineage

@@ -28,9 +28,12 @@ fault the diagnosis cannot tell apart is never split.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.graph.model import Graph
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 ROW_KINDS = ("volume", "duplicates", "null_rate", "distinct")
 #: Detectors that say rows were added: a value upstream never does that.
@@ -56,7 +59,7 @@ class Part:
 class _Lineage:
     """Which columns of a node a measure reads, and whether one column feeds another."""
 
-    def __init__(self, ws: Any, graph: Graph) -> None:
+    def __init__(self, ws: Workspace, graph: Graph) -> None:
         from splice.watch.diagnosis import measure_columns
 
         self.ws, self.graph = ws, graph
@@ -107,7 +110,7 @@ def _explains(lin: _Lineage, down: dict[str, Any], up: dict[str, Any]) -> int:
     return 2 if lin.feeds(down, up) else 0
 
 
-def partition(ws: Any, graph: Graph, anomalies: list[dict[str, Any]]) -> list[Part]:
+def partition(ws: Workspace, graph: Graph, anomalies: list[dict[str, Any]]) -> list[Part]:
     """The group's anomalies as parts (see the module doc).  The first part is the values a
     code change rewrote when there are any (a change explains what moved after it), else the
     origin with the most anomalies; every other origin (an anomalous node with no anomalous

@@ -23,10 +23,13 @@ import json
 import re
 from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.graph.model import Graph
 from splice.watch.results import Anomaly, store_anomaly
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 DETECTOR = "late_rows"
 #: How many days back from a model's latest processed interval late rows are looked for.
@@ -99,7 +102,7 @@ def _readers(graph: Graph, node_id: str) -> set[str]:
     return out
 
 
-def _pairs(ws: Any, graph: Graph) -> list[tuple[Any, Any, Any, dict[str, str], str]]:
+def _pairs(ws: Workspace, graph: Graph) -> list[tuple[Any, Any, Any, dict[str, str], str]]:
     """(source node, relation, model, relation columns, relation time column) to check."""
     from splice.lineage.service import warehouse_columns
     from splice.watch.diagnosis import time_column_of
@@ -130,7 +133,7 @@ def _pairs(ws: Any, graph: Graph) -> list[tuple[Any, Any, Any, dict[str, str], s
 
 
 def find_late_rows(
-    ws: Any, graph: Graph, say: Callable[[str], None] | None = None
+    ws: Workspace, graph: Graph, say: Callable[[str], None] | None = None
 ) -> list[Anomaly]:
     """The late rows of every checked (relation, model) pair, as anomalies (not stored).
 
@@ -143,7 +146,7 @@ def find_late_rows(
         return []
 
 
-def _find(ws: Any, graph: Graph) -> list[Anomaly]:
+def _find(ws: Workspace, graph: Graph) -> list[Anomaly]:
     from splice.warehouse.connect import connect
     from splice.watch.cause_evidence import parse_timestamp
     from splice.watch.source_evidence import load_rows

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.errors import WarehouseError
 from splice.watch.grid import as_date
@@ -18,8 +18,13 @@ from splice.watch.restated import Restatements
 from splice.watch.specs import MetricSpec
 from splice.watch.table_monitors import closed_rows
 
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
-def measure(ws: Any, jobs: list[tuple[MetricSpec, date | None]]) -> list[list[tuple[Any, ...]]]:
+
+def measure(
+    ws: Workspace, jobs: list[tuple[MetricSpec, date | None]]
+) -> list[list[tuple[Any, ...]]]:
     """Run each spec's query from its start; one connection for the call, closed at once."""
     import duckdb
 
@@ -42,7 +47,7 @@ def measure(ws: Any, jobs: list[tuple[MetricSpec, date | None]]) -> list[list[tu
     return out
 
 
-def measure_jobs(ws: Any, graph: Any, jobs: list[Any], known: dict[str, Any]
+def measure_jobs(ws: Workspace, graph: Any, jobs: list[Any], known: dict[str, Any]
                  ) -> tuple[date | None, Restatements]:  # fmt: skip
     """Measure every job's rows (``job.rows``); returns the newest day anywhere (what "late"
     and "missing" are judged against) and the code changes' comparisons to make."""

@@ -39,7 +39,7 @@ SELECT CAST("booking_date" AS DATE) AS "interval_start", "currency" AS "d0", SUM
 from __future__ import annotations
 
 import difflib
-from typing import Any
+from typing import TYPE_CHECKING
 
 import sqlglot
 from sqlglot import exp
@@ -63,6 +63,9 @@ from splice.watch.specs import (
     node_keys,
     relation_of,
 )
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 #: What other packages read from here: the specs' types and helpers (:mod:`splice.watch.specs`),
 #: and the builders of this module.
@@ -376,7 +379,9 @@ def default_monitors(
     return specs
 
 
-def watch_specs(ws: Any, graph: Graph | None = None, *, lineage: bool = True) -> list[MetricSpec]:
+def watch_specs(
+    ws: Workspace, graph: Graph | None = None, *, lineage: bool = True
+) -> list[MetricSpec]:
     """Every spec ``splice watch`` measures in ``ws``: declared metrics first, then monitors
     (``lineage=False``: without the ones derived from column lineage, which may render models).
 

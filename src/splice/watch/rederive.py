@@ -18,14 +18,17 @@ from __future__ import annotations
 import json
 import time
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
 from splice.warehouse.rows import table
 
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
-def latest_built(ws: Any, graph: Any, diagnosis: dict[str, Any], con: Any) -> str | None:
+
+def latest_built(ws: Workspace, graph: Any, diagnosis: dict[str, Any], con: Any) -> str | None:
     """The latest interval any node of the diagnosis' scope holds now (ISO date)."""
     from splice.watch.specs import relation_of
 
@@ -53,7 +56,9 @@ def latest_built(ws: Any, graph: Any, diagnosis: dict[str, Any], con: Any) -> st
     return best.isoformat() if best else None
 
 
-def stamp(ws: Any, graph: Any, diagnosis: dict[str, Any], *, now: float | None = None) -> None:
+def stamp(
+    ws: Workspace, graph: Any, diagnosis: dict[str, Any], *, now: float | None = None
+) -> None:
     """Say in the diagnosis' scope when it was derived and the latest interval it saw."""
     from splice.warehouse.connect import connect
 
@@ -96,7 +101,7 @@ def _keep_class(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     return kept
 
 
-def rederive(ws: Any, graph: Any, incident: Any, *, force: bool = False,
+def rederive(ws: Workspace, graph: Any, incident: Any, *, force: bool = False,
              now: float | None = None) -> dict[str, Any] | None:  # fmt: skip
     """Derive ``incident``'s diagnosis again when its scope has later intervals built (or
     ``force``); store and return it (None: nothing newer, nothing stored)."""
@@ -129,7 +134,7 @@ def rederive(ws: Any, graph: Any, incident: Any, *, force: bool = False,
     return new
 
 
-def rederive_open(ws: Any, graph: Any, *, skip: set[str] | None = None,
+def rederive_open(ws: Workspace, graph: Any, *, skip: set[str] | None = None,
                   progress: Any = None) -> list[str]:  # fmt: skip
     """Re-derive every open incident of the target (but ``skip``, just diagnosed) that has later
     intervals built; returns the ids re-derived."""

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -31,6 +31,9 @@ from splice.watch import history as hist
 from splice.watch.changes import CodeChange, code_changes, last_measured, run_words
 from splice.watch.grid import as_date, measured_float
 from splice.watch.results import Anomaly
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 DETECTOR = "restated"
 #: Values closer than this (relative) are the same value measured twice.
@@ -68,7 +71,7 @@ def _lead(changes: list[CodeChange], graph: Graph) -> CodeChange:
 class Restatements:
     """The specs a code change may have rewritten, and their comparison."""
 
-    def __init__(self, ws: Any, graph: Graph, conn: Any) -> None:
+    def __init__(self, ws: Workspace, graph: Graph, conn: Any) -> None:
         self.ws, self.graph, self.conn, self.target = ws, graph, conn, ws.target
         self.measured = last_measured(conn, self.target)
         self.changes: list[CodeChange] = []

@@ -26,7 +26,7 @@ Every query is a sqlglot expression sent through one warehouse connection.
 from __future__ import annotations
 
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
@@ -51,6 +51,9 @@ from splice.watch.scope_sql import (
     substitute,
     time_expression,
 )
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 
 def _downstream(walk: ScopeWalk, nid: str, parents: list[Damage]) -> Damage | None:
@@ -158,7 +161,7 @@ def _running(
     return out
 
 
-def node_scopes(ws: Any, graph: Graph, origin: Damage, con: Any) -> list[Damage]:
+def node_scopes(ws: Workspace, graph: Graph, origin: Damage, con: Any) -> list[Damage]:
     """The origin's damage, then every built node downstream that read bad values, in
     topological order, each derived from its damaged parents' intervals."""
     from splice.watch.blast import BUILT_KINDS
@@ -186,7 +189,7 @@ def node_scopes(ws: Any, graph: Graph, origin: Damage, con: Any) -> list[Damage]
 
 
 # -- the diagnosis' scope ----------------------------------------------------------------------
-def _origin_time_column(ws: Any, node: Node) -> str | None:
+def _origin_time_column(ws: Workspace, node: Node) -> str | None:
     if node.time_column:
         return node.time_column.lower()
     declared = [m.time for m in ws.config.metrics if m.node == node.id and m.time]
@@ -194,7 +197,7 @@ def _origin_time_column(ws: Any, node: Node) -> str | None:
 
 
 def extend_scope(
-    ws: Any, graph: Graph, origin: str, anomalies: list[dict[str, Any]], scope: dict[str, Any],
+    ws: Workspace, graph: Graph, origin: str, anomalies: list[dict[str, Any]], scope: dict[str, Any],
     *, gap: int = 1,
 ) -> dict[str, Any]:  # fmt: skip
     """``scope`` (the origin's intervals, as the diagnosis made it) extended in place: back to

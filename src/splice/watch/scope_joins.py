@@ -12,11 +12,14 @@ downstream from there.
 from __future__ import annotations
 
 from datetime import date, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
 from splice.warehouse.rows import date_literal, table
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 #: How far before the first bad interval the origin's intervals are read (its partner rule).
 LOOKBACK_DAYS = 14
@@ -45,7 +48,7 @@ def partner_days(own: list[date], origin: list[date], bad: set[date]) -> list[da
     return out
 
 
-def join_scope(ws: Any, graph: Any, origin: str, fault: dict[str, Any],
+def join_scope(ws: Workspace, graph: Any, origin: str, fault: dict[str, Any],
                scope: dict[str, Any]) -> None:  # fmt: skip
     """In place: ``scope["nodes"]`` with the damage of the models joining the origin's changed
     key, and what is downstream of them (see the module doc)."""

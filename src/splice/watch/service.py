@@ -25,7 +25,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -41,6 +41,9 @@ from splice.watch.metrics import watch_specs
 from splice.watch.restated import Restated, patch
 from splice.watch.results import Anomaly, MetricReport, WatchResult, store_anomaly
 from splice.watch.specs import MetricSpec
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 Progress = Callable[[str], None]
 #: How much stored history is loaded to judge new points: the training window twice over,
@@ -92,7 +95,7 @@ WATCH_LOCK_WAIT = 120.0
 
 
 def watch(
-    ws: Any,
+    ws: Workspace,
     *,
     backfill: bool = False,
     only: list[str] | None = None,
@@ -121,7 +124,7 @@ def watch(
 
 
 def _watch(
-    ws: Any,
+    ws: Workspace,
     *,
     backfill: bool,
     only: list[str] | None,
@@ -311,7 +314,7 @@ class _SpecPlan:
 
     def __init__(
         self,
-        ws: Any,
+        ws: Workspace,
         job: _Job,
         stored: tuple[np.ndarray, np.ndarray, np.ndarray],
         prior_cells: set[tuple[int, date]],
@@ -545,7 +548,7 @@ class _SpecPlan:
 
 
 def _plan_spec(
-    ws: Any, job: _Job, conn: Any, ref_end: date | None, row: hist.MetricRow | None
+    ws: Workspace, job: _Job, conn: Any, ref_end: date | None, row: hist.MetricRow | None
 ) -> _SpecPlan:
     from splice.watch.levels import accepted_levels
 

@@ -16,7 +16,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sqlglot import exp
 from sqlglot.errors import ErrorLevel, UnsupportedError
@@ -24,6 +24,9 @@ from sqlglot.errors import ErrorLevel, UnsupportedError
 from splice.config.workspace import CONFIG_FILE
 from splice.errors import ConfigError
 from splice.graph.model import Graph, Node, Relation
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 #: Kinds of measure, and the detectors each kind runs (see splice.watch.detectors).
 KIND_DETECTORS: dict[str, tuple[str, ...]] = {
@@ -198,7 +201,7 @@ class ColumnTypes:
     """Column types of nodes: the tool's metadata first, the warehouse's information_schema for
     what the tool leaves untyped (read at most once, and only when needed)."""
 
-    def __init__(self, ws: Any) -> None:
+    def __init__(self, ws: Workspace) -> None:
         self.ws = ws
         self._warehouse: dict[Relation, dict[str, str]] | None = None
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from datetime import date, timedelta
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
@@ -44,6 +44,9 @@ from splice.watch.specs import (
     node_keys,
     relation_of,
 )
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 BUILT_KINDS = ("model", "seed", "snapshot")
 #: At most this many columns of a node get a checksum.
@@ -70,7 +73,7 @@ def columns_tested(graph: Graph, node: Node) -> dict[str, list[str]]:
     return out
 
 
-def node_sql(ws: Any, node: Node) -> tuple[str | None, str]:
+def node_sql(ws: Workspace, node: Node) -> tuple[str | None, str]:
     """The SQL that built the node: for dbt, what its last run compiled; else the graph's."""
     dialect = node.dialect or ws.dialect
     if node.tool == "dbt" and node.path and node.kind in ("model", "snapshot"):
@@ -175,7 +178,7 @@ def _checksums(base: str, columns: list[str], dialect: str) -> list[Measure]:
 
 
 def table_monitors(
-    ws: Any,
+    ws: Workspace,
     graph: Graph,
     types: ColumnTypes,
     timed: list[MetricSpec],
@@ -217,7 +220,12 @@ def table_monitors(
 
 
 def _untimed(
-    ws: Any, graph: Graph, node: Node, cols: dict[str, str], common: dict[str, Any], dialect: str
+    ws: Workspace,
+    graph: Graph,
+    node: Node,
+    cols: dict[str, str],
+    common: dict[str, Any],
+    dialect: str,
 ) -> list[MetricSpec]:
     base = node.id
     time = time_column(graph, node, cols, dialect)

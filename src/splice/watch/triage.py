@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.graph.model import Graph
 from splice.watch.diagnosis import diagnose
 from splice.watch.incidents import Incident, Ref, anomalies_by_id, update_incidents
 from splice.watch.independent import different, partition
 from splice.watch.rederive import rederive_open, stamp
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 
 def related_in(graph: Graph) -> Callable[[str, str], bool]:
@@ -25,7 +28,7 @@ def related_in(graph: Graph) -> Callable[[str, str], bool]:
 
 
 def triage(
-    ws: Any, graph: Graph | None = None, *, progress: Callable[[str], None] | None = None
+    ws: Workspace, graph: Graph | None = None, *, progress: Callable[[str], None] | None = None
 ) -> list[Incident]:
     """Group the target's unassigned anomalies into incidents and diagnose those that changed;
     a group that independent causes explain becomes one incident per cause

@@ -15,7 +15,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import anyio.to_thread
@@ -26,6 +26,9 @@ from splice.support import numbers
 from splice.support.principals import AUTH_WORDS, Principal
 from splice.web.session import COOKIE, Sessions, csrf_ok, server_secret
 
+if TYPE_CHECKING:
+    from splice.api import Workspace
+
 log = logging.getLogger("splice.web")
 HERE = Path(__file__).parent
 
@@ -34,7 +37,7 @@ HERE = Path(__file__).parent
 class Ctx:
     """One page request as the handler sees it."""
 
-    ws: Any
+    ws: Workspace
     principal: Principal
     params: dict[str, str]
     query: dict[str, str]

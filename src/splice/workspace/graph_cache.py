@@ -40,7 +40,10 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 KIND = "graph"
 VERSION = "3"  # bump when the cached form or the way a graph is loaded changes
@@ -159,7 +162,7 @@ def _source_digest() -> str:
     return h.hexdigest()[:16]
 
 
-def _dbt_profiles_file(ws: Any, spec: Any) -> Path:
+def _dbt_profiles_file(ws: Workspace, spec: Any) -> Path:
     """The profiles.yml a dbt project is loaded with (as :class:`DbtProvider` picks it)."""
     if spec.profiles_dir:
         return (ws.root / spec.profiles_dir).resolve() / "profiles.yml"
@@ -214,7 +217,7 @@ class _Hasher:
             self.whole_env |= dynamic
 
 
-def splice_files(ws: Any) -> frozenset[Path]:
+def splice_files(ws: Workspace) -> frozenset[Path]:
     """Files Splice itself writes in the workspace that no tool reads: the state's witness
     (moved by every command that writes the state), and the state file when it lies outside
     ``.splice``. A project whose directory is the workspace's (a bare dbt or SQLMesh project
@@ -225,7 +228,7 @@ def splice_files(ws: Any) -> frozenset[Path]:
     return frozenset(out)
 
 
-def graph_inputs(ws: Any) -> tuple[str, dict[str, Any]]:
+def graph_inputs(ws: Workspace) -> tuple[str, dict[str, Any]]:
     """(the graph key of ``ws``, a summary of what went into it)."""
     from splice.config.workspace import CONFIG_FILE
 
@@ -289,11 +292,11 @@ def graph_inputs(ws: Any) -> tuple[str, dict[str, Any]]:
     }
 
 
-def graph_key(ws: Any) -> str:
+def graph_key(ws: Workspace) -> str:
     return graph_inputs(ws)[0]
 
 
-def lookup(ws: Any, key: str) -> Any:
+def lookup(ws: Workspace, key: str) -> Any:
     """The cached graph of ``ws.target`` if it was stored under ``key``, else None."""
     from splice.graph.serial import graph_from_dict
 
@@ -306,7 +309,7 @@ def lookup(ws: Any, key: str) -> Any:
         return None
 
 
-def store(ws: Any, key: str, graph: Any) -> bool:
+def store(ws: Workspace, key: str, graph: Any) -> bool:
     """Keep ``graph`` under ``key`` (replacing the target's previous entry). False when the
     graph holds a value plain JSON cannot carry (then nothing is cached)."""
     from splice.graph.serial import NotSerialisable, graph_to_dict

@@ -7,11 +7,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from splice.graph.model import Graph, Node
 from splice.plan.model import NodeDecision, Segment
 from splice.run.report import CheckResult, NodeResult
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 
 @dataclass(frozen=True)
@@ -109,12 +112,12 @@ class Executor(Protocol):
     format: str
     capabilities: ExecutorCapabilities
 
-    def __init__(self, ws: Any, project: str) -> None: ...
+    def __init__(self, ws: Workspace, project: str) -> None: ...
 
     def execute(self, job: SegmentJob, sink: Sink) -> SegmentOutcome: ...
 
 
-def release_all(ws: Any) -> None:
+def release_all(ws: Workspace) -> None:
     """Release the warehouse file: every tool connection of every project of ``ws``."""
     from splice.providers.dbt import release_warehouse
 

@@ -8,7 +8,7 @@ which on 200 models costs about half a second."""
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.run.executors.base import (
     ExecutorCapabilities,
@@ -20,6 +20,9 @@ from splice.run.executors.base import (
 )
 from splice.run.report import CheckResult, NodeResult
 from splice.support.capture import captured
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 DBT_CAPABILITIES = ExecutorCapabilities(
     exact_selection=True,
@@ -53,7 +56,7 @@ class DbtExecutor:
     format = "dbt"
     capabilities = DBT_CAPABILITIES
 
-    def __init__(self, ws: Any, project: str) -> None:
+    def __init__(self, ws: Workspace, project: str) -> None:
         self.ws = ws
         self.project = project
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.run.children import run_child
 from splice.run.executors.base import (
@@ -31,6 +31,9 @@ from splice.run.executors.base import (
     release_all,
 )
 from splice.run.report import NodeResult
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 TIMEOUT_S = 3600
 
@@ -59,7 +62,7 @@ def job_argv(command: list[str]) -> list[str]:
 
 @dataclass
 class IngestionExecutor:
-    ws: Any
+    ws: Workspace
     project: str
     format: str = "ingestion"
     capabilities = INGESTION_CAPABILITIES

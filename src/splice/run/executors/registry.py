@@ -8,12 +8,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from splice.run.executors.base import Executor, ExecutorCapabilities
 from splice.run.executors.dbt import DbtExecutor
 from splice.run.executors.ingestion import IngestionExecutor
 from splice.run.executors.sqlmesh import SqlmeshExecutor
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 #: Segment format -> the class that runs it (the tools are imported only when one runs).
 EXECUTORS: dict[str, type[Executor]] = {
@@ -34,7 +37,7 @@ EXECUTABLE: dict[str, tuple[str, ...]] = {
 }
 
 
-def executor_for(ws: Any, project: str, fmt: str) -> Executor:
+def executor_for(ws: Workspace, project: str, fmt: str) -> Executor:
     """The executor of ``project``'s segments of format ``fmt``.
 
     >>> executor_for(None, "shop", "spreadsheet")

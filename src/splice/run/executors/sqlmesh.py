@@ -5,7 +5,7 @@ console protocol (see :mod:`splice.run.executors`)."""
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.graph.model import Node
 from splice.run.executors.base import (
@@ -19,6 +19,9 @@ from splice.run.executors.sqlmesh_audits import BlockedByAudits, audit_stored_ch
 from splice.run.executors.sqlmesh_console import SqlmeshRecorder, make_console
 from splice.run.report import CheckResult, NodeResult
 from splice.support.capture import captured
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
 
 #: Node kinds that are SQLMesh models (a SEED model is one, with kind "seed" in the graph).
 BUILT = ("model", "seed")
@@ -52,7 +55,7 @@ class SqlmeshExecutor:
     format = "sqlmesh"
     capabilities = SQLMESH_CAPABILITIES
 
-    def __init__(self, ws: Any, project: str) -> None:
+    def __init__(self, ws: Workspace, project: str) -> None:
         self.ws = ws
         self.project = project
 

@@ -10,9 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.errors import WarehouseError
+
+if TYPE_CHECKING:
+    from splice.warehouse.host import WarehouseHost
 
 
 def catalog(wh: Any) -> str:
@@ -20,13 +23,13 @@ def catalog(wh: Any) -> str:
     return Path(wh.path).stem
 
 
-def address(ws: Any) -> str:
+def address(ws: WarehouseHost) -> str:
     """Where the warehouse is, as one comparable text: the file."""
     return str(ws.warehouse_path)
 
 
 @contextmanager
-def connect(ws: Any, what: str, *, read_only: bool = False) -> Iterator[Any]:
+def connect(ws: WarehouseHost, what: str, *, read_only: bool = False) -> Iterator[Any]:
     """A DuckDB connection to the workspace's warehouse file, closed when the block ends.
 
     ``what`` names the work in errors ("splice watch", "incident diagnosis").

@@ -7,11 +7,14 @@ writer process at a time on one machine, which the file lock of :mod:`splice.run
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from splice.warehouse.locks import NoServerLock
 
+if TYPE_CHECKING:
+    from splice.warehouse.host import WarehouseHost
 
-def try_lock(ws: Any, name: str) -> NoServerLock:
+
+def try_lock(ws: WarehouseHost, name: str) -> NoServerLock:
     """The run lock ``name`` in the warehouse: nothing to take on DuckDB."""
     return NoServerLock()

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.errors import WarehouseError
+
+if TYPE_CHECKING:
+    from splice.warehouse.host import WarehouseHost
 
 
 def catalog(wh: Any) -> str:
@@ -19,13 +22,13 @@ def catalog(wh: Any) -> str:
     return str(wh.pg_fields()["database"] or "postgres")
 
 
-def address(ws: Any) -> str:
+def address(ws: WarehouseHost) -> str:
     """Where the warehouse is, as one comparable text: the server and database."""
     f = ws.config.warehouse.pg_fields()
     return f"postgres://{f['host']}:{f['port']}/{f['database'] or 'postgres'}"
 
 
-def conninfo(ws: Any) -> dict[str, Any]:
+def conninfo(ws: WarehouseHost) -> dict[str, Any]:
     """The keyword arguments psycopg connects with, for a PostgreSQL ``[warehouse]``.
 
     The password comes from the environment variable ``password_env`` names (or the URL);
@@ -58,7 +61,7 @@ def conninfo(ws: Any) -> dict[str, Any]:
     return info
 
 
-def connection_error(e: BaseException, ws: Any, what: str) -> WarehouseError:
+def connection_error(e: BaseException, ws: WarehouseHost, what: str) -> WarehouseError:
     """A psycopg connection failure told as the setting to correct."""
     wh = ws.config.warehouse
     f = wh.pg_fields()
@@ -99,7 +102,7 @@ def connection_error(e: BaseException, ws: Any, what: str) -> WarehouseError:
 
 
 @contextmanager
-def connect(ws: Any, what: str, *, read_only: bool = False) -> Iterator[Any]:
+def connect(ws: WarehouseHost, what: str, *, read_only: bool = False) -> Iterator[Any]:
     """A psycopg connection (autocommit) to the workspace's PostgreSQL warehouse, closed when
     the block ends (``read_only`` is the user's grants' business on a server: the connection is
     the same)."""

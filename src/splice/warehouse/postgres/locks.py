@@ -15,9 +15,12 @@ SELECT PG_TRY_ADVISORY_LOCK(8639450935615235563)
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
+
+if TYPE_CHECKING:
+    from splice.warehouse.host import WarehouseHost
 
 
 def advisory_key(database: str, name: str) -> int:
@@ -29,7 +32,7 @@ def try_lock_sql(key: int) -> str:
     return exp.select(exp.func("pg_try_advisory_lock", exp.Literal.number(key))).sql("postgres")
 
 
-def try_lock(ws: Any, name: str) -> Any | None:
+def try_lock(ws: WarehouseHost, name: str) -> Any | None:
     """A connection holding the advisory lock ``name`` (close it to release), or None when
     another session holds it."""
     import psycopg

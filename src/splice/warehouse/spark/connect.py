@@ -15,9 +15,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice.errors import WarehouseError
+
+if TYPE_CHECKING:
+    from splice.warehouse.host import WarehouseHost
 
 
 class SparkCursor:
@@ -78,7 +81,7 @@ def catalog(wh: Any) -> str:
     return "spark_catalog"
 
 
-def address(ws: Any) -> str:
+def address(ws: WarehouseHost) -> str:
     """Where the warehouse is, as one comparable text: the Spark Connect server."""
     return str(ws.config.warehouse.remote)
 
@@ -101,7 +104,7 @@ def with_session_id(remote: str, session_id: str) -> str:
 
 
 @contextmanager
-def run_spark_session(ws: Any) -> Iterator[str | None]:
+def run_spark_session(ws: WarehouseHost) -> Iterator[str | None]:
     """Every Spark Connect client of this run (SQLMesh's Spark engine, dbt-spark's session,
     Splice's own queries) in one server-side session of a known id, which the run records
     (``splice.run.children``): a run killed mid-query leaves its query running on the
@@ -221,7 +224,7 @@ def probe_project_endpoint(location: Any, project: str) -> None:
 
 
 @contextmanager
-def connect(ws: Any, what: str, *, read_only: bool = False) -> Iterator[SparkConnection]:
+def connect(ws: WarehouseHost, what: str, *, read_only: bool = False) -> Iterator[SparkConnection]:
     """A Spark Connect session to the workspace's warehouse, stopped when the block ends (the
     run's own session, left open, when this process holds a run: :func:`run_spark_session`;
     ``read_only`` is the server's business: the session is the same)."""

@@ -7,11 +7,14 @@ the warehouse).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from splice.warehouse.locks import NoServerLock
 
+if TYPE_CHECKING:
+    from splice.warehouse.host import WarehouseHost
 
-def try_lock(ws: Any, name: str) -> NoServerLock:
+
+def try_lock(ws: WarehouseHost, name: str) -> NoServerLock:
     """The run lock ``name`` in the warehouse: nothing to take on Spark."""
     return NoServerLock()
