@@ -409,7 +409,7 @@ def make_plan(
     timings["environments"] = time.perf_counter() - t
 
     et = resolve_execution_time(ws, execution_time)
-    formats = {p.name: p.format for p in ws.config.projects}
+    formats: dict[str, str] = {p.name: p.format for p in ws.config.projects}
     environments = {p.name: ws.environment(p.name) for p in ws.config.projects}
 
     # SQLMesh: its own plan for the selected models, its state for every model read

@@ -133,7 +133,7 @@ def search_nodes(
     if data_nodes:
         for nid in g.topological_order():
             above[nid] = any(p in data_nodes or above.get(p, False) for p in g.parents(nid))
-    out = []
+    out: list[dict[str, Any]] = []
     for nid, (s, why) in scored.items():
         n = g.nodes[nid]
         starts = nid in data_nodes and not above.get(nid, False)

@@ -98,7 +98,10 @@ class BaseCheckout:
 
     def render(self, project: str, node_ids: list[str]) -> dict[str, Any]:
         nodes = [self.nodes[project][i] for i in node_ids if i in self.nodes.get(project, {})]
-        return self.ws.provider(project).render(nodes) if nodes else {}
+        if not nodes:
+            return {}
+        assert self.ws is not None  # the nodes were loaded through it
+        return self.ws.provider(project).render(nodes)
 
     def close(self) -> None:
         if self.ws is not None:
