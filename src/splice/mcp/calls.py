@@ -26,7 +26,7 @@ import logging
 from collections.abc import Callable
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.mcpserver import Context
@@ -38,7 +38,6 @@ from splice.support.principals import Principal, os_user
 if TYPE_CHECKING:
     from splice.api import Workspace
 
-T = TypeVar("T")
 log = logging.getLogger("splice.mcp")
 
 #: What an agent on stdio may do: read, and propose repairs for a person to approve.
@@ -233,9 +232,31 @@ def tool_error(e: SpliceError, tool: str | None = None, who: Principal | None = 
     return ToolError(text)
 
 
+@overload
 def call(
     ctx: Context[Any, Any],
-    fn: Callable[..., T],
+    fn: Callable[[Workspace], object],
+    *,
+    principal: Literal[False] = False,
+    key: str | None = None,
+    notify: bool | None = None,
+) -> Any: ...
+
+
+@overload
+def call(
+    ctx: Context[Any, Any],
+    fn: Callable[[Workspace, Principal], object],
+    *,
+    principal: Literal[True],
+    key: str | None = None,
+    notify: bool | None = None,
+) -> Any: ...
+
+
+def call(
+    ctx: Context[Any, Any],
+    fn: Callable[..., object],
     *,
     principal: bool = False,
     key: str | None = None,

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 #: layers above pass theirs (:mod:`splice.api` and the repair flow pass the recovery of repair
 #: applies that were killed, :func:`splice.repair.recovery.recover_in_session`); the run layer
 #: knows nothing of repairs.
-Recover = Callable[[Any], list[str]]
+Recover = Callable[["Workspace"], list[str]]
 
 
 def resolve_execution_time(
