@@ -21,15 +21,20 @@ log = logging.getLogger("splice.api")
 def recover_killed_applies(ws: Workspace) -> list[str]:
     """Recover every repair apply of ``ws``'s target whose process died, once, as a session
     starts: one line per apply recovered, kept in ``ws.recovered`` and ``ws.notices``. Nothing
-    before the workspace has a state; a recovery that cannot run now (the state cannot be
-    opened, say) is a notice, and the next session tries again."""
+    before the workspace has a state. A recovery that cannot run now for a passing reason (an
+    error that says a retry may help: the state busy, say) is a notice, and the next session
+    tries again; any other error is the user's to fix (a witness path Splice cannot use, a
+    state it does not understand) and stops the command with its own one line."""
     if not ws.state_exists:
         return []
     from splice.repair.recovery import recover_interrupted_applies
 
     try:
         notes = recover_interrupted_applies(ws)
-    except SpliceError as e:  # the command goes on; the next session tries again
+    except SpliceError as e:
+        if not e.retry:
+            raise
+        # the command goes on; the next session tries again
         log.warning("recovering killed repair applies failed: %s", e.one_line())
         ws.notices.append(f"a killed repair apply was not recovered yet: {e.one_line()}")
         return []

@@ -18,29 +18,24 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     ValidationError,
     field_validator,
     model_validator,
 )
 
+from splice.config.base import NAME_PATTERN, Strict
 from splice.config.durations import parse_duration
 from splice.config.notify import NotifySection
 from splice.config.orchestrators import AirflowDag, DagsterJob
 from splice.config.serve import ServeSection
+from splice.config.warehouse import WarehouseSection, known_dialect
 from splice.errors import ConfigError
 
 CONFIG_FILE = "splice.toml"
-NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_\-]*$"
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class WorkspaceSection(_Strict):
+class WorkspaceSection(Strict):
     name: str = "workspace"
     default_target: str = "prod"
     state: str = ".splice/state.db"  # a path relative to the workspace, or a SQLAlchemy URL later
@@ -48,118 +43,7 @@ class WorkspaceSection(_Strict):
     witness: str = "splice-witness.json"
 
 
-class WarehouseSection(_Strict):
-    """``[warehouse]``: where the projects write. DuckDB (a file, the default), PostgreSQL
-    (a server: ``url``, or ``host``/``port``/``user``/``database``, the password always from the
-    environment variable named by ``password_env``; or ``local``, a data directory in the
-    workspace whose server Splice starts itself), or Apache Spark (``remote``, its Spark
-    Connect endpoint ``sc://HOST:PORT``).
-
-    >>> w = WarehouseSection(type="postgres", url="postgresql://me@db:5433/wh")
-    >>> (w.dialect, w.pg_fields()["port"], w.pg_fields()["database"])
-    ('postgres', 5433, 'wh')
-    """
-
-    type: Literal["duckdb", "postgres", "spark"] = "duckdb"
-    path: str = "warehouse.duckdb"
-    dialect: str = ""
-    # Apache Spark: a Spark Connect endpoint (sc://HOST:PORT)
-    remote: str | None = None
-    # PostgreSQL
-    url: str | None = None
-    host: str | None = None
-    port: int | None = None
-    user: str | None = None
-    database: str | None = None
-    password_env: str | None = None
-    # a data directory (relative to the workspace) of a server Splice starts itself: PostgreSQL,
-    # or a Spark Connect server (on remote's port)
-    local: str | None = None
-
-    @model_validator(mode="after")
-    def _by_type(self) -> WarehouseSection:
-        if not self.dialect:
-            self.dialect = self.type if self.type in ("postgres", "spark") else "duckdb"
-        pg_keys = [k for k in ("url", "host", "port", "user", "database", "password_env",
-                               "local") if getattr(self, k) is not None]  # fmt: skip
-        if self.remote is not None and self.type != "spark":
-            raise ValueError('remote belongs to a Spark warehouse: set type = "spark" or remove it')
-        if self.type == "spark":
-            pg_keys = [k for k in pg_keys if k != "local"]  # a server Splice starts: both
-            if pg_keys:
-                raise ValueError(f'{", ".join(pg_keys)} belong to a PostgreSQL warehouse; a Spark '
-                                 'warehouse takes remote = "sc://HOST:PORT"')  # fmt: skip
-            scheme = (self.remote or "").split("://", 1)[0].lower()
-            if scheme in ("thrift", "hive", "hive2", "jdbc:hive2", "http", "https"):
-                raise ValueError(
-                    f"remote = {self.remote!r} is a Thrift (HiveServer2) or HTTP endpoint; Splice "
-                    "reaches Spark through Spark Connect only: start a Spark Connect server "
-                    "beside it (sbin/start-connect-server.sh, Spark 3.4 or later) and set "
-                    'remote = "sc://HOST:15002"'
-                )
-            if not (self.remote and self.remote.startswith("sc://")):
-                raise ValueError('a Spark warehouse needs remote = "sc://HOST:PORT" (its Spark '
-                                 "Connect endpoint)")  # fmt: skip
-        if self.type == "duckdb" and pg_keys:
-            raise ValueError(
-                f'{", ".join(pg_keys)} belong to a PostgreSQL warehouse: set type = "postgres" '
-                "or remove them"
-            )
-        if self.type == "postgres":
-            if self.url and self.url.split("://", 1)[0].split("+", 1)[0] not in (
-                "postgresql", "postgres"):  # fmt: skip
-                raise ValueError(f"url {self.url!r} is not a postgresql:// URL")
-            if self.url and (self.host or self.port or self.user or self.database):
-                raise ValueError("give either url or host/port/user/database, not both")
-            if not (self.url or self.host or self.local):
-                raise ValueError("a PostgreSQL warehouse needs url, host or local")
-        return self
-
-    def pg_fields(self) -> dict[str, Any]:
-        """host, port, user, database of a PostgreSQL warehouse (from ``url`` or the fields;
-        the password is not among them: see :func:`splice.warehouse.postgres.connect.conninfo`)."""
-        if self.url:
-            from urllib.parse import unquote, urlsplit
-
-            u = urlsplit(self.url)
-            return {
-                "host": u.hostname or "127.0.0.1",
-                "port": u.port or 5432,
-                "user": unquote(u.username) if u.username else None,
-                "database": (u.path or "/").lstrip("/") or None,
-                "url_password": unquote(u.password) if u.password else None,
-            }
-        return {
-            "host": self.host or "127.0.0.1",
-            "port": self.port or 5432,
-            "user": self.user,
-            "database": self.database,
-            "url_password": None,
-        }
-
-    @field_validator("dialect")
-    @classmethod
-    def _known_dialect(cls, v: str) -> str:
-        return known_dialect(v)
-
-
-def known_dialect(v: str) -> str:
-    """A dialect sqlglot knows (imported only when it is not the default)."""
-    if v in ("duckdb", "postgres", ""):
-        return v
-    from sqlglot.dialects.dialect import Dialect
-
-    try:
-        Dialect.get_or_raise(v)
-    except ValueError:
-        from sqlglot.dialects import DIALECTS
-
-        known = ", ".join(sorted(d.lower() for d in DIALECTS))
-        raise ValueError(f"unknown dialect {v!r} (sqlglot knows: {known})") from None
-    return v
-
-
-class ProjectSection(_Strict):
+class ProjectSection(Strict):
     name: str = Field(pattern=NAME_PATTERN)
     format: Literal["dbt", "sqlmesh"]
     path: str
@@ -187,12 +71,12 @@ class ProjectSection(_Strict):
         return self
 
 
-class BindingSection(_Strict):
+class BindingSection(Strict):
     writer: str  # node id, e.g. pricing:marts.agg_gmv_daily
     reader: str  # node id, e.g. finance:source:pricing.agg_gmv_daily
 
 
-class TargetSection(_Strict):
+class TargetSection(Strict):
     """``[targets.NAME]``: each project's environment in this target; optionally a warehouse
     of its own (``[targets.NAME.warehouse]``, the same keys as ``[warehouse]``: a target on
     another engine, the destination of ``splice migrate``) and the SQLMesh gateway each
@@ -210,7 +94,7 @@ class TargetSection(_Strict):
     gateways: dict[str, str] = Field(default_factory=dict)
 
 
-class IngestionSection(_Strict):
+class IngestionSection(Strict):
     name: str = Field(pattern=NAME_PATTERN)
     runner: Literal["dlt", "command", "dagster", "airflow"] = "command"
     writes: list[str] = Field(default_factory=list)  # relations, e.g. raw.fx_rates
@@ -252,7 +136,7 @@ class IngestionSection(_Strict):
         return self.dagster or self.airflow
 
 
-class DashboardSection(_Strict):
+class DashboardSection(Strict):
     name: str = Field(pattern=NAME_PATTERN)
     reads: list[str]  # node ids or relations
     tool: str = "declared"
@@ -265,7 +149,7 @@ Sensitivity = Literal["low", "medium", "high"]
 Grain = Literal["day", "week", "month"]
 
 
-class WatchSection(_Strict):
+class WatchSection(Strict):
     """``[watch]``: how ``splice watch`` measures and judges (see splice.watch)."""
 
     default_monitors: bool = True  # volume, null rate, distinct, duplicates, values per node
@@ -276,7 +160,7 @@ class WatchSection(_Strict):
     late_days: int = Field(default=7, ge=0, le=366)
 
 
-class MetricSection(_Strict):
+class MetricSection(Strict):
     """``[[metrics]]``: a number people care about, measured per interval in the warehouse."""
 
     name: str = Field(pattern=NAME_PATTERN)
@@ -296,7 +180,7 @@ class MetricSection(_Strict):
 Autonomy = Literal["L0", "L1", "L2", "L3", "L4"]
 
 
-class DomainSection(_Strict):
+class DomainSection(Strict):
     """``[[domains]]``: who answers for a set of nodes, and how much Splice may do there alone."""
 
     name: str = Field(pattern=NAME_PATTERN)
@@ -336,7 +220,7 @@ class DomainSection(_Strict):
         return names
 
 
-class PolicySection(_Strict):
+class PolicySection(Strict):
     """``[policy]``: approval expiry and escalation, and the record autonomy needs (splice.repair)."""
 
     approval_expiry: str = "4h"  # a pending request not approved by then expires
@@ -404,7 +288,7 @@ class PolicySection(_Strict):
         return self.expiry_seconds / max(1, owners)
 
 
-class ReviewSection(_Strict):
+class ReviewSection(Strict):
     """``[review]``: how ``splice review`` builds and compares a pull request's head.
 
     >>> ReviewSection().target, ReviewSection().max_rows
@@ -421,7 +305,7 @@ class ReviewSection(_Strict):
     comment_limit: int = Field(default=60_000, ge=2000, le=65_536)  # Markdown characters
 
 
-class AccessSection(_Strict):
+class AccessSection(Strict):
     """``[access]``: read access granted through ``splice access request`` (approved like a
     repair, revoked when its time is up).
 
@@ -436,7 +320,7 @@ class AccessSection(_Strict):
     roles: dict[str, str] = Field(default_factory=dict)
 
 
-class AnchorSection(_Strict):
+class AnchorSection(Strict):
     """One place outside the workspace that keeps the audit log's heads (``[[audit.anchors]]``,
     :mod:`splice.state.anchors`): ``postgres`` (``url``, ``table``, ``password_env``), ``git``
     (``repo``, ``remote``, ``branch``) or ``webhook`` (``url``, ``read_url``, ``token_env``).
@@ -464,13 +348,13 @@ class AnchorSection(_Strict):
         return self
 
 
-class AuditSection(_Strict):
+class AuditSection(Strict):
     """``[audit]``: where the audit log's heads are kept besides the witness file."""
 
     anchors: list[AnchorSection] = Field(default_factory=list)
 
 
-class StateSection(_Strict):
+class StateSection(Strict):
     """``[state]``: where Splice keeps its own state when the team shares it: a PostgreSQL
     database (``url``, the password from the variable ``password_env`` names). Without it the
     state is the SQLite file ``[workspace] state``.
@@ -495,7 +379,7 @@ class StateSection(_Strict):
         return v
 
 
-class WorkspaceConfig(_Strict):
+class WorkspaceConfig(Strict):
     workspace: WorkspaceSection = Field(default_factory=WorkspaceSection)
     state: StateSection = Field(default_factory=StateSection)
     warehouse: WarehouseSection = Field(default_factory=WarehouseSection)

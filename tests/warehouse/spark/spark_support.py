@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "projects" / "spark_shop"
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "projects" / "spark_shop"
 
 
 def copy_shop(ws: Path, remote: str) -> Path:
