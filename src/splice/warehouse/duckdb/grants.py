@@ -1,61 +1,23 @@
-"""Access grants on DuckDB: none. A DuckDB warehouse is a file: it has no users or grants, so
-read access cannot be granted relation by relation (whoever can read the file reads all of it).
-Every function refuses; :func:`splice.warehouse.engines.capabilities` says so first
-(``grants=False``).
+"""Access grants on DuckDB: none (:mod:`splice.warehouse.no_grants`: every function refuses)."""
 
->>> revoke_statements("r")
-Traceback (most recent call last):
-...
-splice.errors.GrantError: the warehouse is duckdb, which has no users or grants: read access cannot be granted relation by relation (whoever can read the file reads all of it).
-"""
+from splice.warehouse.no_grants import (
+    grant_statements,
+    missing,
+    reassert_statements,
+    refused,
+    revoke_statements,
+    role_exists,
+    role_for,
+    run,
+)
 
-from __future__ import annotations
-
-from typing import Any, NoReturn
-
-from splice.errors import GrantError
-
-
-def refused() -> GrantError:
-    """Why no grant can be made here, and what to do instead."""
-    return GrantError(
-        "the warehouse is duckdb, which has no users or grants: read access cannot be granted "
-        "relation by relation (whoever can read the file reads all of it).",
-        fix='grant access on a warehouse with roles ([warehouse] type = "postgres"), or '
-        "share a copy of the relations instead",
-    )
-
-
-def role_for(grant_id: str, prefix: str = "splice_") -> NoReturn:
-    """Refused: no grants here (:func:`refused`)."""
-    raise refused()
-
-
-def grant_statements(role: str, grantee: str, relations: list[str]) -> NoReturn:
-    """Refused: no grants here (:func:`refused`)."""
-    raise refused()
-
-
-def reassert_statements(role: str, relations: list[str]) -> NoReturn:
-    """Refused: no grants here (:func:`refused`)."""
-    raise refused()
-
-
-def revoke_statements(role: str) -> NoReturn:
-    """Refused: no grants here (:func:`refused`)."""
-    raise refused()
-
-
-def role_exists(con: Any, name: str) -> NoReturn:
-    """Refused: no grants here (:func:`refused`)."""
-    raise refused()
-
-
-def missing(con: Any, relations: list[str]) -> NoReturn:
-    """Refused: no grants here (:func:`refused`)."""
-    raise refused()
-
-
-def run(con: Any, statements: list[str], what: str) -> NoReturn:
-    """Refused: no grants here (:func:`refused`)."""
-    raise refused()
+__all__ = [
+    "grant_statements",
+    "missing",
+    "reassert_statements",
+    "refused",
+    "revoke_statements",
+    "role_exists",
+    "role_for",
+    "run",
+]
