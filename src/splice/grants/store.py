@@ -14,9 +14,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from sqlglot import exp
+
 from splice.approvals import auditlog
 from splice.errors import NodeNotFoundError, RepairError
 from splice.grants.model import DECISION_FOR, TRANSITIONS, Grant, can_move
+from splice.state.sql import Statement
 from splice.state.store import StateStore, next_id, target_status_filter
 from splice.support.principals import Principal
 
@@ -100,11 +103,10 @@ def list_grants(state: StateStore, *, target: str | None = None,
     found = target_status_filter(target, statuses)
     if found is None:
         return []
-    where, args = found
-    rows = state.conn.execute(
-        f"SELECT payload, status FROM access_grants{where} ORDER BY created_at DESC, rowid DESC",
-        args,
-    )
+    cond, args = found
+    q = exp.select("payload", "status").from_("access_grants").where(cond)
+    q = q.order_by(exp.column("created_at").desc(), exp.column("rowid").desc())
+    rows = state.conn.execute(Statement(q), args)
     return [_grant(r) for r in rows]
 
 

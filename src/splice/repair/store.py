@@ -15,9 +15,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from sqlglot import exp
+
 from splice.approvals import auditlog
 from splice.errors import RepairError
 from splice.repair.model import TRANSITIONS, Decision, Proposal, can_move
+from splice.state.sql import Statement
 from splice.state.store import StateStore, next_id, target_status_filter
 from splice.support.principals import Principal
 
@@ -123,10 +126,10 @@ def list_proposals(
     found = target_status_filter(target, statuses)
     if found is None:
         return []
-    where, args = found
-    rows = state.conn.execute(
-        f"SELECT {_COLUMNS} FROM repair_proposals{where} ORDER BY created_at DESC, rowid DESC", args
-    )
+    cond, args = found
+    q = exp.select(*_COLUMNS.split(", ")).from_("repair_proposals").where(cond)
+    q = q.order_by(exp.column("created_at").desc(), exp.column("rowid").desc())
+    rows = state.conn.execute(Statement(q), args)
     return [_proposal(r) for r in rows]
 
 

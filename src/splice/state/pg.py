@@ -26,162 +26,43 @@ SELECT SUM(CAST(status = 'open' AS INT)) FROM incidents
 from __future__ import annotations
 
 import functools
+import os
 import re
 import sqlite3
 import threading
 from typing import Any
 
-import sqlglot
 from sqlglot import exp
 
-#: Tables whose rows are read in insertion order (``ORDER BY rowid``): PostgreSQL has no rowid.
-ROWID_TABLES = (
-    "incidents",
-    "repair_proposals",
-    "repair_decisions",
-    "access_grants",
-    "access_decisions",
+from splice.state.sql import (
+    ROWID_TABLES,
+    Statement,
+    for_postgres,
+    parse,
+    render_postgres,
+    table_keys,
 )
+
+__all__ = ["ROWID_TABLES", "Connection", "table_keys", "translate"]
+
 #: The key every writer's transaction locks (one writer at a time, as SQLite).
 WRITE_LOCK_KEY = 0x5B11CE
-
-
-@functools.cache
-def table_keys() -> tuple[dict[str, list[str]], dict[str, str]]:
-    """(table -> primary key columns, table -> identity column) from the migrations."""
-    from splice.state.migrations import MIGRATIONS
-
-    keys: dict[str, list[str]] = {}
-    identity: dict[str, str] = {}
-    for _v, script in MIGRATIONS:
-        for stmt in [s for s in script.split(";") if s.strip()]:
-            tree = _parse(stmt)
-            if not isinstance(tree, exp.Create) or tree.kind != "TABLE":
-                continue
-            schema = tree.this
-            if not isinstance(schema, exp.Schema):
-                continue
-            name = schema.this.name
-            for col in schema.expressions:
-                if isinstance(col, exp.ColumnDef):
-                    cons = [c.kind for c in col.constraints]
-                    if any(isinstance(c, exp.PrimaryKeyColumnConstraint) for c in cons):
-                        keys[name] = [col.name]
-                    if any(isinstance(c, exp.AutoIncrementColumnConstraint) for c in cons):
-                        identity[name] = col.name
-                elif isinstance(col, exp.PrimaryKey):
-                    keys[name] = [e.name for e in col.expressions]
-    return keys, identity
-
-
-def _parse(sql: str) -> exp.Expr:
-    # `exclude` is a column of `runs` and a keyword to the parser: quote it
-    return sqlglot.parse_one(re.sub(r"\bexclude\b", '"exclude"', sql), read="sqlite")
-
-
-_TYPES = {
-    exp.DataType.Type.DOUBLE: "DOUBLE PRECISION",
-    exp.DataType.Type.FLOAT: "DOUBLE PRECISION",
-    exp.DataType.Type.INT: "BIGINT",
-}
-
-
-def _ddl(tree: exp.Expr) -> exp.Expr:
-    """SQLite's column types as PostgreSQL's (REAL is 4 bytes there; INTEGER 4, not 8)."""
-    for dt in list(tree.find_all(exp.DataType)):
-        if dt.this in _TYPES:
-            dt.replace(exp.DataType.build(_TYPES[dt.this], dialect="postgres"))
-    if (isinstance(tree, exp.Create) and isinstance(tree.this, exp.Schema)
-            and tree.this.this.name in ROWID_TABLES):  # fmt: skip
-        tree.this.append(
-                "expressions",
-                exp.ColumnDef(
-                    this=exp.to_identifier("rowid"),
-                    kind=exp.DataType.build("BIGINT"),
-                    constraints=[exp.ColumnConstraint(
-                        kind=exp.GeneratedAsIdentityColumnConstraint(this=False))],
-                ),
-            )  # fmt: skip
-    return tree
-
-
-def _upsert(tree: exp.Insert, ignore: bool) -> None:
-    keys, _ = table_keys()
-    table = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
-    name = table.name
-    cols = [c.name for c in tree.this.expressions] if isinstance(tree.this, exp.Schema) else []
-    if ignore or name not in keys:
-        tree.set("conflict", exp.OnConflict(action=exp.var("DO NOTHING")))
-    else:
-        pk = keys[name]
-        sets = [
-            exp.EQ(this=exp.column(c), expression=exp.column(c, table="excluded"))
-            for c in cols
-            if c not in pk
-        ]
-        tree.set(
-            "conflict",
-            exp.OnConflict(
-                conflict_keys=[exp.to_identifier(c) for c in pk],
-                action=exp.var("DO UPDATE" if sets else "DO NOTHING"),
-                expressions=sets,
-            ),
-        )
-    tree.set("alternative", None)
-
-
 _SQLITE_MASTER = re.compile(r"FROM\s+sqlite_master\s+WHERE\s+type\s*=\s*'table'", re.IGNORECASE)
 
 
 @functools.lru_cache(maxsize=2048)
 def translate(sql: str) -> str:
-    """A state statement in PostgreSQL's dialect, with psycopg's placeholders."""
+    """Text that was not declared as a statement, in PostgreSQL's dialect (being retired: every
+    state module declares its statements in :mod:`splice.state.sql`)."""
+    if os.environ.get("SPLICE_STATE_STRICT"):
+        raise TypeError(f"state SQL that is not a declared statement: {sql.strip()[:200]}")
     text = _SQLITE_MASTER.sub(
         "FROM information_schema.tables WHERE table_schema = current_schema()", sql
     )
     if text is not sql:
         text = re.sub(r"\bname\b", "table_name", text)
-    tree = _parse(text)
-    if isinstance(tree, exp.Insert) and tree.args.get("alternative"):
-        _upsert(tree, ignore=str(tree.args["alternative"]).upper() == "IGNORE")
-    if isinstance(tree, exp.Create | exp.Alter):
-        tree = _ddl(tree)
-    if isinstance(tree, exp.Insert):
-        _, identity = table_keys()
-        table = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
-        col = identity.get(table.name)
-        if col and not tree.args.get("returning"):
-            tree.set("returning", exp.Returning(expressions=[exp.column(col)]))
-    for node in list(tree.find_all(exp.JSONExtract)):  # json_extract(text, '$.k') ->> 'k'
-        path = node.expression
-        node.replace(exp.JSONExtractScalar(
-            this=exp.cast(node.this, exp.DataType.build("JSON")), expression=path))  # fmt: skip
-    for fn in list(tree.find_all(exp.Anonymous)):  # julianday(x): days since -4713-11-24
-        if fn.name.lower() == "julianday" and fn.expressions:
-            epoch = exp.Extract(this=exp.var("EPOCH"),
-                                expression=exp.cast(fn.expressions[0], "TIMESTAMP"))  # fmt: skip
-            days = exp.Div(this=epoch, expression=exp.Literal.number("86400.0"))
-            fn.replace(exp.Paren(this=exp.Add(this=days, expression=exp.Literal.number(2440587.5))))
-    for is_ in list(tree.find_all(exp.Is)):  # SQLite's a IS b compares, NULLs equal
-        if not isinstance(is_.expression, exp.Null | exp.Boolean):
-            is_.replace(exp.NullSafeEQ(this=is_.this, expression=is_.expression))
-    for agg in list(tree.find_all(exp.Sum)):  # SUM(a = b): SQLite counts a true as 1
-        arg = agg.this
-        if isinstance(arg, exp.Predicate | exp.Not | exp.And | exp.Or):
-            arg.replace(exp.cast(arg.copy(), "INTEGER"))
-    for coll in list(tree.find_all(exp.Collate)):  # a = b COLLATE NOCASE: lower(a) = lower(b)
-        parent = coll.parent
-        coll.replace(exp.Lower(this=coll.this))
-        if isinstance(parent, exp.Binary) and not isinstance(parent.this, exp.Lower):
-            parent.set("this", exp.Lower(this=parent.this))
-    names: list[str] = []
-    for i, ph in enumerate(tree.find_all(exp.Placeholder)):
-        names.append("" if ph.name in ("", "?") else ph.name)
-        ph.replace(exp.var(f"__splice_ph_{i}__"))
-    out = tree.sql(dialect="postgres").replace("%", "%%")
-    for i, name in enumerate(names):
-        out = out.replace(f"__splice_ph_{i}__", f"%({name})s" if name else "%s", 1)
-    return out
+    tree, _ = for_postgres(parse(text))
+    return render_postgres(tree)
 
 
 class Cursor:
@@ -252,7 +133,11 @@ class Connection:
             self._con.execute(("ROLLBACK" if word == "ROLLBACK" else "COMMIT").encode())
             self.in_transaction = False
             return Cursor([], None, -1, None)
-        q = translate(sql)
+        if isinstance(sql, Statement):
+            q, added = sql.postgres, sql.returns_identity
+        else:
+            q = translate(sql)
+            added = " RETURNING " in q.upper() and "RETURNING" not in sql.upper()
         if isinstance(params, dict):
             args: Any = {k: _param(v) for k, v in params.items()}
         else:
@@ -261,7 +146,6 @@ class Connection:
         cur = self._con.execute(q.encode(), args)
         rows = cur.fetchall() if cur.description else []
         lastrowid = None
-        added = " RETURNING " in q.upper() and "RETURNING" not in sql.upper()
         if added and rows:  # the identity column this statement did not ask for
             lastrowid = int(rows[0][0])
             rows = []
@@ -284,7 +168,7 @@ class Connection:
         """One statement over many rows, in one round trip batch (psycopg's pipeline)."""
         import psycopg
 
-        q = translate(sql).encode()
+        q = (sql.postgres if isinstance(sql, Statement) else translate(sql)).encode()
         rows = [
             {k: _param(v) for k, v in p.items()} if isinstance(p, dict) else [_param(v) for v in p]
             for p in seq

@@ -6,6 +6,7 @@ whose schema is newer than this Splice knows is refused, never overwritten.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import sqlite3
@@ -14,16 +15,43 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from sqlglot import exp
+
 from splice.errors import StateError
 from splice.state.migrations import MIGRATIONS
+from splice.state.sql import Statement, placeholders, script, statement, where_equal
 
 SCHEMA_VERSION = len(MIGRATIONS)
+
+_AUDIT_HEAD = statement("SELECT value FROM repair_policy WHERE key = 'audit_head'")
+_PG_HAS_META = statement(
+    "SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema() "
+    "AND table_name = 'splice_meta'"
+)
+_SCHEMA_VERSION = statement("SELECT value FROM splice_meta WHERE key = 'schema_version'")
+_SET_SCHEMA_VERSION = statement(
+    "INSERT INTO splice_meta(key, value) VALUES('schema_version', ?) "
+    "ON CONFLICT(key) DO UPDATE SET value = excluded.value"
+)
+_STATE_ID = statement("SELECT value FROM splice_meta WHERE key = 'state_id'")
+_NEW_STATE_ID = statement(
+    "INSERT INTO splice_meta(key, value) VALUES('state_id', ?) ON CONFLICT(key) DO NOTHING"
+)
+_CACHE_PUT = statement(
+    "INSERT OR REPLACE INTO content_cache(kind, key, value, created_at) VALUES(?, ?, ?, ?)"
+)
+
+
+@functools.cache
+def migration_statements(version: int) -> list[Statement]:
+    """The statements of migration ``version`` (1-based), parsed once."""
+    return script(MIGRATIONS[version - 1][1])
 
 
 def read_audit_head(conn: sqlite3.Connection) -> tuple[int, str] | None:
     """The audit log's head (seq, hash) as recorded in a state (``repair_policy.audit_head``)."""
     try:
-        row = conn.execute("SELECT value FROM repair_policy WHERE key='audit_head'").fetchone()
+        row = conn.execute(_AUDIT_HEAD).fetchone()
     except sqlite3.OperationalError:  # a state from before the audit log
         return None
     if row is None:
@@ -40,7 +68,7 @@ def next_id(conn: sqlite3.Connection, table: str, column: str, prefix: str) -> s
     ``table`` and ``column`` are Splice's own names, never a user's."""
     pattern = re.compile(rf"^{re.escape(prefix)}-(\d+)$", re.IGNORECASE)
     top = 0
-    for (value,) in conn.execute(f"SELECT {column} FROM {table}"):  # noqa: S608 - our names
+    for (value,) in conn.execute(Statement(exp.select(column).from_(table))):
         m = pattern.match(str(value))
         if m:
             top = max(top, int(m.group(1)))
@@ -49,27 +77,20 @@ def next_id(conn: sqlite3.Connection, table: str, column: str, prefix: str) -> s
 
 def target_status_filter(
     target: str | None, statuses: Iterable[str] | None
-) -> tuple[str, list[str]] | None:
-    """A ``WHERE`` clause (with its arguments) keeping the rows of ``target`` in ``statuses``
-    (either None: not filtered); None when ``statuses`` is empty, so nothing can match.
+) -> tuple[exp.Expr | None, list[str]] | None:
+    """A condition (with its arguments) keeping the rows of ``target`` in ``statuses`` (either
+    None: not filtered; no condition when neither is given); None when ``statuses`` is empty,
+    so nothing can match.
 
-    >>> target_status_filter("prod", {"pending", "approved"})
-    (' WHERE target = ? AND status IN (?,?)', ['prod', 'approved', 'pending'])
+    >>> cond, args = target_status_filter("prod", {"pending", "approved"})
+    >>> cond.sql(), args
+    ('target = ? AND status IN (?, ?)', ['prod', 'approved', 'pending'])
     >>> target_status_filter(None, None), target_status_filter(None, set())
-    (('', []), None)
+    ((None, []), None)
     """
-    where: list[str] = []
-    args: list[str] = []
-    if target is not None:
-        where.append("target = ?")
-        args.append(target)
-    if statuses is not None:
-        wanted = sorted(statuses)
-        if not wanted:
-            return None
-        where.append(f"status IN ({','.join('?' * len(wanted))})")
-        args.extend(wanted)
-    return (" WHERE " + " AND ".join(where) if where else ""), args
+    if statuses is not None and not statuses:
+        return None
+    return where_equal(target=target, status=None if statuses is None else set(statuses))
 
 
 def is_url(target: Path | str) -> bool:
@@ -197,16 +218,11 @@ class StateStore:
     @property
     def schema_version(self) -> int:
         if self.on_postgres:  # a missing table would abort a PostgreSQL transaction: ask first
-            found = self.conn.execute(
-                "SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema() "
-                "AND table_name = 'splice_meta'"
-            ).fetchone()
+            found = self.conn.execute(_PG_HAS_META).fetchone()
             if not found:
                 return 0
         try:
-            row = self.conn.execute(
-                "SELECT value FROM splice_meta WHERE key='schema_version'"
-            ).fetchone()
+            row = self.conn.execute(_SCHEMA_VERSION).fetchone()
         except sqlite3.OperationalError:
             return 0
         except sqlite3.DatabaseError as e:
@@ -230,14 +246,10 @@ class StateStore:
         with self.transaction():
             # another process or thread may have migrated while this one waited for the lock
             current = self.schema_version
-            for version, script in MIGRATIONS[current:]:
-                for stmt in [s for s in script.split(";") if s.strip()]:
+            for version, _script in MIGRATIONS[current:]:
+                for stmt in migration_statements(version):
                     self.conn.execute(stmt)
-                self.conn.execute(
-                    "INSERT INTO splice_meta(key, value) VALUES('schema_version', ?) "
-                    "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
-                    (str(version),),
-                )
+                self.conn.execute(_SET_SCHEMA_VERSION, (str(version),))
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -258,17 +270,14 @@ class StateStore:
 
     def state_id(self) -> str:
         """This state's id, made once when it is first asked for (see :mod:`splice.state.witness`)."""
-        row = self.conn.execute("SELECT value FROM splice_meta WHERE key='state_id'").fetchone()
+        row = self.conn.execute(_STATE_ID).fetchone()
         if row:
             return str(row[0])
         import uuid
 
         sid = f"state-{uuid.uuid4().hex}"
-        self.conn.execute(
-            "INSERT INTO splice_meta(key, value) VALUES('state_id', ?) ON CONFLICT(key) DO NOTHING",
-            (sid,),
-        )
-        row = self.conn.execute("SELECT value FROM splice_meta WHERE key='state_id'").fetchone()
+        self.conn.execute(_NEW_STATE_ID, (sid,))
+        row = self.conn.execute(_STATE_ID).fetchone()
         return str(row[0])
 
     def audit_head(self) -> tuple[int, str] | None:
@@ -281,7 +290,12 @@ class StateStore:
         out: dict[str, object] = {}
         for i in range(0, len(keys), 500):
             chunk = keys[i : i + 500]
-            q = f"SELECT key, value FROM content_cache WHERE kind=? AND key IN ({','.join('?' * len(chunk))})"
+            q = Statement(
+                exp.select("key", "value")
+                .from_("content_cache")
+                .where(exp.column("kind").eq(exp.Placeholder()))
+                .where(exp.column("key").isin(*placeholders(len(chunk))))
+            )
             for k, v in self.conn.execute(q, [kind, *chunk]):
                 out[k] = json.loads(v)
         return out
@@ -292,7 +306,7 @@ class StateStore:
         now = time.time()
         with self.transaction():
             self.conn.executemany(
-                "INSERT OR REPLACE INTO content_cache(kind, key, value, created_at) VALUES(?,?,?,?)",
+                _CACHE_PUT,
                 [(kind, k, json.dumps(v, separators=(",", ":")), now) for k, v in items.items()],
             )
 

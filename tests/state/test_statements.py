@@ -1,0 +1,64 @@
+"""Every statement a state module declares (:mod:`splice.state.sql`) is valid on both backends:
+compiled by SQLite and planned by PostgreSQL against a freshly migrated state, so a statement
+that only one backend understands fails here, not in a user's command."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlglot import exp
+
+import splice
+from splice.state.sql import DECLARED, Statement
+from splice.state.store import StateStore
+
+#: Statements that change the schema or a transaction: run by every state's migration.
+_NOT_PLANNED = (exp.Create, exp.Drop, exp.Alter, exp.Command, exp.Transaction)
+
+
+def _declared() -> list[Statement]:
+    for mod in pkgutil.walk_packages(splice.__path__, "splice."):
+        importlib.import_module(mod.name)
+    found = [s for s in DECLARED if not isinstance(s.tree, _NOT_PLANNED)]
+    return sorted(found, key=str)
+
+
+def _args(s: Statement) -> Any:
+    marks = list(s.tree.find_all(exp.Placeholder))
+    names = {p.name for p in marks if p.name not in ("", "?")}
+    if names:
+        return dict.fromkeys(names)
+    return [None] * len(marks)
+
+
+@pytest.fixture(scope="module")
+def declared() -> list[Statement]:
+    found = _declared()
+    assert len(found) > 5, "the state modules' statements were not found"
+    return found
+
+
+def test_every_declared_statement_is_valid_on_both_backends(
+    state_target: Path | str, declared: list[Statement]
+) -> None:
+    store = StateStore.open(state_target)
+    backend = "postgres" if store.on_postgres else "sqlite"
+    failed: dict[str, str] = {}
+    try:
+        for s in declared:
+            try:
+                if backend == "postgres":
+                    store.conn._con.execute(  # type: ignore[attr-defined]
+                        b"EXPLAIN " + s.postgres.encode(), _args(s)
+                    )
+                else:
+                    store.conn.execute(f"EXPLAIN {s}", _args(s))
+            except Exception as e:  # noqa: BLE001 - every failure is listed below
+                failed[str(s)] = f"{type(e).__name__}: {str(e).splitlines()[0]}"
+    finally:
+        store.close()
+    assert not failed, "\n".join(f"{k}\n  -> {v}" for k, v in failed.items())
