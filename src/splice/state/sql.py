@@ -58,6 +58,9 @@ ROWID_TABLES = (
     "access_decisions",
 )
 
+#: The backends a state lives on.
+BACKENDS = ("sqlite", "postgres")
+
 #: Every statement a module declared with :func:`statement` (tests render and run each one on
 #: both backends).
 DECLARED: weakref.WeakSet[Statement] = weakref.WeakSet()
@@ -83,11 +86,16 @@ class Statement(str):
 
     tree: exp.Expr
     args: tuple[Any, ...]
+    #: the backends this statement is for (a catalog query is one backend's own)
+    backends: tuple[str, ...]
 
-    def __new__(cls, tree: exp.Expr, args: Sequence[Any] = ()) -> Statement:
+    def __new__(
+        cls, tree: exp.Expr, args: Sequence[Any] = (), *, backends: Sequence[str] = BACKENDS
+    ) -> Statement:
         self = super().__new__(cls, tree.sql(dialect="sqlite"))
         self.tree = tree
         self.args = tuple(args)
+        self.backends = tuple(backends)
         return self
 
     @functools.cached_property
@@ -113,9 +121,10 @@ class Statement(str):
         return str.__eq__(self, other)
 
 
-def statement(sql: str) -> Statement:
-    """A declared statement: ``sql`` (portable SQL, as SQLite reads it) parsed once."""
-    s = Statement(parse(sql))
+def statement(sql: str, *, backends: Sequence[str] = BACKENDS) -> Statement:
+    """A declared statement: ``sql`` (portable SQL, as SQLite reads it) parsed once;
+    ``backends``: only these run it (a catalog query)."""
+    s = Statement(parse(sql), backends=backends)
     DECLARED.add(s)
     return s
 

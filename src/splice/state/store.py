@@ -26,7 +26,8 @@ SCHEMA_VERSION = len(MIGRATIONS)
 _AUDIT_HEAD = statement("SELECT value FROM repair_policy WHERE key = 'audit_head'")
 _PG_HAS_META = statement(
     "SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema() "
-    "AND table_name = 'splice_meta'"
+    "AND table_name = 'splice_meta'",
+    backends=["postgres"],
 )
 _SCHEMA_VERSION = statement("SELECT value FROM splice_meta WHERE key = 'schema_version'")
 _SET_SCHEMA_VERSION = statement(
