@@ -33,8 +33,20 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from splice.state.chain import GENESIS, canonical, entry_hash
+from splice.state.sql import select_where, statement
 from splice.state.store import StateStore, read_audit_head
 from splice.support.principals import Principal
+
+_APPEND_INSERT = statement(
+    "INSERT INTO repair_audit_log(seq, at, kind, actor, proposal_id, payload, prev_hash, hash) VALUES (?,?,?,?,?,?,?,?)"
+)
+_SET_HEAD = statement(
+    "INSERT INTO repair_policy(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value"
+)
+_HEAD_IN_CHAIN_SELECT = statement("SELECT hash FROM repair_audit_log WHERE seq = ?")
+_ENTRY_COLUMNS = ["seq", "at", "kind", "actor", "proposal_id", "payload", "prev_hash", "hash",
+                  "signer", "signature"]  # fmt: skip
+_APPEND_SELECT = statement("SELECT seq, hash FROM repair_audit_log ORDER BY seq DESC LIMIT 1")
 
 __all__ = ["GENESIS", "canonical", "entry_hash"]
 
@@ -106,9 +118,7 @@ def append(
     payload = {**payload, "principal": principal.record()}
     head = _head(conn)
     if head is None:
-        last = conn.execute(
-            "SELECT seq, hash FROM repair_audit_log ORDER BY seq DESC LIMIT 1"
-        ).fetchone()
+        last = conn.execute(_APPEND_SELECT).fetchone()
         head = (int(last[0]), str(last[1])) if last else (0, GENESIS)
     seq, prev = head[0] + 1, head[1]
     body = canonical(payload)
@@ -117,13 +127,11 @@ def append(
                "payload": body}  # fmt: skip
     h = entry_hash(prev, content)
     conn.execute(
-        "INSERT INTO repair_audit_log(seq, at, kind, actor, proposal_id, payload, prev_hash, hash) "
-        "VALUES (?,?,?,?,?,?,?,?)",
+        _APPEND_INSERT,
         (seq, at, kind, actor, proposal_id, body, prev, h),
     )
     conn.execute(
-        "INSERT INTO repair_policy(key, value) VALUES (?, ?) "
-        "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+        _SET_HEAD,
         (HEAD_KEY, canonical({"seq": seq, "hash": h})),
     )
     return Entry(seq, at, kind, actor, proposal_id, body, prev, h)
@@ -145,15 +153,8 @@ def record(
 
 
 def entries(state: StateStore, proposal_id: str | None = None) -> list[Entry]:
-    q = (
-        "SELECT seq, at, kind, actor, proposal_id, payload, prev_hash, hash, signer, signature "
-        "FROM repair_audit_log"
-    )
-    args: tuple[Any, ...] = ()
-    if proposal_id is not None:
-        q += " WHERE proposal_id = ?"
-        args = (proposal_id,)
-    return [Entry(*row) for row in state.conn.execute(q + " ORDER BY seq", args)]
+    q = select_where("repair_audit_log", _ENTRY_COLUMNS, order_by="seq", proposal_id=proposal_id)
+    return [Entry(*row) for row in state.conn.execute(q, q.args)]
 
 
 @dataclass
@@ -325,9 +326,7 @@ def head_in_chain(state: StateStore, head: dict[str, Any] | None) -> bool:
     """Whether the chain holds entry ``head["seq"]`` with hash ``head["hash"]``."""
     if not head:
         return False
-    row = state.conn.execute(
-        "SELECT hash FROM repair_audit_log WHERE seq = ?", (int(head.get("seq") or 0),)
-    ).fetchone()
+    row = state.conn.execute(_HEAD_IN_CHAIN_SELECT, (int(head.get("seq") or 0),)).fetchone()
     return row is not None and str(row[0]) == head.get("hash")
 
 

@@ -39,9 +39,14 @@ from splice.approvals import auditlog
 from splice.approvals.access import require
 from splice.config.workspace import DomainSection, PolicySection, WorkspaceConfig
 from splice.errors import ApprovalError, RepairError
+from splice.state.sql import statement
 from splice.state.store import StateStore
 from splice.support.names import name_key
 from splice.support.principals import Principal
+
+_STOP_INSERT = statement("INSERT INTO repair_policy(key, value) VALUES (?, ?)")
+_RESUME_DELETE = statement("DELETE FROM repair_policy WHERE key=?")
+_ACTIVE_STOP_SELECT = statement("SELECT value FROM repair_policy WHERE key=?")
 
 LEVELS: dict[str, str] = {
     "L0": "manual",
@@ -105,7 +110,7 @@ def autonomous_allowed(
 
 
 def active_stop(state: StateStore) -> Stop | None:
-    row = state.conn.execute("SELECT value FROM repair_policy WHERE key=?", (STOP_KEY,)).fetchone()
+    row = state.conn.execute(_ACTIVE_STOP_SELECT, (STOP_KEY,)).fetchone()
     if row is None:
         return None
     d = json.loads(row[0])
@@ -134,7 +139,7 @@ def stop(
         if current is not None:
             return current, True
         s = Stop(actor, reason, now)
-        conn.execute("INSERT INTO repair_policy(key, value) VALUES (?, ?)",
+        conn.execute(_STOP_INSERT,
                      (STOP_KEY, auditlog.canonical(s.as_dict())))  # fmt: skip
         auditlog.append(conn, kind="stop", principal=principal, proposal_id=None, at=now,
                         payload={"reason": reason})  # fmt: skip
@@ -160,7 +165,7 @@ def resume(
         if current is None:
             raise RepairError("no org-wide stop is active; nothing to resume.",
                               fix="splice proposals shows the state of every proposal")  # fmt: skip
-        conn.execute("DELETE FROM repair_policy WHERE key=?", (STOP_KEY,))
+        conn.execute(_RESUME_DELETE, (STOP_KEY,))
         auditlog.append(conn, kind="resume", principal=principal, proposal_id=None, at=now,
                         payload={"stopped_by": current.who, "reason": current.reason,
                                  "since": current.since, "seconds": round(now - current.since, 3)})  # fmt: skip

@@ -29,9 +29,21 @@ from typing import Any
 from splice.approvals import auditlog
 from splice.approvals.access import RESERVED
 from splice.errors import AccessError, InputError
+from splice.state.sql import statement
 from splice.state.store import StateStore
 from splice.support.names import name_key
 from splice.support.principals import SCOPES, Principal, parse_scopes, unborrowed
+
+_PERSON_NAMES_SELECT = statement("SELECT DISTINCT principal FROM api_keys WHERE kind = 'person'")
+_CREATE_INSERT = statement(
+    "INSERT INTO api_keys(key_id, principal, kind, scopes, secret_hash, created_at, created_by) VALUES (?,?,?,?,?,?,?)"
+)
+_REVOKE_UPDATE = statement("UPDATE api_keys SET revoked_at=?, revoked_by=? WHERE key_id=?")
+_PRESENTED_SELECT = statement(
+    "SELECT principal, kind, scopes, secret_hash, revoked_at, last_used_at FROM api_keys WHERE key_id = ?"
+)
+_IN_USE_UPDATE = statement("UPDATE api_keys SET last_used_at=? WHERE key_id=?")
+_ACTIVE_SELECT = statement("SELECT revoked_at FROM api_keys WHERE key_id = ?")
 
 PREFIX = "spk"
 _KEY = re.compile(r"^spk_([0-9a-f]{12})_([A-Za-z0-9_-]{32,128})$")
@@ -103,6 +115,8 @@ class KeyRecord:
 
 _COLUMNS = ("key_id, principal, kind, scopes, created_at, created_by, last_used_at, revoked_at, "
             "revoked_by")  # fmt: skip
+_GET = statement(f"SELECT {_COLUMNS} FROM api_keys WHERE key_id = ?")
+_LIST = statement(f"SELECT {_COLUMNS} FROM api_keys ORDER BY created_at, key_id")
 
 
 def _record(row: tuple[Any, ...]) -> KeyRecord:
@@ -155,8 +169,7 @@ def create(
     scope_text = ",".join(s for s in SCOPES if s in held)
     with state.transaction() as conn:
         conn.execute(
-            "INSERT INTO api_keys(key_id, principal, kind, scopes, secret_hash, created_at, "
-            "created_by) VALUES (?,?,?,?,?,?,?)",
+            _CREATE_INSERT,
             (key_id, who.name, who.kind, scope_text, hash_secret(secret), now, principal.name),
         )
         auditlog.append(conn, kind="key-create", principal=principal, proposal_id=None, at=now,
@@ -167,7 +180,7 @@ def create(
 
 def person_names(state: StateStore) -> set[str]:
     """The names (name keys) of every person an API key was made for, revoked keys included."""
-    rows = state.conn.execute("SELECT DISTINCT principal FROM api_keys WHERE kind = 'person'")
+    rows = state.conn.execute(_PERSON_NAMES_SELECT)
     return {name_key(r[0]) for r in rows}
 
 
@@ -187,9 +200,7 @@ def as_agent(principal: Principal, config: Any, state: StateStore) -> Principal:
 
 
 def get(state: StateStore, key_id: str) -> KeyRecord:
-    row = state.conn.execute(
-        f"SELECT {_COLUMNS} FROM api_keys WHERE key_id = ?", (key_id.strip().lower(),)
-    ).fetchone()
+    row = state.conn.execute(_GET, (key_id.strip().lower(),)).fetchone()
     if row is None:
         raise InputError(f"no API key {key_id!r}.", fix="splice keys list shows the keys")
     return _record(row)
@@ -197,8 +208,7 @@ def get(state: StateStore, key_id: str) -> KeyRecord:
 
 def list_keys(state: StateStore) -> list[KeyRecord]:
     """Every key, oldest first (revoked ones too)."""
-    return [_record(r) for r in state.conn.execute(
-        f"SELECT {_COLUMNS} FROM api_keys ORDER BY created_at, key_id")]  # fmt: skip
+    return [_record(r) for r in state.conn.execute(_LIST)]
 
 
 def revoke(
@@ -213,7 +223,7 @@ def revoke(
         return rec
     now = time.time() if now is None else now
     with state.transaction() as conn:
-        conn.execute("UPDATE api_keys SET revoked_at=?, revoked_by=? WHERE key_id=?",
+        conn.execute(_REVOKE_UPDATE,
                      (now, principal.name, rec.key_id))  # fmt: skip
         auditlog.append(conn, kind="key-revoke", principal=principal, proposal_id=None, at=now,
                         payload={"key_id": rec.key_id, "for": rec.principal})  # fmt: skip
@@ -232,8 +242,7 @@ def _presented(state: StateStore, raw: str) -> tuple[tuple[str, str] | None, Any
     if parsed is None:
         return None, None
     row = state.conn.execute(
-        "SELECT principal, kind, scopes, secret_hash, revoked_at, last_used_at FROM api_keys "
-        "WHERE key_id = ?",
+        _PRESENTED_SELECT,
         (parsed[0],),
     ).fetchone()
     return parsed, row
@@ -267,14 +276,12 @@ def _in_use(state: StateStore, key_id: str, row: tuple[Any, ...], now: float | N
     now = time.time() if now is None else now
     if row[5] is None or now - row[5] >= LAST_USED_RESOLUTION:  # not a write per request
         with state.transaction() as conn:
-            conn.execute("UPDATE api_keys SET last_used_at=? WHERE key_id=?", (now, key_id))
+            conn.execute(_IN_USE_UPDATE, (now, key_id))
     return Principal.of(row[0], kind=row[1], auth="api-key", scopes=row[2], credential=key_id)
 
 
 def active(state: StateStore, key_id: str) -> bool:
     """Whether the key ``key_id`` exists and is not revoked (a page session made with it ends
     as soon as it is)."""
-    row = state.conn.execute(
-        "SELECT revoked_at FROM api_keys WHERE key_id = ?", (key_id.strip().lower(),)
-    ).fetchone()
+    row = state.conn.execute(_ACTIVE_SELECT, (key_id.strip().lower(),)).fetchone()
     return row is not None and row[0] is None

@@ -32,9 +32,15 @@ from splice.approvals.rules import (
 from splice.errors import ApprovalError, GrantError, InputError, SpliceError
 from splice.grants import store
 from splice.grants.model import HELD, Grant
+from splice.state.sql import statement
 from splice.support.names import name_key, normalise_name
 from splice.support.principals import SYSTEM, Principal
 from splice.warehouse.engines import capabilities, engine_module
+
+_LAST_WRITE_SELECT = statement("SELECT updated_at FROM access_grants WHERE grant_id = ?")
+_DUE_COUNT_SELECT = statement(
+    "SELECT COUNT(*) FROM access_grants WHERE target = ? AND ((status = 'pending' AND expires_at <= ?) OR (status = 'granted' AND until <= ?) OR (status = 'granting' AND updated_at <= ?))"
+)
 
 if TYPE_CHECKING:
     from splice.workspace.core import Workspace
@@ -423,9 +429,7 @@ def end_due(ws: Workspace, *, now: float | None = None) -> list[str]:
 
 
 def _last_write(ws: Workspace, g: Grant) -> float:
-    row = ws.state.conn.execute(
-        "SELECT updated_at FROM access_grants WHERE grant_id = ?", (g.grant_id,)
-    ).fetchone()
+    row = ws.state.conn.execute(_LAST_WRITE_SELECT, (g.grant_id,)).fetchone()
     return float(row[0]) if row else 0.0
 
 
@@ -433,9 +437,7 @@ def due_count(ws: Workspace, now: float | None = None) -> int:
     """How many grants a pass of :func:`end_due` would act on (cheap: one query)."""
     now = time.time() if now is None else now
     row = ws.state.conn.execute(
-        "SELECT COUNT(*) FROM access_grants WHERE target = ? AND ("
-        "(status = 'pending' AND expires_at <= ?) OR (status = 'granted' AND until <= ?) "
-        "OR (status = 'granting' AND updated_at <= ?))",
+        _DUE_COUNT_SELECT,
         (ws.target, now, now, now - STUCK_GRANTING),
     ).fetchone()
     return int(row[0])

@@ -19,9 +19,23 @@ from sqlglot import exp
 from splice.approvals import auditlog
 from splice.errors import NodeNotFoundError, RepairError
 from splice.grants.model import DECISION_FOR, TRANSITIONS, Grant, can_move
-from splice.state.sql import Statement
+from splice.state.sql import Statement, statement
 from splice.state.store import StateStore, next_id, target_status_filter
 from splice.support.principals import Principal
+
+_LOG_INSERT = statement(
+    "INSERT INTO access_decisions(grant_id, decision, actor, comment, at, principal_kind, principal_auth, principal_credential) VALUES (?,?,?,?,?,?,?,?)"
+)
+_DECISIONS_SELECT = statement(
+    "SELECT decision, actor, comment, at, principal_kind, principal_auth, principal_credential FROM access_decisions WHERE grant_id = ? COLLATE NOCASE ORDER BY at, rowid"
+)
+_SAVE_INSERT = statement(
+    "INSERT INTO access_grants(target, domain, status, payload, created_by, created_at, expires_at, until, updated_at, grant_id) VALUES (?,?,?,?,?,?,?,?,?,?)"
+)
+_LOAD_SELECT = statement(
+    "SELECT payload, status FROM access_grants WHERE grant_id = ? COLLATE NOCASE"
+)
+_KNOWN_IDS = statement("SELECT grant_id FROM access_grants ORDER BY created_at DESC LIMIT 10")
 
 
 def new_grant_id(state: StateStore) -> str:
@@ -29,7 +43,7 @@ def new_grant_id(state: StateStore) -> str:
     return next_id(state.conn, "access_grants", "grant_id", "AG")
 
 
-_UPDATE = (
+_UPDATE = statement(
     "UPDATE access_grants SET target=?, domain=?, status=?, payload=?, created_by=?, "
     "created_at=?, expires_at=?, until=?, updated_at=? WHERE grant_id=?"
 )
@@ -44,8 +58,7 @@ def log(conn: sqlite3.Connection, g: Grant, decision: str, *, principal: Princip
         comment: str | None, at: float, payload: dict[str, Any] | None = None) -> None:  # fmt: skip
     """A decision on ``g`` with its audit-log entry; ``conn`` must be inside a transaction."""
     conn.execute(
-        "INSERT INTO access_decisions(grant_id, decision, actor, comment, at, principal_kind, "
-        "principal_auth, principal_credential) VALUES (?,?,?,?,?,?,?,?)",
+        _LOG_INSERT,
         (g.grant_id, decision, principal.name, comment, at, principal.kind, principal.auth,
          principal.credential),
     )  # fmt: skip
@@ -60,8 +73,7 @@ def save(state: StateStore, g: Grant, *, principal: Principal, now: float) -> Gr
     g.created_by, g.requester = principal.name, principal.record()
     with state.transaction() as conn:
         conn.execute(
-            "INSERT INTO access_grants(target, domain, status, payload, created_by, created_at, "
-            "expires_at, until, updated_at, grant_id) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            _SAVE_INSERT,
             _values(g, now),
         )
         log(conn, g, "request", principal=principal, comment=g.why, at=now,
@@ -78,12 +90,12 @@ def _grant(row: tuple[Any, ...]) -> Grant:
 
 def _load(conn: sqlite3.Connection, grant_id: str) -> Grant:
     row = conn.execute(
-        "SELECT payload, status FROM access_grants WHERE grant_id = ? COLLATE NOCASE",
+        _LOAD_SELECT,
         (grant_id.strip(),),
     ).fetchone()
     if row is None:
         known = [r[0] for r in conn.execute(
-            "SELECT grant_id FROM access_grants ORDER BY created_at DESC LIMIT 10")]  # fmt: skip
+            _KNOWN_IDS)]  # fmt: skip
         raise NodeNotFoundError(
             f"no access grant {grant_id!r}"
             + (f" (known: {', '.join(known)})." if known else "; nobody has asked for one yet."),
@@ -112,9 +124,7 @@ def list_grants(state: StateStore, *, target: str | None = None,
 
 def decisions(state: StateStore, grant_id: str) -> list[dict[str, Any]]:
     rows = state.conn.execute(
-        "SELECT decision, actor, comment, at, principal_kind, principal_auth, "
-        "principal_credential FROM access_decisions WHERE grant_id = ? COLLATE NOCASE "
-        "ORDER BY at, rowid",
+        _DECISIONS_SELECT,
         (grant_id,),
     )
     keys = ("decision", "actor", "comment", "at", "principal_kind", "principal_auth",

@@ -38,8 +38,20 @@ from datetime import date
 from typing import TYPE_CHECKING, Any
 
 from splice.errors import ApprovalError, InputError
+from splice.state.sql import statement
 from splice.support.names import name_key, normalise_name
 from splice.support.principals import AUTH_WORDS, Principal
+
+_INCIDENT_SERIES_SELECT = statement(
+    "SELECT a.series_id, s.metric, s.node_id, s.dims, a.interval_start, a.data FROM watch_anomalies a JOIN watch_series s ON s.series_id = a.series_id WHERE a.incident_id = ? ORDER BY a.series_id, a.interval_start"
+)
+_INCIDENT_SERIES_SELECT_2 = statement(
+    "SELECT series_id, accepted_by FROM watch_levels WHERE incident_id = ? AND how = 'accepted'"
+)
+_CHECK_OPEN_SELECT = statement(
+    "SELECT proposal_id, status FROM repair_proposals WHERE incident_id = ? AND target = ?"
+)
+_ACCEPT_LEVEL_UPDATE = statement("UPDATE incidents SET updated_at = ? WHERE incident_id = ?")
 
 if TYPE_CHECKING:
     from splice.workspace.core import Workspace
@@ -113,16 +125,13 @@ def incident_series(conn: Any, incident_id: str) -> list[SeriesLevel]:
     """Every series with an anomaly in the incident, with where its fault started and whether
     its level was accepted in this incident already (metric, then series order)."""
     rows = conn.execute(
-        "SELECT a.series_id, s.metric, s.node_id, s.dims, a.interval_start, a.data "
-        "FROM watch_anomalies a JOIN watch_series s ON s.series_id = a.series_id "
-        "WHERE a.incident_id = ? ORDER BY a.series_id, a.interval_start",
+        _INCIDENT_SERIES_SELECT,
         (incident_id,),
     ).fetchall()
     done = {
         int(sid): who
         for sid, who in conn.execute(
-            "SELECT series_id, accepted_by FROM watch_levels "
-            "WHERE incident_id = ? AND how = 'accepted'",
+            _INCIDENT_SERIES_SELECT_2,
             (incident_id,),
         )
     }
@@ -240,7 +249,7 @@ def _check_open(conn: Any, inc: Any, target: str) -> None:
             fix="splice incidents lists the open ones",
         )
     rows = conn.execute(
-        "SELECT proposal_id, status FROM repair_proposals WHERE incident_id = ? AND target = ?",
+        _CHECK_OPEN_SELECT,
         (inc.incident_id, target),
     ).fetchall()
     busy = [(pid, st) for pid, st in rows if st in ACTIVE]
@@ -365,9 +374,7 @@ def accept_level(
             )
             resolve_incident(conn, inc.incident_id, resolution, status=ACCEPTED, now=at)
         else:
-            conn.execute(
-                "UPDATE incidents SET updated_at = ? WHERE incident_id = ?", (at, inc.incident_id)
-            )
+            conn.execute(_ACCEPT_LEVEL_UPDATE, (at, inc.incident_id))
         entry = auditlog.append(
             conn, kind=KIND, principal=principal, proposal_id=None, at=at,
             payload={"incident_id": inc.incident_id, "target": ws.target,

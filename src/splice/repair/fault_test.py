@@ -31,6 +31,15 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from sqlglot import exp
+
+from splice.state.sql import Statement, in_list, statement
+
+_FOUND_SELECT = statement("SELECT proposal_id FROM repair_proposals WHERE incident_id = ?")
+_CASES_SELECT = statement(
+    "SELECT series_id, dims FROM watch_series WHERE target = ? AND metric = ?"
+)
+
 if TYPE_CHECKING:
     from splice.workspace.core import Workspace
 
@@ -65,11 +74,9 @@ def _series_points(conn: Any, ids: list[int]) -> dict[int, list[tuple[str, float
     out: dict[int, list[tuple[str, float | None]]] = defaultdict(list)
     for i in range(0, len(ids), 500):
         chunk = ids[i : i + 500]
-        rows = conn.execute(
-            "SELECT series_id, interval_start, value FROM watch_points "
-            f"WHERE series_id IN ({','.join('?' * len(chunk))}) ORDER BY interval_start",
-            chunk,
-        ).fetchall()
+        q = exp.select("series_id", "interval_start", "value").from_("watch_points")
+        q = q.where(in_list("series_id", len(chunk))).order_by("interval_start")
+        rows = conn.execute(Statement(q), chunk).fetchall()
         for sid, day, v in rows:
             out[int(sid)].append((str(day)[:10], v))
     return out
@@ -98,7 +105,7 @@ def cases(conn: Any, target: str, diagnosis: dict[str, Any], anomalies: list[dic
         if key in ids:
             continue
         for sid, dims in conn.execute(
-            "SELECT series_id, dims FROM watch_series WHERE target = ? AND metric = ?",
+            _CASES_SELECT,
             (target, a["metric"]),
         ).fetchall():
             if json.loads(dims) == a["dims"]:
@@ -139,7 +146,7 @@ def found(ws: Workspace, incident_id: str) -> list[Case]:
     now = cases(conn, ws.target, inc.diagnosis or {}, incident_anomalies(conn, incident_id), days)
     first: dict[tuple[int, str], Case] = {}
     ids = [r[0] for r in conn.execute(
-        "SELECT proposal_id FROM repair_proposals WHERE incident_id = ?", (inc.incident_id,))]  # fmt: skip
+        _FOUND_SELECT, (inc.incident_id,))]  # fmt: skip
     for pid in ids:
         for e in auditlog.entries(ws.state, pid):
             payload = e.as_dict().get("payload") or {}

@@ -16,7 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 from splice.errors import StateError
 from splice.state.pg import ROWID_TABLES, table_keys
+from splice.state.sql import Statement, statement
 from splice.state.store import StateStore, is_url, pg_connect, redact
+
+#: the source state's tables, in the order they were made, and a table's columns (SQLite's own)
+_TABLES_SELECT = statement(
+    "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' ORDER BY rowid",
+    backends=["sqlite"],
+)
+_COLUMNS_OF = statement("SELECT name FROM pragma_table_info(?)", backends=["sqlite"])
 
 if TYPE_CHECKING:
     from splice.workspace.core import Workspace
@@ -45,10 +53,7 @@ class MoveReport:
 
 
 def _tables(src: sqlite3.Connection) -> list[str]:
-    rows = src.execute(
-        "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' "
-        "ORDER BY rowid"
-    ).fetchall()
+    rows = src.execute(_TABLES_SELECT).fetchall()
     return [str(r[0]) for r in rows]
 
 
@@ -85,13 +90,11 @@ def move_state(ws: Workspace, url: str, *, progress: Any = None) -> MoveReport:
     try:
         target.conn.execute("BEGIN IMMEDIATE")
         for table in _tables(source.conn):
-            cols = [str(r[1]) for r in source.conn.execute(f'PRAGMA table_info("{table}")')]
+            cols = [str(r[0]) for r in source.conn.execute(_COLUMNS_OF, (table,))]
             select_cols = (["rowid"] if table in ROWID_TABLES else []) + cols
-            rows = source.conn.execute(
+            rows = source.conn.execute(Statement(
                 exp.select(*[exp.column(c, quoted=c != "rowid") for c in select_cols])
-                .from_(exp.to_table(table, quoted=True))
-                .sql("sqlite")  # fmt: skip
-            ).fetchall()
+                .from_(exp.to_table(table, quoted=True)), backends=["sqlite"])).fetchall()  # fmt: skip
             delete = exp.Delete(this=exp.to_table(table, quoted=True)).sql("postgres")
             raw.execute(delete.encode())  # splice_meta: the target's own rows give way
             copy = exp.Copy(

@@ -20,9 +20,27 @@ from sqlglot import exp
 from splice.approvals import auditlog
 from splice.errors import RepairError
 from splice.repair.model import TRANSITIONS, Decision, Proposal, can_move
-from splice.state.sql import Statement
+from splice.state.sql import Statement, statement
 from splice.state.store import StateStore, next_id, target_status_filter
 from splice.support.principals import Principal
+
+_DECISIONS_SELECT = statement(
+    "SELECT proposal_id, decision, actor, comment, at, principal_kind, principal_auth, principal_credential, domains FROM repair_decisions WHERE proposal_id = ? COLLATE NOCASE ORDER BY at, rowid"
+)
+_WRITE_UPDATE = statement(
+    "UPDATE repair_proposals SET incident_id=?, target=?, domain=?, status=?, payload=?, created_by=?, created_at=?, expires_at=?, updated_at=?, requester_kind=?, requester_auth=?, requester_credential=? WHERE proposal_id=?"
+)
+_NOTE_INSERT = statement(
+    "INSERT INTO repair_decisions(proposal_id, decision, actor, comment, at, principal_kind, principal_auth, principal_credential, domains) VALUES (?,?,?,?,?,?,?,?,?)"
+)
+_CLEAN_RECORD_SELECT = statement(
+    "SELECT d.decision FROM repair_decisions d JOIN repair_proposals p ON p.proposal_id = d.proposal_id WHERE p.domain = ? AND json_extract(p.payload, '$.change_class') = ? AND d.decision IN ('applied', 'failed', 'undo') ORDER BY d.at, d.rowid"
+)
+_SAVE_INSERT = statement(
+    "INSERT INTO repair_proposals(incident_id, target, domain, status, payload, created_by, created_at, expires_at, updated_at, requester_kind, requester_auth, requester_credential, proposal_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
+)
+_SAVE_SELECT = statement("SELECT 1 FROM repair_proposals WHERE proposal_id = ? COLLATE NOCASE")
+_KNOWN_IDS = statement("SELECT proposal_id FROM repair_proposals ORDER BY created_at DESC LIMIT 10")
 
 #: The decision recorded when a proposal moves to a status.
 DECISION_FOR = {
@@ -59,7 +77,7 @@ def save(
     proposal.created_by, proposal.requester = principal.name, principal.record()
     with state.transaction() as conn:
         exists = conn.execute(
-            "SELECT 1 FROM repair_proposals WHERE proposal_id = ? COLLATE NOCASE",
+            _SAVE_SELECT,
             (proposal.proposal_id,),
         ).fetchone()
         if exists:
@@ -68,9 +86,7 @@ def save(
                 fix="use new_proposal_id() for a fresh id",
             )
         conn.execute(
-            "INSERT INTO repair_proposals(incident_id, target, domain, status, payload, "
-            "created_by, created_at, expires_at, updated_at, requester_kind, requester_auth, "
-            "requester_credential, proposal_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            _SAVE_INSERT,
             (*_row_values(proposal, now), proposal.proposal_id),
         )
         auditlog.append(
@@ -87,6 +103,7 @@ def save(
 
 
 _COLUMNS = "payload, status, created_by, requester_kind, requester_auth, requester_credential"
+_LOAD = statement(f"SELECT {_COLUMNS} FROM repair_proposals WHERE proposal_id = ? COLLATE NOCASE")
 
 
 def _proposal(row: tuple[Any, ...]) -> Proposal:
@@ -98,13 +115,9 @@ def _proposal(row: tuple[Any, ...]) -> Proposal:
 
 
 def _load(conn: sqlite3.Connection, proposal_id: str) -> Proposal:
-    row = conn.execute(
-        f"SELECT {_COLUMNS} FROM repair_proposals WHERE proposal_id = ? COLLATE NOCASE",
-        (proposal_id.strip(),),
-    ).fetchone()
+    row = conn.execute(_LOAD, (proposal_id.strip(),)).fetchone()
     if row is None:
-        known = [r[0] for r in conn.execute(
-            "SELECT proposal_id FROM repair_proposals ORDER BY created_at DESC LIMIT 10")]  # fmt: skip
+        known = [r[0] for r in conn.execute(_KNOWN_IDS)]
         raise RepairError(
             f"no proposal {proposal_id!r}"
             + (f" (known: {', '.join(known)})." if known else "; there are no proposals yet."),
@@ -135,9 +148,7 @@ def list_proposals(
 
 def decisions(state: StateStore, proposal_id: str) -> list[Decision]:
     rows = state.conn.execute(
-        "SELECT proposal_id, decision, actor, comment, at, principal_kind, principal_auth, "
-        "principal_credential, domains FROM repair_decisions "
-        "WHERE proposal_id = ? COLLATE NOCASE ORDER BY at, rowid",
+        _DECISIONS_SELECT,
         (proposal_id,),
     )
     return [Decision(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7],
@@ -146,9 +157,7 @@ def decisions(state: StateStore, proposal_id: str) -> list[Decision]:
 
 def _write(conn: sqlite3.Connection, p: Proposal, now: float) -> None:
     conn.execute(
-        "UPDATE repair_proposals SET incident_id=?, target=?, domain=?, status=?, payload=?, "
-        "created_by=?, created_at=?, expires_at=?, updated_at=?, requester_kind=?, "
-        "requester_auth=?, requester_credential=? WHERE proposal_id=?",
+        _WRITE_UPDATE,
         (*_row_values(p, now), p.proposal_id),
     )
 
@@ -169,8 +178,7 @@ def note(
     record the principal, and ``domains``: the domains an approval is for, or whose owner an
     escalation asks."""
     conn.execute(
-        "INSERT INTO repair_decisions(proposal_id, decision, actor, comment, at, principal_kind, "
-        "principal_auth, principal_credential, domains) VALUES (?,?,?,?,?,?,?,?,?)",
+        _NOTE_INSERT,
         (p.proposal_id, decision, principal.name, comment, at, principal.kind, principal.auth,
          principal.credential, json.dumps(list(domains)) if domains else None),
     )  # fmt: skip
@@ -277,10 +285,7 @@ def clean_record(state: StateStore, domain: str, change_class: str) -> int:
     record autonomy needs (:mod:`splice.approvals.autonomy`); a ``failed`` apply or an
     ``undo`` resets it to zero."""
     rows = state.conn.execute(
-        "SELECT d.decision FROM repair_decisions d "
-        "JOIN repair_proposals p ON p.proposal_id = d.proposal_id "
-        "WHERE p.domain = ? AND json_extract(p.payload, '$.change_class') = ? "
-        "AND d.decision IN ('applied', 'failed', 'undo') ORDER BY d.at, d.rowid",
+        _CLEAN_RECORD_SELECT,
         (domain, change_class),
     )
     streak = 0

@@ -34,10 +34,23 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
+from sqlglot import exp
+
 from splice.repair import fault_test
 from splice.repair.damage import NodeDamage, day_ranges, node_damage
 from splice.repair.recompute import Recomputed, recompute
 from splice.repair.recompute import words as recompute_words
+from splice.state.sql import Statement, in_list, statement
+
+_SETTLE_UPDATE = statement(
+    "UPDATE incidents SET title = ?, origin_node = ?, diagnosis = ?, first_interval = ?, last_interval = ?, anomalies = MAX(?, (SELECT COUNT(*) FROM watch_anomalies a WHERE a.incident_id = incidents.incident_id) - ?) WHERE incident_id = ?"
+)
+_SETTLE_UPDATE_2 = statement(
+    "UPDATE incidents SET status = 'open', resolved_at = NULL, resolution = ?, diagnosis = ? WHERE incident_id = ?"
+)
+_SETTLE_SELECT = statement("SELECT incident_id FROM watch_anomalies WHERE anomaly_id = ?")
+_SETTLE_SELECT_2 = statement("SELECT resolved_at FROM incidents WHERE incident_id = ?")
+_SETTLE_SELECT_3 = statement("SELECT opened_at FROM incidents WHERE incident_id = ?")
 
 if TYPE_CHECKING:
     from splice.workspace.core import Workspace
@@ -103,13 +116,14 @@ Key = tuple[str, str, str, str, str]  # spec, node, metric, dims, interval
 
 
 def _points(conn: Any, target: str, specs: list[str]) -> dict[Key, float | None]:
-    marks = ",".join("?" * len(specs))
-    rows = conn.execute(
-        "SELECT s.spec, s.node_id, s.metric, s.dims, p.interval_start, p.value FROM watch_points p "
-        "JOIN watch_series s ON s.series_id = p.series_id "
-        f"WHERE s.target = ? AND s.spec IN ({marks})",
-        [target, *specs],
-    ).fetchall()
+    q = (
+        exp.select("s.spec", "s.node_id", "s.metric", "s.dims", "p.interval_start", "p.value")
+        .from_("watch_points AS p")
+        .join("watch_series AS s", on="s.series_id = p.series_id")
+        .where(exp.to_column("s.target").eq(exp.Placeholder()))
+        .where(in_list("s.spec", len(specs)))
+    )
+    rows = conn.execute(Statement(q), [target, *specs]).fetchall()
     return {(r[0], r[1], r[2], r[3], r[4]): r[5] for r in rows}
 
 
@@ -252,19 +266,20 @@ def verify(
         elif not _same(a, b):
             outside.append({"metric": metric, "node": node, "dims": json.loads(dims),
                             "interval": day, "before": b, "after": a})  # fmt: skip
-    marks = ",".join("?" * len(specs))
+    anomalies_in = (
+        exp.select("a.metric", "a.dims", "a.interval_start", "a.detector", "a.reason",
+                   "a.node_id", "a.anomaly_id", "s.spec")
+        .from_("watch_anomalies AS a")
+        .join("watch_series AS s", on="s.series_id = a.series_id")
+        .where(exp.to_column("a.target").eq(exp.Placeholder()))
+        .where(in_list("s.spec", len(specs)))
+        .order_by("a.interval_start", "a.metric")
+    )  # fmt: skip
     remaining = [
         {"metric": r[0], "node": r[5], "dims": json.loads(r[1]), "interval": r[2],
          "detector": r[3], "reason": r[4], "anomaly_id": r[6],
          "_key": (r[7], r[5], r[0], r[1], r[2])}
-        for r in conn.execute(
-            "SELECT a.metric, a.dims, a.interval_start, a.detector, a.reason, a.node_id, "
-            "a.anomaly_id, s.spec "
-            "FROM watch_anomalies a JOIN watch_series s ON s.series_id = a.series_id "
-            f"WHERE a.target = ? AND s.spec IN ({marks}) "
-            "ORDER BY a.interval_start, a.metric",
-            [ws.target, *specs],
-        )
+        for r in conn.execute(Statement(anomalies_in), [ws.target, *specs])
         if scope.holds(r[5], r[2])
     ]  # fmt: skip
     # an anomaly the repair left exactly as it was, where production equals its rebuild and the
@@ -511,26 +526,20 @@ def _settle(ws: Workspace, incident: Any, scope: Scope, result: Verification,
             # and the count of the anomalies it was repaired for: measuring again replaced
             # them, and a resolved incident says what it had, as its evidence does
             conn.execute(
-                "UPDATE incidents SET title = ?, origin_node = ?, diagnosis = ?, "
-                "first_interval = ?, last_interval = ?, anomalies = MAX(?, (SELECT COUNT(*) "
-                "FROM watch_anomalies a WHERE a.incident_id = incidents.incident_id) - ?) "
-                "WHERE incident_id = ?",
+                _SETTLE_UPDATE,
                 (incident.title, incident.origin_node, json.dumps(incident.diagnosis, default=str),
                  incident.first_interval.isoformat(), incident.last_interval.isoformat(),
                  int(incident.anomalies or 0), len(ids), iid),
             )  # fmt: skip
             for i in range(0, len(ids), 500):
                 chunk = ids[i : i + 500]
-                conn.execute(
-                    "UPDATE watch_anomalies SET incident_id = NULL "
-                    f"WHERE anomaly_id IN ({','.join('?' * len(chunk))})",
-                    chunk,
-                )
+                unlink = exp.update("watch_anomalies", {"incident_id": exp.null()},
+                                    where=in_list("anomaly_id", len(chunk)))  # fmt: skip
+                conn.execute(Statement(unlink), chunk)
         else:
             # open, with what is still wrong in its scope (a follow-up proposal covers it)
             conn.execute(
-                "UPDATE incidents SET status = 'open', resolved_at = NULL, resolution = ?, "
-                "diagnosis = ? WHERE incident_id = ?",
+                _SETTLE_UPDATE_2,
                 (result.summary, json.dumps(incident.diagnosis, default=str), iid),
             )
     if not result.beyond:
@@ -557,16 +566,16 @@ def _settle(ws: Workspace, incident: Any, scope: Scope, result: Verification,
         return
     homes: list[str] = []
     for b in result.beyond:
-        row = conn.execute("SELECT incident_id FROM watch_anomalies WHERE anomaly_id = ?",
+        row = conn.execute(_SETTLE_SELECT,
                            (b["anomaly_id"],)).fetchone()  # fmt: skip
         b["incident"] = row[0] if row else None
         if b["incident"] and b["incident"] not in homes:
             homes.append(b["incident"])
-    resolved_at = conn.execute("SELECT resolved_at FROM incidents WHERE incident_id = ?",
+    resolved_at = conn.execute(_SETTLE_SELECT_2,
                                (iid,)).fetchone()[0] or 0.0  # fmt: skip
     words = []
     for h in homes:
-        opened_at = conn.execute("SELECT opened_at FROM incidents WHERE incident_id = ?",
+        opened_at = conn.execute(_SETTLE_SELECT_3,
                                  (h,)).fetchone()[0]  # fmt: skip
         words.append(f"{h} opened" if opened_at >= resolved_at else f"filed into {h} (open)")
     result.followup = f"{', '.join(words) or 'no incident'}: {what}"

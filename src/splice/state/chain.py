@@ -26,6 +26,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from splice.state.sql import statement
+
+_DIVERGENCE_SELECT = statement("SELECT hash FROM repair_audit_log WHERE seq = ?")
+
 GENESIS = "0" * 64
 
 
@@ -61,6 +65,7 @@ class Link:
 
 
 _COLUMNS = "seq, at, kind, actor, proposal_id, payload, prev_hash, hash"
+_LINKS = statement(f"SELECT {_COLUMNS} FROM repair_audit_log WHERE seq > ? ORDER BY seq")
 
 
 def links(conn: Any, after: int = 0) -> list[Link]:
@@ -68,9 +73,7 @@ def links(conn: Any, after: int = 0) -> list[Link]:
     import sqlite3
 
     try:
-        rows = conn.execute(
-            f"SELECT {_COLUMNS} FROM repair_audit_log WHERE seq > ? ORDER BY seq", (after,)
-        ).fetchall()
+        rows = conn.execute(_LINKS, (after,)).fetchall()
     except sqlite3.OperationalError:  # a state from before the audit log
         return []
     return [Link(int(r[0]), float(r[1]), *r[2:]) for r in rows]
@@ -94,9 +97,7 @@ def divergence(
         return None
     start, prev = 0, GENESIS
     if trusted is not None and 0 < trusted[0] <= seq:
-        row = conn.execute(
-            "SELECT hash FROM repair_audit_log WHERE seq = ?", (trusted[0],)
-        ).fetchone()
+        row = conn.execute(_DIVERGENCE_SELECT, (trusted[0],)).fetchone()
         if row is not None and str(row[0]) == trusted[1]:
             start, prev = trusted
     expected = start + 1

@@ -140,6 +140,15 @@ def placeholders(n: int) -> list[exp.Placeholder]:
     return [exp.Placeholder() for _ in range(n)]
 
 
+def in_list(column: str, n: int) -> exp.Expr:
+    """``column IN (?, ..., ?)`` with ``n`` placeholders (``column`` may name its table).
+
+    >>> in_list("s.spec", 2).sql()
+    's.spec IN (?, ?)'
+    """
+    return exp.to_column(column).isin(*placeholders(n))
+
+
 def where_equal(**filters: Any) -> tuple[exp.Expr | None, list[Any]]:
     """A ``WHERE`` condition and its arguments: ``column = ?`` for a value, ``column IN (...)``
     for a list or set (sorted), nothing for None; an empty list matches no row.

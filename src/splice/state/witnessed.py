@@ -32,7 +32,18 @@ from splice.errors import StateError
 from splice.state import witness
 from splice.state.chain import divergence
 from splice.state.signing import Signer, message
+from splice.state.sql import statement
 from splice.state.store import StateStore
+
+_RECORD_WITNESS_INSERT = statement(
+    "INSERT INTO splice_meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value"
+)
+_RECORDED_WITNESS_SELECT = statement("SELECT value FROM splice_meta WHERE key = ?")
+_SIGN_NEW_UPDATE = statement("UPDATE repair_audit_log SET signer = ?, signature = ? WHERE seq = ?")
+_SIGN_NEW_SELECT = statement(
+    "SELECT seq, hash FROM repair_audit_log WHERE seq > ? AND signature IS NULL ORDER BY seq"
+)
+_CHECK_SELECT = statement("SELECT hash FROM repair_audit_log WHERE seq = ?")
 
 FIX_MISSING = (
     "restore {state} from a backup; or, to start a new, empty state on purpose (its history, "
@@ -53,7 +64,7 @@ SIGNED_SINCE = 13
 
 def recorded_witness(conn: Any) -> dict[str, Any] | None:
     """What the state records of its witness (``{"path", "since"}``), None when nothing."""
-    row = conn.execute("SELECT value FROM splice_meta WHERE key = ?", (WITNESS_KEY,)).fetchone()
+    row = conn.execute(_RECORDED_WITNESS_SELECT, (WITNESS_KEY,)).fetchone()
     if row is None:
         return None
     try:
@@ -65,8 +76,7 @@ def recorded_witness(conn: Any) -> dict[str, Any] | None:
 
 def _record_witness(conn: Any, path: Path) -> None:
     conn.execute(
-        "INSERT INTO splice_meta(key, value) VALUES (?, ?) "
-        "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+        _RECORD_WITNESS_INSERT,
         (WITNESS_KEY, json.dumps({"path": str(path), "since": time.time()})),
     )
 
@@ -138,9 +148,7 @@ class Guard:
                 if w.audit_seq == head[0] + 1:
                     reason = f"entry {w.audit_seq} is gone (the log ends at {head[0]})"
             else:
-                row = store.conn.execute(
-                    "SELECT hash FROM repair_audit_log WHERE seq = ?", (w.audit_seq,)
-                ).fetchone()
+                row = store.conn.execute(_CHECK_SELECT, (w.audit_seq,)).fetchone()
                 if row is None or str(row[0]) != w.audit_hash:
                     reason = (
                         f"entry {w.audit_seq} changed: entries up to {w.audit_seq} were "
@@ -154,8 +162,7 @@ class Guard:
         if self.signer is None:
             return
         rows = store.conn.execute(
-            "SELECT seq, hash FROM repair_audit_log WHERE seq > ? AND signature IS NULL "
-            "ORDER BY seq",
+            _SIGN_NEW_SELECT,
             (self._begin_seq,),
         ).fetchall()
         if not rows:
@@ -163,7 +170,7 @@ class Guard:
         signer = self.signer()
         for seq, h in rows:
             store.conn.execute(
-                "UPDATE repair_audit_log SET signer = ?, signature = ? WHERE seq = ?",
+                _SIGN_NEW_UPDATE,
                 (signer.key_id, signer.sign(message(str(h))), int(seq)),
             )
 
