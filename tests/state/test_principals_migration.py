@@ -16,6 +16,7 @@ from splice.repair.model import Proposal, Step
 from splice.repair.receipt import build_receipt, receipt_markdown
 from splice.state import store as store_mod
 from splice.state.migrations import MIGRATIONS
+from splice.state.sql import statement
 from splice.state.store import SCHEMA_VERSION, StateStore
 from splice.support.principals import Principal
 
@@ -23,7 +24,19 @@ OLD = 6  # the schema before principals
 T0 = 1_790_000_000.0
 
 
-def _old_state(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+_PROPOSAL = statement(
+    "INSERT INTO repair_proposals(proposal_id, incident_id, target, domain, status, payload, "
+    "created_by, created_at, expires_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?)"
+)
+_DECISION = statement(
+    "INSERT INTO repair_decisions(proposal_id, decision, actor, comment, at) VALUES (?,?,?,?,?)"
+)
+_ENTRY = statement("INSERT INTO repair_audit_log VALUES (?,?,?,?,?,?,?,?)")
+_HEAD = statement("INSERT INTO repair_policy(key, value) VALUES ('audit_head', ?)")
+_KEYS = statement("SELECT COUNT(*) FROM api_keys")
+
+
+def _old_state(path: Path | str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A schema-6 state written as Splice wrote it then: a proposal, its decisions under bare
     names, and the hash-chained log entries without a principal."""
     with monkeypatch.context() as m:
@@ -42,8 +55,7 @@ def _old_state(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     con = s.conn
     con.execute("BEGIN")
     con.execute(
-        "INSERT INTO repair_proposals(proposal_id, incident_id, target, domain, status, payload, "
-        "created_by, created_at, expires_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+        _PROPOSAL,
         ("PR-1", "INC-1", "prod", "pricing", "approved", auditlog.canonical(payload),
          "splice-agent", T0, T0 + 4 * 3600, T0 + 60),
     )  # fmt: skip
@@ -52,25 +64,22 @@ def _old_state(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
            ("escalate", "splice", T0 + 30), ("approve", "maria", T0 + 60)]  # fmt: skip
     for seq, (kind, actor, at) in enumerate(old, 1):
         if kind != "propose":
-            con.execute("INSERT INTO repair_decisions(proposal_id, decision, actor, comment, at) "
-                        "VALUES (?,?,?,?,?)", ("PR-1", kind, actor, None, at))  # fmt: skip
+            con.execute(_DECISION, ("PR-1", kind, actor, None, at))
         body = auditlog.canonical({"status": "pending", "comment": None})
         content = {"seq": seq, "at": at, "kind": kind, "actor": actor, "proposal_id": "PR-1",
                    "payload": body}  # fmt: skip
         h = auditlog.entry_hash(prev, content)
-        con.execute("INSERT INTO repair_audit_log VALUES (?,?,?,?,?,?,?,?)",
-                    (seq, at, kind, actor, "PR-1", body, prev, h))  # fmt: skip
+        con.execute(_ENTRY, (seq, at, kind, actor, "PR-1", body, prev, h))
         prev = h
-    con.execute("INSERT INTO repair_policy(key, value) VALUES ('audit_head', ?)",
-                (json.dumps({"seq": len(old), "hash": prev}),))  # fmt: skip
+    con.execute(_HEAD, (json.dumps({"seq": len(old), "hash": prev}),))
     con.execute("COMMIT")
     s.close()
 
 
 def test_a_state_from_before_principals_opens_migrated_and_intact(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    state_target: Path | str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = tmp_path / "state.db"
+    path = state_target
     _old_state(path, monkeypatch)
     s = StateStore.open(path)
     try:
@@ -102,6 +111,6 @@ def test_a_state_from_before_principals_opens_migrated_and_intact(
         assert "- Requested by: splice-agent (cli-as)" in md
         assert "- Approved by: maria (cli-as) at" in md
         assert "reject by sam (person, api-key abc123def456)" in md
-        assert s.conn.execute("SELECT COUNT(*) FROM api_keys").fetchone() == (0,)
+        assert tuple(s.conn.execute(_KEYS).fetchone()) == (0,)
     finally:
         s.close()

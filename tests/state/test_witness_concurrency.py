@@ -10,8 +10,11 @@ from splice import api
 from splice.support.principals import Principal
 
 
-def test_concurrent_commits_leave_the_witness_at_the_logs_head(tmp_path: Path) -> None:
-    (tmp_path / "splice.toml").write_text('[workspace]\nname = "team"\n')
+def test_concurrent_commits_leave_the_witness_at_the_logs_head(
+    tmp_path: Path, state_target: Path | str
+) -> None:
+    state = "" if isinstance(state_target, Path) else f'\n[state]\nurl = "{state_target}"\n'
+    (tmp_path / "splice.toml").write_text('[workspace]\nname = "team"\n' + state)
     errors: list[BaseException] = []
     admin = Principal.of("admin", kind="person", auth="os-user")
 
