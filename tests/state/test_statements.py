@@ -62,3 +62,24 @@ def test_every_declared_statement_is_valid_on_both_backends(
     finally:
         store.close()
     assert not failed, "\n".join(f"{k}\n  -> {v}" for k, v in failed.items())
+
+
+def test_a_postgresql_state_refuses_text_that_is_not_a_declared_statement(
+    state_target: Path | str,
+) -> None:
+    """On PostgreSQL only declared statements run (nothing is translated while a command
+    runs); on SQLite a statement is its text."""
+    from splice.state.sql import statement
+
+    store = StateStore.open(state_target)
+    try:
+        q = statement("SELECT value FROM splice_meta WHERE key = ?")
+        assert store.conn.execute(q, ("schema_version",)).fetchone() is not None
+        text = "SELECT value FROM splice_meta WHERE key = 'schema_version'"
+        if store.on_postgres:
+            with pytest.raises(TypeError, match="declared statements only"):
+                store.conn.execute(text)
+        else:
+            assert store.conn.execute(text).fetchone() is not None
+    finally:
+        store.close()

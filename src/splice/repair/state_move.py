@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from splice.errors import StateError
-from splice.state.pg import ROWID_TABLES, table_keys
-from splice.state.sql import Statement, statement
+from splice.state.sql import ROWID_TABLES, Statement, statement, table_keys
 from splice.state.store import StateStore, is_url, pg_connect, redact
 
 #: the source state's tables, in the order they were made, and a table's columns (SQLite's own)

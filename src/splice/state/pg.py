@@ -1,68 +1,41 @@
 """Splice's state on PostgreSQL: a connection that speaks the sqlite3 surface Splice's state
 modules use, so one set of statements serves both.
 
-Each statement is translated once (cached by its text) from SQLite's dialect to PostgreSQL's
-with sqlglot: placeholders (``?``, ``:name``) become psycopg's, ``INSERT OR REPLACE`` an upsert
-on the table's primary key, ``INSERT OR IGNORE`` ``ON CONFLICT DO NOTHING``, ``json_extract``
-on a TEXT column a JSON path on its cast, ``MAX(a, b)`` ``GREATEST``; an ``INSERT`` into a
-table with an identity column returns it (``cursor.lastrowid``). ``BEGIN IMMEDIATE`` takes a
+It runs :class:`splice.state.sql.Statement` s only (each rendered for PostgreSQL once, with
+psycopg's placeholders): text that was not declared as a statement is refused with a
+TypeError, so no state SQL is rewritten while a command runs. An ``INSERT`` into a table with
+an identity column returns it (``cursor.lastrowid``). ``BEGIN IMMEDIATE`` takes a
 transaction-wide advisory lock, so writers take turns as SQLite's do (the audit log's chain
-never forks). The schema's DDL maps SQLite's types to PostgreSQL's (REAL to DOUBLE PRECISION,
-INTEGER to BIGINT) and gives the tables read in insertion order a ``rowid``.
+never forks); ``PRAGMA`` is SQLite's alone and does nothing here.
 
 Errors come back as sqlite3's exception types (``IntegrityError``, ``OperationalError``), so a
 module catches the same exceptions on either backend.
-
->>> print(translate("SELECT value FROM splice_meta WHERE key=?"))
-SELECT value FROM splice_meta WHERE key = %s
->>> print(translate("INSERT OR IGNORE INTO notify_cursor(name, position) VALUES(:n, 0)"))
-INSERT INTO notify_cursor (name, position) VALUES (%(n)s, 0) ON CONFLICT DO NOTHING
->>> print(translate("SELECT 1 FROM runs WHERE run_id IS ? AND pid IS NOT NULL"))
-SELECT 1 FROM runs WHERE run_id IS NOT DISTINCT FROM %s AND NOT pid IS NULL
->>> print(translate("SELECT SUM(status = 'open') FROM incidents"))
-SELECT SUM(CAST(status = 'open' AS INT)) FROM incidents
 """
 
 from __future__ import annotations
 
-import functools
-import os
-import re
 import sqlite3
 import threading
 from typing import Any
 
 from sqlglot import exp
 
-from splice.state.sql import (
-    ROWID_TABLES,
-    Statement,
-    for_postgres,
-    parse,
-    render_postgres,
-    table_keys,
-)
+from splice.state.sql import ROWID_TABLES, Statement, table_keys
 
-__all__ = ["ROWID_TABLES", "Connection", "table_keys", "translate"]
+__all__ = ["ROWID_TABLES", "Connection", "table_keys"]
 
 #: The key every writer's transaction locks (one writer at a time, as SQLite).
 WRITE_LOCK_KEY = 0x5B11CE
-_SQLITE_MASTER = re.compile(r"FROM\s+sqlite_master\s+WHERE\s+type\s*=\s*'table'", re.IGNORECASE)
 
 
-@functools.lru_cache(maxsize=2048)
-def translate(sql: str) -> str:
-    """Text that was not declared as a statement, in PostgreSQL's dialect (being retired: every
-    state module declares its statements in :mod:`splice.state.sql`)."""
-    if os.environ.get("SPLICE_STATE_STRICT"):
-        raise TypeError(f"state SQL that is not a declared statement: {sql.strip()[:200]}")
-    text = _SQLITE_MASTER.sub(
-        "FROM information_schema.tables WHERE table_schema = current_schema()", sql
-    )
-    if text is not sql:
-        text = re.sub(r"\bname\b", "table_name", text)
-    tree, _ = for_postgres(parse(text))
-    return render_postgres(tree)
+def _postgres(sql: str) -> tuple[str, bool]:
+    """(PostgreSQL text, whether it returns an identity the statement did not ask for)."""
+    if not isinstance(sql, Statement):
+        raise TypeError(
+            "the PostgreSQL state runs declared statements only (splice.state.sql.statement); "
+            f"this is text: {sql.strip()[:200]}"
+        )
+    return sql.postgres, sql.returns_identity
 
 
 class Cursor:
@@ -133,11 +106,7 @@ class Connection:
             self._con.execute(("ROLLBACK" if word == "ROLLBACK" else "COMMIT").encode())
             self.in_transaction = False
             return Cursor([], None, -1, None)
-        if isinstance(sql, Statement):
-            q, added = sql.postgres, sql.returns_identity
-        else:
-            q = translate(sql)
-            added = " RETURNING " in q.upper() and "RETURNING" not in sql.upper()
+        q, added = _postgres(sql)
         if isinstance(params, dict):
             args: Any = {k: _param(v) for k, v in params.items()}
         else:
@@ -168,7 +137,7 @@ class Connection:
         """One statement over many rows, in one round trip batch (psycopg's pipeline)."""
         import psycopg
 
-        q = (sql.postgres if isinstance(sql, Statement) else translate(sql)).encode()
+        q = _postgres(sql)[0].encode()
         rows = [
             {k: _param(v) for k, v in p.items()} if isinstance(p, dict) else [_param(v) for v in p]
             for p in seq
@@ -180,10 +149,6 @@ class Connection:
                     return Cursor([], None, cur.rowcount, None)
             except psycopg.Error as e:
                 raise _error(e) from e
-
-    def executescript(self, script: str) -> None:
-        for stmt in [s for s in script.split(";") if s.strip()]:
-            self.execute(stmt)
 
     def commit(self) -> None:  # autocommit: nothing pending outside BEGIN .. COMMIT
         return None
