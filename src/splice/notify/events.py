@@ -17,6 +17,10 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from splice.state.sql import statement
+
+_PROPOSAL = statement("SELECT payload, target FROM repair_proposals WHERE proposal_id = ?")
+
 #: The audit-log kinds that become an event (the others are steps of one: propose, apply, ...).
 AUDIT_EVENTS = {
     "request": "proposal_requested",
@@ -69,9 +73,7 @@ class Event:
 def _proposal(conn: sqlite3.Connection, proposal_id: str | None) -> dict[str, Any]:
     if not proposal_id:
         return {}
-    row = conn.execute(
-        "SELECT payload, target FROM repair_proposals WHERE proposal_id = ?", (proposal_id,)
-    ).fetchone()
+    row = conn.execute(_PROPOSAL, (proposal_id,)).fetchone()
     if row is None:
         return {}
     d = json.loads(row[0])

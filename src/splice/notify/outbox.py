@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from splice.config.notify import NotifySection
 from splice.notify.channels import send
 from splice.notify.events import Event, from_audit, from_incident
+from splice.state.sql import Statement, statement
 
 if TYPE_CHECKING:
     from splice.workspace.core import Workspace
@@ -35,6 +36,60 @@ if TYPE_CHECKING:
 LEASE = 300.0
 BACKOFF_FIRST = 30.0
 BACKOFF_MAX = 3600.0
+
+_CURSOR = statement("SELECT position FROM notify_cursor WHERE name = ?")
+_SET_CURSOR = statement(
+    "INSERT INTO notify_cursor (name, position) VALUES (?, ?) "
+    "ON CONFLICT(name) DO UPDATE SET position = excluded.position"
+)
+_AUDIT_AFTER = statement(
+    "SELECT seq, at, kind, actor, proposal_id, payload FROM repair_audit_log "
+    "WHERE seq > ? ORDER BY seq"
+)
+_INCIDENT_COLUMNS = ("rowid", "incident_id", "target", "title", "origin_node", "first_interval",
+                     "last_interval", "anomalies", "diagnosis", "opened_at")  # fmt: skip
+_INCIDENTS_AFTER = statement(
+    "SELECT rowid, incident_id, target, title, origin_node, first_interval, last_interval, "
+    "anomalies, diagnosis, opened_at FROM incidents WHERE rowid > ? ORDER BY rowid"
+)
+_QUEUE = statement(
+    "INSERT OR IGNORE INTO notify_deliveries (event_key, event, channel, "
+    "message, created_at, next_attempt_at) VALUES (?, ?, ?, ?, ?, ?)"
+)
+_CLAIM = statement(
+    "UPDATE notify_deliveries SET status = 'sending', claimed_until = ?, "
+    "attempts = attempts + 1 WHERE delivery_id = ? AND ((status = 'pending' AND "
+    "next_attempt_at <= ?) OR (status = 'sending' AND claimed_until < ?))"
+)
+# how a delivery ends (each with the delivery's id last)
+_CHANNEL_GONE = statement(
+    "UPDATE notify_deliveries SET status = 'failed', last_error = ? WHERE delivery_id = ?"
+)
+_DELIVERED = statement(
+    "UPDATE notify_deliveries SET status = 'delivered', delivered_at = ?, last_error = NULL, "
+    "claimed_until = NULL WHERE delivery_id = ?"
+)
+_GAVE_UP = statement(
+    "UPDATE notify_deliveries SET status = 'failed', last_error = ?, claimed_until = NULL "
+    "WHERE delivery_id = ?"
+)
+_RETRY = statement(
+    "UPDATE notify_deliveries SET status = 'pending', last_error = ?, claimed_until = NULL, "
+    "next_attempt_at = ? WHERE delivery_id = ?"
+)
+_DUE = statement(
+    "SELECT delivery_id, channel, event, message FROM notify_deliveries "
+    "WHERE (status = 'pending' AND next_attempt_at <= ?) "
+    "OR (status = 'sending' AND claimed_until < ?) ORDER BY delivery_id"
+)
+_ATTEMPTS = statement("SELECT attempts FROM notify_deliveries WHERE delivery_id = ?")
+_COUNT = statement("SELECT COUNT(*) FROM notify_deliveries WHERE status = ?")
+_COUNTS = statement("SELECT status, COUNT(*) FROM notify_deliveries GROUP BY status")
+_WAITING = statement(
+    "SELECT delivery_id, channel, event, message, status, attempts, last_error, "
+    "next_attempt_at, created_at FROM notify_deliveries WHERE status != 'delivered' "
+    "ORDER BY delivery_id DESC LIMIT ?"
+)
 
 
 def backoff(attempts: int) -> float:
@@ -72,27 +127,19 @@ def _log(ws: Workspace, line: str) -> None:
 
 
 def _cursor(conn: sqlite3.Connection, name: str) -> int:
-    row = conn.execute("SELECT position FROM notify_cursor WHERE name = ?", (name,)).fetchone()
+    row = conn.execute(_CURSOR, (name,)).fetchone()
     return int(row[0]) if row else 0
 
 
 def _set_cursor(conn: sqlite3.Connection, name: str, position: int) -> None:
-    conn.execute(
-        "INSERT INTO notify_cursor (name, position) VALUES (?, ?) "
-        "ON CONFLICT(name) DO UPDATE SET position = excluded.position",
-        (name, position),
-    )
+    conn.execute(_SET_CURSOR, (name, position))
 
 
 def new_events(conn: sqlite3.Connection, config: Any) -> tuple[list[Event], int, int]:
     """Events after the cursor, and the cursor positions after them (audit seq, incidents rowid)."""
     events: list[Event] = []
     seq = _cursor(conn, "audit")
-    for s, at, kind, actor, pid, payload in conn.execute(
-        "SELECT seq, at, kind, actor, proposal_id, payload FROM repair_audit_log "
-        "WHERE seq > ? ORDER BY seq",
-        (seq,),
-    ).fetchall():
+    for s, at, kind, actor, pid, payload in conn.execute(_AUDIT_AFTER, (seq,)).fetchall():
         seq = int(s)
         try:
             body = json.loads(payload)
@@ -103,13 +150,9 @@ def new_events(conn: sqlite3.Connection, config: Any) -> tuple[list[Event], int,
         if e is not None:
             events.append(e)
     rowid = _cursor(conn, "incidents")
-    cols = ("rowid", "incident_id", "target", "title", "origin_node", "first_interval",
-            "last_interval", "anomalies", "diagnosis", "opened_at")  # fmt: skip
-    for row in conn.execute(
-        f"SELECT {', '.join(cols)} FROM incidents WHERE rowid > ? ORDER BY rowid", (rowid,)
-    ).fetchall():
+    for row in conn.execute(_INCIDENTS_AFTER, (rowid,)).fetchall():
         rowid = int(row[0])
-        events.append(from_incident(dict(zip(cols, row, strict=True)), config))
+        events.append(from_incident(dict(zip(_INCIDENT_COLUMNS, row, strict=True)), config))
     events.sort(key=lambda e: e.at)
     return events, seq, rowid
 
@@ -126,8 +169,7 @@ def enqueue(ws: Workspace, *, now: float | None = None) -> int:
             for c in channels:
                 if c.wants(e.kind):
                     cur = conn.execute(
-                        "INSERT OR IGNORE INTO notify_deliveries (event_key, event, channel, "
-                        "message, created_at, next_attempt_at) VALUES (?, ?, ?, ?, ?, ?)",
+                        _QUEUE,
                         (e.key, e.kind, c.name, json.dumps(e.as_dict(), default=str), now, now),
                     )
                     queued += cur.rowcount
@@ -138,28 +180,18 @@ def enqueue(ws: Workspace, *, now: float | None = None) -> int:
 
 def _claim(ws: Workspace, delivery_id: int, now: float) -> bool:
     with ws.state.transaction() as conn:
-        cur = conn.execute(
-            "UPDATE notify_deliveries SET status = 'sending', claimed_until = ?, "
-            "attempts = attempts + 1 WHERE delivery_id = ? AND ((status = 'pending' AND "
-            "next_attempt_at <= ?) OR (status = 'sending' AND claimed_until < ?))",
-            (now + LEASE, delivery_id, now, now),
-        )
+        cur = conn.execute(_CLAIM, (now + LEASE, delivery_id, now, now))
         return cur.rowcount == 1
 
 
-def _finish(ws: Workspace, delivery_id: int, sets: str, args: tuple[Any, ...]) -> None:
+def _finish(ws: Workspace, delivery_id: int, how: Statement, args: tuple[Any, ...]) -> None:
+    """End a delivery ``how`` says (:data:`_DELIVERED`, :data:`_RETRY`, ...)."""
     with ws.state.transaction() as conn:
-        conn.execute(f"UPDATE notify_deliveries SET {sets} WHERE delivery_id = ?",
-                     (*args, delivery_id))  # fmt: skip
+        conn.execute(how, (*args, delivery_id))
 
 
 def _due(ws: Workspace, now: float) -> list[tuple[Any, ...]]:
-    return ws.state.conn.execute(
-        "SELECT delivery_id, channel, event, message FROM notify_deliveries "
-        "WHERE (status = 'pending' AND next_attempt_at <= ?) "
-        "OR (status = 'sending' AND claimed_until < ?) ORDER BY delivery_id",
-        (now, now),
-    ).fetchall()
+    return ws.state.conn.execute(_DUE, (now, now)).fetchall()
 
 
 def send_due(ws: Workspace, report: DeliveryReport, *, now: float | None = None) -> None:
@@ -172,34 +204,30 @@ def send_due(ws: Workspace, report: DeliveryReport, *, now: float | None = None)
         if name in broken:
             continue
         if c is None:
-            _finish(ws, delivery_id, "status = 'failed', last_error = ?",
-                    (f"channel {name} is no longer in splice.toml",))  # fmt: skip
+            _finish(
+                ws, delivery_id, _CHANNEL_GONE, (f"channel {name} is no longer in splice.toml",)
+            )
             continue
         if not _claim(ws, delivery_id, clock()):
             continue  # another process has it, or had it done
         e = Event.from_dict(json.loads(message))
         error = send(c, e)
-        attempts = int(ws.state.conn.execute(
-            "SELECT attempts FROM notify_deliveries WHERE delivery_id = ?", (delivery_id,)
-        ).fetchone()[0])  # fmt: skip
+        attempts = int(ws.state.conn.execute(_ATTEMPTS, (delivery_id,)).fetchone()[0])
         t = clock()
         what = f"{name} {kind} {e.proposal_id or e.incident_id or ''}".rstrip()
         if error is None:
-            _finish(ws, delivery_id, "status = 'delivered', delivered_at = ?, last_error = NULL, "
-                    "claimed_until = NULL", (t,))  # fmt: skip
+            _finish(ws, delivery_id, _DELIVERED, (t,))
             report.delivered += 1
             _log(ws, f"delivered {what} (attempt {attempts})")
             continue
         broken.add(name)
         report.errors.append(f"{name}: {error}")
         if attempts >= c.max_attempts:
-            _finish(ws, delivery_id, "status = 'failed', last_error = ?, claimed_until = NULL",
-                    (error,))  # fmt: skip
+            _finish(ws, delivery_id, _GAVE_UP, (error,))
             report.failed += 1
             _log(ws, f"FAILED {what}: gave up after {attempts} attempts: {error}")
         else:
-            _finish(ws, delivery_id, "status = 'pending', last_error = ?, claimed_until = NULL, "
-                    "next_attempt_at = ?", (error, t + backoff(attempts)))  # fmt: skip
+            _finish(ws, delivery_id, _RETRY, (error, t + backoff(attempts)))
             report.retrying += 1
             _log(ws, f"retry {what}: attempt {attempts}/{c.max_attempts} failed: {error}; "
                  f"next in {backoff(attempts):g} s")  # fmt: skip
@@ -218,22 +246,15 @@ def deliver(ws: Workspace, *, now: float | None = None) -> DeliveryReport:
 
 
 def _count(ws: Workspace, status: str) -> int:
-    row = ws.state.conn.execute(
-        "SELECT COUNT(*) FROM notify_deliveries WHERE status = ?", (status,)
-    ).fetchone()
+    row = ws.state.conn.execute(_COUNT, (status,)).fetchone()
     return int(row[0])
 
 
 def status(ws: Workspace, *, limit: int = 50) -> dict[str, Any]:
     """The outbox: counts per status, and the deliveries not delivered (newest first)."""
     conn = ws.state.conn
-    counts = dict(conn.execute("SELECT status, COUNT(*) FROM notify_deliveries GROUP BY status"))
-    rows = conn.execute(
-        "SELECT delivery_id, channel, event, message, status, attempts, last_error, "
-        "next_attempt_at, created_at FROM notify_deliveries WHERE status != 'delivered' "
-        "ORDER BY delivery_id DESC LIMIT ?",
-        (limit,),
-    ).fetchall()
+    counts = dict(conn.execute(_COUNTS))
+    rows = conn.execute(_WAITING, (limit,)).fetchall()
     waiting = []
     for did, ch, kind, message, st, attempts, err, nxt, created in rows:
         summary = json.loads(message).get("summary")

@@ -92,7 +92,7 @@ class Statement(str):
     def __new__(
         cls, tree: exp.Expr, args: Sequence[Any] = (), *, backends: Sequence[str] = BACKENDS
     ) -> Statement:
-        self = super().__new__(cls, tree.sql(dialect="sqlite"))
+        self = super().__new__(cls, render_sqlite(tree))
         self.tree = tree
         self.args = tuple(args)
         self.backends = tuple(backends)
@@ -196,6 +196,21 @@ def select_where(
     if limit is not None:
         q = q.limit(limit)
     return Statement(q, args)
+
+
+def render_sqlite(tree: exp.Expr) -> str:
+    """``tree`` as SQLite text, ``json_extract`` kept a call: sqlglot writes it ``->``, whose
+    value is JSON (a string comes back quoted), where ``json_extract`` gives the SQL value.
+
+    >>> render_sqlite(parse("SELECT json_extract(data, '$.since') FROM watch_anomalies"))
+    "SELECT JSON_EXTRACT(data, '$.since') FROM watch_anomalies"
+    """
+    if tree.find(exp.JSONExtract) is None:
+        return tree.sql(dialect="sqlite")
+    tree = tree.copy()
+    for node in list(tree.find_all(exp.JSONExtract)):
+        node.replace(exp.Anonymous(this="json_extract", expressions=[node.this, node.expression]))
+    return tree.sql(dialect="sqlite")
 
 
 # -- the PostgreSQL rendering ------------------------------------------------------------------

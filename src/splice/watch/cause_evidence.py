@@ -18,6 +18,7 @@ import json
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
+from splice.state.sql import statement
 from splice.watch.cause_words import series_words
 
 if TYPE_CHECKING:
@@ -27,6 +28,27 @@ if TYPE_CHECKING:
 RECENT_RUNS = 200
 #: At most this many series' histories are read for one incident.
 MAX_SERIES = 500
+
+_SERIES_POINTS = statement(
+    "SELECT p.interval_start, p.value FROM watch_points p JOIN watch_series s "
+    "ON s.series_id = p.series_id WHERE s.target = ? AND s.metric = ? AND s.dims = ? "
+    "ORDER BY p.interval_start"
+)
+_CHECKS_OF_RECENT_RUNS = statement(
+    "SELECT e.run_id, e.ts, e.node_id, e.status, e.data FROM run_events e "
+    "JOIN runs r USING (run_id) WHERE r.target = ? AND e.kind = 'check_finished' "
+    "AND r.run_id IN (SELECT run_id FROM runs WHERE target = ? "
+    "ORDER BY started_at DESC LIMIT ?) ORDER BY e.ts, e.seq"
+)
+_INGESTION_RUNS = statement(
+    "SELECT r.run_id, r.selector, e.ts, e.status, e.data FROM runs r JOIN run_events e "
+    "ON e.run_id = r.run_id WHERE r.target = ? AND r.selector LIKE ? AND "
+    "e.kind = 'node_finished' AND e.node_id = ? ORDER BY e.ts, e.seq"
+)
+_BUILDS = statement(
+    "SELECT recorded_at, intervals FROM evidence_versions WHERE target = ? AND node_id = ? "
+    "AND intervals IS NOT NULL ORDER BY seq"
+)
 
 
 def series_history(
@@ -48,12 +70,7 @@ def series_history(
         if key in seen or label in out:
             continue
         seen.add(key)
-        rows = conn.execute(
-            "SELECT p.interval_start, p.value FROM watch_points p JOIN watch_series s "
-            "ON s.series_id = p.series_id WHERE s.target = ? AND s.metric = ? AND s.dims = ? "
-            "ORDER BY p.interval_start",
-            (target, key[0], key[1]),
-        ).fetchall()
+        rows = conn.execute(_SERIES_POINTS, (target, key[0], key[1])).fetchall()
         out[label] = [(str(d), float(v)) for d, v in rows if v is not None]
     return out
 
@@ -61,13 +78,7 @@ def series_history(
 def failed_checks(conn: Any, target: str, nodes: set[str]) -> list[dict[str, Any]]:
     """The checks of ``nodes`` whose latest outcome in ``target``'s runs is a failure: which,
     of what, since which run (the first failure of the current streak)."""
-    rows = conn.execute(
-        "SELECT e.run_id, e.ts, e.node_id, e.status, e.data FROM run_events e "
-        "JOIN runs r USING (run_id) WHERE r.target = ? AND e.kind = 'check_finished' "
-        "AND r.run_id IN (SELECT run_id FROM runs WHERE target = ? "
-        "ORDER BY started_at DESC LIMIT ?) ORDER BY e.ts, e.seq",
-        (target, target, RECENT_RUNS),
-    ).fetchall()
+    rows = conn.execute(_CHECKS_OF_RECENT_RUNS, (target, target, RECENT_RUNS)).fetchall()
     streak: dict[str, dict[str, Any]] = {}
     for run_id, ts, check, status, data in rows:
         d = json.loads(data) if data else {}
@@ -102,12 +113,7 @@ def ingestion_runs(conn: Any, target: str, node_id: str, days: list[str]) -> dic
     from splice.run.ingest_job import SELECTOR_PREFIX, ingest_days
 
     name = node_id.split(":", 1)[-1]
-    rows = conn.execute(
-        "SELECT r.run_id, r.selector, e.ts, e.status, e.data FROM runs r JOIN run_events e "
-        "ON e.run_id = r.run_id WHERE r.target = ? AND r.selector LIKE ? AND "
-        "e.kind = 'node_finished' AND e.node_id = ? ORDER BY e.ts, e.seq",
-        (target, f"{SELECTOR_PREFIX}{name}@%", node_id),
-    ).fetchall()
+    rows = conn.execute(_INGESTION_RUNS, (target, f"{SELECTOR_PREFIX}{name}@%", node_id)).fetchall()
     wanted = sorted(set(days))
     covering: dict[str, list[dict[str, Any]]] = {d: [] for d in wanted}
     for run_id, selector, ts, status, data in rows:
@@ -185,11 +191,7 @@ def orchestrator_failures(ws: Workspace, job: Any, days: list[str], limit: int =
 
 def processed_at(conn: Any, target: str, node_id: str) -> list[tuple[float, list[list[int]]]]:
     """When Splice recorded each build of ``node_id`` and the intervals it then held."""
-    rows = conn.execute(
-        "SELECT recorded_at, intervals FROM evidence_versions WHERE target = ? AND node_id = ? "
-        "AND intervals IS NOT NULL ORDER BY seq",
-        (target, node_id),
-    ).fetchall()
+    rows = conn.execute(_BUILDS, (target, node_id)).fetchall()
     return [(float(t), json.loads(iv)) for t, iv in rows if iv]
 
 

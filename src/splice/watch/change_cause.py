@@ -24,11 +24,17 @@ from datetime import date
 from typing import Any
 
 from splice.graph.model import Graph
+from splice.state.sql import statement
 from splice.watch.changes import CodeChange, code_changes, run_interval, run_words
 
 #: Classes a change that shipped in the first bad interval's run is preferred to: they say
 #: only how the values moved, not why.
 WEAKER = ("unknown", "level_shift", "spike", "missing_rows")
+
+_RUNS_STARTED = statement(
+    "SELECT r.run_id, e.data FROM runs r JOIN run_events e ON e.run_id = r.run_id "
+    "WHERE r.target = ? AND e.kind = 'run_started' ORDER BY r.started_at, r.run_id"
+)
 
 
 def _iso(d: Any) -> str:
@@ -200,11 +206,7 @@ def _ranges(days: list[str]) -> list[list[str]]:
 # -- a change shipped in the run that first built the bad interval ------------------------------
 def first_run_through(conn: Any, target: str, day: date) -> str | None:
     """The first run of ``target`` that processed ``day`` (its data reached that day)."""
-    rows = conn.execute(
-        "SELECT r.run_id, e.data FROM runs r JOIN run_events e ON e.run_id = r.run_id "
-        "WHERE r.target = ? AND e.kind = 'run_started' ORDER BY r.started_at, r.run_id",
-        (target,),
-    ).fetchall()
+    rows = conn.execute(_RUNS_STARTED, (target,)).fetchall()
     for run_id, data in rows:
         try:
             et = json.loads(data).get("execution_time") if data else None

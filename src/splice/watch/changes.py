@@ -23,8 +23,25 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any
 
+from splice.state.sql import statement
+
 #: Fingerprint components that are a node's own code (the others follow its parents).
 CODE_COMPONENTS = ("sql", "config", "macros", "contract", "data", "metadata")
+
+_VERSIONS = statement(
+    "SELECT node_id, version, reason, run_id, fingerprint, recorded_at FROM evidence_versions "
+    "WHERE target = ? ORDER BY node_id, seq"
+)
+#: the versions of the nodes built since a time, with their whole history
+_VERSIONS_SINCE = statement(
+    "SELECT node_id, version, reason, run_id, fingerprint, recorded_at FROM evidence_versions "
+    "WHERE target = ? AND node_id IN (SELECT node_id FROM evidence_versions WHERE target = ? "
+    "AND recorded_at > ?) ORDER BY node_id, seq"
+)
+_LAST_MEASURED = statement("SELECT name, updated_at FROM watch_metrics WHERE target = ?")
+_RUN_STARTED = statement(
+    "SELECT data FROM run_events WHERE run_id = ? AND kind = 'run_started' ORDER BY seq LIMIT 1"
+)
 
 
 @dataclass(frozen=True)
@@ -76,19 +93,13 @@ def code_changes(
 ) -> list[CodeChange]:
     """The code changes of ``target`` recorded after ``since`` (all when None), of ``nodes``
     (all when None), oldest first."""
-    q = (
-        "SELECT node_id, version, reason, run_id, fingerprint, recorded_at FROM evidence_versions "
-        "WHERE target = ?"
-    )
-    args: list[Any] = [target]
-    if since is not None:  # only the nodes built since, with their whole history
-        q += (" AND node_id IN (SELECT node_id FROM evidence_versions WHERE target = ? AND "
-              "recorded_at > ?)")  # fmt: skip
-        args += [target, since]
+    if since is None:
+        rows = conn.execute(_VERSIONS, (target,))
+    else:  # only the nodes built since, with their whole history
+        rows = conn.execute(_VERSIONS_SINCE, (target, target, since))
     out: list[CodeChange] = []
     prev: dict[str, dict[str, str]] = {}
-    for node_id, version, reason, run_id, fp, at in conn.execute(q + " ORDER BY node_id, seq",
-                                                                  args):  # fmt: skip
+    for node_id, version, reason, run_id, fp, at in rows:
         fingerprint = json.loads(fp) if fp else {}
         before = prev.get(node_id)
         prev[node_id] = fingerprint
@@ -106,9 +117,7 @@ def code_changes(
 
 def last_measured(conn: Any, target: str) -> dict[str, float]:
     """spec name -> when a watch last stored it (``watch_metrics.updated_at``)."""
-    rows = conn.execute(
-        "SELECT name, updated_at FROM watch_metrics WHERE target = ?", (target,)
-    ).fetchall()
+    rows = conn.execute(_LAST_MEASURED, (target,)).fetchall()
     return {str(n): float(t) for n, t in rows if t is not None}
 
 
@@ -117,11 +126,7 @@ def run_interval(conn: Any, run_id: str | None) -> date | None:
     ``execution_time`` in the journal's ``run_started`` event); None when not recorded."""
     if not run_id:
         return None
-    row = conn.execute(
-        "SELECT data FROM run_events WHERE run_id = ? AND kind = 'run_started' ORDER BY seq "
-        "LIMIT 1",
-        (run_id,),
-    ).fetchone()
+    row = conn.execute(_RUN_STARTED, (run_id,)).fetchone()
     try:
         et = json.loads(row[0]).get("execution_time") if row and row[0] else None
         return (datetime.fromisoformat(str(et)) - timedelta(days=1)).date() if et else None

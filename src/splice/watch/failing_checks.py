@@ -24,7 +24,10 @@ from collections.abc import Callable
 from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from sqlglot import exp
+
 from splice.graph.model import Graph
+from splice.state.sql import Statement, placeholders, statement
 from splice.watch.results import Anomaly, store_anomaly
 
 if TYPE_CHECKING:
@@ -36,6 +39,14 @@ FAILING_RUNS = 3
 #: The journal is read this many runs back.
 RECENT_RUNS = 200
 SERIES_KIND = "check"
+
+_RECENT_RUNS = statement(
+    "SELECT run_id, started_at FROM runs WHERE target = ? ORDER BY started_at DESC, "
+    "run_id DESC LIMIT ?"
+)
+_ROW_COUNT_MONITOR = statement(
+    "SELECT series_id, metric FROM watch_series WHERE target = ? AND metric = ? AND dims = ?"
+)
 
 
 def _data_day(started: float, execution_time: str | None) -> date:
@@ -56,21 +67,17 @@ def streaks(conn: Any, target: str) -> dict[str, list[dict[str, Any]]]:
     """Per check: the failing runs of its latest streak, oldest first (each: ``run_id``,
     ``day``, ``at``, ``status``, ``of``, ``message``, ``failures``, ``blocking``, ``skipped``:
     the nodes that run skipped because of it)."""
-    runs = conn.execute(
-        "SELECT run_id, started_at FROM runs WHERE target = ? ORDER BY started_at DESC, "
-        "run_id DESC LIMIT ?",
-        (target, RECENT_RUNS),
-    ).fetchall()
+    runs = conn.execute(_RECENT_RUNS, (target, RECENT_RUNS)).fetchall()
     if not runs:
         return {}
     started = {r[0]: float(r[1]) for r in runs}
-    marks = ",".join("?" * len(started))
-    rows = conn.execute(
-        "SELECT run_id, kind, node_id, status, data FROM run_events WHERE kind IN "
-        "('run_started', 'check_finished', 'node_finished') AND run_id IN "
-        f"({marks}) ORDER BY ts, seq",
-        list(started),
-    ).fetchall()
+    q = (
+        exp.select("run_id", "kind", "node_id", "status", "data").from_("run_events")
+        .where("kind IN ('run_started', 'check_finished', 'node_finished')",
+               exp.column("run_id").isin(*placeholders(len(started))))
+        .order_by("ts", "seq")
+    )  # fmt: skip
+    rows = conn.execute(Statement(q), list(started)).fetchall()
     clock: dict[str, str | None] = {}
     skipped: dict[str, list[tuple[str, str]]] = {}
     checks: list[tuple[str, str, str, dict[str, Any]]] = []
@@ -165,9 +172,7 @@ def record_failing_checks(
     out = []
     for a in found:
         monitor = conn.execute(
-            "SELECT series_id, metric FROM watch_series WHERE target = ? AND metric = ? "
-            "AND dims = ?",
-            (target, f"{a.node_id}/row_count", dims_key({})),
+            _ROW_COUNT_MONITOR, (target, f"{a.node_id}/row_count", dims_key({}))
         ).fetchone()
         if monitor is not None:
             sid, a.metric, a.dims = int(monitor[0]), str(monitor[1]), {}

@@ -22,11 +22,33 @@ from datetime import date
 from typing import Any
 
 import numpy as np
+from sqlglot import exp
+
+from splice.state.sql import Statement, placeholders, statement, where_equal
 
 #: Anomalies that do not keep their point out of later training windows: a missing interval
 #: has no point.  (A level that moved and stays is not the new normal until it is accepted,
 #: see :mod:`splice.watch.levels`: from an accepted level's start on, anomalies train again.)
 TRAINING_KEEPS = ("missing",)
+
+_METRICS = statement(
+    "SELECT name, fingerprint, measured_through, judged_through FROM watch_metrics WHERE target = ?"
+)
+_SERIES_OF_SPEC = statement(
+    "SELECT series_id, metric, kind, dims FROM watch_series WHERE target = ? AND spec = ? "
+    "ORDER BY series_id"
+)
+_SERIES_ID = statement(
+    "SELECT series_id FROM watch_series WHERE target = ? AND metric = ? AND dims = ?"
+)
+_UPDATE_SERIES = statement(
+    "UPDATE watch_series SET spec = ?, node_id = ?, kind = ? WHERE series_id = ?"
+)
+_NEW_SERIES = statement(
+    "INSERT INTO watch_series (target, metric, spec, node_id, kind, dims, created_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+_SPEC_SERIES_IDS = statement("SELECT series_id FROM watch_series WHERE target = ? AND spec = ?")
 
 
 @dataclass
@@ -72,21 +94,24 @@ def _day(text: str | None) -> date | None:
     return date.fromisoformat(text) if text else None
 
 
+def _of_series(chunk: list[int], since: date | None) -> tuple[exp.Expr, list[Any]]:
+    """The condition (and its arguments) keeping the rows of the series ``chunk`` from
+    ``since`` on (all when None)."""
+    cond: exp.Expr = exp.column("series_id").isin(*placeholders(len(chunk)))
+    args: list[Any] = list(chunk)
+    if since is not None:
+        cond = exp.and_(cond, exp.column("interval_start") >= exp.Placeholder())
+        args.append(since.isoformat())
+    return cond, args
+
+
 def metric_rows(conn: sqlite3.Connection, target: str) -> dict[str, MetricRow]:
-    rows = conn.execute(
-        "SELECT name, fingerprint, measured_through, judged_through FROM watch_metrics "
-        "WHERE target = ?",
-        (target,),
-    ).fetchall()
+    rows = conn.execute(_METRICS, (target,)).fetchall()
     return {r[0]: MetricRow(r[0], r[1], _day(r[2]), _day(r[3])) for r in rows}
 
 
 def series_rows(conn: sqlite3.Connection, target: str, spec: str) -> list[SeriesRow]:
-    rows = conn.execute(
-        "SELECT series_id, metric, kind, dims FROM watch_series WHERE target = ? AND spec = ? "
-        "ORDER BY series_id",
-        (target, spec),
-    ).fetchall()
+    rows = conn.execute(_SERIES_OF_SPEC, (target, spec)).fetchall()
     return [SeriesRow(int(r[0]), r[1], r[2], json.loads(r[3])) for r in rows]
 
 
@@ -97,15 +122,10 @@ def points(
     out: dict[int, list[tuple[date, float]]] = defaultdict(list)
     for i in range(0, len(series_ids), 500):
         chunk = series_ids[i : i + 500]
-        q = (
-            "SELECT series_id, interval_start, value FROM watch_points "
-            f"WHERE series_id IN ({','.join('?' * len(chunk))})"
-        )
-        args: list[Any] = list(chunk)
-        if since is not None:
-            q += " AND interval_start >= ?"
-            args.append(since.isoformat())
-        for sid, start, value in conn.execute(q + " ORDER BY series_id, interval_start", args):
+        cond, args = _of_series(chunk, since)
+        q = exp.select("series_id", "interval_start", "value").from_("watch_points").where(cond)
+        q = q.order_by("series_id", "interval_start")
+        for sid, start, value in conn.execute(Statement(q), args):
             if value is not None:
                 out[int(sid)].append((date.fromisoformat(start), float(value)))
     return out
@@ -123,16 +143,11 @@ def point_arrays(
     parts: list[np.ndarray] = []
     for i in range(0, len(series_ids), 500):
         chunk = series_ids[i : i + 500]
-        q = (
-            "SELECT series_id, CAST(julianday(interval_start) - 2440587.5 AS INTEGER), value "
-            f"FROM watch_points WHERE series_id IN ({','.join('?' * len(chunk))}) "
-            "AND value IS NOT NULL"
-        )
-        args: list[Any] = list(chunk)
-        if since is not None:
-            q += " AND interval_start >= ?"
-            args.append(since.isoformat())
-        rows = conn.execute(q, args).fetchall()
+        cond, args = _of_series(chunk, since)
+        day = "CAST(julianday(interval_start) - 2440587.5 AS INTEGER)"
+        q = exp.select("series_id", day, "value", dialect="sqlite").from_("watch_points")
+        q = q.where(cond, exp.column("value").is_(exp.null()).not_())
+        rows = conn.execute(Statement(q), args).fetchall()
         if rows:
             parts.append(np.array(rows, dtype=float))
     if not parts:
@@ -158,16 +173,11 @@ def anomaly_cells(
     out: set[tuple[int, date]] = set()
     for i in range(0, len(series_ids), 500):
         chunk = series_ids[i : i + 500]
-        q = (
-            "SELECT series_id, interval_start, detected_at FROM watch_anomalies "
-            f"WHERE series_id IN ({','.join('?' * len(chunk))}) "
-            f"AND detector NOT IN ({','.join('?' * len(TRAINING_KEEPS))})"
-        )
-        args: list[Any] = [*chunk, *TRAINING_KEEPS]
-        if since is not None:
-            q += " AND interval_start >= ?"
-            args.append(since.isoformat())
-        for sid, start, found_at in conn.execute(q, args):
+        cond, args = _of_series(chunk, since)
+        kept = exp.column("detector").isin(*placeholders(len(TRAINING_KEEPS))).not_()
+        q = exp.select("series_id", "interval_start", "detected_at").from_("watch_anomalies")
+        q = q.where(cond, kept)
+        for sid, start, found_at in conn.execute(Statement(q), [*args, *TRAINING_KEEPS]):
             day = date.fromisoformat(start)
             acc = accepted.get(int(sid))
             if acc is None or day < acc[0] or found_at > acc[1]:
@@ -209,15 +219,21 @@ def open_faults(
         chunk = series_ids[i : i + 500]
         # the row holding each series' latest anomaly (the first written wins a tie, as SQLite's
         # bare columns beside MAX() read it: rows come newest first, so the oldest is kept)
+        latest = (
+            exp.select("series_id", "MAX(interval_start) AS last").from_("watch_anomalies")
+            .where(exp.column("series_id").isin(*placeholders(len(chunk))),
+                   "detector != 'missing'")
+            .group_by("series_id")
+        )  # fmt: skip
         q = (
-            "SELECT a.series_id, a.interval_start, json_extract(a.data, '$.since'), a.direction "
-            "FROM watch_anomalies AS a JOIN (SELECT series_id, MAX(interval_start) AS last "
-            f"FROM watch_anomalies WHERE series_id IN ({','.join('?' * len(chunk))}) "
-            "AND detector != 'missing' GROUP BY series_id) AS m "
-            "ON a.series_id = m.series_id AND a.interval_start = m.last "
-            "WHERE a.detector != 'missing' ORDER BY a.anomaly_id DESC"
-        )
-        for sid, last, since, direction in conn.execute(q, chunk):
+            exp.select("a.series_id", "a.interval_start", "json_extract(a.data, '$.since')",
+                       "a.direction", dialect="sqlite")
+            .from_("watch_anomalies AS a")
+            .join(latest.subquery("m"), on="a.series_id = m.series_id AND a.interval_start = m.last")
+            .where("a.detector != 'missing'")
+            .order_by("a.anomaly_id DESC")
+        )  # fmt: skip
+        for sid, last, since, direction in conn.execute(Statement(q), chunk):
             last_d = date.fromisoformat(last)
             since_d = min(date.fromisoformat(since), last_d) if since else last_d
             acc = accepted.get(int(sid))
@@ -227,42 +243,25 @@ def open_faults(
     return out
 
 
+_ANOMALY_COLUMNS = (
+    "anomaly_id", "metric", "node_id", "dims", "interval_start", "detector", "direction",
+    "value", "expected", "score", "reason", "data", "watch_id", "detected_at", "status",
+    "incident_id",
+)  # fmt: skip
+
+
 def anomalies(
     conn: sqlite3.Connection, target: str, *, status: str | None = None, limit: int | None = None
 ) -> list[dict[str, Any]]:
     """Stored anomalies of ``target``, newest interval first (for incidents and listings)."""
-    q = (
-        "SELECT anomaly_id, metric, node_id, dims, interval_start, detector, direction, value, "
-        "expected, score, reason, data, watch_id, detected_at, status, incident_id "
-        "FROM watch_anomalies WHERE target = ?"
-    )
-    args: list[Any] = [target]
-    if status:
-        q += " AND status = ?"
-        args.append(status)
-    q += " ORDER BY interval_start DESC, metric, dims, detector"
+    cond, args = where_equal(target=target, status=status or None)
+    q = exp.select(*_ANOMALY_COLUMNS).from_("watch_anomalies").where(cond)
+    q = q.order_by("interval_start DESC", "metric", "dims", "detector")
     if limit:
-        q += f" LIMIT {int(limit)}"
-    cols = [
-        "anomaly_id",
-        "metric",
-        "node_id",
-        "dims",
-        "interval",
-        "detector",
-        "direction",
-        "value",
-        "expected",
-        "score",
-        "reason",
-        "data",
-        "watch_id",
-        "detected_at",
-        "status",
-        "incident_id",
-    ]
+        q = q.limit(int(limit))
+    cols = ["interval" if c == "interval_start" else c for c in _ANOMALY_COLUMNS]
     out = []
-    for r in conn.execute(q, args):
+    for r in conn.execute(Statement(q), args):
         rec = dict(zip(cols, r, strict=True))
         rec["dims"] = json.loads(rec["dims"])
         rec["data"] = json.loads(rec["data"]) if rec["data"] else {}
@@ -281,32 +280,20 @@ def ensure_series(
     now: float,
 ) -> int:
     key = dims_key(dims)
-    row = conn.execute(
-        "SELECT series_id FROM watch_series WHERE target = ? AND metric = ? AND dims = ?",
-        (target, metric, key),
-    ).fetchone()
+    row = conn.execute(_SERIES_ID, (target, metric, key)).fetchone()
     if row:
-        conn.execute(
-            "UPDATE watch_series SET spec = ?, node_id = ?, kind = ? WHERE series_id = ?",
-            (spec, node_id, kind, row[0]),
-        )
+        conn.execute(_UPDATE_SERIES, (spec, node_id, kind, row[0]))
         return int(row[0])
-    cur = conn.execute(
-        "INSERT INTO watch_series (target, metric, spec, node_id, kind, dims, created_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (target, metric, spec, node_id, kind, key, now),
-    )
+    cur = conn.execute(_NEW_SERIES, (target, metric, spec, node_id, kind, key, now))
     assert cur.lastrowid is not None
     return int(cur.lastrowid)
 
 
 def reset_spec(conn: sqlite3.Connection, target: str, spec: str) -> None:
     """Forget the points and anomalies of ``spec`` (a backfill or a changed definition)."""
-    ids = [r[0] for r in conn.execute(
-        "SELECT series_id FROM watch_series WHERE target = ? AND spec = ?", (target, spec)
-    )]  # fmt: skip
+    ids = [r[0] for r in conn.execute(_SPEC_SERIES_IDS, (target, spec))]
     for i in range(0, len(ids), 500):
         chunk = ids[i : i + 500]
-        marks = ",".join("?" * len(chunk))
-        conn.execute(f"DELETE FROM watch_points WHERE series_id IN ({marks})", chunk)
-        conn.execute(f"DELETE FROM watch_anomalies WHERE series_id IN ({marks})", chunk)
+        of_chunk = exp.column("series_id").isin(*placeholders(len(chunk)))
+        for table in ("watch_points", "watch_anomalies"):
+            conn.execute(Statement(exp.delete(table, where=of_chunk)), chunk)

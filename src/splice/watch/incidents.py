@@ -32,7 +32,58 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
+from sqlglot import exp
+
 from splice.errors import NodeNotFoundError
+from splice.state.sql import Statement, placeholders, statement, where_equal
+
+_INCIDENT = statement(
+    "SELECT incident_id, target, status, title, origin_node, first_interval, last_interval, "
+    "anomalies, diagnosis, opened_at, updated_at, resolved_at, resolution FROM incidents "
+    "WHERE lower(incident_id) = lower(?)"
+)
+_LATEST_IDS = statement("SELECT incident_id FROM incidents ORDER BY opened_at DESC LIMIT 5")
+_TOP_NUMBER = statement(
+    "SELECT MAX(CAST(substr(incident_id, 5) AS INTEGER)) FROM incidents "
+    "WHERE incident_id LIKE 'INC-%'"
+)
+_UNGROUPED_ANOMALIES = statement(
+    "SELECT a.anomaly_id, a.node_id, a.interval_start, a.incident_id, "
+    "CASE WHEN a.data LIKE '%\"change_key\"%' THEN a.data END FROM watch_anomalies a "
+    "LEFT JOIN incidents i ON i.incident_id = a.incident_id "
+    "WHERE a.target = ? AND (a.incident_id IS NULL OR i.status = 'open' OR i.status IS NULL)"
+)
+_MERGE = statement(
+    "UPDATE incidents SET status = 'merged', resolution = ?, updated_at = ? WHERE incident_id = ?"
+)
+_OPEN = statement(
+    "INSERT INTO incidents (title, origin_node, first_interval, last_interval, "
+    "anomalies, diagnosis, updated_at, incident_id, target, status, opened_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', ?)"
+)
+_REFRESH = statement(
+    "UPDATE incidents SET title = ?, origin_node = ?, first_interval = ?, "
+    "last_interval = ?, anomalies = ?, diagnosis = ?, updated_at = ? "
+    "WHERE incident_id = ?"
+)
+_ORPHANS = statement(
+    "SELECT i.incident_id FROM incidents i WHERE i.target = ? AND i.status = 'open' AND "
+    "NOT EXISTS (SELECT 1 FROM watch_anomalies a WHERE a.incident_id = i.incident_id)"
+)
+_INCIDENT_ANOMALIES = statement(
+    "SELECT a.anomaly_id, a.metric, a.node_id, a.dims, a.interval_start, a.detector, "
+    "a.direction, a.value, a.expected, a.score, a.reason, a.data, s.spec, s.kind "
+    "FROM watch_anomalies a JOIN watch_series s ON s.series_id = a.series_id "
+    "WHERE a.incident_id = ? ORDER BY a.interval_start, a.metric, a.dims, a.detector"
+)
+_RESOLVE = statement(
+    "UPDATE incidents SET status = ?, resolution = ?, resolved_at = ?, updated_at = ? "
+    "WHERE incident_id = ?"
+)
+_REOPEN = statement(
+    "UPDATE incidents SET status = 'open', resolution = ?, resolved_at = NULL, "
+    "updated_at = ? WHERE incident_id = ? AND status = 'resolved'"
+)
 
 #: Anomalous intervals of related nodes this many days apart or closer are one incident
 #: (Friday and Monday are three days apart).
@@ -158,9 +209,9 @@ def group(refs: list[Ref], related: Callable[[str, str], bool]) -> list[list[Ref
 
 # -- the state ------------------------------------------------------------------------------
 _COLUMNS = (
-    "incident_id, target, status, title, origin_node, first_interval, last_interval, "
-    "anomalies, diagnosis, opened_at, updated_at, resolved_at, resolution"
-)
+    "incident_id", "target", "status", "title", "origin_node", "first_interval", "last_interval",
+    "anomalies", "diagnosis", "opened_at", "updated_at", "resolved_at", "resolution",
+)  # fmt: skip
 
 
 def _row(r: tuple[Any, ...]) -> Incident:
@@ -185,26 +236,18 @@ def list_incidents(
     conn: Any, target: str | None = None, *, status: str | None = None
 ) -> list[Incident]:
     """Stored incidents, newest first (all targets when ``target`` is None)."""
-    q = f"SELECT {_COLUMNS} FROM incidents WHERE 1 = 1"
-    args: list[Any] = []
-    if target:
-        q += " AND target = ?"
-        args.append(target)
-    if status:
-        q += " AND status = ?"
-        args.append(status)
-    q += " ORDER BY opened_at DESC, incident_id DESC"
-    return [_row(r) for r in conn.execute(q, args)]
+    cond, args = where_equal(target=target or None, status=status or None)
+    q = exp.select(*_COLUMNS).from_("incidents")
+    if cond is not None:
+        q = q.where(cond)
+    q = q.order_by(exp.column("opened_at").desc(), exp.column("incident_id").desc())
+    return [_row(r) for r in conn.execute(Statement(q), args)]
 
 
 def get_incident(conn: Any, incident_id: str) -> Incident:
-    row = conn.execute(
-        f"SELECT {_COLUMNS} FROM incidents WHERE lower(incident_id) = lower(?)", (incident_id,)
-    ).fetchone()
+    row = conn.execute(_INCIDENT, (incident_id,)).fetchone()
     if row is None:
-        known = [r[0] for r in conn.execute(
-            "SELECT incident_id FROM incidents ORDER BY opened_at DESC LIMIT 5"
-        )]  # fmt: skip
+        known = [r[0] for r in conn.execute(_LATEST_IDS)]
         raise NodeNotFoundError(
             f"no incident {incident_id!r} in this workspace's state.",
             fix=(f"use one of: {', '.join(known)} (splice incidents lists them)" if known
@@ -215,26 +258,17 @@ def get_incident(conn: Any, incident_id: str) -> Incident:
 
 def incident_anomalies(conn: Any, incident_id: str) -> list[dict[str, Any]]:
     """The stored anomalies of one incident, oldest interval first."""
-    return _anomalies_where(conn, "a.incident_id = ?", [incident_id])
+    return _anomalies(conn, _INCIDENT_ANOMALIES, [incident_id])
 
 
 def _next_id(conn: Any) -> str:
-    row = conn.execute(
-        "SELECT MAX(CAST(substr(incident_id, 5) AS INTEGER)) FROM incidents "
-        "WHERE incident_id LIKE 'INC-%'"
-    ).fetchone()
+    row = conn.execute(_TOP_NUMBER).fetchone()
     return f"INC-{int(row[0] or 0) + 1}"
 
 
 def _refs(conn: Any, target: str) -> list[Ref]:
     """Anomalies not yet in an incident, and those of open incidents (they may grow)."""
-    rows = conn.execute(
-        "SELECT a.anomaly_id, a.node_id, a.interval_start, a.incident_id, "
-        "CASE WHEN a.data LIKE '%\"change_key\"%' THEN a.data END FROM watch_anomalies a "
-        "LEFT JOIN incidents i ON i.incident_id = a.incident_id "
-        "WHERE a.target = ? AND (a.incident_id IS NULL OR i.status = 'open' OR i.status IS NULL)",
-        (target,),
-    ).fetchall()
+    rows = conn.execute(_UNGROUPED_ANOMALIES, (target,)).fetchall()
     return [Ref(int(r[0]), r[1], date.fromisoformat(r[2]), r[3] if r[3] else None,
                 _change_key(r[4])) for r in rows]  # fmt: skip
 
@@ -318,21 +352,18 @@ def update_incidents(
             ids = [r.anomaly_id for r in g]
             for i in range(0, len(ids), 500):
                 chunk = ids[i : i + 500]
-                conn.execute(
-                    f"UPDATE watch_anomalies SET incident_id = ? "
-                    f"WHERE anomaly_id IN ({','.join('?' * len(chunk))})",
-                    [inc_id, *chunk],
+                link = exp.update(
+                    "watch_anomalies",
+                    {"incident_id": exp.Placeholder()},
+                    where=exp.column("anomaly_id").isin(*placeholders(len(chunk))),
                 )
+                conn.execute(Statement(link), [inc_id, *chunk])
             kept = {p[0] for p in plans}  # an incident another part keeps is no merge
             merged = sorted(
                 {r.incident_id for r in g if r.incident_id and r.incident_id not in kept}
             )
             for other in merged:
-                conn.execute(
-                    "UPDATE incidents SET status = 'merged', resolution = ?, updated_at = ? "
-                    "WHERE incident_id = ?",
-                    (f"merged into {inc_id}", now, other),
-                )
+                conn.execute(_MERGE, (f"merged into {inc_id}", now, other))
             first = min(r.interval for r in g).isoformat()
             last = max(r.interval for r in g).isoformat()
             values = (
@@ -345,29 +376,15 @@ def update_incidents(
                 now,
             )
             if is_new:
-                conn.execute(
-                    "INSERT INTO incidents (title, origin_node, first_interval, last_interval, "
-                    "anomalies, diagnosis, updated_at, incident_id, target, status, opened_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', ?)",
-                    (*values, inc_id, target, now),
-                )
+                conn.execute(_OPEN, (*values, inc_id, target, now))
             else:
-                conn.execute(
-                    "UPDATE incidents SET title = ?, origin_node = ?, first_interval = ?, "
-                    "last_interval = ?, anomalies = ?, diagnosis = ?, updated_at = ? "
-                    "WHERE incident_id = ?",
-                    (*values, inc_id),
-                )
+                conn.execute(_REFRESH, (*values, inc_id))
     return [get_incident(conn, inc_id) for inc_id, *_ in plans]
 
 
 def _orphans(conn: Any, target: str, keep: set[str]) -> list[str]:
     """Open incidents left with no anomaly (a backfill judged their intervals afresh)."""
-    rows = conn.execute(
-        "SELECT i.incident_id FROM incidents i WHERE i.target = ? AND i.status = 'open' AND "
-        "NOT EXISTS (SELECT 1 FROM watch_anomalies a WHERE a.incident_id = i.incident_id)",
-        (target,),
-    ).fetchall()
+    rows = conn.execute(_ORPHANS, (target,)).fetchall()
     return [r[0] for r in rows if r[0] not in keep]
 
 
@@ -398,7 +415,11 @@ def _anomalies_by_id(conn: Any, ids: list[int]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for i in range(0, len(ids), 500):
         chunk = ids[i : i + 500]
-        out += _anomalies_where(conn, f"a.anomaly_id IN ({','.join('?' * len(chunk))})", chunk)
+        # the incident's query, its WHERE an id list
+        q = _INCIDENT_ANOMALIES.tree
+        assert isinstance(q, exp.Select)
+        by_id = exp.column("anomaly_id", table="a").isin(*placeholders(len(chunk)))
+        out += _anomalies(conn, Statement(q.where(by_id, append=False)), chunk)
     out.sort(key=lambda a: (a["interval"], a["metric"], json.dumps(a["dims"]), a["detector"]))
     return out
 
@@ -409,14 +430,9 @@ _ANOMALY_COLUMNS = (
 )  # fmt: skip
 
 
-def _anomalies_where(conn: Any, where: str, args: list[Any]) -> list[dict[str, Any]]:
-    rows = conn.execute(
-        "SELECT a.anomaly_id, a.metric, a.node_id, a.dims, a.interval_start, a.detector, "
-        "a.direction, a.value, a.expected, a.score, a.reason, a.data, s.spec, s.kind "
-        "FROM watch_anomalies a JOIN watch_series s ON s.series_id = a.series_id "
-        f"WHERE {where} ORDER BY a.interval_start, a.metric, a.dims, a.detector",
-        args,
-    ).fetchall()
+def _anomalies(conn: Any, query: Statement, args: list[Any]) -> list[dict[str, Any]]:
+    """The anomalies ``query`` (:data:`_INCIDENT_ANOMALIES`, or its variant by id) reads."""
+    rows = conn.execute(query, args).fetchall()
     out = []
     for r in rows:
         rec = dict(zip(_ANOMALY_COLUMNS, r, strict=True))
@@ -433,18 +449,10 @@ def resolve_incident(
 ) -> None:  # fmt: skip
     """Close an incident (verification passed, or a person dismissed it)."""
     now = time.time() if now is None else now
-    conn.execute(
-        "UPDATE incidents SET status = ?, resolution = ?, resolved_at = ?, updated_at = ? "
-        "WHERE incident_id = ?",
-        (status, resolution, now, now, incident_id),
-    )
+    conn.execute(_RESOLVE, (status, resolution, now, now, incident_id))
 
 
 def reopen_incident(conn: Any, incident_id: str, why: str, *, now: float | None = None) -> None:
     """Open a resolved incident again (its repair was undone)."""
     now = time.time() if now is None else now
-    conn.execute(
-        "UPDATE incidents SET status = 'open', resolution = ?, resolved_at = NULL, "
-        "updated_at = ? WHERE incident_id = ? AND status = 'resolved'",
-        (why, now, incident_id),
-    )
+    conn.execute(_REOPEN, (why, now, incident_id))

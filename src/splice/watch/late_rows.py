@@ -26,6 +26,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from splice.graph.model import Graph
+from splice.state.sql import statement
 from splice.watch.results import Anomaly, store_anomaly
 
 if TYPE_CHECKING:
@@ -36,6 +37,16 @@ DETECTOR = "late_rows"
 LOOKBACK_DAYS = 31
 _APPLY = re.compile(r"splice apply (\S+)")
 
+_BUILDS = statement(
+    "SELECT v.recorded_at, v.intervals, r.command FROM evidence_versions v "
+    "LEFT JOIN runs r ON r.run_id = v.run_id WHERE v.target = ? AND v.node_id = ? "
+    "AND v.intervals IS NOT NULL ORDER BY v.seq"
+)
+_PROPOSAL = statement("SELECT payload FROM repair_proposals WHERE proposal_id = ?")
+_SERIES_ID = statement(
+    "SELECT series_id FROM watch_series WHERE target = ? AND metric = ? AND dims = ?"
+)
+
 
 def _day_ms(day: date) -> int:
     return int(datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp() * 1000)
@@ -44,12 +55,7 @@ def _day_ms(day: date) -> int:
 def processed_times(conn: Any, target: str, node_id: str) -> dict[str, Any]:
     """When ``node_id`` first processed its intervals and when repairs restated them:
     ``{"builds": [(recorded_at, intervals)], "restated": [(recorded_at, start, end)]}``."""
-    rows = conn.execute(
-        "SELECT v.recorded_at, v.intervals, r.command FROM evidence_versions v "
-        "LEFT JOIN runs r ON r.run_id = v.run_id WHERE v.target = ? AND v.node_id = ? "
-        "AND v.intervals IS NOT NULL ORDER BY v.seq",
-        (target, node_id),
-    ).fetchall()
+    rows = conn.execute(_BUILDS, (target, node_id)).fetchall()
     builds: list[tuple[float, list[list[int]]]] = []
     restated: list[tuple[float, str, str]] = []
     for at, intervals, command in rows:
@@ -57,9 +63,7 @@ def processed_times(conn: Any, target: str, node_id: str) -> dict[str, Any]:
         m = _APPLY.search(command or "")
         if not m:
             continue
-        got = conn.execute(
-            "SELECT payload FROM repair_proposals WHERE proposal_id = ?", (m.group(1),)
-        ).fetchone()
+        got = conn.execute(_PROPOSAL, (m.group(1),)).fetchone()
         for step in (json.loads(got[0]).get("steps") or []) if got else []:
             restates = step.get("kind") == "restate" and node_id in (step.get("nodes") or [])
             if restates and step.get("start") and step.get("end"):
@@ -217,10 +221,7 @@ def record_late_rows(
 
     out = []
     for a in found:
-        row = conn.execute(
-            "SELECT series_id FROM watch_series WHERE target = ? AND metric = ? AND dims = ?",
-            (target, a.metric, dims_key({})),
-        ).fetchone()
+        row = conn.execute(_SERIES_ID, (target, a.metric, dims_key({}))).fetchone()
         if row is None:  # no row-count monitor on the model: nothing to attach it to
             continue
         if store_anomaly(conn, int(row[0]), target, a, watch_id, now):

@@ -30,7 +30,23 @@ import time
 from datetime import date
 from typing import Any
 
+from sqlglot import exp
+
+from splice.state.sql import Statement, placeholders, statement
+
 HOWS = ("accepted", "repair")
+
+_RECORD = statement(
+    "INSERT INTO watch_levels (target, series_id, since, incident_id, how, accepted_by, "
+    "principal_kind, principal_auth, principal_credential, note, accepted_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_INCIDENT_LEVELS = statement(
+    "SELECT l.series_id, s.metric, s.dims, l.since, l.how, l.accepted_by, l.principal_kind, "
+    "l.principal_auth, l.note, l.accepted_at FROM watch_levels l "
+    "JOIN watch_series s ON s.series_id = l.series_id "
+    "WHERE l.incident_id = ? ORDER BY l.accepted_at, l.series_id"
+)
 
 
 def accepted_levels(
@@ -41,14 +57,18 @@ def accepted_levels(
     out: dict[int, tuple[date, float]] = {}
     for i in range(0, len(series_ids), 500):
         chunk = series_ids[i : i + 500]
+        latest = (
+            exp.select("series_id", "MAX(since) AS since").from_("watch_levels")
+            .where("how = 'accepted'", exp.column("series_id").isin(*placeholders(len(chunk))))
+            .group_by("series_id")
+        )  # fmt: skip
         q = (
-            "SELECT l.series_id, l.since, l.accepted_at FROM watch_levels AS l JOIN "
-            "(SELECT series_id, MAX(since) AS since FROM watch_levels WHERE how = 'accepted' "
-            f"AND series_id IN ({','.join('?' * len(chunk))}) GROUP BY series_id) AS m "
-            "ON l.series_id = m.series_id AND l.since = m.since "
-            "WHERE l.how = 'accepted' ORDER BY l.level_id DESC"
-        )
-        for sid, since, at in conn.execute(q, chunk):
+            exp.select("l.series_id", "l.since", "l.accepted_at").from_("watch_levels AS l")
+            .join(latest.subquery("m"), on="l.series_id = m.series_id AND l.since = m.since")
+            .where("l.how = 'accepted'")
+            .order_by("l.level_id DESC")
+        )  # fmt: skip
+        for sid, since, at in conn.execute(Statement(q), chunk):
             if since:
                 out[int(sid)] = (date.fromisoformat(since), float(at))
     return out
@@ -92,24 +112,13 @@ def record_levels(
         )
         for sid, since in sorted(starts.items())
     ]
-    conn.executemany(
-        "INSERT INTO watch_levels (target, series_id, since, incident_id, how, accepted_by, "
-        "principal_kind, principal_auth, principal_credential, note, accepted_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        rows,
-    )
+    conn.executemany(_RECORD, rows)
     return len(rows)
 
 
 def incident_levels(conn: sqlite3.Connection, incident_id: str) -> list[dict[str, Any]]:
     """The levels recorded for an incident, oldest first."""
-    rows = conn.execute(
-        "SELECT l.series_id, s.metric, s.dims, l.since, l.how, l.accepted_by, l.principal_kind, "
-        "l.principal_auth, l.note, l.accepted_at FROM watch_levels l "
-        "JOIN watch_series s ON s.series_id = l.series_id "
-        "WHERE l.incident_id = ? ORDER BY l.accepted_at, l.series_id",
-        (incident_id,),
-    ).fetchall()
+    rows = conn.execute(_INCIDENT_LEVELS, (incident_id,)).fetchall()
     keys = ("series_id", "metric", "dims", "since", "how", "accepted_by", "kind", "auth",
             "note", "accepted_at")  # fmt: skip
     return [dict(zip(keys, r, strict=True)) for r in rows]

@@ -22,10 +22,16 @@ from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
+from splice.state.sql import statement
 from splice.warehouse.rows import table
 
 if TYPE_CHECKING:
     from splice.workspace.core import Workspace
+
+_STORE_DIAGNOSIS = statement(
+    "UPDATE incidents SET title = ?, origin_node = ?, diagnosis = ?, updated_at = ? "
+    "WHERE incident_id = ? AND status = 'open'"
+)
 
 
 def latest_built(ws: Workspace, graph: Any, diagnosis: dict[str, Any], con: Any) -> str | None:
@@ -125,8 +131,7 @@ def rederive(ws: Workspace, graph: Any, incident: Any, *, force: bool = False,
     scope = new["scope"]
     with ws.state.transaction():
         conn.execute(
-            "UPDATE incidents SET title = ?, origin_node = ?, diagnosis = ?, updated_at = ? "
-            "WHERE incident_id = ? AND status = 'open'",
+            _STORE_DIAGNOSIS,
             (new.get("title") or incident.title, (new.get("origin") or {}).get("node"),
              json.dumps(new, default=str), scope["derived_at"], incident.incident_id),
         )  # fmt: skip

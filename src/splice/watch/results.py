@@ -7,7 +7,14 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
+from splice.state.sql import statement
 from splice.watch import history as hist
+
+_STORE_ANOMALY = statement(
+    "INSERT OR IGNORE INTO watch_anomalies (series_id, target, metric, node_id, dims, "
+    "interval_start, detector, direction, value, expected, score, reason, data, "
+    "watch_id, detected_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
 
 
 @dataclass
@@ -115,9 +122,7 @@ def store_anomaly(conn: Any, series_id: int, target: str, a: Anomaly, watch_id: 
     import json
 
     cur = conn.execute(
-        "INSERT OR IGNORE INTO watch_anomalies (series_id, target, metric, node_id, dims, "
-        "interval_start, detector, direction, value, expected, score, reason, data, "
-        "watch_id, detected_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        _STORE_ANOMALY,
         (series_id, target, a.metric, a.node_id, hist.dims_key(a.dims), a.interval.isoformat(),
          a.detector, a.direction, _num(a.value), _num(a.expected), _num(a.score), a.reason,
          json.dumps(a.data, default=str), watch_id, now),

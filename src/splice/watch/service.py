@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from splice.errors import ConfigError
+from splice.state.sql import statement
 from splice.watch import history as hist
 from splice.watch.calendars import publishing_calendar
 from splice.watch.detectors import Panel, detect, sensitivity
@@ -51,6 +52,25 @@ Progress = Callable[[str], None]
 #: series in an open fault loads more: from its fault's first interval back one training
 #: window, so a fault that lasts is still judged against the level before it.
 HISTORY_DAYS = 120
+
+_STORE_POINT = statement(
+    "INSERT OR REPLACE INTO watch_points "
+    "(series_id, interval_start, value, measured_at, watch_id) VALUES (?, ?, ?, ?, ?)"
+)
+_STORE_METRIC = statement(
+    "INSERT INTO watch_metrics (target, name, node_id, declared, fingerprint, sql, "
+    "grain, measured_through, judged_through, owner, domain, updated_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT(target, name) DO UPDATE SET node_id=excluded.node_id, "
+    "declared=excluded.declared, fingerprint=excluded.fingerprint, sql=excluded.sql, "
+    "grain=excluded.grain, measured_through=excluded.measured_through, "
+    "judged_through=excluded.judged_through, owner=excluded.owner, "
+    "domain=excluded.domain, updated_at=excluded.updated_at"
+)
+_STORE_RUN = statement(
+    "INSERT INTO watch_runs (watch_id, target, started_at, finished_at, backfill, "
+    "metrics, points, anomalies, summary) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
 
 
 # -- the call -------------------------------------------------------------------------------------
@@ -219,21 +239,13 @@ def _watch(
                         conn, target, spec.name, spec.node_id, measure_name, kind, dims, now
                     )
             conn.executemany(
-                "INSERT OR REPLACE INTO watch_points "
-                "(series_id, interval_start, value, measured_at, watch_id) VALUES (?, ?, ?, ?, ?)",
+                _STORE_POINT,
                 [(ids[key], d, v, now, watch_id)
                  for key, d, v in plan.new_rows() + plan.job.restated.points],
             )  # fmt: skip
             plan.ids = ids
             conn.execute(
-                "INSERT INTO watch_metrics (target, name, node_id, declared, fingerprint, sql, "
-                "grain, measured_through, judged_through, owner, domain, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT(target, name) DO UPDATE SET node_id=excluded.node_id, "
-                "declared=excluded.declared, fingerprint=excluded.fingerprint, sql=excluded.sql, "
-                "grain=excluded.grain, measured_through=excluded.measured_through, "
-                "judged_through=excluded.judged_through, owner=excluded.owner, "
-                "domain=excluded.domain, updated_at=excluded.updated_at",
+                _STORE_METRIC,
                 (
                     target,
                     spec.name,
@@ -263,8 +275,7 @@ def _watch(
         reported += record_failing_checks(conn, target, watch_id, now, failing)
         seconds = time.perf_counter() - t0
         conn.execute(
-            "INSERT INTO watch_runs (watch_id, target, started_at, finished_at, backfill, "
-            "metrics, points, anomalies, summary) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            _STORE_RUN,
             (
                 watch_id,
                 target,
