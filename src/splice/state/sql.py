@@ -88,6 +88,8 @@ class Statement(str):
     args: tuple[Any, ...]
     #: the backends this statement is for (a catalog query is one backend's own)
     backends: tuple[str, ...]
+    #: the text a declared statement was written as (None: built from expressions)
+    source: str | None = None
 
     def __new__(
         cls, tree: exp.Expr, args: Sequence[Any] = (), *, backends: Sequence[str] = BACKENDS
@@ -125,6 +127,7 @@ def statement(sql: str, *, backends: Sequence[str] = BACKENDS) -> Statement:
     """A declared statement: ``sql`` (portable SQL, as SQLite reads it) parsed once;
     ``backends``: only these run it (a catalog query)."""
     s = Statement(parse(sql), backends=backends)
+    s.source = sql
     DECLARED.add(s)
     return s
 
@@ -199,17 +202,25 @@ def select_where(
 
 
 def render_sqlite(tree: exp.Expr) -> str:
-    """``tree`` as SQLite text, ``json_extract`` kept a call: sqlglot writes it ``->``, whose
-    value is JSON (a string comes back quoted), where ``json_extract`` gives the SQL value.
+    """``tree`` as SQLite text, SQLite's own functions kept as they were written: sqlglot writes
+    ``json_extract`` as ``->`` (whose value is JSON: a string comes back quoted, where
+    ``json_extract`` gives the SQL value) and ``substr`` as ``SUBSTRING`` (SQLite 3.34 and
+    later only). ``tests/state/test_statements.py`` holds every declared statement to the
+    program SQLite compiles from its source text.
 
     >>> render_sqlite(parse("SELECT json_extract(data, '$.since') FROM watch_anomalies"))
     "SELECT JSON_EXTRACT(data, '$.since') FROM watch_anomalies"
+    >>> render_sqlite(parse("SELECT substr(incident_id, 5) FROM incidents"))
+    'SELECT SUBSTR(incident_id, 5) FROM incidents'
     """
-    if tree.find(exp.JSONExtract) is None:
+    if tree.find(exp.JSONExtract, exp.Substring) is None:
         return tree.sql(dialect="sqlite")
     tree = tree.copy()
     for node in list(tree.find_all(exp.JSONExtract)):
         node.replace(exp.Anonymous(this="json_extract", expressions=[node.this, node.expression]))
+    for node in list(tree.find_all(exp.Substring)):
+        args = [a for a in (node.this, node.args.get("start"), node.args.get("length")) if a]
+        node.replace(exp.Anonymous(this="substr", expressions=args))
     return tree.sql(dialect="sqlite")
 
 
