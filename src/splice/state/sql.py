@@ -218,9 +218,9 @@ def render_sqlite(tree: exp.Expr) -> str:
     tree = tree.copy()
     for node in list(tree.find_all(exp.JSONExtract)):
         node.replace(exp.Anonymous(this="json_extract", expressions=[node.this, node.expression]))
-    for node in list(tree.find_all(exp.Substring)):
-        args = [a for a in (node.this, node.args.get("start"), node.args.get("length")) if a]
-        node.replace(exp.Anonymous(this="substr", expressions=args))
+    for sub in list(tree.find_all(exp.Substring)):
+        args = [a for a in (sub.this, sub.args.get("start"), sub.args.get("length")) if a]
+        sub.replace(exp.Anonymous(this="substr", expressions=args))
     return tree.sql(dialect="sqlite")
 
 
