@@ -92,7 +92,7 @@ class Statement(str):
     def __new__(
         cls, tree: exp.Expr, args: Sequence[Any] = (), *, backends: Sequence[str] = BACKENDS
     ) -> Statement:
-        self = super().__new__(cls, tree.sql(dialect="sqlite"))
+        self = super().__new__(cls, render_sqlite(tree))
         self.tree = tree
         self.args = tuple(args)
         self.backends = tuple(backends)
@@ -187,6 +187,22 @@ def select_where(
     if limit is not None:
         q = q.limit(limit)
     return Statement(q, args)
+
+
+def render_sqlite(tree: exp.Expr) -> str:
+    """``tree`` as SQLite text. ``json_extract`` stays SQLite's function: sqlglot writes it as
+    ``->``, which gives the JSON text of a value (a string in its quotes), not the value.
+
+    >>> render_sqlite(parse("SELECT json_extract(data, '$.since') FROM watch_anomalies"))
+    "SELECT JSON_EXTRACT(data, '$.since') FROM watch_anomalies"
+    """
+
+    def keep(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.JSONExtract) and not node.expressions:
+            return exp.Anonymous(this="JSON_EXTRACT", expressions=[node.this, node.expression])
+        return node
+
+    return tree.transform(keep).sql(dialect="sqlite")
 
 
 # -- the PostgreSQL rendering ------------------------------------------------------------------
