@@ -26,6 +26,7 @@ from splice.approvals.domains import domain_named
 from splice.approvals.rules import is_owner, may_decide, refuse_during_stop, refuse_own
 from splice.errors import ApprovalError, InputError, NodeNotFoundError, RepairError
 from splice.migrate.model import Check, Migration, Wave
+from splice.state.sql import statement
 from splice.state.store import next_id
 from splice.support.names import name_key
 from splice.support.principals import Principal
@@ -36,6 +37,15 @@ if TYPE_CHECKING:
 
 Progress = Callable[[str], None] | None
 
+_MIGRATION = statement("SELECT payload FROM migrations WHERE migration_id = ? COLLATE NOCASE")
+_RECENT_IDS = statement("SELECT migration_id FROM migrations ORDER BY created_at DESC LIMIT 10")
+_MIGRATIONS = statement("SELECT payload FROM migrations ORDER BY created_at DESC")
+_SAVE = statement(
+    "INSERT INTO migrations(migration_id, source, dest, status, payload, created_at, "
+    "updated_at) VALUES (?,?,?,?,?,?,?) ON CONFLICT(migration_id) DO UPDATE SET "
+    "status=excluded.status, payload=excluded.payload, updated_at=excluded.updated_at"
+)
+
 
 def _say(progress: Progress, text: str) -> None:
     if progress is not None:
@@ -44,13 +54,9 @@ def _say(progress: Progress, text: str) -> None:
 
 # -- state ------------------------------------------------------------------------------------------
 def load(state: Any, migration_id: str) -> Migration:
-    row = state.conn.execute(
-        "SELECT payload FROM migrations WHERE migration_id = ? COLLATE NOCASE",
-        (migration_id.strip(),),
-    ).fetchone()
+    row = state.conn.execute(_MIGRATION, (migration_id.strip(),)).fetchone()
     if row is None:
-        known = [r[0] for r in state.conn.execute(
-            "SELECT migration_id FROM migrations ORDER BY created_at DESC LIMIT 10")]  # fmt: skip
+        known = [r[0] for r in state.conn.execute(_RECENT_IDS)]
         raise NodeNotFoundError(
             f"no migration {migration_id!r}"
             + (f" (known: {', '.join(known)})." if known else "; none was planned yet."),
@@ -60,7 +66,7 @@ def load(state: Any, migration_id: str) -> Migration:
 
 
 def list_migrations(state: Any) -> list[Migration]:
-    rows = state.conn.execute("SELECT payload FROM migrations ORDER BY created_at DESC")
+    rows = state.conn.execute(_MIGRATIONS)
     return [Migration.from_dict(json.loads(r[0])) for r in rows]
 
 
@@ -71,9 +77,7 @@ def _write(state: Any, m: Migration, kind: str, principal: Principal,
     body = auditlog.canonical(m.as_dict())
     with state.transaction() as conn:
         conn.execute(
-            "INSERT INTO migrations(migration_id, source, dest, status, payload, created_at, "
-            "updated_at) VALUES (?,?,?,?,?,?,?) ON CONFLICT(migration_id) DO UPDATE SET "
-            "status=excluded.status, payload=excluded.payload, updated_at=excluded.updated_at",
+            _SAVE,
             (m.migration_id, m.source, m.dest, m.status, body, m.created_at, now),
         )
         auditlog.append(conn, kind=kind, principal=principal, proposal_id=m.migration_id,

@@ -36,10 +36,79 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from splice.plan.intervals import describe_intervals, merge
+from splice.state.sql import select_where, statement
 from splice.state.store import StateStore
 
 if TYPE_CHECKING:
     from splice.workspace.core import Workspace
+
+_BUILT_VERSION = statement("SELECT version FROM evidence_builds WHERE target=? AND node_id=?")
+_HAS_BUILD = statement("SELECT 1 FROM evidence_builds WHERE target=? AND node_id=?")
+_LAST_VERSION = statement(  # a node whose latest-build row is gone never reuses a version number
+    "SELECT COALESCE(MAX(version), 0) FROM evidence_versions WHERE target=? AND node_id=?"
+)
+_VERSION_BEFORE = statement(
+    "SELECT COALESCE(MAX(version), 0) FROM evidence_versions WHERE target=? AND node_id=? AND seq<?"
+)
+_ADD_VERSION = statement(
+    "INSERT INTO evidence_versions(target, node_id, version, reason, run_id, fingerprint, "
+    "intervals, tool_state, row_count, recorded_at) VALUES (?,?,?,?,?,?,?,?,?,?)"
+)
+_SET_BUILD = statement(
+    "INSERT INTO evidence_builds(target, node_id, version, seq, reason, run_id, fingerprint, "
+    "intervals, tool_state, row_count, built_at, inputs_recorded) VALUES (?,?,?,?,?,?,?,?,?,?,?,0) "
+    "ON CONFLICT(target, node_id) DO UPDATE SET version=excluded.version, seq=excluded.seq, "
+    "reason=excluded.reason, run_id=excluded.run_id, fingerprint=excluded.fingerprint, "
+    "intervals=excluded.intervals, tool_state=excluded.tool_state, row_count=excluded.row_count, "
+    "built_at=excluded.built_at, inputs_recorded=0"
+)
+_REFRESH_BUILD = statement(
+    "UPDATE evidence_builds SET reason='build', run_id=?, fingerprint=?, intervals=?, "
+    "tool_state=NULL, row_count=?, built_at=? WHERE target=? AND node_id=?"
+)
+_ADOPT_TOOL_STATE = statement(
+    "UPDATE evidence_builds SET tool_state=?, intervals=? WHERE target=? AND node_id=?"
+)
+_INPUTS_RECORDED = statement(
+    "UPDATE evidence_builds SET inputs_recorded=1 WHERE target=? AND node_id=?"
+)
+_DELETE_INPUTS = statement("DELETE FROM evidence_inputs WHERE target=? AND node_id=?")
+_ADD_INPUT = statement(
+    "INSERT INTO evidence_inputs(target, node_id, upstream_id, version) VALUES (?,?,?,?)"
+)
+_MARK_RUNNING = statement(
+    "INSERT INTO evidence_attempts(target, node_id, run_id, status, error, started_at, finished_at) "
+    "VALUES (?,?,?,'running',NULL,?,NULL) ON CONFLICT(target, node_id) DO UPDATE SET "
+    "run_id=excluded.run_id, status='running', error=NULL, started_at=excluded.started_at, finished_at=NULL"
+)
+_SET_ATTEMPT = statement(
+    "INSERT INTO evidence_attempts(target, node_id, run_id, status, error, started_at, finished_at) "
+    "VALUES (?,?,?,?,?,?,?) ON CONFLICT(target, node_id) DO UPDATE SET run_id=excluded.run_id, "
+    "status=excluded.status, error=excluded.error, finished_at=excluded.finished_at, "
+    "started_at=CASE WHEN evidence_attempts.run_id IS excluded.run_id THEN evidence_attempts.started_at "
+    "ELSE excluded.started_at END"
+)
+_INPUTS = statement("SELECT node_id, upstream_id, version FROM evidence_inputs WHERE target=?")
+_BUILDS = statement(
+    "SELECT node_id, version, seq, reason, run_id, fingerprint, built_at, row_count, intervals, "
+    "tool_state, inputs_recorded FROM evidence_builds WHERE target=?"
+)
+_BUILD_OBSERVED = statement(
+    "SELECT version, reason, intervals, tool_state, fingerprint FROM evidence_builds "
+    "WHERE target=? AND node_id=?"
+)
+_ATTEMPTS = statement(
+    "SELECT node_id, run_id, status, error, started_at, finished_at FROM evidence_attempts "
+    "WHERE target=?"
+)
+_HISTORY_COLUMNS = (
+    "seq", "version", "reason", "run_id", "fingerprint", "intervals", "tool_state", "row_count",
+    "recorded_at",
+)  # fmt: skip
+_HISTORY = statement(
+    "SELECT seq, version, reason, run_id, fingerprint, intervals, tool_state, row_count, "
+    "recorded_at FROM evidence_versions WHERE target=? AND node_id=? ORDER BY seq"
+)
 
 
 @dataclass(frozen=True)
@@ -101,9 +170,10 @@ def _norm_intervals(intervals: Iterable[Any] | None) -> list[list[int]] | None:
 def _versions(conn: Any, target: str, node_ids: list[str]) -> dict[str, int]:
     out: dict[str, int] = {}
     for i in range(0, len(node_ids), 500):
-        chunk = node_ids[i : i + 500]
-        q = f"SELECT node_id, version FROM evidence_builds WHERE target=? AND node_id IN ({','.join('?' * len(chunk))})"
-        out.update({n: int(v) for n, v in conn.execute(q, [target, *chunk])})
+        q = select_where(
+            "evidence_builds", ["node_id", "version"], target=target, node_id=node_ids[i : i + 500]
+        )
+        out.update({n: int(v) for n, v in conn.execute(q, q.args)})
     return out
 
 
@@ -121,23 +191,12 @@ def _bump(
     now: float,
 ) -> tuple[int, int]:
     """Record a new version of ``node_id`` (inside the caller's transaction): (version, seq)."""
-    row = conn.execute(
-        "SELECT version FROM evidence_builds WHERE target=? AND node_id=?", (target, node_id)
-    ).fetchone()
-    previous = (
-        int(row[0])
-        if row
-        else conn.execute(
-            # a node whose latest-build row is gone still never reuses a version number
-            "SELECT COALESCE(MAX(version), 0) FROM evidence_versions WHERE target=? AND node_id=?",
-            (target, node_id),
-        ).fetchone()[0]
-    )
+    row = conn.execute(_BUILT_VERSION, (target, node_id)).fetchone()
+    previous = int(row[0]) if row else conn.execute(_LAST_VERSION, (target, node_id)).fetchone()[0]
     version = int(previous) + 1
     fp = _dumps(dict(fingerprint)) or "{}"
     cur = conn.execute(
-        "INSERT INTO evidence_versions(target, node_id, version, reason, run_id, fingerprint, "
-        "intervals, tool_state, row_count, recorded_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+        _ADD_VERSION,
         (
             target,
             node_id,
@@ -153,12 +212,7 @@ def _bump(
     )
     seq = int(cur.lastrowid)
     conn.execute(
-        "INSERT INTO evidence_builds(target, node_id, version, seq, reason, run_id, fingerprint, "
-        "intervals, tool_state, row_count, built_at, inputs_recorded) VALUES (?,?,?,?,?,?,?,?,?,?,?,0) "
-        "ON CONFLICT(target, node_id) DO UPDATE SET version=excluded.version, seq=excluded.seq, "
-        "reason=excluded.reason, run_id=excluded.run_id, fingerprint=excluded.fingerprint, "
-        "intervals=excluded.intervals, tool_state=excluded.tool_state, row_count=excluded.row_count, "
-        "built_at=excluded.built_at, inputs_recorded=0",
+        _SET_BUILD,
         (
             target,
             node_id,
@@ -208,19 +262,11 @@ def record_build(
     now = time.time()
     ivs = _norm_intervals(intervals)
     with store.transaction() as conn:
-        row = (
-            conn.execute(
-                "SELECT version FROM evidence_builds WHERE target=? AND node_id=?",
-                (target, node_id),
-            ).fetchone()
-            if same_data
-            else None
-        )
+        row = conn.execute(_BUILT_VERSION, (target, node_id)).fetchone() if same_data else None
         if row is not None:
             version = int(row[0])
             conn.execute(
-                "UPDATE evidence_builds SET reason='build', run_id=?, fingerprint=?, intervals=?, "
-                "tool_state=NULL, row_count=?, built_at=? WHERE target=? AND node_id=?",
+                _REFRESH_BUILD,
                 (
                     run_id,
                     _dumps(dict(fingerprint)) or "{}",
@@ -251,21 +297,11 @@ def record_build(
                 ups = sorted({str(u) for u in upstream})
                 current = _versions(conn, target, ups)
                 seen = {u: current.get(u, 0) for u in ups}
-            conn.execute(
-                "DELETE FROM evidence_inputs WHERE target=? AND node_id=?", (target, node_id)
-            )
-            conn.executemany(
-                "INSERT INTO evidence_inputs(target, node_id, upstream_id, version) VALUES (?,?,?,?)",
-                [(target, node_id, u, v) for u, v in sorted(seen.items())],
-            )
-            conn.execute(
-                "UPDATE evidence_builds SET inputs_recorded=1 WHERE target=? AND node_id=?",
-                (target, node_id),
-            )
+            conn.execute(_DELETE_INPUTS, (target, node_id))
+            conn.executemany(_ADD_INPUT, [(target, node_id, u, v) for u, v in sorted(seen.items())])
+            conn.execute(_INPUTS_RECORDED, (target, node_id))
         else:
-            conn.execute(
-                "DELETE FROM evidence_inputs WHERE target=? AND node_id=?", (target, node_id)
-            )
+            conn.execute(_DELETE_INPUTS, (target, node_id))
         _set_attempt(conn, target, node_id, run_id, "succeeded", None, now)
     return version
 
@@ -288,9 +324,7 @@ def record_attempt(store: StateStore, *, target: str, node_ids: Iterable[str], r
     now = time.time()
     with store.transaction() as conn:
         conn.executemany(
-            "INSERT INTO evidence_attempts(target, node_id, run_id, status, error, started_at, finished_at) "
-            "VALUES (?,?,?,'running',NULL,?,NULL) ON CONFLICT(target, node_id) DO UPDATE SET "
-            "run_id=excluded.run_id, status='running', error=NULL, started_at=excluded.started_at, finished_at=NULL",
+            _MARK_RUNNING,
             [(target, n, run_id, now) for n in node_ids],
         )
 
@@ -305,11 +339,7 @@ def _set_attempt(
     now: float,
 ) -> None:
     conn.execute(
-        "INSERT INTO evidence_attempts(target, node_id, run_id, status, error, started_at, finished_at) "
-        "VALUES (?,?,?,?,?,?,?) ON CONFLICT(target, node_id) DO UPDATE SET run_id=excluded.run_id, "
-        "status=excluded.status, error=excluded.error, finished_at=excluded.finished_at, "
-        "started_at=CASE WHEN evidence_attempts.run_id IS excluded.run_id THEN evidence_attempts.started_at "
-        "ELSE excluded.started_at END",
+        _SET_ATTEMPT,
         (target, node_id, run_id, status, error, now, now),
     )
 
@@ -318,16 +348,10 @@ def last_builds(store: StateStore, target: str) -> dict[str, BuildRecord]:
     """The latest successful build of every node recorded in ``target``."""
     conn = store.conn
     inputs: dict[str, dict[str, int]] = {}
-    for node_id, up, v in conn.execute(
-        "SELECT node_id, upstream_id, version FROM evidence_inputs WHERE target=?", (target,)
-    ):
+    for node_id, up, v in conn.execute(_INPUTS, (target,)):
         inputs.setdefault(node_id, {})[up] = int(v)
     out: dict[str, BuildRecord] = {}
-    for r in conn.execute(
-        "SELECT node_id, version, seq, reason, run_id, fingerprint, built_at, row_count, intervals, "
-        "tool_state, inputs_recorded FROM evidence_builds WHERE target=?",
-        (target,),
-    ):
+    for r in conn.execute(_BUILDS, (target,)):
         out[r[0]] = BuildRecord(
             target=target,
             node_id=r[0],
@@ -348,52 +372,29 @@ def last_builds(store: StateStore, target: str) -> dict[str, BuildRecord]:
 
 def has_build(store: StateStore, target: str, node_id: str) -> bool:
     """Whether ``node_id`` has any build recorded in ``target``."""
-    row = store.conn.execute(
-        "SELECT 1 FROM evidence_builds WHERE target=? AND node_id=?", (target, node_id)
-    ).fetchone()
-    return row is not None
+    return store.conn.execute(_HAS_BUILD, (target, node_id)).fetchone() is not None
 
 
 def last_attempts(store: StateStore, target: str) -> dict[str, Attempt]:
     """The latest attempt of every node recorded in ``target``."""
     return {
         r[0]: Attempt(target, r[0], r[1], r[2], r[3], r[4], r[5])
-        for r in store.conn.execute(
-            "SELECT node_id, run_id, status, error, started_at, finished_at FROM evidence_attempts WHERE target=?",
-            (target,),
-        )
+        for r in store.conn.execute(_ATTEMPTS, (target,))
     }
 
 
 def version_before(store: StateStore, target: str, node_id: str, seq: int) -> int:
     """The version ``node_id`` had just before ``seq`` (0 when it had none)."""
-    row = store.conn.execute(
-        "SELECT COALESCE(MAX(version), 0) FROM evidence_versions WHERE target=? AND node_id=? AND seq<?",
-        (target, node_id, seq),
-    ).fetchone()
+    row = store.conn.execute(_VERSION_BEFORE, (target, node_id, seq)).fetchone()
     return int(row[0]) if row else 0
 
 
 def history(store: StateStore, target: str, node_id: str) -> list[dict[str, Any]]:
     """Every recorded version of one node, oldest first."""
-    cols = (
-        "seq",
-        "version",
-        "reason",
-        "run_id",
-        "fingerprint",
-        "intervals",
-        "tool_state",
-        "row_count",
-        "recorded_at",
-    )
-    rows = store.conn.execute(
-        f"SELECT {', '.join(cols)} FROM evidence_versions WHERE target=? AND node_id=? ORDER BY seq",
-        (target, node_id),
-    ).fetchall()
+    rows = store.conn.execute(_HISTORY, (target, node_id)).fetchall()
     out = []
     for r in rows:
-        d = dict(zip(cols, r, strict=True))
+        d = dict(zip(_HISTORY_COLUMNS, r, strict=True))
         for k in ("fingerprint", "intervals", "tool_state"):
             d[k] = _loads(d[k])
         out.append(d)
@@ -446,10 +447,7 @@ def observe_sqlmesh(
                     "last_altered_ts": m.last_altered_ts,
                     "environment": env.environment,
                 }
-                row = conn.execute(
-                    "SELECT version, reason, intervals, tool_state, fingerprint FROM evidence_builds WHERE target=? AND node_id=?",
-                    (target, nid),
-                ).fetchone()
+                row = conn.execute(_BUILD_OBSERVED, (target, nid)).fetchone()
                 what: str | None = None
                 previous = 0
                 if row is None:
@@ -462,7 +460,7 @@ def observe_sqlmesh(
                     if rec_state is None:
                         # the runner's own record of a build: SQLMesh's state is that build's
                         conn.execute(
-                            "UPDATE evidence_builds SET tool_state=?, intervals=? WHERE target=? AND node_id=?",
+                            _ADOPT_TOOL_STATE,
                             (_dumps(tool_state), _dumps(m.intervals), target, nid),
                         )
                         continue

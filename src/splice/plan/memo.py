@@ -40,12 +40,21 @@ from typing import TYPE_CHECKING, Any
 
 from splice.plan.model import NodeDecision, Plan, Reason, Segment
 from splice.providers.sqlmesh_state import state_probe
+from splice.state.sql import statement
 
 if TYPE_CHECKING:
     from splice.workspace.core import Workspace
 
 KIND = "noop_plan"
 REUSED = "nothing changed since the plan of"  # how the memo's note begins
+
+_VERSIONS_MARK = statement(
+    "SELECT COALESCE(MAX(seq), 0), COUNT(*) FROM evidence_versions WHERE target = ?"
+)
+_ATTEMPTS_MARK = statement(
+    "SELECT COUNT(*), COALESCE(MAX(COALESCE(finished_at, started_at)), 0), "
+    "GROUP_CONCAT(status) FROM evidence_attempts WHERE target = ?"
+)
 
 
 def key_of(data: Any) -> str:
@@ -59,15 +68,8 @@ def code_key(ws: Workspace, selector: str | None, exclude: str | None) -> str:
 
 def evidence_mark(ws: Workspace) -> list[Any]:
     conn = ws.state.conn
-    v = conn.execute(
-        "SELECT COALESCE(MAX(seq), 0), COUNT(*) FROM evidence_versions WHERE target = ?",
-        (ws.target,),
-    ).fetchone()
-    a = conn.execute(
-        "SELECT COUNT(*), COALESCE(MAX(COALESCE(finished_at, started_at)), 0), "
-        "GROUP_CONCAT(status) FROM evidence_attempts WHERE target = ?",
-        (ws.target,),
-    ).fetchone()
+    v = conn.execute(_VERSIONS_MARK, (ws.target,)).fetchone()
+    a = conn.execute(_ATTEMPTS_MARK, (ws.target,)).fetchone()
     return [list(v), list(a)]
 
 

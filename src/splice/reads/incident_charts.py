@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from splice.reads import state_conn
+from splice.state.sql import statement
 from splice.watch.grid import grid, intervals_back
 from splice.watch.history import TRAINING_KEEPS, dims_label
 from splice.watch.robust import last_finite, nanmad, nanmedian_rows, prev_valid
@@ -43,6 +44,22 @@ BEFORE = 60
 AFTER = 60
 RANDOM_WALK_RATIO = 1.4
 SEASONAL_MIN_WEEKS = 4
+
+_SERIES_OF_METRIC = statement(
+    "SELECT series_id, dims, node_id, kind FROM watch_series WHERE target = ? AND metric = ? "
+    "ORDER BY dims"
+)
+_ANOMALOUS_SERIES = statement(
+    "SELECT DISTINCT series_id FROM watch_anomalies WHERE incident_id = ?"
+)
+_SERIES_ANOMALIES = statement(
+    "SELECT interval_start, detector, value, expected, reason, incident_id, "
+    "json_extract(data, '$.since') FROM watch_anomalies WHERE series_id = ? "
+    "ORDER BY interval_start, detector"
+)
+_ANOMALOUS_COUNT = statement(
+    "SELECT COUNT(DISTINCT series_id) FROM watch_anomalies WHERE incident_id = ? AND metric = ?"
+)
 
 BAND_WORDS = {
     "level": "median of the training window +- the level detectors' tolerance",
@@ -196,11 +213,7 @@ def _series_for(
 ) -> tuple[Any, list[Any]]:
     """(series row (id, dims, node, kind) drawn: the first of ``wanted`` that the metric has,
     else its first; every series row of the metric)."""
-    rows = conn.execute(
-        "SELECT series_id, dims, node_id, kind FROM watch_series WHERE target = ? AND metric = ? "
-        "ORDER BY dims",
-        (target, metric),
-    ).fetchall()
+    rows = conn.execute(_SERIES_OF_METRIC, (target, metric)).fetchall()
     if not rows:
         return None, []
     labels = {dims_label(json.loads(r[1])): r for r in rows}
@@ -213,8 +226,7 @@ def _series_for(
 def _options(conn: Any, rows: list[Any], incident_id: str, drawn: int) -> list[dict[str, Any]]:
     """Every series of a metric to pick from: its label, whether the incident found it
     anomalous, whether it is the one drawn; the anomalous ones first."""
-    hit = {int(r[0]) for r in conn.execute(
-        "SELECT DISTINCT series_id FROM watch_anomalies WHERE incident_id = ?", (incident_id,))}  # fmt: skip
+    hit = {int(r[0]) for r in conn.execute(_ANOMALOUS_SERIES, (incident_id,))}
     out = [{"label": dims_label(json.loads(r[1])), "anomalous": int(r[0]) in hit,
             "selected": int(r[0]) == drawn} for r in rows]  # fmt: skip
     out.sort(key=lambda o: (not o["anomalous"], o["label"]))
@@ -280,12 +292,7 @@ def _chart(
     for d, x in pts:
         if d in col:
             v[col[d]] = x
-    found = conn.execute(
-        "SELECT interval_start, detector, value, expected, reason, incident_id, "
-        "json_extract(data, '$.since') FROM watch_anomalies WHERE series_id = ? "
-        "ORDER BY interval_start, detector",
-        (sid,),
-    ).fetchall()
+    found = conn.execute(_SERIES_ANOMALIES, (sid,)).fetchall()
     ls = hist.level_starts(conn, [sid]).get(sid)
     bad = np.zeros(len(days), dtype=bool)
     fault_hi = np.arange(len(days))  # a point in a fault: judged against the level before it
@@ -325,11 +332,7 @@ def _chart(
     if remeasured:
         intervals = sorted({iv for e in items for iv in e.get("intervals") or [] if iv in shown})
     others = sorted({r[0] for r in found if r[5] != incident_id and r[0] in shown})
-    anomalous = conn.execute(
-        "SELECT COUNT(DISTINCT series_id) FROM watch_anomalies WHERE incident_id = ? AND "
-        "metric = ?",
-        (incident_id, metric),
-    ).fetchone()[0]
+    anomalous = conn.execute(_ANOMALOUS_COUNT, (incident_id, metric)).fetchone()[0]
     if not anomalous:  # measured again since (a repair): the evidence says how many were
         anomalous = max((int(e.get("series") or 0) for e in items), default=0)
     method = max(methods, key=lambda k: methods[k]) if methods else None

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from splice.errors import InputError, NodeNotFoundError
 from splice.graph.model import Graph, Node
+from splice.state.sql import statement
 
 if TYPE_CHECKING:
     from splice.workspace.core import Workspace
@@ -21,6 +22,11 @@ if TYPE_CHECKING:
 _WORDS = re.compile(r"[a-z0-9]+")
 #: Kinds that repeat their model's name (a test ``not_null_fct_gmv_qtd_gmv_usd``): ranked down.
 CHECK_KINDS = ("test", "audit")
+_OPEN_ANOMALIES = statement(
+    "SELECT COUNT(*) FROM watch_anomalies a LEFT JOIN incidents i "
+    "ON i.incident_id = a.incident_id WHERE a.target = ? AND a.node_id = ? "
+    "AND COALESCE(i.status, a.status) = 'open'"
+)
 
 
 def words(text: str | None) -> list[str]:
@@ -283,12 +289,7 @@ def node_details(ws: Workspace, node_id: str) -> dict[str, Any]:
                 "rows": b.rows,
                 "intervals": [[_ms_iso(a), _ms_iso(z)] for a, z in (b.intervals or [])],
             }
-        row = conn.execute(
-            "SELECT COUNT(*) FROM watch_anomalies a LEFT JOIN incidents i "
-            "ON i.incident_id = a.incident_id WHERE a.target = ? AND a.node_id = ? "
-            "AND COALESCE(i.status, a.status) = 'open'",
-            (ws.target, n.id),
-        ).fetchone()
+        row = conn.execute(_OPEN_ANOMALIES, (ws.target, n.id)).fetchone()
         rec["open_anomalies"] = int(row[0])
     rec["target"] = ws.target
     return rec

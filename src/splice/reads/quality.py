@@ -14,9 +14,11 @@ from datetime import date
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from sqlglot import exp
 
 from splice.errors import InputError, NodeNotFoundError
 from splice.reads import iso_time, state_conn
+from splice.state.sql import Statement, parse, placeholders, statement
 from splice.watch.history import TRAINING_KEEPS, dims_key, dims_label
 from splice.watch.robust import MAD_TO_SIGMA
 
@@ -46,12 +48,49 @@ def _num(v: Any) -> float | None:
 
 
 # -- anomalies ------------------------------------------------------------------------------------
-_ANOMALY_SQL = (
+#: The anomalies of a target (a query each call narrows: see :func:`_anomalies_where`).
+_ANOMALIES = parse(
     "SELECT a.anomaly_id, a.metric, a.node_id, a.dims, a.interval_start, a.detector, a.direction, "
     "a.value, a.expected, a.score, a.reason, a.data, a.watch_id, a.detected_at, a.incident_id, "
     "COALESCE(i.status, a.status) FROM watch_anomalies a "
     "LEFT JOIN incidents i ON i.incident_id = a.incident_id WHERE a.target = ?"
 )
+_SERIES_COUNTS = statement(
+    "SELECT metric, COUNT(*) FROM watch_series WHERE target = ? GROUP BY metric"
+)
+_LAST_POINTS = statement(
+    "WITH last AS (SELECT s.metric AS metric, MAX(p.interval_start) AS at "
+    "FROM watch_points p JOIN watch_series s ON s.series_id = p.series_id "
+    "WHERE s.target = ? GROUP BY s.metric) "
+    "SELECT s.metric, s.dims, p.interval_start, p.value FROM watch_points p "
+    "JOIN watch_series s ON s.series_id = p.series_id "
+    "JOIN last ON last.metric = s.metric AND p.interval_start = last.at "
+    "WHERE s.target = ? ORDER BY s.metric, s.dims"
+)
+_OPEN_COUNTS = statement(
+    "SELECT a.metric, SUM(COALESCE(i.status, a.status) = 'open'), COUNT(*) "
+    "FROM watch_anomalies a LEFT JOIN incidents i ON i.incident_id = a.incident_id "
+    "WHERE a.target = ? GROUP BY a.metric"
+)
+_METRICS = statement("SELECT DISTINCT metric FROM watch_series WHERE target = ?")
+_SERIES_OF_METRIC = statement(
+    "SELECT series_id, dims, node_id FROM watch_series WHERE target = ? AND metric = ? "
+    "ORDER BY dims"
+)
+
+
+def _anomalies_where(*conditions: exp.Expr, first: exp.Expr | None = None) -> exp.Select:
+    """The anomalies of a target, with ``conditions`` too (each with its ``?``), ``first``
+    before the anomaly's columns."""
+    q = _ANOMALIES.copy()
+    assert isinstance(q, exp.Select)
+    if first is not None:
+        q.set("expressions", [first, *q.expressions])
+    return q.where(*conditions) if conditions else q
+
+
+def _col(name: str) -> exp.Column:
+    return exp.column(name, table="a")
 
 
 def _anomaly(r: tuple[Any, ...]) -> dict[str, Any]:
@@ -106,40 +145,33 @@ def anomalies(
     conn = state_conn(ws)
     if conn is None:
         return []
-    q = _ANOMALY_SQL
+    conds: list[exp.Expr] = []
     args: list[Any] = [ws.target]
     if status:
-        q += " AND COALESCE(i.status, a.status) = ?"
+        status_of = exp.func("COALESCE", exp.column("status", "i"), _col("status"))
+        conds.append(status_of.eq(exp.Placeholder()))
         args.append(status.strip().lower())
     if metric:
-        q += " AND (a.metric = ? OR a.node_id = ?)"
+        conds.append(exp.or_(_col("metric").eq(exp.Placeholder()),
+                             _col("node_id").eq(exp.Placeholder())))  # fmt: skip
         args += [metric, metric]
     if start:
-        q += " AND a.interval_start >= ?"
+        conds.append(_col("interval_start") >= exp.Placeholder())
         args.append(start)
-    q += " ORDER BY a.interval_start DESC, a.metric, a.dims, a.detector"
-    return [_anomaly(r) for r in conn.execute(q, args)]
+    q = _anomalies_where(*conds).order_by(
+        _col("interval_start").desc(), _col("metric"), _col("dims"), _col("detector")
+    )
+    return [_anomaly(r) for r in conn.execute(Statement(q), args)]
 
 
 # -- metrics --------------------------------------------------------------------------------------
 def _series_counts(conn: sqlite3.Connection, target: str) -> dict[str, int]:
-    return dict(conn.execute(
-        "SELECT metric, COUNT(*) FROM watch_series WHERE target = ? GROUP BY metric", (target,)
-    ).fetchall())  # fmt: skip
+    return dict(conn.execute(_SERIES_COUNTS, (target,)).fetchall())
 
 
 def _last_points(conn: sqlite3.Connection, target: str) -> dict[str, list[tuple[str, str, Any]]]:
     """metric -> [(dims, interval, value)] at its newest measured interval."""
-    rows = conn.execute(
-        "WITH last AS (SELECT s.metric AS metric, MAX(p.interval_start) AS at "
-        "FROM watch_points p JOIN watch_series s ON s.series_id = p.series_id "
-        "WHERE s.target = ? GROUP BY s.metric) "
-        "SELECT s.metric, s.dims, p.interval_start, p.value FROM watch_points p "
-        "JOIN watch_series s ON s.series_id = p.series_id "
-        "JOIN last ON last.metric = s.metric AND p.interval_start = last.at "
-        "WHERE s.target = ? ORDER BY s.metric, s.dims",
-        (target, target),
-    ).fetchall()
+    rows = conn.execute(_LAST_POINTS, (target, target)).fetchall()
     out: dict[str, list[tuple[str, str, Any]]] = {}
     for metric, dims, at, value in rows:
         out.setdefault(metric, []).append((dims, at, value))
@@ -148,12 +180,7 @@ def _last_points(conn: sqlite3.Connection, target: str) -> dict[str, list[tuple[
 
 def _open_counts(conn: sqlite3.Connection, target: str) -> dict[str, tuple[int, int]]:
     """metric -> (open anomalies, all anomalies)."""
-    rows = conn.execute(
-        "SELECT a.metric, SUM(COALESCE(i.status, a.status) = 'open'), COUNT(*) "
-        "FROM watch_anomalies a LEFT JOIN incidents i ON i.incident_id = a.incident_id "
-        "WHERE a.target = ? GROUP BY a.metric",
-        (target,),
-    ).fetchall()
+    rows = conn.execute(_OPEN_COUNTS, (target,)).fetchall()
     return {r[0]: (int(r[1] or 0), int(r[2])) for r in rows}
 
 
@@ -346,12 +373,7 @@ def metric_history(
         raise InputError(f"last must be 1 or more, not {last}.", fix="pass --last N with N >= 1")
     conn = state_conn(ws)
     known = (
-        [
-            r[0]
-            for r in conn.execute(
-                "SELECT DISTINCT metric FROM watch_series WHERE target = ?", (ws.target,)
-            )
-        ]  # fmt: skip
+        [r[0] for r in conn.execute(_METRICS, (ws.target,))]  # fmt: skip
         if conn is not None
         else []
     )
@@ -360,13 +382,7 @@ def metric_history(
     grain = spec.grain if spec is not None else "day"
     sens = sensitivity(spec.sensitivity if spec else wcfg.sensitivity, wcfg.training_days, grain)
     rows = (
-        conn.execute(
-            "SELECT series_id, dims, node_id FROM watch_series WHERE target = ? AND metric = ? "
-            "ORDER BY dims",
-            (ws.target, metric),
-        ).fetchall()
-        if conn is not None
-        else []
+        conn.execute(_SERIES_OF_METRIC, (ws.target, metric)).fetchall() if conn is not None else []
     )
     all_series = [(int(r[0]), json.loads(r[1])) for r in rows]
     chosen = _pick_series(all_series, series, metric) if all_series else []
@@ -375,12 +391,10 @@ def metric_history(
     starts = hist.level_starts(conn, ids) if conn is not None and ids else {}
     found: dict[int, list[dict[str, Any]]] = {}
     if conn is not None and ids:
-        marks = ",".join("?" * len(ids))
-        for r in conn.execute(
-            _ANOMALY_SQL.replace("a.anomaly_id,", "a.series_id, a.anomaly_id,", 1)
-            + f" AND a.series_id IN ({marks}) ORDER BY a.interval_start, a.detector",
-            [ws.target, *ids],
-        ):
+        q = _anomalies_where(_col("series_id").isin(*placeholders(len(ids))),
+                             first=_col("series_id"))  # fmt: skip
+        q = q.order_by(_col("interval_start"), _col("detector"))
+        for r in conn.execute(Statement(q), [ws.target, *ids]):
             found.setdefault(int(r[0]), []).append(_anomaly(r[1:]))
     out_series = []
     for sid, dims in chosen:

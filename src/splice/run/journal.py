@@ -24,7 +24,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sqlglot import exp
+
 from splice.errors import NodeNotFoundError, StateError
+from splice.state.sql import Statement, statement
 
 if TYPE_CHECKING:
     from splice.workspace.core import Workspace
@@ -32,6 +35,41 @@ if TYPE_CHECKING:
 #: Run statuses. ``running`` is only ever seen while a holder is alive; a dead holder's run
 #: becomes ``interrupted`` (see :meth:`Journal.recover`).
 RUN_STATUSES = ("running", "success", "failed", "interrupted")
+
+_JOURNAL_TABLES = {
+    "sqlite": statement(
+        "SELECT name FROM sqlite_master WHERE type='table' AND name IN "
+        "('runs', 'run_events', 'run_locks')",
+        backends=["sqlite"],
+    ),
+    "postgres": statement(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
+        "AND table_name IN ('runs', 'run_events', 'run_locks')",
+        backends=["postgres"],
+    ),
+}
+_OPEN_RUN = statement(
+    "INSERT INTO runs(run_id, target, status, selector, exclude, started_at, pid, host,"
+    " command) VALUES(?,?,?,?,?,?,?,?,?)"
+)
+_ADD_EVENT = statement(
+    "INSERT INTO run_events(run_id, seq, ts, kind, project, segment_id, node_id, status,"
+    " duration, rows, data) VALUES(?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM run_events"
+    " WHERE run_id=?), ?,?,?,?,?,?,?,?,?) RETURNING seq"
+)
+_FINISH_RUN = statement("UPDATE runs SET status=?, finished_at=?, summary=? WHERE run_id=?")
+_RUN = statement("SELECT * FROM runs WHERE run_id=? OR run_id LIKE ? ORDER BY run_id LIMIT 3")
+_EVENTS = statement(
+    "SELECT run_id, seq, ts, kind, project, segment_id, node_id, status, duration,"
+    " rows, data FROM run_events WHERE run_id=? ORDER BY seq"
+)
+_LAST_OUTCOMES = statement(
+    "SELECT e.run_id, e.seq, e.ts, e.kind, e.project, e.segment_id, e.node_id, e.status,"
+    " e.duration, e.rows, e.data FROM run_events e JOIN runs r USING(run_id)"
+    " WHERE r.target=? AND e.kind IN ('node_finished', 'check_finished')"
+    " ORDER BY e.ts, e.seq"
+)
+_RUNNING = statement("SELECT * FROM runs WHERE status='running'")
 
 
 class RunNotFoundError(NodeNotFoundError):
@@ -111,7 +149,8 @@ class Journal:
 
         self.path = path
         self._lock = threading.RLock()
-        if is_url(path):
+        self.on_postgres = is_url(path)
+        if self.on_postgres:
             self.conn = pg_connect(str(path))
         else:
             self.conn = sqlite3.connect(
@@ -131,8 +170,7 @@ class Journal:
         have = {
             r[0]
             for r in self.conn.execute(
-                "SELECT name FROM sqlite_master WHERE type='table' AND name IN "
-                "('runs', 'run_events', 'run_locks')"
+                _JOURNAL_TABLES["postgres" if self.on_postgres else "sqlite"]
             )
         }
         if len(have) != 3:
@@ -165,8 +203,7 @@ class Journal:
         """The run's row (status ``running``), written as soon as the run holds its lock."""
         with self._lock:
             self.conn.execute(
-                "INSERT INTO runs(run_id, target, status, selector, exclude, started_at, pid, host,"
-                " command) VALUES(?,?,?,?,?,?,?,?,?)",
+                _OPEN_RUN,
                 (
                     run_id,
                     target,
@@ -202,9 +239,7 @@ class Journal:
         payload = json.dumps(data or {}, default=str, separators=(",", ":"))
         with self._lock:
             cur = self.conn.execute(
-                "INSERT INTO run_events(run_id, seq, ts, kind, project, segment_id, node_id, status,"
-                " duration, rows, data) VALUES(?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM run_events"
-                " WHERE run_id=?), ?,?,?,?,?,?,?,?,?) RETURNING seq",
+                _ADD_EVENT,
                 (
                     run_id,
                     run_id,
@@ -228,18 +263,21 @@ class Journal:
         ev = self.event(run_id, "run_finished", status=status, data=summary)
         with self._lock:
             self.conn.execute(
-                "UPDATE runs SET status=?, finished_at=?, summary=? WHERE run_id=?",
+                _FINISH_RUN,
                 (status, ev.ts, json.dumps(summary, default=str), run_id),
             )
         return ev
 
     # -- reading -------------------------------------------------------------------------------
     def runs(self, *, target: str | None = None, limit: int = 20) -> list[RunRecord]:
-        q = "SELECT * FROM runs" + (" WHERE target=?" if target else "")
-        q += " ORDER BY started_at DESC, run_id DESC LIMIT ?"
+        q = exp.select("*").from_("runs")
+        if target:
+            q = q.where(exp.column("target").eq(exp.Placeholder()))
+        q = q.order_by(exp.column("started_at").desc(), exp.column("run_id").desc())
+        q = q.limit(exp.Placeholder())
         args: tuple[Any, ...] = (target, limit) if target else (limit,)
         with self._lock:
-            cur = self.conn.execute(q, args)
+            cur = self.conn.execute(Statement(q), args)
             cols = [c[0] for c in cur.description]
             rows = cur.fetchall()
         return [_record(dict(zip(cols, r, strict=True))) for r in rows]
@@ -248,7 +286,7 @@ class Journal:
         """The run with this id, or the only run whose id starts with it."""
         with self._lock:
             cur = self.conn.execute(
-                "SELECT * FROM runs WHERE run_id=? OR run_id LIKE ? ORDER BY run_id LIMIT 3",
+                _RUN,
                 (run_id, run_id.replace("%", "").replace("_", r"\_") + "%"),
             )
             cols = [c[0] for c in cur.description]
@@ -271,23 +309,13 @@ class Journal:
 
     def events(self, run_id: str) -> list[RunEvent]:
         with self._lock:
-            rows = self.conn.execute(
-                "SELECT run_id, seq, ts, kind, project, segment_id, node_id, status, duration,"
-                " rows, data FROM run_events WHERE run_id=? ORDER BY seq",
-                (run_id,),
-            ).fetchall()
+            rows = self.conn.execute(_EVENTS, (run_id,)).fetchall()
         return [_event(r) for r in rows]
 
     def last_outcomes(self, target: str) -> dict[str, RunEvent]:
         """The latest node_finished / check_finished event per node in ``target``'s runs."""
         with self._lock:
-            rows = self.conn.execute(
-                "SELECT e.run_id, e.seq, e.ts, e.kind, e.project, e.segment_id, e.node_id, e.status,"
-                " e.duration, e.rows, e.data FROM run_events e JOIN runs r USING(run_id)"
-                " WHERE r.target=? AND e.kind IN ('node_finished', 'check_finished')"
-                " ORDER BY e.ts, e.seq",
-                (target,),
-            ).fetchall()
+            rows = self.conn.execute(_LAST_OUTCOMES, (target,)).fetchall()
         out: dict[str, RunEvent] = {}
         for r in rows:
             out[str(r[6])] = _event(r)
@@ -296,7 +324,7 @@ class Journal:
     # -- recovery ----------------------------------------------------------------------------------
     def running(self) -> list[RunRecord]:
         with self._lock:
-            cur = self.conn.execute("SELECT * FROM runs WHERE status='running'")
+            cur = self.conn.execute(_RUNNING)
             cols = [c[0] for c in cur.description]
             rows = cur.fetchall()
         return [_record(dict(zip(cols, r, strict=True))) for r in rows]

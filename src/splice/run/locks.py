@@ -31,10 +31,19 @@ from typing import TYPE_CHECKING, Any
 
 from splice.errors import SpliceError
 from splice.run.journal import Journal, this_host
+from splice.state.sql import statement
 from splice.support.procs import pid_alive
 
 if TYPE_CHECKING:
     from splice.workspace.core import Workspace
+
+
+_TAKE_LOCK = statement(
+    "INSERT OR REPLACE INTO run_locks(name, run_id, pid, host, command, acquired_at)"
+    " VALUES(:name, :run_id, :pid, :host, :command, :acquired_at)"
+)
+_LOCK_HOLDER = statement("SELECT * FROM run_locks WHERE name=?")
+_RELEASE_LOCK = statement("DELETE FROM run_locks WHERE name=? AND pid=?")
 
 
 class RunLockedError(SpliceError):
@@ -146,11 +155,7 @@ class RunLock:
             "acquired_at": time.time(),
         }
         with self.journal._lock:
-            self.journal.conn.execute(
-                "INSERT OR REPLACE INTO run_locks(name, run_id, pid, host, command, acquired_at)"
-                " VALUES(:name, :run_id, :pid, :host, :command, :acquired_at)",
-                info,
-            )
+            self.journal.conn.execute(_TAKE_LOCK, info)
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(info).encode(), 0)
         self._held.append(_Held(name, fd, path, server))
@@ -179,7 +184,7 @@ class RunLock:
 
     def _holder(self, name: str) -> dict[str, Any] | None:
         with self.journal._lock:
-            cur = self.journal.conn.execute("SELECT * FROM run_locks WHERE name=?", (name,))
+            cur = self.journal.conn.execute(_LOCK_HOLDER, (name,))
             row = cur.fetchone()
             cols = [c[0] for c in cur.description]
         return dict(zip(cols, row, strict=True)) if row else None
@@ -188,9 +193,7 @@ class RunLock:
         while self._held:
             h = self._held.pop()
             with contextlib.suppress(Exception), self.journal._lock:
-                self.journal.conn.execute(
-                    "DELETE FROM run_locks WHERE name=? AND pid=?", (h.name, os.getpid())
-                )
+                self.journal.conn.execute(_RELEASE_LOCK, (h.name, os.getpid()))
             with contextlib.suppress(OSError):
                 os.ftruncate(h.fd, 0)
             if h.server is not None:  # the session ends: the server frees the advisory lock
