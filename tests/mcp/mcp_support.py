@@ -11,10 +11,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import Implementation
-
-from mcp import ClientSession
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 

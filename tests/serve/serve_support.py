@@ -21,11 +21,10 @@ import httpx2
 import jwt
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
+from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Implementation
 from tests.mcp.mcp_support import child_env, modern_client
-
-from mcp import ClientSession
 
 
 def splice(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -38,7 +38,7 @@ def _args(s: Statement) -> Any:
 @pytest.fixture(scope="module")
 def declared() -> list[Statement]:
     found = _declared()
-    assert len(found) > 120, "the state modules' statements were not found"
+    assert len(found) > 150, "the state modules' statements were not found"
     return found
 
 
