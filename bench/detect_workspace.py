@@ -83,6 +83,9 @@ class Scenario:
     daily: bool = False  # run and watch day by day (as production does), not once at the end
     journaled: bool = False  # each day's rates loaded by a journaled ingestion (splice ingest)
     change: str | None = None  # a fault of the workspace itself (demo.faults.WORKSPACE_FAULTS)
+    # the team fixes the change before the repair (the teammate reverts the seed's duplicate
+    # row), as the vendor fixes its feed; a change the repair itself must refuse stays
+    reverted: bool = False
     # more independent faults: (origin, cause, the switch that is that fault: "incident",
     # "bookings" or "change"); the first (origin, cause) is the other switches'
     also: list[tuple[str, str, str]] = field(default_factory=list)
@@ -133,7 +136,7 @@ SCENARIOS: list[Scenario] = [
              journaled=True),
     Scenario("failing-check", "a seed row twice: its unique test fails Mon, Tue, Wed (daily)",
              "failed_audit", "finance:currency_regions", MON, change="seed-duplicate",
-             daily=True, journaled=True),
+             daily=True, journaled=True, reverted=True),
     Scenario("seed-edit", "a teammate moves EUR to the Americas in the regions seed on Mon",
              "code_change", "finance:currency_regions", MON, change="seed-region"),
     Scenario("two-causes", "EUR inverted Mon-Tue, and Monday's bookings loaded twice",
@@ -324,10 +327,11 @@ def run_scenario(s: Scenario, bases: dict[str, Path], truth: dict[str, Any],
     t0 = time.perf_counter()
     ws_dir = _copy(bases[s.base], tmp / s.name / "travel")
     set_incident(ws_dir, s.incident)
+    changed: Path | None = None
     if s.change:
         from splice.demo.faults import apply_workspace_fault
 
-        apply_workspace_fault(ws_dir, s.change)
+        changed = apply_workspace_fault(ws_dir, s.change)
     start = {"jul": BASE_THROUGH, "thu": THU}.get(s.base, CLEAN_THROUGH) + timedelta(1)
     if s.daily:  # production as it runs: each day loaded, built and watched
         day, ran = start, {}
@@ -391,6 +395,8 @@ def run_scenario(s: Scenario, bases: dict[str, Path], truth: dict[str, Any],
         _score_also(s, res, incs, found, bases, truth, rels, tmp, bad)
     res["detect_s"] = round(time.perf_counter() - t0, 1)
     if repair and main is not None:
+        if s.reverted and changed is not None:  # the teammate's fix lands before the repair
+            shutil.copyfile(bases[s.base] / changed.relative_to(ws_dir), changed)
         try:
             for other in res.get("also") or []:  # the other faults' incidents first: the
                 if other.get("incident"):  # audit one fails would fail the other's restatement

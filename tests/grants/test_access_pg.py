@@ -22,7 +22,13 @@ import pytest
 from tests.serve.serve_support import free_port, running_server
 
 from splice.demo import build_demo
+from splice.state.sql import statement
 from splice.warehouse.postgres.local_server import LocalPostgres
+
+#: the grant's last write ten minutes back (past the grace period of a grant being made)
+_TEN_MINUTES_AGO = statement(
+    "UPDATE access_grants SET updated_at = updated_at - 600 WHERE grant_id = ?"
+)
 
 AGG = "pricing:marts.agg_gmv_daily"  # a SQLMesh model: a view over its physical table
 QTD = "finance:fct_gmv_qtd"  # a dbt model
@@ -207,8 +213,7 @@ def test_an_owner_revokes_early_and_a_killed_grant_is_taken_back(pg_demo: Any, r
         assert can_read(url, reader, "finance.fct_gmv_qtd")
         assert api.end_due_access(w) == []  # within the grace period: left alone
         with w.state.transaction() as conn:
-            conn.execute("UPDATE access_grants SET updated_at = updated_at - 600 "
-                         "WHERE grant_id = ?", (g["grant_id"],))  # fmt: skip
+            conn.execute(_TEN_MINUTES_AGO, (g["grant_id"],))
     shown = json.loads(splice(ws, "access", "show", g["grant_id"], "--json").stdout)
     assert shown["status"] == "failed" and "interrupted while granting" in shown["end_reason"]
     assert not can_read(url, reader, "finance.fct_gmv_qtd")
