@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 import weakref
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -90,6 +91,8 @@ class Statement(str):
     backends: tuple[str, ...]
     #: the text a declared statement was written as (None: built from expressions)
     source: str | None = None
+    #: the module that declared it
+    module: str | None = None
 
     def __new__(
         cls, tree: exp.Expr, args: Sequence[Any] = (), *, backends: Sequence[str] = BACKENDS
@@ -128,6 +131,7 @@ def statement(sql: str, *, backends: Sequence[str] = BACKENDS) -> Statement:
     ``backends``: only these run it (a catalog query)."""
     s = Statement(parse(sql), backends=backends)
     s.source = sql
+    s.module = sys._getframe(1).f_globals.get("__name__")
     DECLARED.add(s)
     return s
 
