@@ -26,32 +26,12 @@ collect_ignore_glob = ["fixtures/*"]
 MARKED_BY_FIXTURE = {"pg_server": "postgres", "spark_server": "spark"}
 
 
-#: Files that start a JVM or an orchestrator run first (in this order, then the rest as
-#: collected): they are the longest, and one of them left for the end of a ``-n 2`` run keeps
-#: one core busy while the other has nothing left to do.
-FIRST = ("spark", "orchestrators")
-
-
-def _first(item: pytest.Item) -> int:
-    for i, marker in enumerate(FIRST):
-        if item.get_closest_marker(marker) is not None:
-            return i
-    return len(FIRST)
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         used = set(getattr(item, "fixturenames", ()))
         for fixture, marker in MARKED_BY_FIXTURE.items():
             if fixture in used:
                 item.add_marker(marker)
-    # a file goes where its first test goes (xdist's --dist loadfile sends a file whole)
-    rank: dict[str, int] = {}
-    for item in items:
-        rank[item.nodeid.split("::")[0]] = min(
-            rank.get(item.nodeid.split("::")[0], 9), _first(item)
-        )
-    items.sort(key=lambda item: rank[item.nodeid.split("::")[0]])  # stable: collection order kept
 
 
 # Airflow has an environment of its own (`make airflow`); `make test` names it, and so does
