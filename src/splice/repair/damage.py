@@ -46,8 +46,24 @@ class NodeDamage:
         """Every interval of the node is in the damage (rebuilt whole, intervals unknown)."""
         return self.full and not self.days
 
+    @property
+    def whole(self) -> bool:
+        """Every interval is in the damage: :attr:`everything`, or a node rebuilt whole that
+        has no time column."""
+        return self.everything or (self.full and self.time_column is None)
+
     def covers(self, day: date) -> bool:
-        return self.everything or day in set(self.days)
+        """Is ``day`` in the damage?  Every day is, for a node rebuilt whole that has no time
+        column: its rows have no day, so whatever it measured on any day is what the rebuild
+        rewrote (its ``days`` then only say when the damage was seen).
+
+        >>> seed = NodeDamage("f:regions", None, [date(2026, 9, 28)], full=True)
+        >>> seed.covers(date(2026, 7, 26)), seed.covers(date(2026, 9, 28))
+        (True, True)
+        >>> NodeDamage("p:fx", "d", [date(2026, 9, 28)]).covers(date(2026, 7, 26))
+        False
+        """
+        return self.whole or day in set(self.days)
 
     def as_dict(self) -> dict[str, Any]:
         return {

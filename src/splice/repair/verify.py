@@ -166,7 +166,7 @@ class Scope:
         node the scope does not list)?"""
         d = self.by_node.get(node)
         days = d.days if d is not None else [date.fromisoformat(x) for x in self.origin_days]
-        if d is not None and d.everything:
+        if d is not None and d.whole:
             return False
         return bool(days) and day > max(days)
 
