@@ -15,7 +15,8 @@ from splice.watch.robust import back_transform, pct_change, sigmas
 def spike(col: Column) -> list[Finding]:
     """``spike``: robust and seasonal by weekday.  The baseline is the median of the same
     weekday over the training window (``training_days``, default 8 weeks) when that explains the
-    series better than the plain median; the scale is the MAD of the residuals.  Positive series
+    series better than the plain median; the scale is the MAD of the residuals (seasonal: the
+    larger of the week-over-week changes' and the weekday residuals').  Positive series
     are judged on a log scale (a halving is the same size at 10 and at 10,000).
 
     Reads the level window of ``col``, for a measure not of a rate kind.  Fires on a series

@@ -163,7 +163,11 @@ def level_window(col: Column) -> LevelWindow | None:
         dof = np.sqrt(wk.cnt_w / np.maximum(wk.cnt_w - 1, 1))[:, wd_win]
         resid_s = (tw - wk.med_w[:, wd_win]) * dof
         base = np.where(wk.seasonal, wk.med_w[:, wk.wd_t], med)
-        scale = np.where(wk.seasonal, scale_7, scale_p)
+        # two estimates of a seasonal series' noise, each from a few weeks: the week-over-week
+        # changes and the residuals from the weekday medians; the larger, so that a thin series
+        # (a currency's 40 bookings a day) is never judged on the lucky low one
+        scale_s = np.maximum(scale_7, nanmad(resid_s, np.zeros(len(rows))))
+        scale = np.where(wk.seasonal, scale_s, scale_p)
         resid = np.where(wk.seasonal[:, None], resid_s, resid)
     seasonal = wk.seasonal
     # the baseline is itself a median of n points: its error (pi/2 * sigma^2 / n) adds to the
@@ -333,7 +337,7 @@ def _moved(w: LevelWindow) -> Moved:
     d7_lin = good[:, 7:] - good[:, :-7] if good.shape[1] > 7 else np.full((n, 1), np.nan)
     scale_lin = np.where(
         w.seasonal,
-        nanmad(d7_lin, np.zeros(n)) / math.sqrt(2),
+        np.maximum(nanmad(d7_lin, np.zeros(n)) / math.sqrt(2), nanmad(lin_resid, np.zeros(n))),
         nanmad(lin_resid, np.zeros(n)),
     )
     z_lin = np.where(
