@@ -22,6 +22,7 @@ import pytest
 from splice import api
 from splice.demo import relocate
 from splice.demo.faults import apply_workspace_fault, run_on
+from splice.demo.story import tell_repair
 from splice.demo.vendor import set_incident
 from splice.errors import InputError
 from splice.graph.model import Relation
@@ -153,7 +154,7 @@ def test_range_joins_are_read_from_the_join_condition() -> None:
 
 def test_three_failing_runs_of_a_check_open_an_incident(baselined: Path, tmp_path: Path) -> None:
     ws_dir = _copy(baselined, tmp_path / "travel")
-    apply_workspace_fault(ws_dir, "seed-duplicate")
+    seed = apply_workspace_fault(ws_dir, "seed-duplicate")
     first = run_on(ws_dir, MON, TUE, daily=True)
     assert first.report.status == "failed"
     with api.open_workspace(ws_dir) as ws:
@@ -191,3 +192,21 @@ def test_three_failing_runs_of_a_check_open_an_incident(baselined: Path, tmp_pat
         again = api.watch(ws)
         assert [a for a in again.anomalies if a.detector == "failing_check"] == []
         assert [i.incident_id for i in api.list_incidents(ws)] == [inc.incident_id]
+    # the teammate's fix lands (the seed as it was); the repair rebuilds the seed and what its
+    # failures left stale, and is verified: the seed has no time column, so what it measured on
+    # any day is what the rebuild rewrote, never a change "outside the scope"
+    shutil.copyfile(baselined / seed.relative_to(ws_dir), seed)
+    applied = tell_repair(ws_dir, inc.incident_id).applied
+    v = applied.verification
+    assert v is not None and v.passed, v and v.summary
+    assert v.summary.startswith("verified:")
+    with api.open_workspace(ws_dir) as ws:
+        assert api.list_incidents(ws) == []  # resolved by the verified repair
+        assert api.incident(ws, inc.incident_id, live=False).status == "resolved"
+    con = duckdb.connect(str(ws_dir / "warehouse.duckdb"), read_only=True)
+    try:
+        dup = con.execute("SELECT currency, COUNT(*) FROM finance.currency_regions "
+                          "GROUP BY 1 HAVING COUNT(*) > 1").fetchall()  # fmt: skip
+    finally:
+        con.close()
+    assert dup == []
