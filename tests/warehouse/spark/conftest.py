@@ -1,5 +1,7 @@
 """One Spark Connect server for the Spark tests (a JVM: about 5 s to start, 1 GB), started on
-127.0.0.1 by the first test that needs it and stopped when the session ends. Every client, in
+127.0.0.1 by the first test that needs it and stopped when the session ends; its catalog is
+kept in memory (a Derby metastore would cost a quarter of the JVM's CPU, and the server is
+never restarted). Every client, in
 this process or a CLI subprocess, reaches it through ``sc://127.0.0.1:PORT``.
 
 A test that uses ``spark_server`` is marked ``spark`` (tests/conftest.py): ``pytest -m "not spark"``
@@ -22,7 +24,8 @@ from splice.warehouse.spark.local_server import LocalSpark
 @pytest.fixture(scope="session")
 def spark_server() -> Iterator[LocalSpark]:
     base = Path(tempfile.mkdtemp(prefix="splice-spark-"))
-    server = LocalSpark(base).start()
+    # its catalog in memory: the server lives as long as the session (no restart to outlive)
+    server = LocalSpark(base, catalog="in-memory").start()
     try:
         yield server
     finally:
