@@ -1,4 +1,4 @@
-"""The demo's rates feed run by a real Dagster (``dagster dev`` on 127.0.0.1, started by Splice
+"""The demo's rates feed run by a real Dagster (``dagster-webserver`` on 127.0.0.1, started by Splice
 for the workspace's ``[ingestion.dagster] local``): the job is in the graph and its runs are
 incident evidence; the repair's reload is queued there (its run id in the journal and the
 receipt); a run that fails in Dagster fails the step and the undo puts the rows back; an

@@ -1,4 +1,4 @@
-"""Splice's Dagster runner against a real Dagster (``dagster dev`` on 127.0.0.1, started by the
+"""Splice's Dagster runner against a real Dagster (``dagster-webserver`` on 127.0.0.1, started by the
 test): a daily-partitioned job reloaded one run per day, its asset keys as relations, and the
 one-line refusals (unknown job, rejected run config, unreachable webserver)."""
 
@@ -146,7 +146,7 @@ home = "home"
 def test_a_local_dagster_started_is_said_once_and_splice_local_stop_stops_it(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    """The first call that needs the job starts ``dagster dev`` and says so on stderr, naming
+    """The first call that needs the job starts ``dagster-webserver`` and says so on stderr, naming
     how to stop it; ``splice local status`` shows it and ``splice local stop`` stops it."""
     import json
     import subprocess

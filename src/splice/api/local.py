@@ -1,6 +1,6 @@
 """The servers Splice starts on this machine for a workspace and leaves running for the next
 command: the warehouse's own PostgreSQL or Spark Connect server (``[warehouse] local``) and the
-orchestrators' local servers (``[ingestion.dagster] local``: ``dagster dev``;
+orchestrators' local servers (``[ingestion.dagster] local``: ``dagster-webserver``;
 ``[ingestion.airflow] local``: ``airflow standalone``). ``splice local status`` lists them,
 ``splice local stop`` stops them. Neither opens the workspace (which would start them)."""
 

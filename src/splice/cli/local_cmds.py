@@ -1,5 +1,5 @@
 """``splice local status | stop``: the servers Splice started on this machine for the
-workspace (its PostgreSQL or Spark, ``dagster dev``, ``airflow standalone``) and left running."""
+workspace (its PostgreSQL or Spark, ``dagster-webserver``, ``airflow standalone``) and left running."""
 
 from __future__ import annotations
 

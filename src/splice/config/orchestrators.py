@@ -56,7 +56,7 @@ class DagsterJob(_OrchestratedJob):
     ``{end}`` filled in (ISO days) wherever a string holds them. ``days = "partitions"``: one
     run per day, tagged with the day's partition key (``partition_format``, a strftime format).
     ``local``: a code location file (relative to the workspace) that Splice serves itself with
-    ``dagster dev`` on ``url``'s port when nothing answers there (demos and tests).
+    ``dagster-webserver`` on ``url``'s port when nothing answers there (demos and tests).
     """
 
     job: str | None = None  # defaults to the [[ingestion]] name

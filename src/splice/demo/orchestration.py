@@ -4,7 +4,7 @@ The workspace's ``orchestration/definitions.py`` is a Dagster code location whos
 ``fx_rates_ingest`` runs the demo's dlt pipeline; ``orchestration/airflow/`` is a DAGs folder
 whose DAG ``fx_rates_ingest`` does the same. This module points splice.toml's
 ``fx_rates_ingest`` at one of them (``runner = "dagster"`` or ``"airflow"``, its table with
-``local``, so Splice serves it, with ``dagster dev`` or ``airflow standalone``, on a free
+``local``, so Splice serves it, with ``dagster-webserver`` or ``airflow standalone``, on a free
 127.0.0.1 port the first time it is needed) and stops that server.
 """
 
@@ -48,7 +48,7 @@ def _table(port: int) -> str:
     return f"""
 # The rates feed runs in Dagster: a repair's reload is queued there as a run of this job (visible
 # in Dagster's UI), and `splice incident show` reads the job's runs. `local` lets Splice serve the
-# code location itself (dagster dev) when nothing answers at url.
+# code location itself (dagster-webserver) when nothing answers at url.
 [ingestion.dagster]
 url = "http://127.0.0.1:{port}"
 job = "fx_rates_ingest"

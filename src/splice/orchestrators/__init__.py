@@ -7,7 +7,7 @@ journal and the receipt), and Dagster's record of the job's runs is read as evid
 - :mod:`splice.orchestrators.base`: the run record and what every orchestrator offers;
 - :mod:`splice.orchestrators.dagster`: Dagster through its GraphQL API (the
   ``dagster-graphql`` client submits; status, runs and asset keys are plain GraphQL reads);
-- :mod:`splice.orchestrators.dagster_local`: a local ``dagster dev`` that Splice starts for a
+- :mod:`splice.orchestrators.dagster_local`: a local ``dagster-webserver`` that Splice starts for a
   workspace that asks for it (``[ingestion.dagster] local``: demos and tests);
 - :mod:`splice.orchestrators.airflow`: Airflow 3 through its REST API (``/api/v2``: trigger a
   DAG run with the days in its conf, poll its state), and a local ``airflow standalone``.

@@ -1,6 +1,6 @@
 """A local Dagster for a workspace that asks for one (``[ingestion.dagster] local``).
 
-``dagster dev`` (webserver, daemon and code server; the daemon takes runs off the queue) on
+``dagster-webserver`` (the webserver and its code server) on
 127.0.0.1 at the port of ``[ingestion.dagster] url``, with ``DAGSTER_HOME`` in the workspace
 (``home``), started and stopped as :mod:`splice.orchestrators.local_server` says
 (:meth:`splice.orchestrators.base.Orchestrator.local_server`).
@@ -44,12 +44,14 @@ def _instance(home: Path) -> None:
 
 
 def server(cfg: DagsterJob, root: Path) -> LocalServer:
-    """``dagster dev`` serving ``cfg.local`` on ``cfg.url``'s port."""
+    """``dagster-webserver`` serving ``cfg.local`` on ``cfg.url``'s port: runs are launched
+    as they are submitted (``DefaultRunCoordinator``), so no daemon is needed (``dagster dev``
+    would start one, and its code server, for schedules and sensors Splice does not use)."""
     assert cfg.local is not None
     defs = (root / cfg.local).resolve()
     home = (root / cfg.home).resolve()
     port = urlsplit(cfg.url).port or 3000
-    argv = [sys.executable, "-m", "dagster", "dev", "-f", str(defs),
+    argv = [sys.executable, "-m", "dagster_webserver", "-f", str(defs),
             "-h", "127.0.0.1", "-p", str(port)]  # fmt: skip
     return LocalServer("dagster", cfg.url, home, defs, argv, env={"DAGSTER_HOME": str(home)},
                        probe="/server_info", ready=_loaded, setup=_instance)  # fmt: skip
