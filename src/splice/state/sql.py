@@ -119,12 +119,6 @@ class Statement(str):
         for (its value is the cursor's ``lastrowid``, not a row)."""
         return self._postgres[1]
 
-    def __hash__(self) -> int:
-        return str.__hash__(self)
-
-    def __eq__(self, other: object) -> bool:
-        return str.__eq__(self, other)
-
 
 def statement(sql: str, *, backends: Sequence[str] = BACKENDS) -> Statement:
     """A declared statement: ``sql`` (portable SQL, as SQLite reads it) parsed once;
