@@ -31,7 +31,7 @@ What it measures, in one run, with the real tools (dlt, SQLMesh, dbt, DuckDB):
 4. both end states compared: the GMV of every day, which must be identical (the scoped repair
    is not a shortcut to a different answer);
 5. the same scoped repair on further copies whose rates feed runs in Dagster
-   (``[ingestion.dagster]``, a local ``dagster dev``) and in Airflow (``[ingestion.airflow]``,
+   (``[ingestion.dagster]``, a local ``dagster-webserver``) and in Airflow (``[ingestion.airflow]``,
    a local ``airflow standalone``), each started once beforehand and timed apart: the reload
    step queued as a run there against the reload run directly, and the orchestrator's own
    overhead (queueing and launching the run: the step's time minus the run's own
