@@ -32,10 +32,10 @@ What it measures, in one run, with the real tools (dlt, SQLMesh, dbt, DuckDB):
    is not a shortcut to a different answer);
 5. the same scoped repair on further copies whose rates feed runs in Dagster
    (``[ingestion.dagster]``, a local ``dagster-webserver``) and in Airflow (``[ingestion.airflow]``,
-   a local ``airflow standalone``), each started once beforehand and timed apart: the reload
-   step queued as a run there against the reload run directly, and the orchestrator's own
-   overhead (queueing and launching the run: the step's time minus the run's own
-   start-to-end) stated separately (``--orchestrators ''`` skips them).
+   a local Airflow: API server, scheduler, DAG processor), each started once beforehand and
+   timed apart: the reload step queued as a run there against the reload run directly, and
+   the orchestrator's own overhead (queueing and launching the run: the step's time minus the
+   run's own start-to-end) stated separately (``--orchestrators ''`` skips them).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Helpers for running the `splice` CLI in a subprocess on copies of the fixture projects.
+"""Helpers for running the `splice` CLI on copies of the fixture projects.
 
 (Not in conftest.py: test modules import these by name, and tests/providers has a conftest.)
 """
@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.cli_runner import run_cli
 from tests.providers.fixture_projects import FIXTURES, copy_fixture  # noqa: F401 - re-exported
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -31,8 +32,12 @@ TOOL_SCRATCH = (
 )
 
 
-def splice(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """`python -m splice.cli.main ARGS` in ``cwd``, with colour forced on (Rich honours FORCE_COLOR)."""
+def splice(
+    *args: str, cwd: Path, timeout: float = 120, process: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """`splice ARGS` in ``cwd``, with colour forced on (Rich honours FORCE_COLOR), run in this
+    process (:mod:`tests.cli_runner`), or with ``process`` as ``python -m splice.cli.main`` (a
+    test of what only a process shows: its whole time, its imports)."""
     env = {
         k: v
         for k, v in os.environ.items()
@@ -43,14 +48,10 @@ def splice(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedP
         DBT_SEND_ANONYMOUS_USAGE_STATS="false",
         SQLMESH__DISABLE_ANONYMIZED_ANALYTICS="true",
     )
-    return subprocess.run(
-        [sys.executable, "-m", "splice.cli.main", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    if process:
+        return subprocess.run([sys.executable, "-m", "splice.cli.main", *args], cwd=cwd, env=env,
+                              capture_output=True, text=True, timeout=timeout)  # fmt: skip
+    return run_cli(args, cwd=cwd, env=env)
 
 
 def plain(text: str) -> str:

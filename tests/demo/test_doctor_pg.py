@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from tests.cli_runner import run_cli
 
 from splice.demo import write_workspace
 from splice.demo.pg import PgTarget, write_configs
@@ -25,8 +24,7 @@ def pg_workspace(tmp_path: Path) -> Path:
 
 
 def _doctor(ws: Path) -> tuple[int, list[dict[str, str]]]:
-    r = subprocess.run([sys.executable, "-m", "splice", "-w", str(ws), "doctor", "--no-lineage",
-                        "--json"], capture_output=True, text=True, timeout=300)  # fmt: skip
+    r = run_cli(["-w", str(ws), "doctor", "--no-lineage", "--json"])
     assert "Traceback" not in r.stderr, r.stderr
     return r.returncode, json.loads(r.stdout)["checks"]
 

@@ -6,18 +6,17 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import psycopg
+from tests.cli_runner import run_cli
 from tests.pg_support import PG_PASSWORD, ensure_postgres
 
 from splice.warehouse.postgres.local_server import LocalPostgres
 
 
 def _splice(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "splice", *args], capture_output=True,
-                          text=True, timeout=600, env={**os.environ, **(env or {})})  # fmt: skip
+    return run_cli(args, env={**os.environ, **(env or {})})
 
 
 def test_the_throwaway_server_is_stopped_after_the_demo_and_started_on_demand(

@@ -22,6 +22,7 @@ from typing import Any
 
 import duckdb
 import pytest
+from tests.cli_runner import run_cli
 
 from splice.demo import relocate
 
@@ -64,8 +65,7 @@ def _env() -> dict[str, str]:
 
 def splice(ws: Path, command: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """``splice COMMAND`` typed in the workspace, as the tour says."""
-    return subprocess.run([sys.executable, "-m", "splice", *shlex.split(command)], cwd=ws,
-                          env=_env(), capture_output=True, text=True, timeout=timeout)  # fmt: skip
+    return run_cli(shlex.split(command), cwd=ws, env=_env())
 
 
 def _rate(ws: Path, day: str) -> float:

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
+
+from tests.cli_runner import run_cli
 
 
 def splice(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "splice", "-w", str(ws), *args],
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    return run_cli(["-w", str(ws), *args])
 
 
 def test_duckdb_refuses_access_requests(fresh_demo: Path) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
+from tests.cli_runner import run_cli
 from tests.serve.serve_support import free_port, running_server
 
 from splice.demo import build_demo
@@ -58,8 +58,7 @@ def reader(pg_demo: tuple[Path, str]) -> Iterator[str]:
 
 
 def splice(ws: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    r = subprocess.run([sys.executable, "-m", "splice", "-w", str(ws), *args],
-                       capture_output=True, text=True, timeout=300)  # fmt: skip
+    r = run_cli(["-w", str(ws), *args])
     if check and r.returncode != 0:
         raise AssertionError(f"splice {' '.join(args)} exited {r.returncode}:\n{r.stderr}")
     return r

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from tests.cli_runner import run_cli
 
 from splice.api import doctor, graph_view, list_nodes
 from splice.demo import relocate
@@ -142,12 +142,7 @@ def test_doctor_is_clean_on_the_demo(ws):
 
 
 def _splice(ws_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "splice.cli.main", "-w", str(ws_dir), *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return run_cli(["-w", str(ws_dir), *args])
 
 
 def test_cli_lineage_json_and_errors(ws_dir: Path):

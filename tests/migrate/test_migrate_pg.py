@@ -9,13 +9,13 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
+from tests.cli_runner import run_cli
 
 from splice.demo import relocate
 from splice.demo.pg import add_pg_target
@@ -23,8 +23,7 @@ from splice.warehouse.postgres.local_server import LocalPostgres
 
 
 def splice(ws: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    r = subprocess.run([sys.executable, "-m", "splice", "-w", str(ws), *args],
-                       capture_output=True, text=True, timeout=600)  # fmt: skip
+    r = run_cli(["-w", str(ws), *args])
     if check and r.returncode != 0:
         raise AssertionError(
             f"splice {' '.join(args)} exited {r.returncode}:\n{r.stderr}\n{r.stdout}"

@@ -10,9 +10,10 @@ import contextlib
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
+
+from tests.cli_runner import run_cli
 
 from splice.api import doctor, list_nodes
 from splice.workspace.core import Workspace
@@ -99,12 +100,5 @@ class Loaded:
 
 
 def splice_cli(root: Path, *args: str, columns: int = 400) -> subprocess.CompletedProcess[str]:
-    """`python -m splice ARGS` in ``root`` (plain text, wide enough for one-line findings)."""
-    return subprocess.run(
-        [sys.executable, "-m", "splice", *args],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "NO_COLOR": "1", "COLUMNS": str(columns)},
-        timeout=300,
-    )
+    """`splice ARGS` in ``root`` (plain text, wide enough for one-line findings)."""
+    return run_cli(args, cwd=root, env={**os.environ, "NO_COLOR": "1", "COLUMNS": str(columns)})

@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pytest
 from fixture_projects import copy_fixture, cwd, tables_in
+from tests.cli_runner import run_cli
 
 from splice.run.report import RunReport
 from splice.workspace.core import Workspace
@@ -24,14 +24,7 @@ V1, V2 = "shopv:dim_customers.v1", "shopv:dim_customers.v2"
 def splice_cli(*args: str, root: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("SPLICE_WORKSPACE", "SPLICE_TARGET")}
     env.update(NO_COLOR="1", DBT_SEND_ANONYMOUS_USAGE_STATS="false")
-    return subprocess.run(
-        [sys.executable, "-m", "splice.cli.main", *args],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return run_cli(args, cwd=root, env=env)
 
 
 def contents(db: Path) -> dict[str, tuple[list[tuple[str, str]], list[tuple[Any, ...]]]]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 import duckdb
 import pytest
 from fixture_projects import copy_fixture, cwd
+from tests.cli_runner import run_cli
 
 from splice.api import lineage, list_nodes, plan, run
 from splice.workspace.core import Workspace
@@ -100,13 +100,10 @@ def warehouse(root: Path, db: str = DB) -> dict[tuple[str, str], dict[str, Any]]
 
 def _cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("SPLICE_WORKSPACE", "SPLICE_TARGET")}
-    return subprocess.run(
-        [sys.executable, "-m", "splice", *args],
+    return run_cli(
+        args,
         cwd=root,
         env={**env, "SQLMESH__DISABLE_ANONYMIZED_ANALYTICS": "true", "COLUMNS": "300"},
-        capture_output=True,
-        text=True,
-        timeout=120,
     )
 
 

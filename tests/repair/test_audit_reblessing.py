@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import test_state_witness
 from principals_support import as_principal
 from tamper_support import forge_append, local_signer, rehash_from
+from tests.cli_runner import run_cli
 from tests.serve.serve_support import server_decides
 
 from splice.approvals import auditlog
@@ -27,12 +27,7 @@ logged = test_state_witness.logged  # the fixture: a proposal requested, approve
 
 
 def _cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "splice", "-w", str(root), *args],
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
+    return run_cli(["-w", str(root), *args])
 
 
 def _state(root: Path) -> Path:

@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
+
+from tests.cli_runner import run_cli
 
 from splice.approvals import auditlog
 from splice.workspace.core import Workspace
 
 
 def _cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "splice", "-w", str(root), *args],
-                          capture_output=True, text=True, timeout=180)  # fmt: skip
+    return run_cli(["-w", str(root), *args])
 
 
 def _last_principal(root: Path) -> dict:

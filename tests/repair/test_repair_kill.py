@@ -17,6 +17,7 @@ from typing import Any
 import duckdb
 import pytest
 from principals_support import approve_everywhere, as_principal
+from tests.cli_runner import run_cli
 
 from splice.demo import relocate
 from splice.demo.story import StoryResult, tell_repair
@@ -92,10 +93,7 @@ def _wait_for(path: Path, proc: subprocess.Popen[str], timeout: float = 180) -> 
 
 
 def _status(ws: Path, pid: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "splice", "proposals", "--all", "--json"],
-        cwd=ws, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    done = run_cli(["proposals", "--all", "--json"], cwd=ws)
     assert done.returncode == 0, done.stderr
     (p,) = [p for p in json.loads(done.stdout) if p["proposal_id"] == pid]
     return str(p["status"])
@@ -131,23 +129,16 @@ def test_a_killed_apply_leaves_the_undo_or_the_finished_repair(
         assert now == repaired["rows"], "the warehouse is not the finished repair"
         # its incident stays open until verified: splice verify runs the verification again,
         # judging the origin against the values recorded when the repair began
-        ver = subprocess.run(
-            [sys.executable, "-m", "splice", "verify", pid, "--as", "maria", "--json"],
-            cwd=ws, capture_output=True, text=True, timeout=600,
-        )  # fmt: skip
+        ver = run_cli(["verify", pid, "--as", "maria", "--json"], cwd=ws)
         assert ver.returncode == 0, (ver.stdout + ver.stderr)[-3000:]
         v = json.loads(ver.stdout)["verification"]
         assert v["passed"] and v["summary"].startswith("verified again"), v["summary"]
         assert v["fault_test"]["cases"], "the values as found were not recorded before the kill"
     # a person can act on it: the next run sees what the repair left, and proposing again works
-    run = subprocess.run([sys.executable, "-m", "splice", "run", "--json"], cwd=ws,
-                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    run = run_cli(["run", "--json"], cwd=ws)
     assert run.returncode == 0, run.stderr[-2000:]
     if after == "undo":
-        again = subprocess.run(
-            [sys.executable, "-m", "splice", "propose", story.incidents[0].incident_id,
-             "--as", "splice-agent"], cwd=ws, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+        again = run_cli(["propose", story.incidents[0].incident_id, "--as", "splice-agent"], cwd=ws)
         assert again.returncode == 0, again.stderr[-2000:]
 
 
@@ -163,8 +154,7 @@ def test_splice_run_first_recovers_a_killed_apply(story: StoryResult, tmp_path: 
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=60)
     assert _snapshot(ws, relations) != before, "the reload had not changed the warehouse yet"
-    run = subprocess.run([sys.executable, "-m", "splice", "run", "--json"], cwd=ws,
-                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    run = run_cli(["run", "--json"], cwd=ws)
     assert run.returncode == 0, run.stderr[-2000:]
     notes = json.loads(run.stdout)["notes"]
     assert any(f"{pid} is marked interrupted" in n for n in notes), notes

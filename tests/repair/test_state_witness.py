@@ -7,12 +7,12 @@ import json
 import shutil
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from principals_support import as_principal
 from tamper_support import local_signer, rehash_from
+from tests.cli_runner import run_cli
 
 from splice.approvals import auditlog
 from splice.repair import store
@@ -20,12 +20,7 @@ from splice.workspace.core import Workspace
 
 
 def _cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "splice", "-w", str(root), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_cli(["-w", str(root), *args])
 
 
 @pytest.fixture

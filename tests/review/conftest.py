@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from tests.cli_runner import run_cli
 
 from splice.demo import relocate
 
@@ -25,15 +26,8 @@ def git(repo: Path, *args: str) -> str:
 
 
 def review_cli(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """``splice -w REPO review ARGS`` in a process of its own."""
-    import sys
-
-    return subprocess.run(
-        [sys.executable, "-m", "splice", "-w", str(repo), "review", *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    """``splice -w REPO review ARGS`` (:mod:`tests.cli_runner`)."""
+    return run_cli(["-w", str(repo), "review", *args])
 
 
 def edit(path: Path, old: str, new: str) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+from tests.cli_runner import run_cli
 
 from splice.run.report import RunReport
 from splice.workspace.core import Workspace
@@ -115,14 +116,9 @@ def cli_env(**extra: str) -> dict[str, str]:
 def splice_cli(
     *args: str, cwd: Path, timeout: float = 180, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "splice.cli.main", *args],
-        cwd=cwd,
-        env=cli_env(**(env or {})),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    """`splice ARGS` in ``cwd``, run in this process (:mod:`tests.cli_runner`; ``timeout`` is
+    a child process's only: :func:`splice_bg` starts one)."""
+    return run_cli(args, cwd=cwd, env=cli_env(**(env or {})))
 
 
 def splice_bg(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:

@@ -24,15 +24,13 @@ from jwt.algorithms import RSAAlgorithm
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Implementation
+from tests.cli_runner import run_cli
 from tests.mcp.mcp_support import child_env, modern_client
 
 
 def splice(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """``splice -w WS ARGS...`` as a child process (output captured)."""
-    return subprocess.run(
-        [sys.executable, "-m", "splice", "-w", str(ws), *args],
-        capture_output=True, text=True, env=child_env(), timeout=300,
-    )  # fmt: skip
+    """``splice -w WS ARGS...`` (:mod:`tests.cli_runner`; output captured)."""
+    return run_cli(["-w", str(ws), *args], env=child_env())
 
 
 def make_key(ws: Path, name: str, kind: str, scopes: str) -> str:

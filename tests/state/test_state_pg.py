@@ -11,13 +11,14 @@ import sys
 import uuid
 from pathlib import Path
 
+from tests.cli_runner import run_cli
+
 from splice.state.store import StateStore
 from splice.warehouse.postgres.local_server import LocalPostgres, free_port
 
 
 def _splice(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "splice", "-w", str(ws), *args],
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    return run_cli(["-w", str(ws), *args])
 
 
 def _psycopg_url(url: str) -> str:

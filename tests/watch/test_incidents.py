@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from datetime import date
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.cli_runner import run_cli
 from tests.story_support import assert_stale_rates_diagnosed
 
 from splice.demo.story import StoryResult
@@ -24,10 +24,7 @@ def story(stale_story: StoryResult) -> StoryResult:
 
 
 def splice(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "splice", "-w", str(ws), *args],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    return run_cli(["-w", str(ws), *args])
 
 
 def test_the_story_opens_one_incident_on_mondays_data(story: StoryResult) -> None:

@@ -1,5 +1,6 @@
 """``splice local status | stop``: the servers Splice started on this machine for the
-workspace (its PostgreSQL or Spark, ``dagster-webserver``, ``airflow standalone``) and left running."""
+workspace (its PostgreSQL or Spark, ``dagster-webserver``, Airflow's API server, scheduler and
+DAG processor) and left running."""
 
 from __future__ import annotations
 

@@ -80,7 +80,7 @@ class AirflowDag(_OrchestratedJob):
     (midnight UTC), for DAGs that read their interval. ``username`` and the password in the
     environment variable ``password_env`` get a token from ``/auth/token``; with neither, the
     API is called without one. ``local``: a DAGs folder (relative to the workspace) that Splice
-    serves itself with ``airflow standalone`` on ``url``'s port.
+    serves itself (its API server, scheduler and DAG processor) on ``url``'s port.
 
     >>> a = AirflowDag(url="http://127.0.0.1:8080", dag="fx")
     >>> a.link_for("fx", "manual__1")

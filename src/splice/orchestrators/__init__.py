@@ -10,7 +10,8 @@ journal and the receipt), and Dagster's record of the job's runs is read as evid
 - :mod:`splice.orchestrators.dagster_local`: a local ``dagster-webserver`` that Splice starts for a
   workspace that asks for it (``[ingestion.dagster] local``: demos and tests);
 - :mod:`splice.orchestrators.airflow`: Airflow 3 through its REST API (``/api/v2``: trigger a
-  DAG run with the days in its conf, poll its state), and a local ``airflow standalone``.
+  DAG run with the days in its conf, poll its state), and a local Airflow (API server,
+  scheduler, DAG processor).
 """
 
 from __future__ import annotations

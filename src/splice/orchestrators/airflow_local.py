@@ -1,10 +1,12 @@
 """A local Airflow for a workspace that asks for one (``[ingestion.airflow] local``).
 
-``airflow standalone`` (API server, scheduler, DAG processor, triggerer; SQLite metadata and
-the local executor) on 127.0.0.1 at the port of ``[ingestion.airflow] url``, with
-``AIRFLOW_HOME`` in the workspace (``home``) and the DAGs folder ``local``, started and
-stopped as :mod:`splice.orchestrators.local_server` says. Every local user is an admin (no
-sign-in): it is a demo's and a test's Airflow, never a team's.
+The parts of ``airflow standalone`` that run DAGs (the metadata database migrated, then the API
+server, the scheduler and the DAG processor; SQLite metadata and the local executor; no
+triggerer, so a deferrable task would wait forever) on 127.0.0.1 at the port of
+``[ingestion.airflow] url``, with ``AIRFLOW_HOME`` in the workspace (``home``) and the DAGs
+folder ``local``, started and stopped as one process group as
+:mod:`splice.orchestrators.local_server` says. Every local user is an admin (no sign-in): it is
+a demo's and a test's Airflow, never a team's.
 
 Airflow is not installed beside Splice (beside dlt it makes every pipeline import it): the
 ``airflow`` command is ``$SPLICE_AIRFLOW``, else ``airflow`` next to this Python, else on
@@ -50,7 +52,7 @@ def airflow_command() -> Path:
         if c.is_file() and os.access(c, os.X_OK):
             return c
     raise OrchestratorError(
-        "[ingestion.airflow] local serves Airflow with `airflow standalone`, but no airflow "
+        "[ingestion.airflow] local serves Airflow with the `airflow` command, but none "
         f"command was found (looked at $SPLICE_AIRFLOW={env or '(unset)'}, next to "
         f"{sys.executable}, and on PATH).",
         fix="make airflow (builds .venv-airflow), or install apache-airflow in an environment "
@@ -58,15 +60,26 @@ def airflow_command() -> Path:
     )
 
 
+#: What runs (``sh``, with ``$AIRFLOW`` the command): what ``airflow standalone`` runs less the
+#: triggerer (a process importing all of Airflow, a quarter of a minute of CPU at each start,
+#: for deferrable tasks no Splice DAG has), in one process group that ``stop`` ends whole.
+LAUNCH = (
+    '"$AIRFLOW" db migrate && { "$AIRFLOW" api-server & "$AIRFLOW" scheduler & '
+    '"$AIRFLOW" dag-processor & wait; }'
+)
+
+
 def server(cfg: AirflowDag, root: Path) -> LocalServer:
-    """``airflow standalone`` serving the DAGs folder ``cfg.local`` on ``cfg.url``'s port."""
+    """Airflow's API server, scheduler and DAG processor serving the DAGs folder ``cfg.local``
+    on ``cfg.url``'s port (:data:`LAUNCH`)."""
     assert cfg.local is not None
     dags = (root / cfg.local).resolve()
     home = (root / cfg.home).resolve()
     port = urlsplit(cfg.url).port or 8080
     airflow = airflow_command()
-    bindir = airflow.parent  # standalone runs its parts as `airflow ...`
+    bindir = airflow.parent  # Airflow's parts start their own children as `airflow ...`
     env = {
+        "AIRFLOW": str(airflow),
         "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}",
         "SPLICE_PYTHON": sys.executable,
         "AIRFLOW_HOME": str(home),
@@ -80,6 +93,6 @@ def server(cfg: AirflowDag, root: Path) -> LocalServer:
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
         "AIRFLOW__USAGE_DATA_COLLECTION__ENABLED": "False",
     }
-    argv = [str(airflow), "standalone"]
+    argv = ["sh", "-c", LAUNCH]
     return LocalServer("airflow", cfg.url, home, dags, argv, env=env,
                        probe="/api/v2/monitor/health", ready=_healthy)  # fmt: skip
