@@ -236,3 +236,46 @@ def test_no_private_name_is_imported_from_another_module() -> None:
                         bad.append(f"{path.relative_to(SRC.parent)}:{node.lineno}: "
                                    f"{node.module}.{alias.name}")  # fmt: skip
     assert not bad, "private names imported across modules:\n" + "\n".join(bad)
+
+
+def package_names(init: Path) -> set[str]:
+    """The names a package's ``__init__.py`` binds (imports, functions, classes, assignments)
+    or lists in ``__all__``."""
+    tree = ast.parse(init.read_text())
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom | ast.Import):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+            if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+                value = node.value
+                if isinstance(value, ast.List | ast.Tuple):
+                    names |= {e.value for e in value.elts if isinstance(e, ast.Constant)}
+    return names
+
+
+def test_no_package_offers_a_name_one_of_its_modules_has() -> None:
+    """Importing ``splice.pkg.name`` (anywhere, at any time) sets the package's attribute
+    ``name`` to that module: a function the package offers under the same name is then gone
+    for the rest of the process (the second ``splice migrate plan`` a server ran called a
+    module)."""
+    bad = []
+    for init in sorted((SRC / ROOT).rglob("__init__.py")):
+        subs = {p.stem for p in init.parent.glob("*.py") if p.stem != "__init__"}
+        subs |= {d.name for d in init.parent.iterdir() if (d / "__init__.py").exists()}
+        bad += [f"{module_name(init)}.{n}" for n in sorted(package_names(init) & subs)
+                if not _imports_module(init, n)]  # fmt: skip
+    assert not bad, "names that are both a package's offer and its module's name: " + str(bad)
+
+
+def _imports_module(init: Path, name: str) -> bool:
+    """Whether ``__init__.py`` binds ``name`` to the submodule itself (``from . import name``)."""
+    pkg = module_name(init)
+    for node in ast.parse(init.read_text()).body:
+        if isinstance(node, ast.ImportFrom) and any(a.name == name for a in node.names):
+            return node.module in (pkg, None) or node.level == 1 and node.module is None
+    return False

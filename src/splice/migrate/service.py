@@ -1,6 +1,6 @@
 """Migrations: plan the waves, approve each, run each with its parity checks, sign the end.
 
-- ``plan``: the waves from the source target's graph (:mod:`splice.migrate.plan`), with the
+- ``plan``: the waves from the source target's graph (:mod:`splice.migrate.waves`), with the
   rows of each relation in the source; stored, and logged (``migrate-plan``).
 - ``approve``: a person with the approve scope who is a named owner of one of the wave's
   domains, never whoever planned the migration, and never during an org-wide stop.
@@ -128,7 +128,7 @@ def _where_it_lives(ws: Workspace) -> str:
 def plan(source: Any, dest: Any, *, principal: Principal, execution_time: str | None = None,
          tolerance: float = 0.0001, relative_tolerance: float = 1e-6) -> Migration:  # fmt: skip
     """Plan moving ``source``'s target to ``dest``'s (two open workspaces of one root)."""
-    from splice.migrate.plan import waves
+    from splice.migrate.waves import waves
 
     may_decide(source, principal, "propose")
     if source.target == dest.target:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
+
+from tests.cli_runner import run_cli
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "projects" / "spark_shop"
 
@@ -21,7 +22,6 @@ def copy_shop(ws: Path, remote: str) -> Path:
 
 
 def splice(ws: Path, remote: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """The CLI in a subprocess, its projects pointed at ``remote`` (``$SPLICE_SPARK_REMOTE``)."""
-    env = {**os.environ, "SPLICE_SPARK_REMOTE": remote}
-    return subprocess.run([sys.executable, "-m", "splice", "-w", str(ws), *args], env=env,
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    """The CLI (:mod:`tests.cli_runner`), its projects pointed at ``remote``
+    (``$SPLICE_SPARK_REMOTE``)."""
+    return run_cli(["-w", str(ws), *args], env={**os.environ, "SPLICE_SPARK_REMOTE": remote})
