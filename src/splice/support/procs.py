@@ -29,7 +29,7 @@ def pid_alive(pid: int) -> bool:
         return True
 
 
-# -- servers Splice starts and leaves running (a workspace's local PostgreSQL, dagster-webserver) ----
+# -- servers Splice starts and leaves running (a local PostgreSQL, dagster-webserver) -------------
 _quiet_starts = False
 
 

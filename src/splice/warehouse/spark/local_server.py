@@ -25,7 +25,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from splice.errors import WarehouseError
 
@@ -74,7 +74,7 @@ class LocalSpark:
     port: int = 0
     memory: str = "1g"
     #: ``hive`` (tables outlive a restart) or ``in-memory`` (they live as long as the server)
-    catalog: str = "hive"
+    catalog: Literal["hive", "in-memory"] = "hive"
     proc: subprocess.Popen[bytes] | None = None
 
     @property

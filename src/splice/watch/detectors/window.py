@@ -335,10 +335,11 @@ def _moved(w: LevelWindow) -> Moved:
     lin_resid = w.win - np.exp(col_base)
     good = w.good
     d7_lin = good[:, 7:] - good[:, :-7] if good.shape[1] > 7 else np.full((n, 1), np.nan)
+    resid_scale = nanmad(lin_resid, np.zeros(n))
     scale_lin = np.where(
         w.seasonal,
-        np.maximum(nanmad(d7_lin, np.zeros(n)) / math.sqrt(2), nanmad(lin_resid, np.zeros(n))),
-        nanmad(lin_resid, np.zeros(n)),
+        np.maximum(nanmad(d7_lin, np.zeros(n)) / math.sqrt(2), resid_scale),
+        resid_scale,
     )
     z_lin = np.where(
         w.pos,
