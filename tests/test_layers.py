@@ -277,5 +277,5 @@ def _imports_module(init: Path, name: str) -> bool:
     pkg = module_name(init)
     for node in ast.parse(init.read_text()).body:
         if isinstance(node, ast.ImportFrom) and any(a.name == name for a in node.names):
-            return node.module in (pkg, None) or node.level == 1 and node.module is None
+            return node.module in (pkg, None)  # `from splice.pkg import name`, `from . import name`
     return False

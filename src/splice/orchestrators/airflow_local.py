@@ -52,7 +52,7 @@ def airflow_command() -> Path:
         if c.is_file() and os.access(c, os.X_OK):
             return c
     raise OrchestratorError(
-        "[ingestion.airflow] local serves Airflow with the `airflow` command, but none "
+        "[ingestion.airflow] local serves Airflow with the `airflow` command, but no such "
         f"command was found (looked at $SPLICE_AIRFLOW={env or '(unset)'}, next to "
         f"{sys.executable}, and on PATH).",
         fix="make airflow (builds .venv-airflow), or install apache-airflow in an environment "
