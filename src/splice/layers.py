@@ -27,6 +27,7 @@ PACKAGES: tuple[str, ...] = (
     "web",  # the web page
     "demo",  # the demo workspace and its stories: a scripted user of splice.api
     "api",  # the one facade every way in calls; the hub a long-lived server answers through
+    "operator",  # splice serve running production by itself: schedules, triggers, the ladder
     "reads",  # what the pages and tools read: nodes, incidents, charts, neighbourhoods
     "notify",  # notifications: events, the outbox, channels
     "review",  # pull-request review: what changed, its reach, its data against prod
@@ -37,6 +38,7 @@ PACKAGES: tuple[str, ...] = (
     "approvals",  # owners and domains, who may decide, expiry and escalation, autonomy and the stop, the audit log
     "watch",  # metrics, detectors, incidents, diagnosis
     "run",  # the runner, executors (dbt, SQLMesh, an ingestion reload), the journal, locks
+    "openlineage",  # OpenLineage run events: emitted for every run, received from other tools
     "plan",  # the planner, evidence, the no-op memo
     "doctor",  # the workspace's checks
     "lineage",  # column lineage: engine, walk, the workspace's pass, queries, the warm cache
