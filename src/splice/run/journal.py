@@ -13,6 +13,7 @@ kill, and :meth:`Journal.recover` marks such a run ``interrupted`` once its hold
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -20,6 +21,7 @@ import sqlite3
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -149,6 +151,9 @@ class Journal:
 
         self.path = path
         self._lock = threading.RLock()
+        #: called with each event once it is committed (a run's OpenLineage emitter,
+        #: :mod:`splice.openlineage.emit`); what a listener raises is ignored
+        self.listeners: list[Callable[[RunEvent], None]] = []
         self.on_postgres = is_url(path)
         if self.on_postgres:
             self.conn = pg_connect(str(path))
@@ -233,8 +238,10 @@ class Journal:
         duration: float | None = None,
         rows: int | None = None,
         data: dict[str, Any] | None = None,
+        notify: bool = True,
     ) -> RunEvent:
-        """Append one event (committed at once) and return it."""
+        """Append one event (committed at once), tell the listeners (unless ``notify`` is
+        false) and return it."""
         now = time.time()
         payload = json.dumps(data or {}, default=str, separators=(",", ":"))
         with self._lock:
@@ -255,17 +262,26 @@ class Journal:
                 ),
             )
             seq = int(cur.fetchone()[0])
-        return RunEvent(
+        ev = RunEvent(
             run_id, seq, now, kind, project, segment_id, node_id, status, duration, rows, data or {}
         )
+        if notify:
+            self._notify(ev)
+        return ev
+
+    def _notify(self, ev: RunEvent) -> None:
+        for listener in list(self.listeners):
+            with contextlib.suppress(Exception):  # a listener never fails a run
+                listener(ev)
 
     def finish_run(self, run_id: str, status: str, summary: dict[str, Any]) -> RunEvent:
-        ev = self.event(run_id, "run_finished", status=status, data=summary)
+        ev = self.event(run_id, "run_finished", status=status, data=summary, notify=False)
         with self._lock:
             self.conn.execute(
                 _FINISH_RUN,
                 (status, ev.ts, json.dumps(summary, default=str), run_id),
             )
+        self._notify(ev)  # once the run's row says it finished
         return ev
 
     # -- reading -------------------------------------------------------------------------------

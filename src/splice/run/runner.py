@@ -171,6 +171,7 @@ def run_session(
         journal.open_run(
             run_id, target=ws.target, selector=selector, exclude=exclude, command=command
         )
+        _listen_for_openlineage(ws, journal, run_id)
         session = RunSession(journal, lock, run_id, notes)
         from splice.warehouse.spark.connect import run_spark_session
 
@@ -195,6 +196,20 @@ def run_session(
             release_all(ws)
         lock.release()
         journal.close()
+
+
+def _listen_for_openlineage(ws: Workspace, journal: Journal, run_id: str) -> None:
+    """The run's OpenLineage events, when OpenLineage is configured
+    (:func:`splice.openlineage.settings.listener`; otherwise nothing of OpenLineage is
+    imported). Never fails the run."""
+    from splice.openlineage.settings import listener
+
+    try:
+        emitter = listener(ws, run_id)
+    except Exception:  # noqa: BLE001 - lineage events never stop a run
+        emitter = None
+    if emitter is not None:
+        journal.listeners.append(emitter)
 
 
 @contextlib.contextmanager
