@@ -29,19 +29,18 @@ import queue
 import threading
 import time
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from openlineage.client import OpenLineageClient
 from openlineage.client.event_v2 import Job, Run, RunEvent, RunState
 
 from splice.lineage.openlineage import PRODUCER
 from splice.openlineage import facets
-from splice.openlineage.settings import namespace, workspace_config
 
 if TYPE_CHECKING:
     from splice.graph.model import Graph, Node
     from splice.lineage.types import ModelLineage
-    from splice.run.journal import RunEvent as JournalEvent
     from splice.workspace.core import Workspace
 
 log = logging.getLogger("splice.openlineage")
@@ -65,10 +64,24 @@ _NODE_STATES = {
 _RUN_STATES = {"success": RunState.COMPLETE, "failed": RunState.FAIL}
 
 
-def make_client(ws: Workspace) -> OpenLineageClient | None:
+class JournalEvent(Protocol):
+    """What the emitter reads of a journal event (:class:`splice.run.journal.RunEvent`)."""
+
+    run_id: str
+    ts: float
+    kind: str
+    node_id: str | None
+    status: str | None
+    duration: float | None
+    rows: int | None
+    data: dict[str, Any]
+
+
+def make_client(workspace_file: Path | None = None) -> OpenLineageClient | None:
     """The OpenLineage client as its own configuration makes it (``OPENLINEAGE_CONFIG``,
     ``openlineage.yml``, ``OPENLINEAGE__*`` variables, ``OPENLINEAGE_URL``), or the workspace's
-    ``openlineage.yml`` when the client finds no file of its own. None when that ends in the
+    ``workspace_file`` (the workspace's ``openlineage.yml``, passed when the client finds no
+    file of its own: :func:`splice.openlineage.settings.workspace_config`). None when that ends in the
     client's no-op transport (``OPENLINEAGE_DISABLED``) or in its console fallback (nothing
     chose a transport).
 
@@ -76,11 +89,10 @@ def make_client(ws: Workspace) -> OpenLineageClient | None:
     ``OPENLINEAGE_URL``; they are taken out again once it is made, so the process (a server,
     the next run) reads the environment it was given."""
     config: dict[str, Any] | None = None
-    path = workspace_config(ws.root)
-    if path is not None:
+    if workspace_file is not None:
         import yaml
 
-        config = yaml.safe_load(path.read_text()) or None
+        config = yaml.safe_load(workspace_file.read_text()) or None
     before = {k: v for k, v in os.environ.items() if k.startswith("OPENLINEAGE")}
     try:
         client = OpenLineageClient(config=config)
@@ -98,11 +110,18 @@ def make_client(ws: Workspace) -> OpenLineageClient | None:
     return client
 
 
-def emitter_for(ws: Workspace, run_id: str) -> RunEmitter | None:
-    """The emitter of run ``run_id`` in ``ws``, or None when the client is not configured (or
-    cannot be made: logged)."""
+def emitter_for(
+    ws: Workspace,
+    run_id: str,
+    *,
+    job_namespace: str = "splice",
+    workspace_file: Path | None = None,
+) -> RunEmitter | None:
+    """The emitter of run ``run_id`` in ``ws`` (its jobs in ``job_namespace``), or None when
+    the client is not configured (or cannot be made: logged). ``workspace_file``: see
+    :func:`make_client`."""
     try:
-        client = make_client(ws)
+        client = make_client(workspace_file)
     except Exception as e:  # noqa: BLE001 - a bad OpenLineage config never stops a run
         log.warning("OpenLineage events are not sent: the client cannot be made (%s: %s)",
                     type(e).__name__, e)  # fmt: skip
@@ -110,18 +129,20 @@ def emitter_for(ws: Workspace, run_id: str) -> RunEmitter | None:
         return None
     if client is None:
         return None
-    return RunEmitter(ws, run_id, client)
+    return RunEmitter(ws, run_id, client, job_namespace=job_namespace)
 
 
 class RunEmitter:
     """The OpenLineage events of one run, as its journal writes them (call it with each
     journal event; it never raises)."""
 
-    def __init__(self, ws: Workspace, run_id: str, client: Any) -> None:
+    def __init__(
+        self, ws: Workspace, run_id: str, client: Any, *, job_namespace: str = "splice"
+    ) -> None:
         self.ws = ws
         self.run_id = run_id
         self.client = client
-        self.namespace = namespace()
+        self.namespace = job_namespace
         self.job_name = f"splice.run.{ws.target}"
         self.run_uuid = facets.run_uuid(run_id)
         self.dataset_namespace = facets.warehouse_namespace(

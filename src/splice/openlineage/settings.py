@@ -128,4 +128,6 @@ def listener(ws: Workspace, run_id: str) -> Callable[[Any], None] | None:
         return None
     from splice.openlineage.emit import emitter_for
 
-    return emitter_for(ws, run_id)
+    return emitter_for(
+        ws, run_id, job_namespace=namespace(), workspace_file=workspace_config(ws.root)
+    )
