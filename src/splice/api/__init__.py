@@ -59,6 +59,13 @@ if _typing.TYPE_CHECKING:
         migrate_run,
         migrate_status,
     )
+    from splice.api.operator import (
+        operator_for_hub,
+        operator_for_root,
+        operator_status,
+        receive_lineage,
+        schedule_run,
+    )
     from splice.api.reads import detector_words, housekeeping, node_domains
     from splice.api.repair import (
         active_stop,
@@ -101,6 +108,7 @@ if _typing.TYPE_CHECKING:
     from splice.notify.outbox import deliver as notify_pending
     from splice.notify.outbox import send_test as notify_test
     from splice.notify.outbox import status as notify_status
+    from splice.operator.service import activity as operator_activity
     from splice.plan.planner import explain
     from splice.plan.planner import summary as plan_summary
     from splice.reads.connectors import dashboards, ingestion_jobs
@@ -136,6 +144,13 @@ if _typing.TYPE_CHECKING:
 
 #: public name -> "module:attribute", imported on first use
 _EXPORTS: dict[str, str] = {
+    # -- The operator: schedules, what triggered each watch, the ladder's steps (compositions)
+    "operator_for_hub": "splice.api.operator:operator_for_hub",
+    "operator_for_root": "splice.api.operator:operator_for_root",
+    "operator_status": "splice.api.operator:operator_status",
+    "receive_lineage": "splice.api.operator:receive_lineage",
+    "schedule_run": "splice.api.operator:schedule_run",
+    "operator_activity": "splice.operator.service:activity",
     # -- Sessions: opening a workspace, the server's hub, who acts (compositions)
     "open_workspace": "splice.api.session:open_workspace",
     "workspace_config": "splice.api.session:workspace_config",
@@ -342,6 +357,10 @@ __all__ = [
     "oidc_client",
     "open_workspace",
     "openlineage_facets",
+    "operator_activity",
+    "operator_for_hub",
+    "operator_for_root",
+    "operator_status",
     "plan",
     "plan_checks",
     "plan_summary",
@@ -354,6 +373,7 @@ __all__ = [
     "receipt",
     "receipt_markdown",
     "receipt_standing",
+    "receive_lineage",
     "reconfirm_key",
     "redact_url",
     "reject",
@@ -369,6 +389,7 @@ __all__ = [
     "run",
     "run_journal",
     "run_plan",
+    "schedule_run",
     "search_nodes",
     "serve_settings",
     "server_key",

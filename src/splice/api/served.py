@@ -52,19 +52,23 @@ class Hub:
         self._states = StatePool()  # state connections kept between requests, per thread
 
     @contextmanager
-    def workspace(self) -> Iterator[Workspace]:
+    def workspace(self, target: str | None = None) -> Iterator[Workspace]:
         """A Workspace for one request, closed (state and warehouse released) when it ends. The
         request's session starts by recovering repair applies a killed process left half-done
-        (:func:`splice.api.recovery.recover_killed_applies`)."""
+        (:func:`splice.api.recovery.recover_killed_applies`). ``target``: another target than
+        the server's (a schedule's); it is not lent the server's graph."""
         from splice.api.recovery import recover_killed_applies
 
-        ws = Workspace(self.root, self._config(), self.target)
+        other = target is not None and target != self.target
+        ws = Workspace(self.root, self._config(), target if other else self.target)
         ws.state_pool = self._states
         try:
-            self._lend(ws)
+            if not other:
+                self._lend(ws)
             recover_killed_applies(ws)
             yield ws
-            self._keep(ws)
+            if not other:
+                self._keep(ws)
         finally:
             ws.close()
 

@@ -72,7 +72,9 @@ def require(
     who = principal.label()
     command = COMMANDS.get(action, action)
     if principal.auth == "system":
-        if action == "apply":  # Splice's own dispatch; flow.apply holds it to the autonomy rules
+        # Splice's own dispatch: the operator drafts repairs at L2 and above
+        # (splice.operator.ladder); flow.apply holds an apply to the autonomy rules
+        if action in ("apply", "propose"):
             return principal
         raise AccessError(f"Splice's own principal may not {action}; a person does.",
                           fix=f"a person runs splice {command}")  # fmt: skip

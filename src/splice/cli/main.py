@@ -234,6 +234,7 @@ COMMAND_MODULES = (
     "access_cmds",
     "migrate_cmds",
     "local_cmds",
+    "operator_cmds",
 )
 
 

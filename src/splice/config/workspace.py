@@ -27,6 +27,7 @@ from pydantic import (
 from splice.config.base import NAME_PATTERN, Strict
 from splice.config.durations import parse_duration
 from splice.config.notify import NotifySection
+from splice.config.operator import OperatorSection, ScheduleSection
 from splice.config.orchestrators import AirflowDag, DagsterJob
 from splice.config.serve import ServeSection
 from splice.config.warehouse import WarehouseSection, known_dialect
@@ -397,12 +398,14 @@ class WorkspaceConfig(Strict):
     serve: ServeSection = Field(default_factory=ServeSection)
     audit: AuditSection = Field(default_factory=AuditSection)
     notify: list[NotifySection] = Field(default_factory=list)
+    schedule: list[ScheduleSection] = Field(default_factory=list)
+    operator: OperatorSection = Field(default_factory=OperatorSection)
 
-    @field_validator("projects", "metrics", "domains", "notify")
+    @field_validator("projects", "metrics", "domains", "notify", "schedule")
     @classmethod
     def _unique_names(cls, v: list[Any], info: Any) -> list[Any]:
         what = {"projects": "project", "metrics": "metric", "domains": "domain",
-                "notify": "notify channel"}[info.field_name]  # fmt: skip
+                "notify": "notify channel", "schedule": "schedule"}[info.field_name]  # fmt: skip
         seen: set[str] = set()
         for item in v:
             if item.name in seen:

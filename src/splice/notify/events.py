@@ -258,6 +258,11 @@ def from_incident(row: dict[str, Any], config: Any) -> Event:
     }
     if dashboards:
         details["dashboards"] = dashboards
+    if diag.get("cause"):
+        details["cause"] = diag["cause"]
+    source = (diag.get("source") or {}).get("node")
+    if source:
+        details["source"] = source
     return Event(f"incident:{inc}", "incident_opened", float(row["opened_at"]),
                  f"Incident {inc} opened: {row['title']}", row["target"], inc, None, "splice",
                  f"splice propose {inc}", details, config.workspace.name)  # fmt: skip

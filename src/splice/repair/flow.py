@@ -246,8 +246,9 @@ def apply(
             "proposal it may approve itself.",
             fix=f"an owner of {p.domain} runs splice apply {p.proposal_id}",
         )
-    if p.status != "approved":
-        p = _approve_autonomously(ws, p, now=now)
+    if p.status != "approved":  # Splice's own principal (the operator's) approves, or SYSTEM
+        p = _approve_autonomously(ws, p, now=now,
+                                  approver=principal if principal.auth == "system" else SYSTEM)  # fmt: skip
     check_may_apply(ws, principal)
     _check_orchestrators(ws, p)  # unreachable or unknown job: refused before anything changes
     say("Checking the warehouse still holds what the undo recorded")
@@ -315,7 +316,9 @@ def _restore_after_failure(ws: Workspace, p: Proposal, run_id: str) -> None:
     )  # fmt: skip
 
 
-def _approve_autonomously(ws: Workspace, p: Proposal, *, now: float | None) -> Proposal:
+def _approve_autonomously(
+    ws: Workspace, p: Proposal, *, now: float | None, approver: Principal = SYSTEM
+) -> Proposal:
     """At L3/L4, a proven change class may be approved by Splice itself, only when every
     domain still waiting for an approval allows it (each at L3/L4 with its own proven
     record); otherwise refuse, naming the domain that does not."""
@@ -346,7 +349,7 @@ def _approve_autonomously(ws: Workspace, p: Proposal, *, now: float | None) -> P
         whys.append(why if len(waiting) == 1 else f"{dom.name}: {why}")
     mine = [d.name for d in doms if d.name in waiting]
     return store.approve(
-        ws.state, p.proposal_id, principal=SYSTEM, now=now,
+        ws.state, p.proposal_id, principal=approver, now=now,
         comment=f"approved autonomously: {'; '.join(whys)}",
         decide=lambda cur, ds: (mine, [d for d in waiting_for(cur, ds) if d not in mine]),
     )  # fmt: skip

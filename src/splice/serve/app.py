@@ -14,6 +14,12 @@ endpoint, and a scheduler for what must happen on time.
 - Housekeeping every ``[serve] housekeeping_seconds``: approval requests escalate and expire
   on time and pending notifications go out (:func:`splice.api.housekeeping`), in a worker
   thread, so a slow receiver never stalls a request.
+- The operator every ``[operator] tick_seconds`` (:mod:`splice.operator`): schedules due,
+  watches after production moved, the autonomy ladder; one pass at a time, in its own worker
+  thread, beside housekeeping.
+- ``POST /api/v1/lineage``: OpenLineage run events (the path and body Marquez accepts), with
+  the same API key or token as ``/mcp``: 200 with what was done, 400 naming what is wrong with
+  the body (nothing stored), 401 without a valid credential.
 
 The graph and the tools' imports are loaded once, at start, and reused
 (:class:`splice.api.served.Hub`); every request opens its own warehouse connections and closes them
@@ -68,6 +74,16 @@ def housekeeping_pass(hub: Any) -> None:
         log.exception("housekeeping failed; it runs again at the next interval")
 
 
+def operator_pass(op: Any) -> float:
+    """One pass of the operator; returns the seconds until the next (``[operator]
+    tick_seconds``). Never raises: a failed step is logged and recorded by the operator."""
+    try:
+        return float(op.tick())
+    except Exception:  # noqa: BLE001 - the scheduler must outlive a bad pass
+        log.exception("the operator's pass failed; it runs again at the next tick")
+        return 5.0
+
+
 def build_app(hub: Any, serve: Any, *, groups: Any = None) -> Any:
     """The ASGI application (``groups``: the tool groups; default all, decisions included)."""
     from starlette.applications import Starlette
@@ -87,10 +103,11 @@ def build_app(hub: Any, serve: Any, *, groups: Any = None) -> Any:
     from splice import api
 
     api.sign_as_server(hub)  # every audit-log entry this server writes carries its signature
+    verifier = SpliceTokenVerifier(hub, serve)
     server = build_server(
         hub,
         groups or ALL_GROUPS,
-        token_verifier=SpliceTokenVerifier(hub, serve),
+        token_verifier=verifier,
         auth=_auth_settings(serve),
     )
     mcp_app = server.streamable_http_app(
@@ -108,6 +125,25 @@ def build_app(hub: Any, serve: Any, *, groups: Any = None) -> Any:
                 **{k: v for k, v in hub.stats().items() if k in ("requests", "graph_loads")},
             }
         )
+
+    async def lineage_post(request: Any) -> Any:
+        from splice.errors import InputError
+
+        header = request.headers.get("authorization", "")
+        scheme, _, token = header.partition(" ")
+        access = await verifier.verify_token(token.strip()) if scheme.lower() == "bearer" else None
+        if access is None or "read" not in access.scopes:
+            return JSONResponse(
+                {"error": "unauthorized", "message": "send an API key or token as "
+                 "'Authorization: Bearer ...' (the same as for /mcp)"},
+                status_code=401, headers={"WWW-Authenticate": "Bearer"},
+            )  # fmt: skip
+        body = await request.body()
+        try:
+            done = await anyio.to_thread.run_sync(api.receive_lineage, hub, body)
+        except InputError as e:
+            return JSONResponse({"error": "bad event", "message": e.one_line()}, status_code=400)
+        return JSONResponse(done, status_code=200)
 
     async def mcp_get(request: Any) -> Any:
         # stateless streamable HTTP has no stream for a GET to open (there is no session to
@@ -130,6 +166,16 @@ def build_app(hub: Any, serve: Any, *, groups: Any = None) -> Any:
                     await anyio.sleep(serve.housekeeping_seconds)
 
             tg.start_soon(scheduler)
+            operator = api.operator_for_hub(hub)
+
+            async def operator_loop() -> None:
+                while True:  # the same leader runs the operator, one pass at a time
+                    wait = 5.0
+                    if hub.scheduler_leader():
+                        wait = await anyio.to_thread.run_sync(operator_pass, operator)
+                    await anyio.sleep(wait)
+
+            tg.start_soon(operator_loop)
             try:
                 yield
             finally:
@@ -142,6 +188,7 @@ def build_app(hub: Any, serve: Any, *, groups: Any = None) -> Any:
         routes=[
             Route("/healthz", health, methods=["GET"]),
             Route("/mcp", mcp_get, methods=["GET"]),  # POST goes on to the MCP app below
+            Route("/api/v1/lineage", lineage_post, methods=["POST"]),
             *web_routes(hub, serve),
             Mount("/", app=mcp_app),
         ],

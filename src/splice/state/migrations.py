@@ -413,4 +413,42 @@ MIGRATIONS: list[tuple[int, str]] = [
         ALTER TABLE repair_audit_log ADD COLUMN signature TEXT
         """,
     ),
+    (
+        # The operator (splice.operator): each schedule's last tick and outcome, the watches
+        # waiting to be coalesced, the cursors of what it has seen (orchestrator runs, the
+        # journal, OpenLineage events), and what it did and why.
+        14,
+        """
+        CREATE TABLE IF NOT EXISTS operator_schedules (
+            name TEXT NOT NULL,
+            target TEXT NOT NULL,
+            last_tick REAL,
+            started_at REAL,
+            finished_at REAL,
+            outcome TEXT,
+            detail TEXT,
+            PRIMARY KEY (name, target)
+        );
+        CREATE TABLE IF NOT EXISTS operator_triggers (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            target TEXT NOT NULL,
+            source TEXT NOT NULL,
+            at REAL NOT NULL,
+            detail TEXT NOT NULL,
+            taken_at REAL,
+            watch_seq INTEGER
+        );
+        CREATE INDEX IF NOT EXISTS operator_triggers_pending ON operator_triggers (target, taken_at);
+        CREATE TABLE IF NOT EXISTS operator_cursors (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE IF NOT EXISTS operator_activity (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            at REAL NOT NULL,
+            target TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            summary TEXT NOT NULL,
+            detail TEXT NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS operator_activity_by_target ON operator_activity (target, seq)
+        """,
+    ),
 ]

@@ -1,0 +1,116 @@
+"""The seed's week with nobody typing: ``splice serve`` runs the morning schedule on a clock the
+test moves; the vendor freezes on Monday; by the end of Tuesday's run the owners' webhook has
+the incident (the frozen vendor as its cause, the dashboards in its blast radius) and, pricing
+being at L2, the operator's own proposal waits for maria."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+import pytest
+from tests.notify.notify_support import http_receiver
+from tests.operator.operator_support import (
+    MORNING,
+    Clock,
+    activity,
+    copy_with,
+    load_day,
+    schedule_row,
+    serving,
+    wait_for,
+)
+from tests.serve.serve_support import free_port
+
+pytestmark = pytest.mark.slow
+
+MONDAY, TUESDAY = date(2026, 9, 28), date(2026, 9, 29)
+
+
+def _at(text: str) -> float:
+    return datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp()
+
+
+def _finished(ws: Path, tick: str) -> object:
+    row = schedule_row(ws)
+    return row is not None and row.last_tick == _at(tick) and row.finished_at is not None and row
+
+
+def test_the_seeds_week_runs_watches_tells_and_proposes_by_itself(
+    sunday_demo: Path, tmp_path: Path
+) -> None:
+    from splice.approvals import auditlog
+    from splice.demo.vendor import set_incident
+    from splice.run.journal import Journal
+    from splice.workspace.core import Workspace
+
+    port = free_port()
+    with http_receiver() as hook:
+        extra = (
+            MORNING
+            + f"""
+[operator]
+quiet_seconds = 0
+tick_seconds = 0.3
+poll_seconds = 1
+
+[[notify]]
+name = "owners"
+type = "webhook"
+url = "{hook.url}/owners"
+events = ["incident_opened", "proposal_requested"]
+
+[serve]
+port = {port}
+housekeeping_seconds = 1
+"""
+        )
+        ws = copy_with(sunday_demo, tmp_path / "travel", extra)
+        clock = Clock(ws, "2026-09-28T05:00")
+        log = ws / "serve.log"
+        with serving(ws, port, clock):
+            # first seen on Monday at 05:00: the schedule starts from Sunday's tick (not run)
+            wait_for("the schedule to be seen", lambda: schedule_row(ws), log=log)
+            assert schedule_row(ws).last_tick == _at("2026-09-27T06:00")
+            set_incident(ws, "stale-rates")  # the vendor freezes on Monday
+
+            clock.set("2026-09-28T06:01")  # Monday's run: Sunday's data, all well
+            monday = wait_for("Monday's run", lambda: _finished(ws, "2026-09-28T06:00"), log=log)
+            assert monday.outcome == "ok", monday.detail
+            assert monday.detail["watch"]["incidents"] == []
+
+            load_day(ws, MONDAY)  # the team's cron loads Monday: the vendor re-serves Friday
+            clock.set("2026-09-29T06:01")  # Tuesday's run builds Monday, every audit passes
+            tuesday = wait_for("Tuesday's run", lambda: _finished(ws, "2026-09-29T06:00"),
+                               log=log)  # fmt: skip
+            assert tuesday.outcome == "ok", tuesday.detail
+            assert tuesday.detail["run"]["status"] == "success"
+            assert tuesday.detail["watch"]["incidents"] == ["INC-1"]
+            got = wait_for("the owners' webhook",
+                           lambda: {b["event"] for b in hook.on("/owners")}
+                           >= {"incident_opened", "proposal_requested"}, log=log)  # fmt: skip
+            assert got
+
+    opened = next(b for b in hook.on("/owners") if b["event"] == "incident_opened")
+    assert opened["incident_id"] == "INC-1"
+    assert opened["details"]["source"] == "ingestion:fx_rates_ingest"
+    assert "as_of is 2026-09-25" in opened["details"]["cause"]  # the vendor's Friday, on Monday
+    assert {"FX monitor", "GMV (USD)", "Q3 close"} <= set(opened["details"]["dashboards"])
+    asked = next(b for b in hook.on("/owners") if b["event"] == "proposal_requested")
+    assert asked["actor"] == "splice-operator"
+    assert "maria" in asked["summary"]
+
+    steps = activity(ws)
+    proposed = [a for a in steps if a["kind"] == "propose"]
+    assert len(proposed) == 1 and proposed[0]["incident"] == "INC-1"
+    assert proposed[0]["rule"].startswith("L2 (propose): domain pricing")
+    assert not [a for a in steps if a["kind"] in ("apply", "error")], steps
+    with Workspace.open(ws) as w:
+        with Journal.for_workspace(w) as j:
+            runs = [r for r in j.runs(limit=50) if (r.command or "") == "splice schedule morning"]
+        assert [r.status for r in runs] == ["success", "success"]
+        requests = [e for e in auditlog.entries(w.state, proposed[0]["proposal"])
+                    if e.kind == "request"]  # fmt: skip
+        who = requests[0].as_dict()["payload"]["principal"]
+        assert (who["name"], who["kind"], who["auth"]) == ("splice-operator", "agent", "system")
+        assert auditlog.verify(w.state).intact
