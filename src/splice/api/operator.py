@@ -42,8 +42,11 @@ def operator_for_hub(hub: Hub, clock: Clock | None = None) -> Operator:
     return Operator(hub.workspace, _operations(), clock or from_env())
 
 
-def operator_for_root(root: Path | str, target: str | None = None) -> Operator:
-    """An operator for one command (``splice schedule run``), opening its own workspaces."""
+def operator_for_root(
+    root: Path | str, target: str | None = None, *, clock: Clock | None = None
+) -> Operator:
+    """An operator for one command (``splice schedule run``), opening its own workspaces (the
+    clock: ``clock``, else ``SPLICE_OPERATOR_CLOCK`` or the system's)."""
     from splice.api.session import open_workspace
     from splice.operator.clock import from_env
     from splice.operator.service import Operator
@@ -53,7 +56,7 @@ def operator_for_root(root: Path | str, target: str | None = None) -> Operator:
         with open_workspace(root, t or target) as ws:
             yield ws
 
-    return Operator(opened, _operations(), from_env())
+    return Operator(opened, _operations(), clock or from_env())
 
 
 def schedule_run(root: Path | str, name: str, *, target: str | None = None) -> dict[str, Any]:

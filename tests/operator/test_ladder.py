@@ -1,0 +1,214 @@
+"""The ladder acted out by the operator, in this process (the same Operator ``splice serve``
+runs), on the demo's week: an org-wide stop holds it; at L3 a restatement still waits for a
+person; a proven reversible reload is approved, applied, verified and receipted by
+splice-operator."""
+
+from __future__ import annotations
+
+import time
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.operator.operator_support import (
+    MORNING,
+    Clock,
+    activity,
+    copy_with,
+    load_day,
+    schedule_row,
+)
+
+from splice import api
+from splice.operator.clock import FileClock
+from splice.support.principals import Principal
+
+pytestmark = pytest.mark.slow
+
+MONDAY = date(2026, 9, 28)
+QUIET = "\n[operator]\nquiet_seconds = 0\n"
+MARIA = Principal.of("maria", kind="person", auth="cli-as")
+
+
+def _week(sunday_demo: Path, dest: Path, *, levels: dict[str, str] | None = None,
+          extra: str = "", ops: Any = None) -> tuple[Path, Clock, Any]:  # fmt: skip
+    from splice.demo.vendor import set_incident
+
+    ws = copy_with(sunday_demo, dest, MORNING + QUIET + extra, levels=levels)
+    clock = Clock(ws, "2026-09-28T05:00")
+    op = api.operator_for_root(ws, clock=FileClock(clock.path))
+    if ops is not None:
+        op.ops = ops(op.ops)
+    op.tick()  # first seen: starts from Sunday's tick
+    set_incident(ws, "stale-rates")
+    load_day(ws, MONDAY)
+    return ws, clock, op
+
+
+def _proposals(ws: Path) -> list[Any]:
+    with api.open_workspace(ws) as w:
+        return [p for p, _asked in api.list_proposals(w, include_closed=True)]
+
+
+def test_an_org_wide_stop_holds_the_runs_and_the_ladder(sunday_demo: Path, tmp_path: Path) -> None:
+    from splice.run.journal import Journal
+    from splice.workspace.core import Workspace
+
+    ws, clock, op = _week(sunday_demo, tmp_path / "travel")
+    with api.open_workspace(ws) as w:
+        api.stop(w, principal=MARIA, reason="quarter close")
+    clock.set("2026-09-29T06:01")
+    op.tick()
+    row = schedule_row(ws)
+    assert row.outcome == "held" and "quarter close" in row.detail["run"]["held"]
+    with Workspace.open(ws) as w, Journal.for_workspace(w) as j:
+        assert not [r for r in j.runs(limit=50) if r.command == "splice schedule morning"]
+    # [operator] run_during_stop: production runs on and is watched; nothing is proposed
+    toml = ws / "splice.toml"
+    toml.write_text(toml.read_text().replace("quiet_seconds = 0\n",
+                                             "quiet_seconds = 0\nrun_during_stop = true\n"))  # fmt: skip
+    clock.set("2026-09-30T06:01")
+    op.tick()
+    row = schedule_row(ws)
+    assert row.outcome == "ok" and row.detail["watch"]["incidents"] == ["INC-1"]
+    held = [a for a in activity(ws) if a["kind"] == "held" and a.get("incident") == "INC-1"]
+    assert held and held[0]["rule"] == "the org-wide stop", activity(ws)
+    assert "quarter close" in held[0]["summary"]
+    assert _proposals(ws) == []
+    # what the CLI shows of it
+    import json
+
+    from tests.cli_runner import run_cli
+
+    listed = run_cli(["-w", str(ws), "schedule", "list", "--json"])
+    assert listed.returncode == 0, listed.stderr
+    (morning,) = json.loads(listed.stdout)
+    assert morning["last"]["outcome"] == "ok" and morning["do"] == "run+watch"
+    status = run_cli(["-w", str(ws), "operator", "status"])
+    assert "Org-wide stop by maria: 'quarter close'" in status.stdout
+    assert "scheduled runs go on" in status.stdout
+    shown = run_cli(["-w", str(ws), "operator", "activity", "--json", "--limit", "3"])
+    assert len(json.loads(shown.stdout)) == 3
+    wrong = run_cli(["-w", str(ws), "schedule", "run", "evening"])
+    assert wrong.returncode != 0
+    assert "no [[schedule]] named 'evening' in splice.toml (schedules: morning)" in wrong.stderr
+
+
+def test_at_l3_a_restatement_still_waits_for_a_person(sunday_demo: Path, tmp_path: Path) -> None:
+    ws, clock, op = _week(sunday_demo, tmp_path / "travel", levels={"pricing": "L3"},
+                          extra="\n")  # fmt: skip
+    clock.set("2026-09-29T06:01")
+    op.tick()
+    steps = activity(ws)
+    waits = [a for a in steps if a["kind"] == "waits-for-person"]
+    assert len(waits) == 1, steps
+    assert "a restatement always needs a person's approval" in waits[0]["rule"]
+    (p,) = _proposals(ws)
+    assert p.status == "pending" and p.change_class == "restatement"
+
+
+def _reload_only(ops: Any) -> Any:
+    """The operator's actions, drafting a reload of the rates feed for Monday (a proven
+    reversible class) instead of the demo's restatement: real proposal, undo and reload."""
+    from splice.operator.service import Operations
+    from splice.repair import store, undo
+    from splice.repair.flow import request_approval
+    from splice.repair.model import Proposal, Step
+
+    def propose(w: Any, incident_id: str, *, principal: Principal) -> Any:
+        now = time.time()
+        argv = ["python", "ingest/fx_rates_ingest.py", "--start", "2026-09-28",
+                "--end", "2026-09-28"]  # fmt: skip
+        p = Proposal(
+            store.new_proposal_id(w.state), incident_id, w.target, "pricing", "reload_ingestion",
+            "reload fx_rates_ingest for Monday", "stale vendor rates", MONDAY, MONDAY,
+            [Step("reload", "ingestion", ["ingestion:fx_rates_ingest"], MONDAY, MONDAY, argv,
+                  {"runner": "dlt", "writes": ["raw.fx_rates"], "cwd": str(w.root)})],
+            [" ".join(argv)], {}, None, principal.name, now, now + 3600,
+        )  # fmt: skip
+        store.save(w.state, p, principal=principal)
+        entries = undo.capture(w, p.proposal_id, [("ingestion:fx_rates_ingest",
+                               "warehouse.raw.fx_rates", "rate_date", MONDAY, MONDAY)])  # fmt: skip
+        undo.verify_restorable(w, entries)
+        return request_approval(w, p.proposal_id, entries, principal=principal, now=now)
+
+    return Operations(run=ops.run, watch=ops.watch,
+                      ladder=type(ops.ladder)(propose=propose, apply=ops.ladder.apply,
+                                              notify=ops.ladder.notify))  # fmt: skip
+
+
+def _proven(ws: Path, n: int) -> None:
+    """``n`` clean reload_ingestion applications of pricing before (its proven record)."""
+    from splice.repair import store
+    from splice.repair.model import Proposal
+    from splice.support.principals import SYSTEM
+
+    agent = Principal.of("splice-agent", kind="agent", auth="cli-as", scopes="read,propose")
+    with api.open_workspace(ws) as w:
+        for i in range(n):
+            at = time.time() - 1000 + i
+            p = Proposal(store.new_proposal_id(w.state), "INC-0", w.target, "pricing",
+                         "reload_ingestion", "earlier reload", "", date(2026, 9, 1),
+                         date(2026, 9, 1), [], [], {}, None, "splice-agent", at, at + 3600)  # fmt: skip
+            store.save(w.state, p, principal=agent, now=at)
+            for to in ("pending", "approved", "applying", "applied"):
+                store.transition(w.state, p.proposal_id, to, principal=SYSTEM, now=at)
+
+
+def test_at_l3_a_proven_reload_is_approved_applied_and_receipted_by_the_operator(
+    sunday_demo: Path, tmp_path: Path
+) -> None:
+    """The reload runs and is verified as it is: a reload alone does not rewrite the model
+    intervals already built from Monday's rates, and the activity says "not verified" then, as
+    the verification found (the demo's narrowest repair is a restatement, for a person)."""
+    from splice.approvals import auditlog
+    from splice.demo.vendor import set_incident
+    from splice.workspace.core import Workspace
+
+    ws, clock, op = _week(sunday_demo, tmp_path / "travel", levels={"pricing": "L3"},
+                          ops=_reload_only)  # fmt: skip
+    _proven(ws, 3)
+    set_incident(ws, None)  # the vendor fixed its feed before the run: a reload serves Monday
+    clock.set("2026-09-29T06:01")
+    op.tick()
+    steps = activity(ws)
+    applied = [a for a in steps if a["kind"] == "apply"]
+    assert len(applied) == 1, steps
+    assert applied[0]["rule"].startswith("L3 (act reversibly): domain pricing")
+    pid = applied[0]["proposal"]
+    with Workspace.open(ws) as w:
+        entries = {e.kind: e.as_dict()["payload"] for e in auditlog.entries(w.state, pid)}
+        for kind in ("request", "approve", "applied", "receipt"):
+            who = entries[kind]["principal"]
+            assert (who["name"], who["auth"]) == ("splice-operator", "system"), (kind, who)
+        assert (
+            "approved autonomously: L3: 3 clean reload_ingestion" in entries["approve"]["comment"]
+        )
+        verified = entries["verify"]["passed"]
+        assert applied[0]["verified"] is verified  # the activity says what the verification found
+        assert ("; verified" if verified else "; not verified") in applied[0]["summary"]
+        assert auditlog.verify(w.state).intact
+
+
+@pytest.mark.parametrize("level", ["L0", "L1"])
+def test_below_l2_nothing_is_proposed_and_l1_tells_the_owners_at_once(
+    story_copy: Path, level: str
+) -> None:
+    from splice.operator import ladder
+    from splice.watch.incidents import get_incident
+
+    toml = story_copy / "splice.toml"
+    toml.write_text(toml.read_text().replace('autonomy = "L2"', f'autonomy = "{level}"', 1))
+    told: list[str] = []
+    actions = ladder.Actions(propose=lambda *a, **k: pytest.fail("proposed below L2"),
+                             apply=lambda *a, **k: pytest.fail("applied below L3"),
+                             notify=lambda w: told.append(w.target))  # fmt: skip
+    with api.open_workspace(story_copy) as w:
+        inc = get_incident(w.state.conn, "INC-1")
+        steps = ladder.act(w, [inc], actions, trigger="test")
+    assert [(s.kind, s.level, s.domain) for s in steps] == [
+        ("record" if level == "L0" else "notify", level, "pricing")
+    ]
+    assert told == ([] if level == "L0" else ["prod"])
+    assert activity(story_copy)[-1]["rule"].startswith(f"{level} (")
