@@ -318,6 +318,31 @@ def test_the_emitter_on_journal_events(tmp_path: Path) -> None:
     assert len(client.events) == 6
 
 
+def test_a_run_that_fails_while_it_plans_still_starts_and_fails(tmp_path: Path) -> None:
+    from openlineage.client.serde import Serde
+
+    from splice.config.warehouse import WarehouseSection
+
+    ws = SimpleNamespace(
+        target="prod",
+        config=SimpleNamespace(warehouse=WarehouseSection()),
+        warehouse_path=tmp_path / "w.duckdb",
+        graph=Graph,
+    )
+    client = _Recorder()
+    emitter = emit.RunEmitter(ws, "r20261001-093000-abcdef", client)  # type: ignore[arg-type]
+    error = {"error": "ProjectError: dbt cannot parse finance", "counts": {}}
+    emitter(_event("run_finished", 9.0, status="failed", data=error))
+    sent = [Serde.to_dict(e) for e in client.events]
+    assert [e["eventType"] for e in sent] == ["START", "FAIL"]
+    assert (
+        sent[0]["run"]["runId"]
+        == sent[1]["run"]["runId"]
+        == emit.facets.run_uuid("r20261001-093000-abcdef")
+    )
+    assert sent[1]["run"]["facets"]["errorMessage"]["message"] == error["error"]
+
+
 def test_the_spec_schemas_catch_a_bad_event() -> None:
     good = {
         "eventType": "START",

@@ -185,7 +185,9 @@ class RunEmitter:
             error = None
             if state is not RunState.COMPLETE:
                 error = _run_error(ev.data)
-            return [self._run_event(state, ev.ts, error=error)]
+            # a run that failed while it planned never started: its START goes first
+            first = [] if self._run_started else [self._run_event(RunState.START, ev.ts)]
+            return [*first, self._run_event(state, ev.ts, error=error)]
         if ev.kind not in ("node_started", "node_finished") or not ev.node_id:
             return []
         node = self.graph.nodes.get(ev.node_id) if self.graph is not None else None
