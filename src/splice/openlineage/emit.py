@@ -190,7 +190,8 @@ class RunEmitter:
             return [*first, self._run_event(state, ev.ts, error=error)]
         if ev.kind not in ("node_started", "node_finished") or not ev.node_id:
             return []
-        node = self.graph.nodes.get(ev.node_id) if self.graph is not None else None
+        graph = self.graph
+        node = graph.nodes.get(ev.node_id) if graph is not None else None
         kind = node.kind if node is not None else str(ev.data.get("kind") or "")
         if kind in facets.CHECK_KINDS:
             return []
