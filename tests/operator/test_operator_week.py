@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
+from tests.mcp.mcp_support import call
 from tests.notify.notify_support import http_receiver
 from tests.operator.operator_support import (
     MORNING,
@@ -20,7 +22,8 @@ from tests.operator.operator_support import (
     serving,
     wait_for,
 )
-from tests.serve.serve_support import free_port
+from tests.serve.serve_support import free_port, http_session, make_key
+from tests.web.web_support import PageClient, text_of
 
 pytestmark = pytest.mark.slow
 
@@ -68,7 +71,8 @@ housekeeping_seconds = 1
         ws = copy_with(sunday_demo, tmp_path / "travel", extra)
         clock = Clock(ws, "2026-09-28T05:00")
         log = ws / "serve.log"
-        with serving(ws, port, clock):
+        key = make_key(ws, "lee", "person", "read")
+        with serving(ws, port, clock) as base:
             # first seen on Monday at 05:00: the schedule starts from Sunday's tick (not run)
             wait_for("the schedule to be seen", lambda: schedule_row(ws), log=log)
             assert schedule_row(ws).last_tick == _at("2026-09-27T06:00")
@@ -90,6 +94,7 @@ housekeeping_seconds = 1
                            lambda: {b["event"] for b in hook.on("/owners")}
                            >= {"incident_opened", "proposal_requested"}, log=log)  # fmt: skip
             assert got
+            _seen_on_the_page_and_over_mcp(base, key)
 
     opened = next(b for b in hook.on("/owners") if b["event"] == "incident_opened")
     assert opened["incident_id"] == "INC-1"
@@ -114,3 +119,34 @@ housekeeping_seconds = 1
         who = requests[0].as_dict()["payload"]["principal"]
         assert (who["name"], who["kind"], who["auth"]) == ("splice-operator", "agent", "system")
         assert auditlog.verify(w.state).intact
+
+
+def _seen_on_the_page_and_over_mcp(base: str, key: str) -> None:
+    """The schedule, pricing's level and the operator's proposal, as a person and an agent see
+    them (the page at /operator; the MCP tools list_schedules and get_operator_activity)."""
+    import anyio
+
+    page = PageClient(base)
+    try:
+        page.signin(key)
+        r = page.get("/operator")
+        assert r.status_code == 200
+        html = r.text
+    finally:
+        page.close()
+    assert 'data-schedule="morning"' in html
+    assert 'data-domain="pricing" data-level="L2"' in html
+    words = text_of(html)
+    assert "schedule morning finished: ok" in words
+    assert "L2 (propose): domain pricing lets Splice draft repairs" in words
+
+    async def tools() -> tuple[Any, Any]:
+        async with http_session(base, key) as s:
+            return (await call(s, "list_schedules"),
+                    await call(s, "get_operator_activity", limit=200))  # fmt: skip
+
+    schedules, steps = anyio.run(tools)
+    (morning,) = schedules["schedules"]
+    assert (morning["name"], morning["last"]["outcome"]) == ("morning", "ok")
+    kinds = [a["kind"] for a in steps["activity"]]
+    assert "propose" in kinds and "watch" in kinds

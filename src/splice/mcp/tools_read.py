@@ -165,11 +165,32 @@ def get_run_journal(ctx: Ctx, run_id: RunId) -> Any:
     return call(ctx, journal)
 
 
+def list_schedules(ctx: Ctx) -> Any:
+    """The schedules splice serve runs by itself ([[schedule]]: cron, time zone, run and/or
+    watch), each with its next tick and last outcome; the operator's clock, each domain's
+    autonomy level (L0-L4) and the org-wide stop."""
+    return call(ctx, lambda ws: api.operator_status(ws))
+
+
+def get_operator_activity(ctx: Ctx, limit: Limit = 50) -> Any:
+    """What the operator did by itself, newest first: schedules run or skipped, what triggered
+    each watch (a schedule, a run, an orchestrator's run, an OpenLineage event), and every
+    autonomous step (told, proposed, approved and applied, held) with the rule that allowed it."""
+    return call(ctx, lambda ws: api.operator_activity(ws, limit=limit), key="activity")
+
+
 GROUPS: dict[str, list[Any]] = {
     "catalog": [search_nodes, get_node, get_graph, get_column_lineage, run_doctor],
     "incidents": [list_incidents, get_incident, run_watch],
     "quality": [list_metrics, get_metric_history, list_anomalies, list_default_monitors],
-    "connectors": [list_ingestion_jobs, list_dashboards, list_runs, get_run_journal],
+    "connectors": [
+        list_ingestion_jobs,
+        list_dashboards,
+        list_runs,
+        get_run_journal,
+        list_schedules,
+        get_operator_activity,
+    ],
 }
 
 #: Tools that write Splice's own state (never the warehouse's data).
@@ -185,4 +206,6 @@ FROM_STATE = {
     "list_runs",
     "get_run_journal",
     "list_dashboards",
+    "list_schedules",
+    "get_operator_activity",
 }

@@ -65,8 +65,8 @@ def schedule_target(ws: Workspace, s: ScheduleSection) -> str:
 class Operator:
     """One workspace's operator (the scheduler leader of ``splice serve`` holds one)."""
 
-    def __init__(self, open_ws: OpenWorkspace, ops: Operations, clock: Clock | None = None):
-        self.open_ws = open_ws
+    def __init__(self, opener: OpenWorkspace, ops: Operations, clock: Clock | None = None):
+        self.open_ws = opener
         self.ops = ops
         self.clock: Clock = clock or SystemClock()
         self._polled_at = float("-inf")  # monotonic

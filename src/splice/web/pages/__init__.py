@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 #: The page modules, in the order their routes are matched.
-MODULES = ("incidents", "proposals", "access", "receipts", "runs", "graph")
+MODULES = ("incidents", "proposals", "access", "receipts", "runs", "operator", "graph")
 
 
 def routes(web: Any) -> list[Any]:
