@@ -33,18 +33,18 @@ OWN_COMMAND_PREFIX = "splice schedule "
 
 
 def metrics_downstream(ws: Workspace, node_ids: list[str]) -> list[str]:
-    """The ``[[metrics]]`` (and default monitors' nodes) at or downstream of ``node_ids``, as
-    the names :func:`splice.watch.service.select_specs` takes."""
+    """The names of what ``splice watch`` measures (``[[metrics]]`` and the default monitors)
+    on ``node_ids`` or downstream of them, as :func:`splice.watch.service.select_specs` takes
+    them."""
+    from splice.watch.metrics import watch_specs
+
     graph = ws.graph()
     reach: set[str] = set()
     for nid in node_ids:
         if nid in graph.nodes:
             reach.add(nid)
             reach |= set(graph.descendants(nid))
-    names = [m.name for m in ws.config.metrics if m.node in reach]
-    if ws.config.watch.default_monitors:
-        names += sorted(n for n in reach if graph.nodes[n].kind in ("model", "seed", "source"))
-    return names
+    return [s.name for s in watch_specs(ws, graph) if s.node_id in reach]
 
 
 def poll_journal(ws: Workspace, *, now: float) -> int:
@@ -124,6 +124,10 @@ def from_lineage_event(ws: Workspace, event: Any, node_ids: list[str], *,
     outputs are nodes of the graph triggers a watch of the metrics downstream of them; a FAIL
     event is kept as run evidence. Returns what was done, for the HTTP answer."""
     now = time.time() if now is None else now
+    own = splice_run_id(event)
+    if own is not None and _in_journal(ws, own):
+        # this workspace's own run, sent back to it: the journal has it (poll_journal)
+        return {"kept": False, "watch": False, "own_run": own}
     detail = {"job": f"{event.job_namespace}/{event.job_name}", "run_id": str(event.run_id),
               "event_type": event.event_type, "nodes": node_ids}  # fmt: skip
     if event.event_type == "FAIL":
@@ -137,3 +141,32 @@ def from_lineage_event(ws: Workspace, event: Any, node_ids: list[str], *,
         return {"kept": False, "watch": False}
     store.add_trigger(ws.state, ws.target, "openlineage", detail, at=now)
     return {"kept": True, "watch": True, "nodes": node_ids}
+
+
+def splice_run_id(event: Any) -> str | None:
+    """The Splice run an event was emitted for (its ``splice.run_id`` tag), if Splice sent it.
+
+    >>> from types import SimpleNamespace as E
+    >>> splice_run_id(E(raw={"run": {"facets": {"tags": {"tags": [
+    ...     {"key": "splice.run_id", "value": "r20260929-060100-abc123"}]}}}}))
+    'r20260929-060100-abc123'
+    >>> splice_run_id(E(raw={"run": {}})) is None
+    True
+    """
+    raw = getattr(event, "raw", None) or {}
+    tags = (((raw.get("run") or {}).get("facets") or {}).get("tags") or {}).get("tags") or []
+    for tag in tags if isinstance(tags, list) else []:
+        if isinstance(tag, dict) and tag.get("key") == "splice.run_id" and tag.get("value"):
+            return str(tag["value"])
+    return None
+
+
+def _in_journal(ws: Workspace, run_id: str) -> bool:
+    from splice.errors import SpliceError
+    from splice.run.journal import Journal
+
+    try:
+        with Journal.for_workspace(ws) as j:
+            return j.run(run_id).run_id == run_id
+    except SpliceError:
+        return False

@@ -139,6 +139,14 @@ def build_app(hub: Any, serve: Any, *, groups: Any = None) -> Any:
                 status_code=401, headers={"WWW-Authenticate": "Bearer"},
             )  # fmt: skip
         body = await request.body()
+        if request.headers.get("content-encoding", "").lower() == "gzip":  # the client's option
+            import gzip
+
+            try:
+                body = gzip.decompress(body)
+            except (OSError, EOFError):
+                return JSONResponse({"error": "bad event", "message": "the body is not gzip, "
+                                     "though Content-Encoding says so"}, status_code=400)  # fmt: skip
         try:
             done = await anyio.to_thread.run_sync(api.receive_lineage, hub, body)
         except InputError as e:
