@@ -88,12 +88,16 @@ def poll_orchestrators(ws: Workspace, *, now: float) -> int:
         orch = for_job(job, ws.root)
         if orch is None:
             continue
+        name = f"orchestrator:{job.name}"
         if job.orchestrator is not None and job.orchestrator.local:
             probe = orch.local_server().probe
             if not answers(job.orchestrator.url, probe, timeout=1.0):
-                continue  # a local server that is not running ran nothing since
+                # a local server that is not running ran nothing since: on a first look, what
+                # ends from now on (the orchestrator's own clock) is news
+                if store.cursor(ws.state, name) is None:
+                    store.set_cursor(ws.state, name, json.dumps([time.time(), ""]))
+                continue
             orch._local_up = True  # it answers: do not start it  # noqa: SLF001
-        name = f"orchestrator:{job.name}"
         try:
             runs = [r for r in orch.recent_runs(limit=25) if r.finished and r.ended]
         except SpliceError as e:
