@@ -101,10 +101,13 @@ def wait_for(
 
 
 @contextmanager
-def serving(ws: Path, port: int, clock: Clock, *, timeout: float = 180.0) -> Iterator[str]:
-    """``splice serve`` of ``ws`` on 127.0.0.1:port, its operator on ``clock``; yields its URL."""
-    log = open(ws / "serve.log", "w")  # noqa: SIM115 - closed below
-    env = {**child_env(), "SPLICE_OPERATOR_CLOCK": str(clock.path)}
+def serving(
+    ws: Path, port: int, clock: Clock, *, timeout: float = 180.0, **env_extra: str
+) -> Iterator[str]:
+    """``splice serve`` of ``ws`` on 127.0.0.1:port, its operator on ``clock``; yields its URL
+    (``env_extra``: more environment, e.g. a fault-injection point)."""
+    log = open(ws / "serve.log", "a")  # noqa: SIM115 - closed below
+    env = {**child_env(), "SPLICE_OPERATOR_CLOCK": str(clock.path), **env_extra}
     proc = subprocess.Popen([sys.executable, "-m", "splice", "--workspace", str(ws), "serve"],
                             env=env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
     base = f"http://127.0.0.1:{port}"
@@ -131,3 +134,50 @@ def serving(ws: Path, port: int, clock: Clock, *, timeout: float = 180.0) -> Ite
             proc.kill()
             proc.wait()
         log.close()
+
+
+def reload_monday(w: Any, incident_id: str, *, principal: Any) -> Any:
+    """A reload of the rates feed for Monday 2026-09-28 (a proven reversible class), drafted
+    for ``incident_id`` by ``principal``: a real proposal with its undo captured and tested."""
+    import time as clock
+
+    from splice.repair import store, undo
+    from splice.repair.flow import request_approval
+    from splice.repair.model import Proposal, Step
+
+    monday = date(2026, 9, 28)
+    now = clock.time()
+    argv = ["python", "ingest/fx_rates_ingest.py", "--start", "2026-09-28", "--end", "2026-09-28"]
+    p = Proposal(
+        store.new_proposal_id(w.state), incident_id, w.target, "pricing", "reload_ingestion",
+        "reload fx_rates_ingest for Monday", "stale vendor rates", monday, monday,
+        [Step("reload", "ingestion", ["ingestion:fx_rates_ingest"], monday, monday, argv,
+              {"runner": "dlt", "writes": ["raw.fx_rates"], "cwd": str(w.root)})],
+        [" ".join(argv)], {}, None, principal.name, now, now + 3600,
+    )  # fmt: skip
+    store.save(w.state, p, principal=principal)
+    entries = undo.capture(w, p.proposal_id, [("ingestion:fx_rates_ingest",
+                           "warehouse.raw.fx_rates", "rate_date", monday, monday)])  # fmt: skip
+    undo.verify_restorable(w, entries)
+    return request_approval(w, p.proposal_id, entries, principal=principal, now=now)
+
+
+def proven(ws: Path, n: int) -> None:
+    """``n`` clean reload_ingestion applications of pricing before (its proven record)."""
+    import time as clock
+
+    from splice import api
+    from splice.repair import store
+    from splice.repair.model import Proposal
+    from splice.support.principals import SYSTEM, Principal
+
+    agent = Principal.of("splice-agent", kind="agent", auth="cli-as", scopes="read,propose")
+    with api.open_workspace(ws) as w:
+        for i in range(n):
+            at = clock.time() - 1000 + i
+            p = Proposal(store.new_proposal_id(w.state), "INC-0", w.target, "pricing",
+                         "reload_ingestion", "earlier reload", "", date(2026, 9, 1),
+                         date(2026, 9, 1), [], [], {}, None, "splice-agent", at, at + 3600)  # fmt: skip
+            store.save(w.state, p, principal=agent, now=at)
+            for to in ("pending", "approved", "applying", "applied"):
+                store.transition(w.state, p.proposal_id, to, principal=SYSTEM, now=at)

@@ -5,7 +5,6 @@ splice-operator."""
 
 from __future__ import annotations
 
-import time
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,8 @@ from tests.operator.operator_support import (
     activity,
     copy_with,
     load_day,
+    proven,
+    reload_monday,
     schedule_row,
 )
 
@@ -110,50 +111,12 @@ def test_at_l3_a_restatement_still_waits_for_a_person(sunday_demo: Path, tmp_pat
 
 def _reload_only(ops: Any) -> Any:
     """The operator's actions, drafting a reload of the rates feed for Monday (a proven
-    reversible class) instead of the demo's restatement: real proposal, undo and reload."""
+    reversible class) instead of the demo's restatement."""
     from splice.operator.service import Operations
-    from splice.repair import store, undo
-    from splice.repair.flow import request_approval
-    from splice.repair.model import Proposal, Step
-
-    def propose(w: Any, incident_id: str, *, principal: Principal) -> Any:
-        now = time.time()
-        argv = ["python", "ingest/fx_rates_ingest.py", "--start", "2026-09-28",
-                "--end", "2026-09-28"]  # fmt: skip
-        p = Proposal(
-            store.new_proposal_id(w.state), incident_id, w.target, "pricing", "reload_ingestion",
-            "reload fx_rates_ingest for Monday", "stale vendor rates", MONDAY, MONDAY,
-            [Step("reload", "ingestion", ["ingestion:fx_rates_ingest"], MONDAY, MONDAY, argv,
-                  {"runner": "dlt", "writes": ["raw.fx_rates"], "cwd": str(w.root)})],
-            [" ".join(argv)], {}, None, principal.name, now, now + 3600,
-        )  # fmt: skip
-        store.save(w.state, p, principal=principal)
-        entries = undo.capture(w, p.proposal_id, [("ingestion:fx_rates_ingest",
-                               "warehouse.raw.fx_rates", "rate_date", MONDAY, MONDAY)])  # fmt: skip
-        undo.verify_restorable(w, entries)
-        return request_approval(w, p.proposal_id, entries, principal=principal, now=now)
 
     return Operations(run=ops.run, watch=ops.watch,
-                      ladder=type(ops.ladder)(propose=propose, apply=ops.ladder.apply,
+                      ladder=type(ops.ladder)(propose=reload_monday, apply=ops.ladder.apply,
                                               notify=ops.ladder.notify))  # fmt: skip
-
-
-def _proven(ws: Path, n: int) -> None:
-    """``n`` clean reload_ingestion applications of pricing before (its proven record)."""
-    from splice.repair import store
-    from splice.repair.model import Proposal
-    from splice.support.principals import SYSTEM
-
-    agent = Principal.of("splice-agent", kind="agent", auth="cli-as", scopes="read,propose")
-    with api.open_workspace(ws) as w:
-        for i in range(n):
-            at = time.time() - 1000 + i
-            p = Proposal(store.new_proposal_id(w.state), "INC-0", w.target, "pricing",
-                         "reload_ingestion", "earlier reload", "", date(2026, 9, 1),
-                         date(2026, 9, 1), [], [], {}, None, "splice-agent", at, at + 3600)  # fmt: skip
-            store.save(w.state, p, principal=agent, now=at)
-            for to in ("pending", "approved", "applying", "applied"):
-                store.transition(w.state, p.proposal_id, to, principal=SYSTEM, now=at)
 
 
 def test_at_l3_a_proven_reload_is_approved_applied_and_receipted_by_the_operator(
@@ -168,7 +131,7 @@ def test_at_l3_a_proven_reload_is_approved_applied_and_receipted_by_the_operator
 
     ws, clock, op = _week(sunday_demo, tmp_path / "travel", levels={"pricing": "L3"},
                           ops=_reload_only)  # fmt: skip
-    _proven(ws, 3)
+    proven(ws, 3)
     set_incident(ws, None)  # the vendor fixed its feed before the run: a reload serves Monday
     clock.set("2026-09-29T06:01")
     op.tick()

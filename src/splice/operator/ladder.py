@@ -130,9 +130,7 @@ def _propose_and_maybe_apply(
     ws: Workspace, inc: Any, level: str, dom: str | None, actions: Actions, who: Principal,
     step: Callable[..., None],
 ) -> None:  # fmt: skip
-    from splice.approvals.autonomy import active_stop, autonomy_decision
     from splice.repair import store as proposals
-    from splice.repair.approvals import declared_domains, waiting_for
     from splice.repair.flow import ACTIVE
 
     for p in proposals.list_proposals(ws.state, target=ws.target, statuses=set(ACTIVE)):
@@ -150,25 +148,39 @@ def _propose_and_maybe_apply(
     step(inc, level, dom, "propose",
          f"{inc.incident_id}: proposal {p.proposal_id} ({p.change_class}) drafted; owners asked",
          proposal=p.proposal_id, change_class=p.change_class, rule=rule_for(level, dom))  # fmt: skip
-    if level not in ("L3", "L4"):
-        return
+    if level in ("L3", "L4"):
+        apply_if_allowed(ws, inc, level, dom, p, actions, who, step, say_why=True)
+
+
+def apply_if_allowed(
+    ws: Workspace, inc: Any, level: str, dom: str | None, p: Any, actions: Actions,
+    who: Principal, step: Callable[..., None], *, say_why: bool,
+) -> bool:  # fmt: skip
+    """Approve ``p`` as Splice and apply it, when every domain it waits for allows it (L3/L4, a
+    proven class, a proven record, no stop); else, with ``say_why``, record why it waits for a
+    person. Returns whether it was applied."""
+    from splice.approvals.autonomy import active_stop, autonomy_decision
+    from splice.repair import store as proposals
+    from splice.repair.approvals import declared_domains, waiting_for
+
     stop = active_stop(ws.state)
     waiting = set(waiting_for(p, proposals.decisions(ws.state, p.proposal_id)))
     for d in [d for d in declared_domains(ws, p) if d.name in waiting]:
         record = proposals.clean_record(ws.state, d.name, p.change_class)
         ok, why = autonomy_decision(d, p.change_class, record, policy=ws.config.policy, stop=stop)
         if not ok:
-            step(inc, level, dom, "waits-for-person",
-                 f"{inc.incident_id}: proposal {p.proposal_id} waits for a person: {why}",
-                 proposal=p.proposal_id, rule=why)  # fmt: skip
-            return
+            if say_why:
+                step(inc, level, dom, "waits-for-person",
+                     f"{inc.incident_id}: proposal {p.proposal_id} waits for a person: {why}",
+                     proposal=p.proposal_id, rule=why)  # fmt: skip
+            return False
     try:
         applied = actions.apply(ws, p.proposal_id, principal=who)
     except SpliceError as e:
         step(inc, level, dom, "apply-refused",
              f"{inc.incident_id}: proposal {p.proposal_id} not applied: {e.one_line()}",
              proposal=p.proposal_id, rule=rule_for(level, dom))  # fmt: skip
-        return
+        return False
     v = applied.verification
     verdict = "verified" if v is not None and v.passed else "not verified"
     step(inc, level, dom, "apply",
@@ -177,6 +189,38 @@ def _propose_and_maybe_apply(
          run_id=applied.run.run_id if applied.run else None, rule=rule_for(level, dom))  # fmt: skip
     if level == "L4" and v is not None and v.passed:
         _close(ws, inc, p.proposal_id, level, dom, step)
+    return True
+
+
+def resume_own(
+    ws: Workspace, actions: Actions, *, trigger: str, now: Callable[[], float] = time.time
+) -> list[Step]:
+    """Apply what the operator drafted and may apply itself but did not (the server stopped
+    between the proposal and its apply): its own pending proposals whose every domain allows
+    it now. Silent for those that still wait for a person (that was said when drafted)."""
+    from splice.repair import store as proposals
+    from splice.watch.incidents import get_incident
+
+    who = operator_principal(ws)
+    steps: list[Step] = []
+
+    def step(inc: Any, level: str, dom: str | None, kind: str, summary: str, **d: Any) -> None:
+        s = Step(inc.incident_id, level, dom, kind, summary, d)
+        steps.append(s)
+        store.log(ws.state, ws.target, kind, summary, at=now(), incident=inc.incident_id,
+                  level=level, domain=dom, trigger=trigger, principal=who.record(), **d)  # fmt: skip
+
+    for p in proposals.list_proposals(ws.state, target=ws.target, statuses={"pending"}):
+        mine = (p.requester or {}).get("name") == who.name and (p.requester or {}).get(
+            "auth"
+        ) == "system"
+        if not mine:
+            continue
+        inc = get_incident(ws.state.conn, p.incident_id)
+        level, dom = _level(ws, inc.origin_node)
+        if level in ("L3", "L4"):
+            apply_if_allowed(ws, inc, level, dom, p, actions, who, step, say_why=False)
+    return steps
 
 
 def _close(

@@ -90,7 +90,12 @@ class Operator:
             self._polled_at = time.monotonic()
             self._guard("polling", None, self._poll)
         self._guard("triggered watch", None, self.watch_triggered)
+        self._guard("resuming its own proposals", None, self._resume)
         return cfg.operator.tick_seconds
+
+    def _resume(self) -> None:
+        with self.open_ws(None) as ws:
+            ladder.resume_own(ws, self.ops.ladder, trigger="resume", now=self.now)
 
     def _guard(self, what: str, target: str | None, fn: Callable[[], Any]) -> None:
         try:
