@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx2
 import pytest
+from tests.cli_runner import run_cli
 from tests.operator.operator_support import Clock, activity, serving, wait_for
 from tests.serve.serve_support import free_port, make_key
 
@@ -60,7 +61,7 @@ def test_openlineage_events_posted_by_its_client_trigger_the_right_watch(
     relocate(ws)
     port = free_port()
     with (ws / "splice.toml").open("a") as f:
-        f.write(f"\n[operator]\nquiet_seconds = 0\ntick_seconds = 0.3\n\n"
+        f.write(f"\n[operator]\nquiet_seconds = 0\ntick_seconds = 0.3\npoll_seconds = 0.5\n\n"
                 f"[serve]\nport = {port}\nhousekeeping_seconds = 1\n")  # fmt: skip
     key = make_key(ws, "team-cron", "agent", "read")
     clock = Clock(ws, "2026-10-01T07:00")
@@ -85,6 +86,15 @@ def test_openlineage_events_posted_by_its_client_trigger_the_right_watch(
         anon = httpx2.post(f"{base}/api/v1/lineage", content=good.encode())
         assert anon.status_code == 401 and anon.headers["www-authenticate"] == "Bearer"
         assert _state_rows(ws) == before  # refused: nothing stored
+
+        # a run made elsewhere (a person's splice run) is seen in the journal and watched after
+        done = run_cli(["-w", str(ws), "run", "--execution-time", "2026-10-01"])
+        assert done.returncode == 0, done.stderr[-2000:]
+        after_run = wait_for("the watch after the run", lambda: [
+            a for a in activity(ws) if a["kind"] == "watch" and "(run)" in a["summary"]],
+            log=ws / "serve.log")  # fmt: skip
+    assert after_run[0]["only"] is None  # a run of anything: everything is watched
+    assert after_run[0]["triggers"][0]["command"].startswith("splice run")
 
     (w,) = watched
     (trigger,) = w["triggers"]
