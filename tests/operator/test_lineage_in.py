@@ -6,6 +6,7 @@ run evidence; a bad body is refused 400 naming what is wrong, nothing stored; no
 from __future__ import annotations
 
 import datetime as dt
+import os
 import shutil
 import uuid
 from pathlib import Path
@@ -14,6 +15,8 @@ from typing import Any
 import httpx2
 import pytest
 from tests.cli_runner import run_cli
+from tests.notify.notify_support import http_receiver
+from tests.openlineage.ol_support import validate_run_event
 from tests.operator.operator_support import Clock, activity, serving, wait_for
 from tests.serve.serve_support import free_port, make_key
 
@@ -87,9 +90,20 @@ def test_openlineage_events_posted_by_its_client_trigger_the_right_watch(
         assert anon.status_code == 401 and anon.headers["www-authenticate"] == "Bearer"
         assert _state_rows(ws) == before  # refused: nothing stored
 
-        # a run made elsewhere (a person's splice run) is seen in the journal and watched after
-        done = run_cli(["-w", str(ws), "run", "--execution-time", "2026-10-01"])
-        assert done.returncode == 0, done.stderr[-2000:]
+        # a run made elsewhere (a person's splice run) is seen in the journal and watched after;
+        # it sends its own OpenLineage events to a second receiver (OPENLINEAGE_URL)
+        with http_receiver() as second:
+            done = run_cli(["-w", str(ws), "run", "--execution-time", "2026-10-01"],
+                           env={**os.environ, "OPENLINEAGE_URL": second.url})  # fmt: skip
+            assert done.returncode == 0, done.stderr[-2000:]
+            sent = wait_for("the run's events", lambda: [
+                b for b in second.on("/api/v1/lineage")
+                if b.get("eventType") == "COMPLETE" and b["job"]["name"] == "splice.run.prod"])  # fmt: skip
+        for body in second.on("/api/v1/lineage"):
+            validate_run_event(body)  # the OpenLineage spec's JSON Schema
+        states = [b["eventType"] for b in second.on("/api/v1/lineage")
+                  if b["job"]["name"] == "splice.run.prod"]  # fmt: skip
+        assert states == ["START", "COMPLETE"] and sent
         after_run = wait_for("the watch after the run", lambda: [
             a for a in activity(ws) if a["kind"] == "watch" and "(run)" in a["summary"]],
             log=ws / "serve.log")  # fmt: skip

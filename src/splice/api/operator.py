@@ -52,7 +52,7 @@ def operator_for_root(
     from splice.operator.service import Operator
 
     @contextmanager
-    def opened(t: str | None) -> Iterator[Workspace]:
+    def opened(t: str | None, *, light: bool = False) -> Iterator[Workspace]:
         with open_workspace(root, t or target) as ws:
             yield ws
 

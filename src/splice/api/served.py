@@ -52,14 +52,16 @@ class Hub:
         self._states = StatePool()  # state connections kept between requests, per thread
 
     @contextmanager
-    def workspace(self, target: str | None = None) -> Iterator[Workspace]:
+    def workspace(self, target: str | None = None, *, light: bool = False) -> Iterator[Workspace]:
         """A Workspace for one request, closed (state and warehouse released) when it ends. The
         request's session starts by recovering repair applies a killed process left half-done
         (:func:`splice.api.recovery.recover_killed_applies`). ``target``: another target than
-        the server's (a schedule's); it is not lent the server's graph."""
+        the server's (a schedule's); it is not lent the server's graph. ``light``: for work that
+        reads the state and the config only (the operator's bookkeeping between ticks): the
+        shared graph is not checked against the files (no hashing), nor lent."""
         from splice.api.recovery import recover_killed_applies
 
-        other = target is not None and target != self.target
+        other = light or (target is not None and target != self.target)
         ws = Workspace(self.root, self._config(), target if other else self.target)
         ws.state_pool = self._states
         try:

@@ -192,13 +192,23 @@ def apply_if_allowed(
     return True
 
 
+def own_pending(ws: Workspace) -> list[Any]:
+    """The operator's own proposals still pending (drafted by its principal, signed in as
+    Splice itself)."""
+    from splice.repair import store as proposals
+
+    who = operator_principal(ws)
+    return [p for p in proposals.list_proposals(ws.state, target=ws.target, statuses={"pending"})
+            if (p.requester or {}).get("name") == who.name
+            and (p.requester or {}).get("auth") == "system"]  # fmt: skip
+
+
 def resume_own(
     ws: Workspace, actions: Actions, *, trigger: str, now: Callable[[], float] = time.time
 ) -> list[Step]:
     """Apply what the operator drafted and may apply itself but did not (the server stopped
     between the proposal and its apply): its own pending proposals whose every domain allows
     it now. Silent for those that still wait for a person (that was said when drafted)."""
-    from splice.repair import store as proposals
     from splice.watch.incidents import get_incident
 
     who = operator_principal(ws)
@@ -210,12 +220,7 @@ def resume_own(
         store.log(ws.state, ws.target, kind, summary, at=now(), incident=inc.incident_id,
                   level=level, domain=dom, trigger=trigger, principal=who.record(), **d)  # fmt: skip
 
-    for p in proposals.list_proposals(ws.state, target=ws.target, statuses={"pending"}):
-        mine = (p.requester or {}).get("name") == who.name and (p.requester or {}).get(
-            "auth"
-        ) == "system"
-        if not mine:
-            continue
+    for p in own_pending(ws):
         inc = get_incident(ws.state.conn, p.incident_id)
         level, dom = _level(ws, inc.origin_node)
         if level in ("L3", "L4"):

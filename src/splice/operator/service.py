@@ -38,7 +38,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("splice.operator")
 
-OpenWorkspace = Callable[[str | None], AbstractContextManager["Workspace"]]
+#: ``open(target, light=...)``: a workspace for ``target`` (None: the server's); ``light`` for
+#: bookkeeping that reads the state and the config only (no graph is checked or lent).
+OpenWorkspace = Callable[..., AbstractContextManager["Workspace"]]
 
 
 @dataclass
@@ -78,7 +80,7 @@ class Operator:
     def tick(self) -> float:
         """One pass (see the module's text); returns the seconds until the next one. Failures
         are logged and recorded, never raised."""
-        with self.open_ws(None) as ws:
+        with self.open_ws(None, light=True) as ws:
             cfg = ws.config
             if not cfg.operator.enabled:
                 return cfg.operator.tick_seconds
@@ -94,6 +96,9 @@ class Operator:
         return cfg.operator.tick_seconds
 
     def _resume(self) -> None:
+        with self.open_ws(None, light=True) as ws:
+            if not ladder.own_pending(ws):
+                return
         with self.open_ws(None) as ws:
             ladder.resume_own(ws, self.ops.ladder, trigger="resume", now=self.now)
 
@@ -104,21 +109,21 @@ class Operator:
             log.exception("operator: %s failed", what)
             words = e.one_line() if isinstance(e, SpliceError) else f"{type(e).__name__}: {e}"
             try:
-                with self.open_ws(target) as ws:
+                with self.open_ws(target, light=True) as ws:
                     store.log(ws.state, ws.target, "error", f"{what} failed: {words}",
                               at=self.now())  # fmt: skip
             except Exception:  # noqa: BLE001 - the state itself is unreachable: logged above
                 log.exception("operator: could not record the failure")
 
     def _poll(self) -> None:
-        with self.open_ws(None) as ws:
+        with self.open_ws(None, light=True) as ws:
             now = self.now()
             triggers.poll_journal(ws, now=now)
             triggers.poll_orchestrators(ws, now=now)
 
     # -- schedules ------------------------------------------------------------------------
     def _maybe_run(self, s: ScheduleSection) -> None:
-        with self.open_ws(s.target) as ws:
+        with self.open_ws(s.target, light=True) as ws:
             target = ws.target
             now = self.clock.now()
             row = store.schedule_rows(ws.state).get((s.name, target))
@@ -138,6 +143,7 @@ class Operator:
                           f"schedule {s.name}: {d.skipped} earlier tick(s) missed (the server was "
                           f"down or busy); running the latest, {d.tick:%Y-%m-%d %H:%M}Z, once",
                           at=_epoch(now), schedule=s.name, skipped=d.skipped)  # fmt: skip
+        with self.open_ws(s.target) as ws:
             self._execute(ws, s, d.tick, trigger="schedule")
 
     def run_schedule(self, name: str) -> dict[str, Any]:
@@ -199,7 +205,7 @@ class Operator:
     # -- watches --------------------------------------------------------------------------
     def watch_triggered(self) -> dict[str, Any] | None:
         """The waiting triggers of the default target as one watch, once quiet."""
-        with self.open_ws(None) as ws:
+        with self.open_ws(None, light=True) as ws:
             now = self.now()
             waiting = [t for t in store.pending_triggers(ws.state) if t.target == ws.target]
             if not waiting:
@@ -211,6 +217,7 @@ class Operator:
             taken = store.take_triggers(ws.state, waiting, now=now)
             if not taken:
                 return None
+        with self.open_ws(None) as ws:
             nodes: list[str] | None = []
             for t in taken:
                 if nodes is not None and t.detail.get("nodes"):
