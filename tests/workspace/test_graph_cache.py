@@ -289,3 +289,32 @@ def test_no_cache_bypasses_it(ws_dir: Path, monkeypatch: pytest.MonkeyPatch) -> 
     res = CliRunner().invoke(cli, ["-w", str(ws_dir), "--no-cache", "ls", "--json"])
     assert res.exit_code == 0, res.output
     assert "reporting:fct_reorder_alerts" in res.output
+
+
+def test_a_moved_workspace_finds_its_graph_and_a_changed_copy_does_not(
+    ws_dir: Path, tmp_path: Path
+) -> None:
+    """A workspace copied elsewhere with the paths that point into it (a profile's absolute
+    warehouse path, as ``splice demo`` writes it) reads its graph from the cache; other caches
+    keyed by the graph key still see another place; a copy that differs otherwise loads."""
+    profiles = ws_dir / "reporting" / "profiles.yml"
+    profiles.write_text(profiles.read_text().replace("../warehouse.duckdb",
+                                                     str(ws_dir / "warehouse.duckdb")))  # fmt: skip
+    with Workspace.open(ws_dir) as ws:
+        original = ws.graph()
+        assert not ws.graph_cached
+    moved = tmp_path / "elsewhere" / "federated"
+    shutil.copytree(ws_dir, moved)
+    p = moved / "reporting" / "profiles.yml"
+    p.write_text(p.read_text().replace(str(ws_dir), str(moved)))  # moved with its paths
+    with Workspace.open(moved) as ws:
+        got = ws.graph()
+        assert ws.graph_cached and not ws._providers  # no tool loaded
+        assert_same_graph(got, original)
+        assert graph_cache.content_part(ws.inputs_key()) == graph_cache.content_part(key(ws_dir))
+        assert ws.inputs_key() != key(ws_dir)  # the location part: doctor, lineage, the memo
+    changed = tmp_path / "changed" / "federated"
+    shutil.copytree(ws_dir, changed)  # its profile still points at the first warehouse
+    with Workspace.open(changed) as ws:
+        ws.graph()
+        assert not ws.graph_cached

@@ -3,8 +3,7 @@ determines it, so that reading commands on an unchanged workspace load neither d
 
 The key is a SHA-256 over (:func:`graph_inputs` lists them):
 
-- the workspace directory (a copied workspace is a different workspace), the Splice target and
-  the environment it gives each project;
+- the Splice target and the environment it gives each project;
 - splice.toml, and the content of every file of every project (build output, logs, caches, the
   warehouse file and Splice's own ``.splice`` directory left out: the rules of
   :func:`project_files`; and Splice's witness file, which a lone project without splice.toml
@@ -27,6 +26,13 @@ What the scan cannot see is not in the key: a Python module outside the projects
 SQLMesh config or model imports, a macro package installed outside the project.  After
 changing such a thing, ``splice --no-cache ...`` (or ``SPLICE_NO_CACHE=1``) loads the tools.
 
+Everything is hashed with the workspace's own directory written as a placeholder
+(:data:`ROOT`), wherever it occurs (a path in a file, a profile, a variable), and the stored
+graph holds the placeholder too: a workspace moved or copied elsewhere with the paths that point
+into it (a CI checkout at another path, a copy made by a test, ``splice demo``'s relocated
+profile) finds the graph it had, with its own paths. Anything that differs beyond the location
+is a different key.
+
 The cache keeps one entry per target (kind ``graph`` of the content cache), replaced when the
 key changes; the whole-workspace lineage has its own slot (:mod:`splice.lineage.service`).
 """
@@ -46,7 +52,9 @@ if TYPE_CHECKING:
     from splice.workspace.core import Workspace
 
 KIND = "graph"
-VERSION = "3"  # bump when the cached form or the way a graph is loaded changes
+VERSION = "4"  # bump when the cached form or the way a graph is loaded changes
+#: The workspace's directory, in the key's inputs and in the stored graph.
+ROOT = "@@splice-workspace-root@@"
 TOOL_PREFIXES = ("dbt", "sqlmesh", "sqlglot", "duckdb", "dlt")
 ENV_PREFIXES = ("DBT_", "SQLMESH_")
 # set by Splice itself before it starts a tool: never a reason to reload
@@ -192,15 +200,41 @@ def _dlt_state(path: Path) -> str:
     return json.dumps(data, sort_keys=True, default=str)
 
 
+def without_root(text: str, root: Path | str) -> str:
+    """``text`` with the workspace directory ``root`` written as :data:`ROOT`.
+
+    >>> without_root("path: /srv/ws/warehouse.duckdb (not /srv/ws2)", "/srv/ws")
+    'path: @@splice-workspace-root@@/warehouse.duckdb (not /srv/ws2)'
+    """
+    return _root_pattern(str(root).rstrip("/") or "/").sub(ROOT, text)
+
+
+def with_root(text: str, root: Path | str) -> str:
+    """The inverse of :func:`without_root` for ``root``.
+
+    >>> with_root(without_root("/a/b/c.sql", "/a/b"), "/x/y")
+    '/x/y/c.sql'
+    """
+    return text.replace(ROOT, str(root))
+
+
+@functools.lru_cache(maxsize=8)
+def _root_pattern(root: str) -> re.Pattern[str]:
+    # the directory itself, or followed by a separator: never a longer name (/srv/ws2)
+    return re.compile(re.escape(root) + r"(?=[/\\\"'\s:;,)\]}]|$)")
+
+
 class _Hasher:
-    def __init__(self) -> None:
+    def __init__(self, root: Path | str) -> None:
         self.h = hashlib.sha256()
         self.env: set[str] = set()
         self.whole_env = False
         self.files = 0
+        self.root = str(root)
+        self.root_bytes = self.root.encode()
 
     def text(self, label: str, value: object) -> None:
-        self.h.update(f"\0{label}={value}\0".encode())
+        self.h.update(without_root(f"\0{label}={value}\0", self.root).encode())
 
     def file(self, label: str, path: Path, *, scan: bool = True) -> None:
         try:
@@ -208,6 +242,9 @@ class _Hasher:
         except OSError:
             self.text(label, "(absent)")
             return
+        if self.root_bytes in data:
+            data = without_root(data.decode("utf-8", "surrogateescape"),
+                                self.root).encode("utf-8", "surrogateescape")  # fmt: skip
         self.text(label, len(data))
         self.h.update(data)
         self.files += 1
@@ -233,12 +270,11 @@ def graph_inputs(ws: Workspace) -> tuple[str, dict[str, Any]]:
     from splice.config.workspace import CONFIG_FILE
 
     t0 = time.perf_counter()
-    hs = _Hasher()
+    hs = _Hasher(ws.root)
     versions = tool_versions()
     own = splice_version()
     environments = {p.name: ws.environment(p.name) for p in ws.config.projects}
     hs.text("cache", VERSION)
-    hs.text("root", ws.root)
     hs.text("target", ws.target)
     hs.text("environments", sorted(environments.items()))
     hs.text("splice", own)
@@ -280,7 +316,9 @@ def graph_inputs(ws: Workspace) -> tuple[str, dict[str, Any]]:
     names -= OWN_ENV
     env_values = {n: env.get(n) for n in sorted(names)}
     hs.text("env", sorted(env_values.items()))
-    key = hs.h.hexdigest()
+    # the key: what the graph depends on, wherever the workspace is; and where it is, for the
+    # caches of what may name the location (doctor's findings, the lineage, the no-op memo)
+    key = f"{hs.h.hexdigest()}.{hashlib.sha256(str(ws.root).encode()).hexdigest()[:16]}"
     return key, {
         "key": key,
         "files": hs.files,
@@ -293,7 +331,19 @@ def graph_inputs(ws: Workspace) -> tuple[str, dict[str, Any]]:
 
 
 def graph_key(ws: Workspace) -> str:
+    """The graph key of ``ws``: ``CONTENT.LOCATION``. The graph cache compares the content part
+    only (:func:`content_part`), so a moved workspace finds its graph; every other cache keyed by
+    it sees a moved workspace as another."""
     return graph_inputs(ws)[0]
+
+
+def content_part(key: str) -> str:
+    """The part of a graph key that does not depend on where the workspace is.
+
+    >>> content_part("ab12.cd34")
+    'ab12'
+    """
+    return key.split(".", 1)[0]
 
 
 def lookup(ws: Workspace, key: str) -> Any:
@@ -301,10 +351,14 @@ def lookup(ws: Workspace, key: str) -> Any:
     from splice.graph.serial import graph_from_dict
 
     hit = ws.state.cache_get_many(KIND, [ws.target]).get(ws.target)
-    if not isinstance(hit, dict) or hit.get("key") != key:
+    if not isinstance(hit, dict) or hit.get("key") != content_part(key):
         return None
     try:
-        return graph_from_dict(hit["graph"])
+        import json
+
+        text = hit["graph"]
+        data = json.loads(with_root(text, _json_text(ws.root))) if isinstance(text, str) else text
+        return graph_from_dict(data)
     except (KeyError, TypeError, ValueError):  # a damaged entry: load the tools instead
         return None
 
@@ -312,11 +366,22 @@ def lookup(ws: Workspace, key: str) -> Any:
 def store(ws: Workspace, key: str, graph: Any) -> bool:
     """Keep ``graph`` under ``key`` (replacing the target's previous entry). False when the
     graph holds a value plain JSON cannot carry (then nothing is cached)."""
+    import json
+
     from splice.graph.serial import NotSerialisable, graph_to_dict
 
     try:
         data = graph_to_dict(graph)
     except NotSerialisable:
         return False
-    ws.state.cache_put_many(KIND, {ws.target: {"key": key, "made_at": time.time(), "graph": data}})
+    text = without_root(json.dumps(data), _json_text(ws.root))  # the graph, wherever it is
+    entry = {"key": content_part(key), "made_at": time.time(), "graph": text}
+    ws.state.cache_put_many(KIND, {ws.target: entry})
     return True
+
+
+def _json_text(root: Path | str) -> str:
+    """``root`` as it is written inside a JSON string."""
+    import json
+
+    return json.dumps(str(root))[1:-1]
