@@ -4,17 +4,12 @@ the test moves, the outside world's loads, and a real ``splice serve`` with that
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
 from typing import Any
-
-from tests.mcp.mcp_support import child_env
 
 from splice.demo import relocate
 
@@ -101,39 +96,13 @@ def wait_for(
 
 
 @contextmanager
-def serving(
-    ws: Path, port: int, clock: Clock, *, timeout: float = 180.0, **env_extra: str
-) -> Iterator[str]:
+def serving(ws: Path, port: int, clock: Clock, **env: str) -> Iterator[str]:
     """``splice serve`` of ``ws`` on 127.0.0.1:port, its operator on ``clock``; yields its URL
-    (``env_extra``: more environment, e.g. a fault-injection point)."""
-    log = open(ws / "serve.log", "a")  # noqa: SIM115 - closed below
-    env = {**child_env(), "SPLICE_OPERATOR_CLOCK": str(clock.path), **env_extra}
-    proc = subprocess.Popen([sys.executable, "-m", "splice", "--workspace", str(ws), "serve"],
-                            env=env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError((ws / "serve.log").read_text())
-            try:
-                with urllib.request.urlopen(f"{base}/healthz", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise TimeoutError((ws / "serve.log").read_text())
-            time.sleep(0.2)
+    (``env``: more environment, e.g. a fault-injection point)."""
+    from tests.serve.serve_support import running_server
+
+    with running_server(ws, port, env={"SPLICE_OPERATOR_CLOCK": str(clock.path), **env}) as base:
         yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
 
 
 def reload_monday(w: Any, incident_id: str, *, principal: Any) -> Any:

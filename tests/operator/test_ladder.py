@@ -5,7 +5,7 @@ splice-operator."""
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -175,3 +175,29 @@ def test_below_l2_nothing_is_proposed_and_l1_tells_the_owners_at_once(
     ]
     assert told == ([] if level == "L0" else ["prod"])
     assert activity(story_copy)[-1]["rule"].startswith(f"{level} (")
+
+
+def test_triggers_close_together_become_one_watch_once_quiet(story_copy: Path) -> None:
+    """Three loads reported within the quiet period are one watch, after it, of everything
+    downstream of all three."""
+    from splice.operator import store
+    from splice.operator.clock import FileClock
+
+    toml = story_copy / "splice.toml"
+    toml.write_text(toml.read_text() + "\n[operator]\nquiet_seconds = 30\npoll_seconds = 3600\n")
+    clock = Clock(story_copy, "2026-10-01T07:00:00")
+    op = api.operator_for_root(story_copy, clock=FileClock(clock.path))
+    t0 = datetime(2026, 10, 1, 7, 0, tzinfo=UTC).timestamp()
+    with api.open_workspace(story_copy) as w:
+        for i, node in enumerate(["ingestion:fx_rates_ingest", "ingestion:bookings_load",
+                                  "ingestion:fx_rates_ingest"]):  # fmt: skip
+            store.add_trigger(w.state, w.target, "openlineage", {"nodes": [node]}, at=t0 + i * 10)
+    clock.set("2026-10-01T07:00:40")  # 20 s after the last: not quiet yet
+    assert op.watch_triggered() is None
+    clock.set("2026-10-01T07:00:51")
+    done = op.watch_triggered()
+    assert done is not None and done["incidents"] == []
+    (watch,) = [a for a in activity(story_copy) if a["kind"] == "watch"]
+    assert len(watch["triggers"]) == 3
+    assert {"fx_rate", "gmv_usd"} <= set(watch["only"])  # downstream of both feeds
+    assert op.watch_triggered() is None  # taken: not watched again

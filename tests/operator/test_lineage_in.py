@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import shutil
 import uuid
 from pathlib import Path
 from typing import Any
@@ -17,10 +16,8 @@ import pytest
 from tests.cli_runner import run_cli
 from tests.notify.notify_support import http_receiver
 from tests.openlineage.ol_support import validate_run_event
-from tests.operator.operator_support import Clock, activity, serving, wait_for
+from tests.operator.operator_support import Clock, activity, copy_with, serving, wait_for
 from tests.serve.serve_support import free_port, make_key
-
-from splice.demo import relocate
 
 pytestmark = pytest.mark.slow
 
@@ -59,9 +56,7 @@ def test_openlineage_events_posted_by_its_client_trigger_the_right_watch(
     from openlineage.client.serde import Serde
     from openlineage.client.transport.http import ApiKeyTokenProvider, HttpConfig, HttpTransport
 
-    ws = tmp_path / "travel"
-    shutil.copytree(stale_story.build.workspace, ws, symlinks=True)
-    relocate(ws)
+    ws = copy_with(stale_story.build.workspace, tmp_path / "travel", "")
     port = free_port()
     with (ws / "splice.toml").open("a") as f:
         f.write(f"\n[operator]\nquiet_seconds = 0\ntick_seconds = 0.3\npoll_seconds = 0.5\n\n"

@@ -5,7 +5,6 @@ undo) and the operator goes on with its schedules."""
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ import pytest
 from tests.operator.operator_support import (
     Clock,
     activity,
+    copy_with,
     proven,
     reload_monday,
     schedule_row,
@@ -21,8 +21,6 @@ from tests.operator.operator_support import (
     wait_for,
 )
 from tests.serve.serve_support import free_port
-
-from splice.demo import relocate
 
 pytestmark = pytest.mark.slow
 
@@ -45,9 +43,7 @@ def test_a_server_killed_in_an_autonomous_apply_recovers_and_resumes_its_schedul
     from splice.demo.vendor import set_incident
     from splice.operator.ladder import operator_principal
 
-    ws = tmp_path / "travel"
-    shutil.copytree(stale_story.build.workspace, ws, symlinks=True)
-    relocate(ws)
+    ws = copy_with(stale_story.build.workspace, tmp_path / "travel", "")
     port = free_port()
     toml = ws / "splice.toml"
     text = toml.read_text().replace('autonomy = "L2"', 'autonomy = "L3"', 1)

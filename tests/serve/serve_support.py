@@ -182,12 +182,15 @@ def serve_config(port: int, idp: IdentityProvider | None) -> str:
 
 
 @contextmanager
-def running_server(workspace: Path, port: int, *, timeout: float = 180.0) -> Iterator[str]:
-    """``splice serve`` on 127.0.0.1:port for the block; yields its base URL."""
-    log = open(workspace / "serve.log", "w")  # noqa: SIM115 - closed below
+def running_server(
+    workspace: Path, port: int, *, timeout: float = 180.0, env: dict[str, str] | None = None
+) -> Iterator[str]:
+    """``splice serve`` on 127.0.0.1:port for the block; yields its base URL (``env``: more
+    environment for the server; its output is appended to ``serve.log``)."""
+    log = open(workspace / "serve.log", "a")  # noqa: SIM115 - closed below
     proc = subprocess.Popen(
         [sys.executable, "-m", "splice", "--workspace", str(workspace), "serve"],
-        env=child_env(), stdout=log, stderr=subprocess.STDOUT,
+        env={**child_env(), **(env or {})}, stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     try:
