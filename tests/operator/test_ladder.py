@@ -162,7 +162,9 @@ def test_below_l2_nothing_is_proposed_and_l1_tells_the_owners_at_once(
     from splice.watch.incidents import get_incident
 
     toml = story_copy / "splice.toml"
-    toml.write_text(toml.read_text().replace('autonomy = "L2"', f'autonomy = "{level}"', 1))
+    toml.write_text(toml.read_text().replace('autonomy = "L2"', f'autonomy = "{level}"', 1)
+                    + '\n[[notify]]\nname = "owners"\ntype = "webhook"\n'
+                    'url = "http://127.0.0.1:9/owners"\nevents = ["incident_opened"]\n')  # fmt: skip
     told: list[str] = []
     actions = ladder.Actions(propose=lambda *a, **k: pytest.fail("proposed below L2"),
                              apply=lambda *a, **k: pytest.fail("applied below L3"),
@@ -175,6 +177,14 @@ def test_below_l2_nothing_is_proposed_and_l1_tells_the_owners_at_once(
     ]
     assert told == ([] if level == "L0" else ["prod"])
     assert activity(story_copy)[-1]["rule"].startswith(f"{level} (")
+    # whoever sends the outbox next: at L0 the incident is not announced, at L1 it is
+    from splice.notify.outbox import enqueue
+
+    with api.open_workspace(story_copy) as w:
+        enqueue(w)
+        queued = [r[0] for r in w.state.conn.execute(
+            "SELECT event_key FROM notify_deliveries WHERE event = 'incident_opened'")]  # fmt: skip
+    assert queued == ([] if level == "L0" else ["incident:INC-1"])
 
 
 def test_triggers_close_together_become_one_watch_once_quiet(story_copy: Path) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -163,9 +164,12 @@ def enqueue(ws: Workspace, *, now: float | None = None) -> int:
     now = time.time() if now is None else now
     channels: list[NotifySection] = list(ws.config.notify)
     queued = 0
+    silent = _recorded_only(ws)
     with ws.state.transaction() as conn:
         events, seq, rowid = new_events(conn, ws.config)
         for e in events:
+            if e.kind == "incident_opened" and silent(e.details.get("origin")):
+                continue  # a domain at L0: the incident is recorded, nobody is told
             for c in channels:
                 if c.wants(e.kind):
                     cur = conn.execute(
@@ -176,6 +180,24 @@ def enqueue(ws: Workspace, *, now: float | None = None) -> int:
         _set_cursor(conn, "audit", seq)
         _set_cursor(conn, "incidents", rowid)
     return queued
+
+
+def _recorded_only(ws: Workspace) -> Callable[[str | None], bool]:
+    """Whether an incident starting at a node is only recorded: its domain is at L0 (manual).
+    The graph is read only when some domain is at L0."""
+    if not any(d.autonomy == "L0" for d in ws.config.domains):
+        return lambda _origin: False
+    from splice.approvals.domains import domain_for
+
+    graph = ws.graph()
+
+    def silent(origin: str | None) -> bool:
+        if not origin or origin not in graph.nodes:
+            return False
+        dom = domain_for(graph, ws.config, origin)
+        return dom is not None and dom.autonomy == "L0"
+
+    return silent
 
 
 def _claim(ws: Workspace, delivery_id: int, now: float) -> bool:
