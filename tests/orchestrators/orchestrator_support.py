@@ -67,3 +67,40 @@ def orchestrator_run(ws: Path, run_id: str) -> Any:
     orch = for_job(job, ws)
     assert orch is not None
     return orch.status(run_id)
+
+
+def one_watch_per_orchestrator_run(ws: Path) -> None:
+    """The operator sees a finished run of the ingestion job in the orchestrator at its next
+    poll and watches what the job feeds, once: a restarted operator (a new one on the same
+    state) does not watch the same run again."""
+    import time
+    from datetime import date
+
+    from splice import api
+    from splice.operator.clock import SystemClock
+
+    with (ws / "splice.toml").open("a") as f:
+        f.write("\n[operator]\nquiet_seconds = 0\npoll_seconds = 0.2\n")
+
+    def watches() -> list[dict[str, Any]]:
+        with api.open_workspace(ws) as w:
+            return [a for a in api.operator_activity(w, limit=500)
+                    if a["kind"] == "watch" and "orchestrator" in a["summary"]]  # fmt: skip
+
+    first = api.operator_for_root(ws, clock=SystemClock())
+    first.tick()  # the first look: the orchestrator is not running yet; what ends now is news
+    with api.open_workspace(ws) as w:
+        (run,) = api.queue_ingestion(w, "fx_rates_ingest", date(2026, 9, 28), date(2026, 9, 28),
+                                     tags={"splice/reason": "the team's morning load"})  # fmt: skip
+    assert run.ok, run.message
+    time.sleep(0.3)  # one poll interval
+    first.tick()
+    (seen,) = watches()
+    (trigger,) = seen["triggers"]
+    assert (trigger["source"], trigger["job"], trigger["run_id"]) == (
+        "orchestrator", "fx_rates_ingest", run.run_id)  # fmt: skip
+    assert {"fx_rate", "gmv_usd"} <= set(seen["only"])
+    restarted = api.operator_for_root(ws, clock=SystemClock())
+    time.sleep(0.3)
+    restarted.tick()
+    assert len(watches()) == 1  # the cursor in the state: the same run is not watched twice

@@ -14,6 +14,7 @@ from tests.orchestrators.orchestrator_support import (
     FX,
     cli,
     fx_rows,
+    one_watch_per_orchestrator_run,
     orchestrator_run,
 )
 from tests.repair.principals_support import approve_everywhere, as_principal
@@ -78,3 +79,7 @@ def test_a_run_that_fails_in_airflow_fails_the_step_and_the_undo_puts_rows_back(
         assert re.search(r"airflow run splice__PR-1__\w+ FAILURE: task\(s\) load failed", msg), msg
         assert store.load(ws.state, p.proposal_id).status == "undone"
     assert fx_rows(copy) == before  # the undo put back exactly what was there
+
+
+def test_an_airflow_run_of_the_feed_triggers_one_watch_across_restarts(copy: Path) -> None:
+    one_watch_per_orchestrator_run(copy)

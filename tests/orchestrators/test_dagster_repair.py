@@ -17,6 +17,7 @@ from tests.orchestrators.orchestrator_support import (
     FX,
     cli,
     fx_rows,
+    one_watch_per_orchestrator_run,
     orchestrator_run,
     stop,
 )
@@ -223,34 +224,4 @@ def test_at_l3_a_proven_reload_through_dagster_is_applied_by_splice_itself(copy:
 
 
 def test_a_dagster_run_of_the_feed_triggers_one_watch_across_restarts(copy: Path) -> None:
-    """The operator sees a finished Dagster run of the ingestion job at its next poll and
-    watches what the job feeds, once: a restarted operator (a new one on the same state) does
-    not watch the same run again."""
-    from splice import api
-    from splice.operator.clock import SystemClock
-
-    with (copy / "splice.toml").open("a") as f:
-        f.write("\n[operator]\nquiet_seconds = 0\npoll_seconds = 0.2\n")
-
-    def watches() -> list[dict]:
-        with api.open_workspace(copy) as w:
-            return [a for a in api.operator_activity(w, limit=500)
-                    if a["kind"] == "watch" and "orchestrator" in a["summary"]]  # fmt: skip
-
-    first = api.operator_for_root(copy, clock=SystemClock())
-    first.tick()  # the first look: Dagster is not running yet; what ends from now on is news
-    with api.open_workspace(copy) as w:
-        (run,) = api.queue_ingestion(w, "fx_rates_ingest", date(2026, 9, 28), date(2026, 9, 28),
-                                     tags={"splice/reason": "the team's morning load"})  # fmt: skip
-    assert run.ok, run.message
-    time.sleep(0.3)  # one poll interval
-    first.tick()
-    (seen,) = watches()
-    (trigger,) = seen["triggers"]
-    assert (trigger["source"], trigger["job"], trigger["run_id"]) == (
-        "orchestrator", "fx_rates_ingest", run.run_id)  # fmt: skip
-    assert {"fx_rate", "gmv_usd"} <= set(seen["only"])
-    restarted = api.operator_for_root(copy, clock=SystemClock())
-    time.sleep(0.3)
-    restarted.tick()
-    assert len(watches()) == 1  # the cursor in the state: the same run is not watched twice
+    one_watch_per_orchestrator_run(copy)
