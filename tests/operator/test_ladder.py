@@ -142,7 +142,7 @@ def test_at_l3_a_proven_reload_is_approved_applied_and_receipted_by_the_operator
     pid = applied[0]["proposal"]
     with Workspace.open(ws) as w:
         entries = {e.kind: e.as_dict()["payload"] for e in auditlog.entries(w.state, pid)}
-        for kind in ("request", "approve", "applied", "receipt"):
+        for kind in ("request", "approve", "applied", "receipt", "operator"):
             who = entries[kind]["principal"]
             assert (who["name"], who["auth"]) == ("splice-operator", "system"), (kind, who)
         assert (

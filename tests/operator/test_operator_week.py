@@ -118,6 +118,10 @@ housekeeping_seconds = 1
                     if e.kind == "request"]  # fmt: skip
         who = requests[0].as_dict()["payload"]["principal"]
         assert (who["name"], who["kind"], who["auth"]) == ("splice-operator", "agent", "system")
+        (step,) = [e.as_dict()["payload"] for e in auditlog.entries(w.state, proposed[0]["proposal"])
+                   if e.kind == "operator"]  # fmt: skip
+        assert step["step"] == "propose" and step["rule"].startswith("L2 (propose)")
+        assert step["principal"]["name"] == "splice-operator"
         assert auditlog.verify(w.state).intact
 
 

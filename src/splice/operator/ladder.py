@@ -84,6 +84,32 @@ def _level(ws: Workspace, origin: str | None) -> tuple[str, str | None]:
     return (dom.autonomy, dom.name) if dom is not None else ("L1", None)
 
 
+#: Steps that are decisions of the operator: each is also an audit-log entry (kind
+#: ``operator``) by its principal, with the rule that allowed it (or why it held back).
+AUDITED = frozenset({"propose", "apply", "close", "held", "waits-for-person"})
+
+
+def _recorder(
+    ws: Workspace, who: Principal, trigger: str, now: Callable[[], float], steps: list[Step]
+) -> Callable[..., None]:
+    """The function that records one step: a line of activity, and for a decision
+    (:data:`AUDITED`) an audit-log entry by the operator's principal naming its rule."""
+    from splice.approvals import auditlog
+
+    def step(inc: Any, level: str, dom: str | None, kind: str, summary: str, **d: Any) -> None:
+        steps.append(Step(inc.incident_id, level, dom, kind, summary, d))
+        at = now()
+        store.log(ws.state, ws.target, kind, summary, at=at, incident=inc.incident_id,
+                  level=level, domain=dom, trigger=trigger, principal=who.record(), **d)  # fmt: skip
+        if kind in AUDITED:
+            auditlog.record(ws.state, kind="operator", principal=who, proposal_id=d.get("proposal"),
+                            payload={"step": kind, "incident": inc.incident_id, "level": level,
+                                     "domain": dom, "rule": d.get("rule"), "summary": summary,
+                                     "trigger": trigger})  # fmt: skip
+
+    return step
+
+
 def act(
     ws: Workspace, incidents: list[Any], actions: Actions, *, trigger: str,
     now: Callable[[], float] = time.time,
@@ -94,11 +120,7 @@ def act(
     steps: list[Step] = []
     who = operator_principal(ws)
 
-    def step(inc: Any, level: str, dom: str | None, kind: str, summary: str, **d: Any) -> None:
-        s = Step(inc.incident_id, level, dom, kind, summary, d)
-        steps.append(s)
-        store.log(ws.state, ws.target, kind, summary, at=now(), incident=inc.incident_id,
-                  level=level, domain=dom, trigger=trigger, principal=who.record(), **d)  # fmt: skip
+    step = _recorder(ws, who, trigger, now, steps)
 
     told = False
     for inc in incidents:
@@ -214,11 +236,7 @@ def resume_own(
     who = operator_principal(ws)
     steps: list[Step] = []
 
-    def step(inc: Any, level: str, dom: str | None, kind: str, summary: str, **d: Any) -> None:
-        s = Step(inc.incident_id, level, dom, kind, summary, d)
-        steps.append(s)
-        store.log(ws.state, ws.target, kind, summary, at=now(), incident=inc.incident_id,
-                  level=level, domain=dom, trigger=trigger, principal=who.record(), **d)  # fmt: skip
+    step = _recorder(ws, who, trigger, now, steps)
 
     for p in own_pending(ws):
         inc = get_incident(ws.state.conn, p.incident_id)
