@@ -79,6 +79,7 @@ def test_an_org_wide_stop_holds_the_runs_and_the_ladder(sunday_demo: Path, tmp_p
     assert _proposals(ws) == []
     # what the CLI shows of it
     import json
+    import os
 
     from tests.cli_runner import run_cli
 
@@ -91,6 +92,17 @@ def test_an_org_wide_stop_holds_the_runs_and_the_ladder(sunday_demo: Path, tmp_p
     assert "scheduled runs go on" in status.stdout
     shown = run_cli(["-w", str(ws), "operator", "activity", "--json", "--limit", "3"])
     assert len(json.loads(shown.stdout)) == 3
+    by_hand = run_cli(["-w", str(ws), "schedule", "run", "morning", "--json"],
+                      env={**os.environ, "SPLICE_OPERATOR_CLOCK": str(clock.path)})  # fmt: skip
+    assert by_hand.returncode == 0, by_hand.stderr[-2000:]
+    out = json.loads(by_hand.stdout)
+    assert (out["outcome"], out["trigger"], out["tick"]) == (
+        "ok",
+        "by hand",
+        "2026-09-30T06:01:00+00:00",
+    )
+    assert out["run"]["status"] == "success" and out["watch"]["incidents"] == []
+    assert schedule_row(ws).last_tick == row.last_tick  # its ticks are not moved
     wrong = run_cli(["-w", str(ws), "schedule", "run", "evening"])
     assert wrong.returncode != 0
     assert "no [[schedule]] named 'evening' in splice.toml (schedules: morning)" in wrong.stderr
