@@ -87,12 +87,13 @@ def test_a_server_in_a_deep_workspace_starts(tmp_path: Path) -> None:
         server.stop()
 
 
-def test_a_reading_command_says_it_started_the_server_and_splice_local_stop_stops_it(
+def test_the_first_command_needing_the_warehouse_starts_it_and_splice_local_stop_stops_it(
     tmp_path: Path,
 ) -> None:
-    """A workspace whose warehouse is a local PostgreSQL (stopped): the first command that
-    opens it starts the server and says so once, naming how to stop it; ``splice local stop``
-    stops it (as root too, where a bare ``pg_ctl stop`` is refused)."""
+    """A workspace whose warehouse is a local PostgreSQL (stopped): a command that reads only
+    Splice's state leaves it stopped; the first command that needs the warehouse starts the
+    server and says so once, naming how to stop it; ``splice local stop`` stops it (as root
+    too, where a bare ``pg_ctl stop`` is refused)."""
     from splice.demo import write_workspace
     from splice.demo.pg import start_local, stop_local, write_configs
 
@@ -112,7 +113,12 @@ def test_a_reading_command_says_it_started_the_server_and_splice_local_stop_stop
         assert rec["address"] == f"127.0.0.1:{target.port}" and rec["home"] == ".splice/postgres"
         assert not (data / "postmaster.pid").exists()  # status never starts it
 
-        first = _splice("-w", str(ws), "runs", "--json")
+        state_only = _splice("-w", str(ws), "runs", "--json")  # Splice's state: no server
+        assert state_only.returncode == 0, state_only.stderr
+        assert "Splice started" not in state_only.stderr
+        assert not (data / "postmaster.pid").exists()
+
+        first = _splice("-w", str(ws), "ls", "--json")  # the tools load: the server starts
         assert first.returncode == 0, first.stderr
         said = [line for line in first.stderr.splitlines() if "Splice started" in line]
         assert said == [
@@ -120,7 +126,7 @@ def test_a_reading_command_says_it_started_the_server_and_splice_local_stop_stop
             f".splice/postgres); it keeps running after this command (`splice --workspace "
             f"{ws} local stop` stops it)."
         ]
-        again = _splice("-w", str(ws), "runs", "--json")  # already running: nothing to say
+        again = _splice("-w", str(ws), "ls", "--json")  # already running: nothing to say
         assert again.returncode == 0 and "Splice started" not in again.stderr
 
         status = _splice("-w", str(ws), "local", "status")

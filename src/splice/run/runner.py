@@ -148,6 +148,7 @@ def run_session(
     Raises :class:`~splice.run.locks.RunLockedError` naming the holder when another run has it.
     """
     ws.check_targets()  # a dbt profile without the target: refused before anything is written
+    ws.ensure_warehouse()  # the tools and the ingestion jobs it starts connect to it
     journal = Journal.for_workspace(ws)
     run_id = new_run_id()
     lock = RunLock(

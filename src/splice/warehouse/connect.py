@@ -29,6 +29,7 @@ def connect(ws: WarehouseHost, what: str, *, read_only: bool = False) -> Iterato
 
     ``what`` names the work in errors ("splice watch", "incident diagnosis").
     """
+    ws.ensure_warehouse()  # a local server starts on the first connection, not before
     engine = engine_module(ws.config.warehouse.type, "connect")
     with engine.connect(ws, what, read_only=read_only) as con:
         yield con

@@ -51,3 +51,8 @@ class WarehouseHost(Protocol):
 
     @property
     def warehouse_path(self) -> Path: ...
+
+    def ensure_warehouse(self) -> None:
+        """Start the workspace's own warehouse server (``[warehouse] local``) if it is not
+        running; nothing for any other warehouse. Called before the first connection."""
+        ...

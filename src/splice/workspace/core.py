@@ -83,6 +83,7 @@ class Workspace:
             else os.environ.get("SPLICE_NO_CACHE", "") in ("", "0")
         )
         self.graph_key: str | None = None
+        self._warehouse_up = False  # ensure_warehouse() ran
         self.graph_cached = False  # True when graph() came from the cache
         self._graph_stored = False  # True when the graph loaded was kept in the cache
         self.notices: list[str] = []  # what opening found that a person should read (shown once)
@@ -116,12 +117,20 @@ class Workspace:
                 fix="pass --workspace DIR of an existing directory",
             )
         config = load_config(root)
-        ws = cls(root, config, target, new_state=new_state, use_cache=use_cache)
-        if ws.config.warehouse.local:
-            from splice.warehouse.connect import ensure_local_server
+        return cls(root, config, target, new_state=new_state, use_cache=use_cache)
 
-            ensure_local_server(root, ws.config.warehouse)
-        return ws
+    def ensure_warehouse(self) -> None:
+        """Start the workspace's own warehouse server (``[warehouse] local``: a PostgreSQL data
+        directory or a Spark Connect server in the workspace) if it is not running, once per
+        Workspace. Called before the first warehouse connection, the first tool loaded, a run,
+        and a state kept on that server: a command that reads only Splice's state
+        (``splice incidents``) starts nothing."""
+        if self._warehouse_up or not self.config.warehouse.local:
+            return
+        from splice.warehouse.connect import ensure_local_server
+
+        ensure_local_server(self.root, self.config.warehouse)
+        self._warehouse_up = True
 
     def __enter__(self) -> Workspace:
         return self
@@ -185,6 +194,7 @@ class Workspace:
         spec = next((p for p in self.config.projects if p.name == project), None)
         if spec is None:
             raise ConfigError(f"no project named {project!r} in {self.root / CONFIG_FILE}.")
+        self.ensure_warehouse()  # the tools connect to it as they load
         ctx = self._load_context(spec)
         if spec.format == "dbt":
             from splice.providers.dbt import DbtProvider
@@ -409,6 +419,8 @@ class Workspace:
 
             url = self.state_url
             where = url if url else self.state_path
+            if url:
+                self.ensure_warehouse()  # the state may be kept on the workspace's own server
 
             def opener() -> StateStore:
                 from splice.state.anchors import build
