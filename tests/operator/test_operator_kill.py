@@ -82,13 +82,19 @@ housekeeping_seconds = 1
         wait_for("the recovery", lambda: _status(ws, p.proposal_id) == "interrupted",
                  log=ws / "serve.log")  # fmt: skip
         assert _rows(ws) == before  # the undo restored (nothing was reloaded yet)
-        clock.set("2026-10-01T07:01")
+        # the server was "down" over three 07:00 ticks: the latest runs, once
+        clock.set("2026-10-03T07:01")
         row = wait_for("the schedule after the restart",
                        lambda: (r := schedule_row(ws, "check")) and r.finished_at and r,
                        log=ws / "serve.log")  # fmt: skip
-        assert row.outcome == "ok"
+        assert row.outcome == "ok" and row.detail["tick"] == "2026-10-03T07:00:00+00:00"
+    steps = activity(ws)
+    skipped = [a for a in steps if a["kind"] == "skipped"]
+    assert [a["skipped"] for a in skipped] == [2]  # 1 and 2 October: logged, not run
+    started = [a for a in steps if a["kind"] == "schedule" and "started" in a["summary"]]
+    assert len(started) == 1
     # interrupted is not pending: the operator does not try it again by itself
-    assert not [a for a in activity(ws) if a["kind"] == "apply"]
+    assert not [a for a in steps if a["kind"] == "apply"]
 
 
 def _status(ws: Path, proposal_id: str) -> str:
