@@ -9,6 +9,7 @@ is refused with a :class:`~splice.errors.RepairError`.
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 import time
@@ -20,8 +21,8 @@ from sqlglot import exp
 from splice.approvals import auditlog
 from splice.errors import RepairError
 from splice.repair.model import TRANSITIONS, Decision, Proposal, can_move
-from splice.state.sql import Statement, statement
-from splice.state.store import StateStore, next_id, target_status_filter
+from splice.state.sql import Statement, statement, where_equal
+from splice.state.store import StateStore, next_id
 from splice.support.principals import Principal
 
 _DECISIONS_SELECT = statement(
@@ -135,15 +136,26 @@ def list_proposals(
     state: StateStore, *, target: str | None = None, statuses: set[str] | None = None
 ) -> list[Proposal]:
     """Proposals, newest first."""
-    # filtered in SQL: every command probes for stuck applies
-    found = target_status_filter(target, statuses)
-    if found is None:
+    # filtered in SQL: every command (and every pass of the operator) probes for stuck applies
+    if statuses is not None and not statuses:
         return []
-    cond, args = found
-    q = exp.select(*_COLUMNS.split(", ")).from_("repair_proposals").where(cond)
+    wanted = sorted(statuses) if statuses is not None else None
+    args = ([target] if target is not None else []) + (wanted or [])
+    query = _list_query(target is not None, None if wanted is None else len(wanted))
+    return [_proposal(r) for r in state.conn.execute(query, args)]
+
+
+@functools.lru_cache(maxsize=32)
+def _list_query(by_target: bool, n_statuses: int | None) -> Statement:
+    """The query of :func:`list_proposals` for its shape, built once (its arguments: the target,
+    then the statuses sorted)."""
+    statuses = None if n_statuses is None else {f"s{i}" for i in range(n_statuses)}
+    cond, _args = where_equal(target="?" if by_target else None, status=statuses)
+    q = exp.select(*_COLUMNS.split(", ")).from_("repair_proposals")
+    if cond is not None:
+        q = q.where(cond)
     q = q.order_by(exp.column("created_at").desc(), exp.column("rowid").desc())
-    rows = state.conn.execute(Statement(q), args)
-    return [_proposal(r) for r in rows]
+    return Statement(q)
 
 
 def decisions(state: StateStore, proposal_id: str) -> list[Decision]:
