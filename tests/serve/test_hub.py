@@ -61,3 +61,23 @@ def test_a_burst_of_requests_hashes_the_workspace_once(
         assert len(keys) == 1, f"{len(keys)} requests hashed the workspace"
     finally:
         hub.close()
+
+
+def test_a_light_workspace_is_of_the_servers_target_unless_another_is_named(
+    tmp_path: Path,
+) -> None:
+    """The operator's bookkeeping opens light workspaces: of the target the server serves
+    (``splice serve --target dev``), not the workspace's default one."""
+    from splice.api.served import Hub
+
+    (tmp_path / "splice.toml").write_text(
+        '[workspace]\nname = "team"\ndefault_target = "prod"\n\n[targets.dev]\n[targets.prod]\n'
+    )
+    hub = Hub(tmp_path, target="dev")
+    try:
+        with hub.workspace(light=True) as ws:
+            assert ws.target == "dev"
+        with hub.workspace("prod", light=True) as ws:
+            assert ws.target == "prod"
+    finally:
+        hub.close()

@@ -29,18 +29,26 @@ def test_reading_the_state_starts_no_local_server(kind: str, tmp_path: Path) -> 
     assert "not running" in status.stdout
 
 
-def test_the_first_connection_starts_it(tmp_path: Path) -> None:
-    """What needs the warehouse asks for the server first (here it cannot start: the error
-    says so, where the old behaviour failed at every command's start)."""
-    from splice.errors import SpliceError
+def test_every_connection_asks_the_workspace_for_its_server_first(tmp_path: Path) -> None:
+    """``warehouse.connect`` (every query Splice sends goes through it) calls the workspace's
+    ``ensure_warehouse`` before it connects: with the graph cached, no tool loads, and this is
+    what starts a local server for a watch (the start itself: tests/demo/test_local_server.py)."""
+    import duckdb
+
     from splice.warehouse.connect import connect
     from splice.workspace.core import Workspace
 
-    (tmp_path / "splice.toml").write_text('[workspace]\nname = "lazy"\n\n' + WAREHOUSES["postgres"])
+    (tmp_path / "splice.toml").write_text('[workspace]\nname = "lazy"\n')  # DuckDB
+    duckdb.connect(str(tmp_path / "warehouse.duckdb")).close()
     with Workspace.open(tmp_path) as ws:
         calls: list[str] = []
-        ws.config.warehouse.__dict__["local"] = None  # nothing to start: connect goes straight on
-        ws.ensure_warehouse = lambda: calls.append("ensure")  # type: ignore[method-assign]
-        with pytest.raises(SpliceError), connect(ws, "a test"):
-            pass
+        ensure = ws.ensure_warehouse
+
+        def asked() -> None:
+            calls.append("ensure")
+            ensure()
+
+        ws.ensure_warehouse = asked  # type: ignore[method-assign]
+        with connect(ws, "a test") as con:
+            assert con.execute("SELECT 1").fetchone() == (1,)
         assert calls == ["ensure"]

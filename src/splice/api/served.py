@@ -62,7 +62,7 @@ class Hub:
         from splice.api.recovery import recover_killed_applies
 
         other = light or (target is not None and target != self.target)
-        ws = Workspace(self.root, self._config(), target if other else self.target)
+        ws = Workspace(self.root, self._config(), target or self.target)
         ws.state_pool = self._states
         try:
             if not other:

@@ -248,8 +248,7 @@ class RunEmitter:
         try:
             from splice.lineage.service import workspace_lineage
 
-            memo = getattr(self.ws, "_lineage_memo", None)
-            result = memo if memo is not None else workspace_lineage(self.ws, only=wanted)
+            result = workspace_lineage(self.ws, only=wanted)  # the process's memo serves first
             self.lineage = {n: ml for n, ml in result.models.items() if n in wanted}
         except Exception as e:  # noqa: BLE001 - events go without column lineage
             log.warning("OpenLineage: no column lineage for run %s (%s: %s)",

@@ -371,10 +371,16 @@ def match_dataset(dataset: Dataset, graph: Graph) -> list[str]:
     >>> match_dataset(Dataset("s3://bucket", "fx/daily_rates"), g)
     []
     """
+    return _match(dataset, _index(graph))
+
+
+def _match(
+    dataset: Dataset, index: dict[tuple[str, str], list[tuple[Relation, str, bool]]]
+) -> list[str]:
     parts = dataset_parts(dataset.name)
     if parts is None:
         return []
-    hits = _index(graph).get((parts[-2], parts[-1]), [])
+    hits = index.get((parts[-2], parts[-1]), [])
     if len(parts) == 3:
         same = [h for h in hits if (h[0].catalog or "").casefold() == parts[0]]
         hits = same or hits
@@ -403,8 +409,10 @@ def relations(event: ReceivedEvent, graph: Graph, *, inputs: bool = False) -> li
     (['ingestion:fx'], [])
     """
     out: list[str] = []
-    for ds in event.inputs if inputs else event.outputs:
-        for nid in match_dataset(ds, graph):
+    datasets = event.inputs if inputs else event.outputs
+    index = _index(graph) if datasets else {}  # the graph walked once per event
+    for ds in datasets:
+        for nid in _match(ds, index):
             if nid not in out:
                 out.append(nid)
     return out

@@ -73,14 +73,9 @@ def configured(
     env = os.environ if env is None else env
     if disabled(env):
         return None
-    explicit = env.get("OPENLINEAGE_CONFIG")
-    if explicit and _readable(Path(explicit)):
-        return f"OPENLINEAGE_CONFIG ({explicit})"
-    cwd = Path.cwd() if cwd is None else cwd
-    home = Path.home() if home is None else home
-    for place in (cwd / CONFIG_FILE, home / ".openlineage" / CONFIG_FILE):
-        if _readable(place):
-            return str(place)
+    own = _clients_file(env, cwd, home)
+    if own is not None:
+        return own
     if any(k.startswith("OPENLINEAGE__TRANSPORT") for k in env):
         return "OPENLINEAGE__TRANSPORT variables"
     if env.get("OPENLINEAGE_URL"):
@@ -101,13 +96,22 @@ def workspace_config(root: Path | None, *, env: Mapping[str, str] | None = None)
     env = os.environ if env is None else env
     if root is None or not _readable(root / CONFIG_FILE):
         return None
+    return None if _clients_file(env, None, None) is not None else root / CONFIG_FILE
+
+
+def _clients_file(env: Mapping[str, str], cwd: Path | None, home: Path | None) -> str | None:
+    """The configuration file the OpenLineage client reads by itself, where it looks for one
+    (``OPENLINEAGE_CONFIG``, then ``openlineage.yml`` in the working directory, then in
+    ``~/.openlineage``), said as :func:`configured` says it; None when there is none."""
     explicit = env.get("OPENLINEAGE_CONFIG")
     if explicit and _readable(Path(explicit)):
-        return None
-    for place in (Path.cwd() / CONFIG_FILE, Path.home() / ".openlineage" / CONFIG_FILE):
+        return f"OPENLINEAGE_CONFIG ({explicit})"
+    cwd = Path.cwd() if cwd is None else cwd
+    home = Path.home() if home is None else home
+    for place in (cwd / CONFIG_FILE, home / ".openlineage" / CONFIG_FILE):
         if _readable(place):
-            return None
-    return root / CONFIG_FILE
+            return str(place)
+    return None
 
 
 def namespace(env: Mapping[str, str] | None = None) -> str:

@@ -218,26 +218,28 @@ class Operator:
             if not taken:
                 return None
         with self.open_ws(None) as ws:
-            nodes: list[str] | None = []
+            moved: list[str] | None = []
             for t in taken:
-                if nodes is not None and t.detail.get("nodes"):
-                    nodes += list(t.detail["nodes"])
+                if moved is not None and t.detail.get("nodes"):
+                    moved += list(t.detail["nodes"])
                 else:
-                    nodes = None  # a run of anything: watch everything
-            only = None if nodes is None else triggers.metrics_downstream(ws, nodes)
+                    moved = None  # a run of anything: watch everything
+            reach = None if moved is None else triggers.downstream(ws, moved)
             why = ", ".join(sorted({t.source for t in taken}))
-            if only == []:
+            if reach == set():
                 store.log(ws.state, ws.target, "watch",
-                          f"nothing to watch downstream of {', '.join(nodes or [])} ({why})",
+                          f"nothing to watch downstream of {', '.join(moved or [])} ({why})",
                           at=now, triggers=[t.as_dict() for t in taken])  # fmt: skip
                 return {"watched": False}
-            return self._watch(ws, only, trigger=why, triggers_=[t.as_dict() for t in taken])
+            return self._watch(ws, reach, trigger=why, triggers_=[t.as_dict() for t in taken])
 
     def _watch(
-        self, ws: Workspace, only: list[str] | None, *, trigger: str,
+        self, ws: Workspace, nodes: set[str] | None, *, trigger: str,
         triggers_: list[dict[str, Any]],
     ) -> dict[str, Any]:  # fmt: skip
-        result = self.ops.watch(ws, only=only)
+        result = self.ops.watch(ws, nodes=nodes)
+        # what was measured: every metric and monitor of the nodes (None: the whole watch)
+        only = None if nodes is None else [m.name for m in result.metrics]
         incidents = list(result.incidents)
         summary = (f"watch ({trigger}): {result.points} point(s), {len(result.anomalies)} "
                    f"anomal{'y' if len(result.anomalies) == 1 else 'ies'}, "

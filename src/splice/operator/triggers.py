@@ -32,19 +32,16 @@ log = logging.getLogger("splice.operator")
 OWN_COMMAND_PREFIX = "splice schedule "
 
 
-def metrics_downstream(ws: Workspace, node_ids: list[str]) -> list[str]:
-    """The names of what ``splice watch`` measures (``[[metrics]]`` and the default monitors)
-    on ``node_ids`` or downstream of them, as :func:`splice.watch.service.select_specs` takes
-    them."""
-    from splice.watch.metrics import watch_specs
-
+def downstream(ws: Workspace, node_ids: list[str]) -> set[str]:
+    """``node_ids`` that are in the graph, and every node downstream of them: what a watch
+    after they moved measures (:func:`splice.watch.service.watch`'s ``nodes``)."""
     graph = ws.graph()
     reach: set[str] = set()
     for nid in node_ids:
         if nid in graph.nodes:
             reach.add(nid)
             reach |= set(graph.descendants(nid))
-    return [s.name for s in watch_specs(ws, graph) if s.node_id in reach]
+    return reach
 
 
 def poll_journal(ws: Workspace, *, now: float) -> int:

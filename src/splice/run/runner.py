@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -208,6 +209,9 @@ def _listen_for_openlineage(ws: Workspace, journal: Journal, run_id: str) -> Non
     try:
         emitter = listener(ws, run_id)
     except Exception:  # noqa: BLE001 - lineage events never stop a run
+        logging.getLogger("splice.openlineage").exception(
+            "OpenLineage events of run %s are not sent", run_id
+        )
         emitter = None
     if emitter is not None:
         journal.listeners.append(emitter)

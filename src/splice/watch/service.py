@@ -119,10 +119,16 @@ def watch(
     *,
     backfill: bool = False,
     only: list[str] | None = None,
+    nodes: set[str] | None = None,
     progress: Progress | None = None,
     lock_wait: float = WATCH_LOCK_WAIT,
 ) -> WatchResult:
     """Measure every new interval of every metric and monitor, store it, judge it.
+
+    ``only``: these metrics, monitors or nodes (an unknown name is an error); ``nodes``: the
+    metrics and monitors of these nodes, whichever have some (what production moved, for the
+    operator). Either scopes the watch: the workspace-wide looks (late rows, failing checks)
+    are left to a whole watch.
 
     One watch per target at a time: a second one waits for the first (up to ``lock_wait``
     seconds, then refuses naming the holder), then measures only what is still new, so no
@@ -140,7 +146,7 @@ def watch(
             wait=lock_wait,
         ),
     ):
-        return _watch(ws, backfill=backfill, only=only, progress=progress)
+        return _watch(ws, backfill=backfill, only=only, nodes=nodes, progress=progress)
 
 
 def _watch(
@@ -148,6 +154,7 @@ def _watch(
     *,
     backfill: bool,
     only: list[str] | None,
+    nodes: set[str] | None,
     progress: Progress | None,
 ) -> WatchResult:
     t0 = time.perf_counter()
@@ -156,6 +163,9 @@ def _watch(
     graph = ws.graph()
     timings["graph"] = time.perf_counter() - t0
     specs = select_specs(watch_specs(ws, graph), only)
+    if nodes is not None:
+        specs = [s for s in specs if s.node_id in nodes]
+    scoped = bool(only) or nodes is not None
     wcfg = ws.config.watch
     target = ws.target
     store = ws.state
@@ -185,9 +195,11 @@ def _watch(
                     start, spec.grain, 2 * sensitivity(spec.sensitivity).min_history
                 )
         jobs.append(_Job(spec, reset, start, since))
-    nodes = len({j.spec.node_id for j in jobs})
+    n_nodes = len({j.spec.node_id for j in jobs})
     if jobs:
-        say(f"Measuring {len(jobs)} metric queries over {nodes} node(s) in the warehouse...")
+        say(f"Measuring {len(jobs)} metric queries over {n_nodes} node(s) in the warehouse...")
+    elif scoped:
+        say("Nothing to watch among the metrics and monitors asked for.")
     else:
         say("Nothing to watch: no [[metrics]] declared and no node with a time column.")
     t1 = time.perf_counter()
@@ -218,8 +230,8 @@ def _watch(
     # rows loaded after their interval was processed (splice.watch.late_rows)
     from splice.watch.late_rows import find_late_rows, record_late_rows
 
-    late_rows = [] if only else find_late_rows(ws, graph, say)
-    failing = [] if only else find_failing_checks(ws, graph, say)  # runs that keep failing
+    late_rows = [] if scoped else find_late_rows(ws, graph, say)
+    failing = [] if scoped else find_failing_checks(ws, graph, say)  # runs that keep failing
 
     # -- write: all or nothing ------------------------------------------------------------
     t3 = time.perf_counter()
@@ -285,7 +297,7 @@ def _watch(
                 len(plans),
                 n_new,
                 len(reported),
-                json.dumps({"only": only or []}),
+                json.dumps({"only": only or [], "nodes": sorted(nodes or [])}),
             ),
         )
     timings["write"] = time.perf_counter() - t3
