@@ -132,21 +132,11 @@ def reload_monday(w: Any, incident_id: str, *, principal: Any) -> Any:
 
 
 def proven(ws: Path, n: int) -> None:
-    """``n`` clean reload_ingestion applications of pricing before (its proven record)."""
-    import time as clock
+    """``n`` clean (applied and verified) reload_ingestion applications of pricing before (its
+    proven record)."""
+    from tests.repair.record_support import clean_reloads
 
     from splice import api
-    from splice.repair import store
-    from splice.repair.model import Proposal
-    from splice.support.principals import SYSTEM, Principal
 
-    agent = Principal.of("splice-agent", kind="agent", auth="cli-as", scopes="read,propose")
     with api.open_workspace(ws) as w:
-        for i in range(n):
-            at = clock.time() - 1000 + i
-            p = Proposal(store.new_proposal_id(w.state), "INC-0", w.target, "pricing",
-                         "reload_ingestion", "earlier reload", "", date(2026, 9, 1),
-                         date(2026, 9, 1), [], [], {}, None, "splice-agent", at, at + 3600)  # fmt: skip
-            store.save(w.state, p, principal=agent, now=at)
-            for to in ("pending", "approved", "applying", "applied"):
-                store.transition(w.state, p.proposal_id, to, principal=SYSTEM, now=at)
+        clean_reloads(w, "pricing", n, at=time.time() - 1000)

@@ -22,6 +22,7 @@ from tests.orchestrators.orchestrator_support import (
     stop,
 )
 from tests.repair.principals_support import approve_everywhere, as_principal
+from tests.repair.record_support import clean_reloads
 
 from splice.demo.story import StoryResult
 
@@ -213,6 +214,10 @@ def test_at_l3_a_proven_reload_through_dagster_is_applied_by_splice_itself(copy:
 
         approvals.approve(ws, first.proposal_id, principal=as_principal("maria"))
         assert apply(ws, first.proposal_id, principal=as_principal("maria")).run.ok
+        # a reload alone leaves the models' frozen days: not verified, not clean; the record
+        # Splice needs is one earlier reload that verified
+        assert store.clean_record(ws.state, "pricing", "reload_ingestion") == 0
+        clean_reloads(ws, "pricing", 1)
         second = reload_proposal(ws)
         done = apply(ws, second.proposal_id, principal=SYSTEM)
         assert done.run.ok and done.proposal.status == "applied"
@@ -220,7 +225,7 @@ def test_at_l3_a_proven_reload_through_dagster_is_applied_by_splice_itself(copy:
         approved = [e for e in auditlog.entries(ws.state, second.proposal_id)
                     if e.kind == "approve"]  # fmt: skip
         assert [e.actor for e in approved] == ["splice"]
-        assert store.clean_record(ws.state, "pricing", "reload_ingestion") == 2
+        assert store.clean_record(ws.state, "pricing", "reload_ingestion") == 0  # unverified
 
 
 def test_a_dagster_run_of_the_feed_triggers_one_watch_across_restarts(copy: Path) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from principals_support import as_principal, person
+from record_support import clean_reloads
 from test_approval_rules import HOUR, T0
 
 from splice import api
@@ -164,15 +165,9 @@ def test_each_waiting_domain_escalates_through_its_own_owners(fresh_demo: Path) 
 
 
 def _proven(ws: Workspace, domain: str, n: int = 3) -> None:
-    """``n`` clean reload_ingestion applications in ``domain`` (its proven record)."""
-    for i in range(n):
-        at = T0 - 1000 + i
-        p = Proposal(store.new_proposal_id(ws.state), "INC-0", ws.target, domain,
-                     "reload_ingestion", "earlier reload", "", date(2026, 9, 1), date(2026, 9, 1),
-                     [], [], {}, None, "splice-agent", at, at + 4 * HOUR)  # fmt: skip
-        store.save(ws.state, p, principal=as_principal("splice-agent"), now=at)
-        for to in ("pending", "approved", "applying", "applied"):
-            store.transition(ws.state, p.proposal_id, to, principal=SYSTEM, now=at)
+    """``n`` clean (applied and verified) reload_ingestion applications in ``domain`` (its
+    proven record)."""
+    clean_reloads(ws, domain, n, at=T0 - 1000)
 
 
 def test_autonomy_needs_every_touched_domain_to_allow_it(fresh_demo: Path) -> None:

@@ -142,14 +142,16 @@ def _cascade_of(ws: Workspace, ctx: Any, env_name: str, fqn: str, start: date, e
 
 
 def _restate_step(
-    ws: Workspace, graph: Graph, origin: str, start: date, end: date, execution_time: datetime | None,
-    damage: list[NodeDamage],
+    ws: Workspace, graph: Graph, roots: list[str], start: date, end: date,
+    execution_time: datetime | None, damage: list[NodeDamage],
+    why: str = "the origin, for its damaged intervals",
 ) -> tuple[dict[str, Any], list[str], dict[str, dict[date, str]], dict[str, Any]]:  # fmt: skip
-    """Restate the origin for its days (SQLMesh's cascade reprocesses its downstream for the
+    """Restate the roots (the origin; or the models that read a source origin's bad days), all
+    of one project, for their days (SQLMesh's cascade reprocesses their downstream for the
     same days); then every SQLMesh model downstream whose damaged days reach beyond what is
     restated already, for those extra ranges (and its own cascade).  Returns the step, the
     commands, the days each node's table is rewritten ({node: {day: how}}), and the cost."""
-    node = graph.nodes[origin]
+    node = graph.nodes[roots[0]]
     prov = ws.provider(node.project)
     ctx = prov.context
     env_name = ws.environment(node.project)
@@ -189,10 +191,11 @@ def _restate_step(
             "--start", lo.isoformat(), "--end", hi.isoformat(), "--auto-apply", "--no-prompts",
         ]))  # fmt: skip
 
-    restate(node, start, end, "the origin, for its damaged intervals")
+    for r in roots:
+        restate(graph.nodes[r], start, end, why)
     for d in damage:
         n = graph.nodes.get(d.node)
-        if (n is None or n.id == origin or n.tool != "sqlmesh" or n.kind != "model"
+        if (n is None or n.id in roots or n.tool != "sqlmesh" or n.kind != "model"
                 or n.project != node.project):  # fmt: skip
             continue
         if not n.time_column or d.everything:
@@ -335,16 +338,26 @@ def draft_repair(ws: Workspace, incident: Any, *, execution_time: datetime | Non
         draft.touches.append(Touch(src["node"], src["relation"], time_col, start, end))
     rebuild_from: list[str] = sorted(graph.descendants(origin))
     covered: dict[str, dict[date, str]] = {}
-    if node.tool == "sqlmesh" and node.kind == "model":
-        step, cmds, covered, cost = _restate_step(
-            ws, graph, origin, start, end, execution_time, damage
+    roots = [origin] if node.tool == "sqlmesh" and node.kind == "model" else []
+    if node.kind in ("source", "external"):
+        roots, rebuild_from = _readers(graph, origin, damage)
+    for project in sorted({graph.nodes[r].project for r in roots}):
+        mine = [r for r in roots if graph.nodes[r].project == project]
+        why = (
+            "the origin, for its damaged intervals"
+            if mine == [origin]
+            else "it read the source's bad intervals"
+        )
+        step, cmds, done, cost = _restate_step(
+            ws, graph, mine, start, end, execution_time, damage, why
         )
         draft.steps.append(step)
         draft.commands += cmds
-        draft.touches += _restated_touches(ws, graph, node.project, covered, cost["whole"])
+        draft.touches += _restated_touches(ws, graph, project, done, cost["whole"])
         draft.change_class = "restatement"
-        draft.cost["intervals_scoped"] = cost["intervals"]
-    elif node.tool == "dbt":
+        draft.cost["intervals_scoped"] = draft.cost.get("intervals_scoped", 0) + cost["intervals"]
+        covered.update(done)
+    if node.tool == "dbt" and node.kind in ("model", "seed", "snapshot"):
         rebuild_from = [origin, *rebuild_from]
     steps, cmds, touches = _dbt_steps(ws, graph, rebuild_from)
     draft.steps += steps
@@ -352,10 +365,46 @@ def draft_repair(ws: Workspace, incident: Any, *, execution_time: datetime | Non
     draft.touches += touches
     if steps and draft.change_class == "reload_ingestion":
         draft.change_class = "restatement"  # a rebuild of models is never a plain reload
+    rewritten = {s["project"] for s in draft.steps}
+    draft.environments = [e for e in draft.environments if e.get("project") in rewritten]
     _count(ws, draft)
     draft.scope = _node_scope(graph, draft, damage, covered, steps, d)
     draft.audit = _audit(ws, graph, origin, d)
     return draft
+
+
+def _readers(graph: Graph, origin: str, damage: list[NodeDamage]) -> tuple[list[str], list[str]]:
+    """What has read a source's bad days, when the incident starts at the source itself (a
+    relation an ingestion job loads, watched as it lands): the SQLMesh models to restate (the
+    damaged ones no damaged SQLMesh model of their project feeds: SQLMesh's cascade does the
+    rest) and the nodes below them and below every other damaged node (dbt rebuilds). A load
+    caught before any model read it needs the reload alone: the next run builds the rest.
+
+    >>> from splice.graph.model import Graph, Node, Edge
+    >>> g = Graph()
+    >>> g.add_node(Node("p:raw.fx", "p", "raw.fx", "external", "sqlmesh"))
+    >>> g.add_node(Node("p:fx", "p", "fx", "model", "sqlmesh"))
+    >>> g.add_node(Node("f:gmv", "f", "gmv", "model", "dbt"))
+    >>> g.add_edge(Edge("p:raw.fx", "p:fx")); g.add_edge(Edge("p:fx", "f:gmv"))
+    >>> _readers(g, "p:raw.fx", [])
+    ([], [])
+    >>> _readers(g, "p:raw.fx", [NodeDamage("p:raw.fx", None, []), NodeDamage("p:fx", None, [])])
+    (['p:fx'], ['f:gmv'])
+    """
+    read = {d.node for d in damage if d.node != origin and d.node in graph.nodes}
+    roots = sorted(
+        n for n in read
+        if graph.nodes[n].tool == "sqlmesh" and graph.nodes[n].kind == "model"
+        and not any(graph.nodes[a].project == graph.nodes[n].project and
+                    graph.nodes[a].tool == "sqlmesh" for a in graph.ancestors(n) & read)
+    )  # fmt: skip
+    below: set[str] = set()
+    for n in read:
+        below |= graph.descendants(n)
+    restated = {n for r in roots for n in graph.descendants(r) | {r}
+                if graph.nodes[n].tool == "sqlmesh" and graph.nodes[n].project == graph.nodes[r].project}  # fmt: skip
+    rebuild = sorted((read | below) - restated)
+    return roots, rebuild
 
 
 def _node_scope(graph: Graph, draft: Draft, damage: list[NodeDamage],
@@ -381,7 +430,18 @@ def _node_scope(graph: Graph, draft: Draft, damage: list[NodeDamage],
                                   "intervals": [], "ranges": [], "full": False, "why": "",
                                   "blocked": []})  # fmt: skip
         days = covered.get(nid, {})
-        if nid in covered:
+        reload = next((s for s in draft.steps if s["kind"] == "reload"
+                       and set(s["nodes"]) & graph.ancestors(nid)), None)  # fmt: skip
+        if (
+            nid == draft.origin
+            and reload is not None
+            and n is not None
+            and n.kind in ("source", "external")
+        ):
+            lo, hi = reload["start"], reload["end"]
+            entry["repair"] = f"reloaded by {reload['nodes'][0]} for {_span(lo, hi)}"
+            entry["rewrites"] = [[lo.isoformat(), hi.isoformat()]]
+        elif nid in covered:
             ways: dict[str, list[date]] = {}
             for day, how in sorted(days.items()):
                 ways.setdefault(how, []).append(day)

@@ -190,6 +190,9 @@ def _recomputed_lines(rec: dict[str, Any] | None, total: Any) -> list[str]:
         span = f"{n.get('from')}..{n.get('through')}" if n.get("from") else "whole table"
         if n.get("skipped"):
             result = f"not recomputed: {n['skipped']}"
+        elif n.get("unread"):
+            span = f"from {n.get('from')}"
+            result = f"nothing to compare: {n['unread']}"
         elif n.get("differ"):
             days = list(n["differ"])
             result = (f"DIFFERS on {len(days)} interval(s) ({days[0]}"

@@ -35,7 +35,10 @@ _NOTE_INSERT = statement(
     "INSERT INTO repair_decisions(proposal_id, decision, actor, comment, at, principal_kind, principal_auth, principal_credential, domains) VALUES (?,?,?,?,?,?,?,?,?)"
 )
 _CLEAN_RECORD_SELECT = statement(
-    "SELECT d.decision FROM repair_decisions d JOIN repair_proposals p ON p.proposal_id = d.proposal_id WHERE p.domain = ? AND json_extract(p.payload, '$.change_class') = ? AND d.decision IN ('applied', 'failed', 'undo') ORDER BY d.at, d.rowid"
+    "SELECT d.proposal_id, d.decision FROM repair_decisions d JOIN repair_proposals p ON p.proposal_id = d.proposal_id WHERE p.domain = ? AND json_extract(p.payload, '$.change_class') = ? AND d.decision IN ('applied', 'failed', 'undo') ORDER BY d.at, d.rowid"
+)
+_VERIFIED_SELECT = statement(
+    "SELECT a.proposal_id, json_extract(a.payload, '$.passed') FROM repair_audit_log a JOIN repair_proposals p ON p.proposal_id = a.proposal_id WHERE p.domain = ? AND json_extract(p.payload, '$.change_class') = ? AND a.kind = 'verify' ORDER BY a.seq"
 )
 _SAVE_INSERT = statement(
     "INSERT INTO repair_proposals(incident_id, target, domain, status, payload, created_by, created_at, expires_at, updated_at, requester_kind, requester_auth, requester_credential, proposal_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
@@ -294,13 +297,13 @@ def approve(
 
 def clean_record(state: StateStore, domain: str, change_class: str) -> int:
     """Clean applications of ``change_class`` in ``domain`` in a row, up to now: the proven
-    record autonomy needs (:mod:`splice.approvals.autonomy`); a ``failed`` apply or an
-    ``undo`` resets it to zero."""
-    rows = state.conn.execute(
-        _CLEAN_RECORD_SELECT,
-        (domain, change_class),
-    )
+    record autonomy needs (:mod:`splice.approvals.autonomy`). Clean means applied *and*
+    verified (its latest verification passed): an application whose verification failed or
+    never ran, a ``failed`` apply, or an ``undo`` resets it to zero."""
+    verified: dict[str, bool] = {}
+    for pid, passed in state.conn.execute(_VERIFIED_SELECT, (domain, change_class)):
+        verified[pid] = passed in (1, True, "1", "true")  # the latest verification counts
     streak = 0
-    for (decision,) in rows:
-        streak = streak + 1 if decision == "applied" else 0
+    for pid, decision in state.conn.execute(_CLEAN_RECORD_SELECT, (domain, change_class)):
+        streak = streak + 1 if decision == "applied" and verified.get(pid) else 0
     return streak

@@ -188,11 +188,45 @@ def _path(
     return steps, sources
 
 
+def loaded_by(graph: Graph, origin: str, columns: list[str]) -> list[dict[str, Any]]:
+    """When the incident starts at a relation an ingestion job loads (a source watched as it
+    lands, before any model reads it): that job, as the diagnosis' source hop.
+
+    >>> from splice.graph.model import Graph, Node, Edge, Relation
+    >>> g = Graph()
+    >>> rel = Relation("w", "raw", "fx")
+    >>> g.add_node(Node("ingestion:feed", "ingestion", "feed", "ingestion", "dlt", writes=rel))
+    >>> g.add_node(Node("p:raw.fx", "p", "raw.fx", "external", "sqlmesh", reads=[rel]))
+    >>> g.add_edge(Edge("ingestion:feed", "p:raw.fx"))
+    >>> [s["node"] for s in loaded_by(g, "p:raw.fx", ["rate"])]
+    ['ingestion:feed']
+    """
+    node = graph.nodes.get(origin)
+    if node is None or node.kind not in ("source", "external"):
+        return []
+    mine = {r.key for r in [*node.reads, *node.all_writes]}
+    out = []
+    for pid in sorted(graph.ancestors(origin)):
+        p = graph.nodes[pid]
+        if p.kind != "ingestion":
+            continue
+        for r in p.all_writes:
+            if r.key in mine:
+                out.append({"node": pid, "column": columns[0] if columns else None,
+                            "relation": r.key, "across_binding": False})  # fmt: skip
+    return out
+
+
 def time_column_of(ws: Workspace, graph: Graph, origin: str, source: str) -> str | None:
-    """The source relation's column that the origin's time column comes from."""
+    """The source relation's column that the origin's time column comes from (a source's own
+    time column is the one its declared metrics are measured by)."""
     from splice.lineage.query import column_lineage
 
-    tc = graph.nodes[origin].time_column
+    node = graph.nodes[origin]
+    if node.kind in ("source", "external"):
+        declared = [m.time for m in ws.config.metrics if m.node == origin and m.time]
+        return declared[0].lower() if declared else node.time_column
+    tc = node.time_column
     if not tc:
         return None
     try:
@@ -301,6 +335,8 @@ def diagnose(
         except Exception as e:  # noqa: BLE001 - lineage is best effort here; say why it is missing
             out["path_error"] = str(e).splitlines()[0]
     out["path"] = path
+    if not sources and origin is not None:
+        sources = loaded_by(graph, origin, origin_cols)
 
     # the cause outside the project, from the source's own records
     cause = None

@@ -47,6 +47,14 @@ def measure(
     return out
 
 
+def _loaded_ahead(graph: Any, node_id: str) -> bool:
+    """A source's relation (what an ingestion job or another system loads) is loaded ahead of
+    the models that read it: its newest day says nothing about how far they should be built
+    (a watch between the morning's load and the run would call every model "missing")."""
+    node = graph.nodes.get(node_id) if graph is not None else None
+    return node is not None and node.kind in ("source", "external")
+
+
 def measure_jobs(ws: Workspace, graph: Any, jobs: list[Any], known: dict[str, Any]
                  ) -> tuple[date | None, Restatements]:  # fmt: skip
     """Measure every job's rows (``job.rows``); returns the newest day anywhere (what "late"
@@ -56,10 +64,11 @@ def measure_jobs(ws: Workspace, graph: Any, jobs: list[Any], known: dict[str, An
     measured = measure(ws, [(j.spec, restate.start(j)) for j in timed]) if timed else []
     for job, rows in zip(timed, measured, strict=True):
         job.rows = rows
+    judging = [j for j in timed
+               if j.spec.grain == "day" and getattr(j.spec, "judges_freshness", True)]  # fmt: skip
+    built = [j for j in judging if not _loaded_ahead(graph, j.spec.node_id)]
     ref_end: date | None = None
-    for job in timed:
-        if job.spec.grain != "day" or not getattr(job.spec, "judges_freshness", True):
-            continue
+    for job in built or judging:  # sources alone judge freshness only where nothing is built
         stored_end = None if job.reset else known[job.spec.name].measured_through
         for cand in [stored_end, *(as_date(r[0]) for r in job.rows if r[0] is not None)]:
             if cand is not None and (ref_end is None or cand > ref_end):

@@ -25,6 +25,7 @@ Every query is a sqlglot expression sent through one warehouse connection.
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
@@ -168,6 +169,11 @@ def node_scopes(ws: Workspace, graph: Graph, origin: Damage, con: Any) -> list[D
 
     walk = ScopeWalk(ws, graph, con)
     damaged: dict[str, Damage] = {origin.node: origin}
+    if graph.nodes[origin.node].kind in ("source", "external"):
+        # a source origin (a feed watched as it lands): its readers read it through the job
+        # that loads it, the parent a walk looking through sources finds
+        for writer in read_parents(graph, origin.node):
+            damaged.setdefault(writer, dataclasses.replace(origin, node=writer))
     out = [origin]
     down = graph.topological_order(graph.descendants(origin.node))
     for nid in down:
@@ -219,7 +225,9 @@ def extend_scope(
                 days = more
                 why.append(f"from {since.isoformat()}, where the detectors say the fault started "
                            f"({span(added)} added)")  # fmt: skip
-        origin_dmg = Damage(origin, tc, days, full=not restatable(node), why=list(why))
+        # a loaded relation's days are reloaded one by one, as a restatable model's are
+        loaded = node.kind in ("source", "external") and bool(tc)
+        origin_dmg = Damage(origin, tc, days, full=not (restatable(node) or loaded), why=list(why))
         damage = node_scopes(ws, graph, origin_dmg, con) if days else [origin_dmg]
         from splice.watch.blocked import blocked_scope, blocked_words
 
