@@ -81,13 +81,15 @@ def _rates(ws: Path, table: str, day: date) -> dict[str, float]:
     return {c: float(r) for c, r in rows}
 
 
-def test_at_l3_the_feed_caught_as_it_lands_is_reloaded_verified_and_receipted_by_itself(
-    sunday_demo: Path, tmp_path: Path
+@pytest.mark.parametrize("level", ["L3", "L4"])
+def test_the_feed_caught_as_it_lands_is_reloaded_verified_and_receipted_by_itself(
+    sunday_demo: Path, tmp_path: Path, level: str
 ) -> None:
+    """At L3 the incident Splice repaired waits for an owner to close it (an agent may not); at
+    L4 Splice closes it."""
     from splice.approvals import auditlog
     from splice.demo.vendor import set_incident
     from splice.repair import store
-    from splice.watch.incidents import get_incident
     from splice.workspace.core import Workspace
 
     port = free_port()
@@ -113,7 +115,7 @@ port = {port}
 housekeeping_seconds = 1
 """
         )
-        ws = copy_with(sunday_demo, tmp_path / "travel", extra, levels={"pricing": "L3"})
+        ws = copy_with(sunday_demo, tmp_path / "travel", extra, levels={"pricing": level})
         proven(ws, 3)
         key = make_key(ws, "team-cron", "agent", "read")
         clock = Clock(ws, "2026-09-28T05:00")
@@ -139,7 +141,10 @@ housekeeping_seconds = 1
             assert [a["kind"] for a in applied] == ["apply"], [a["summary"] for a in applied]
             assert applied[0]["verified"] is True, applied
             assert applied[0]["summary"].endswith("; verified")
-            assert applied[0]["rule"].startswith("L3 (act reversibly): domain pricing")
+            assert applied[0]["rule"].startswith(f"{level} (")
+            assert (
+                "domain pricing lets Splice apply a proven reversible repair" in applied[0]["rule"]
+            )
             repaired = _rates(ws, "raw.fx_rates", MONDAY)
             assert repaired != friday  # Monday's own rates now
 
@@ -151,6 +156,7 @@ housekeeping_seconds = 1
             got = wait_for("the receipt sent", lambda: [
                 b for b in hook.on("/owners") if b["event"] == "repair_verified"
                 and b.get("incident_id") == "INC-1"], log=log)  # fmt: skip
+            _closed(ws, level, base)
         built = _rates(ws, "fx.daily_rates", MONDAY)
         assert built == repaired  # no frozen rate was ever built into the models
 
@@ -169,18 +175,80 @@ housekeeping_seconds = 1
         p = store.load(w.state, pid)
         assert p.change_class == "reload_ingestion"  # the reload alone: nothing had read Monday
         assert [s.kind for s in p.steps] == ["reload"]
-        assert get_incident(w.state.conn, p.incident_id).status == "resolved"
         entries = {e.kind: e.as_dict()["payload"] for e in auditlog.entries(w.state, pid)}
         for kind in ("request", "approve", "applied", "receipt", "operator"):
             who = entries[kind]["principal"]
             assert (who["name"], who["kind"], who["auth"]) == (
                 "splice-operator", "agent", "system"), (kind, who)  # fmt: skip
-        assert (
-            "approved autonomously: L3: 3 clean reload_ingestion" in entries["approve"]["comment"]
-        )
+        assert f"approved autonomously: {level}: 3 clean reload_ingestion" in (
+            entries["approve"]["comment"])  # fmt: skip
         assert entries["verify"]["passed"] is True
         assert auditlog.verify(w.state).intact
     receipt = run_cli(["-w", str(ws), "receipt", pid])
     assert receipt.returncode == 0, receipt.stderr[-2000:]
     assert "Passed: verified" in receipt.stdout
     assert "has not read 2026-09-28 or later yet" in receipt.stdout  # the models, honestly
+
+
+def _closed(ws: Path, level: str, base: str) -> None:
+    """At L4 Splice closed the incident; at L3 it is repaired, until an owner closes it."""
+    from splice.watch.incidents import get_incident
+    from splice.workspace.core import Workspace
+
+    with Workspace.open(ws) as w:
+        after = get_incident(w.state.conn, "INC-1")
+    closing = [a for a in activity(ws) if a["kind"] in ("close", "awaits-close")]
+    if level == "L4":
+        assert after.status == "resolved"
+        assert [a["kind"] for a in closing] == ["close"]
+        return
+    assert after.status == "repaired" and "splice incident close INC-1" in after.resolution
+    assert [a["kind"] for a in closing] == ["awaits-close"]
+    _an_owner_closes_it(ws, base)
+
+
+def _an_owner_closes_it(ws: Path, base: str) -> None:
+    """What Splice repaired by itself at L3 waits for a person: an agent may not close it, nor
+    a person who owns another domain; an owner does, on the incident's page (in the audit
+    log), once."""
+    import json
+
+    from tests.web.web_support import PageClient, text_of
+
+    from splice.approvals import auditlog
+    from splice.workspace.core import Workspace
+
+    listed = run_cli(["-w", str(ws), "incidents", "--json"])
+    assert [(i["id"], i["status"]) for i in json.loads(listed.stdout)] == [
+        ("INC-1", "repaired")]  # fmt: skip
+    bot = run_cli(["-w", str(ws), "incident", "close", "INC-1", "--as", "splice-agent"])
+    assert bot.returncode != 0 and "an agent never decides" in bot.stderr, bot.stderr
+    lee = run_cli(["-w", str(ws), "incident", "close", "INC-1", "--as", "lee"])
+    assert lee.returncode != 0 and "only an owner of domain pricing" in lee.stderr, lee.stderr
+    pages = {}
+    for who in ("lee", "maria"):
+        pages[who] = PageClient(base)
+        pages[who].signin(make_key(ws, who, "person", "read,propose,approve"))
+    try:
+        seen = pages["lee"].get("/incidents/INC-1").text
+        assert 'data-testid="close-form"' not in seen
+        assert "only an owner of domain pricing" in text_of(seen)
+        assert 'data-testid="close-form"' in pages["maria"].get("/incidents/INC-1").text
+        r = pages["maria"].post("/incidents/INC-1/close", {"note": "read the receipt"})
+        assert r.status_code in (200, 303), r.text[-2000:]
+        shown = text_of(pages["maria"].get("/incidents/INC-1").text)
+    finally:
+        for page in pages.values():
+            page.close()
+    assert "closed by maria (person, " in shown, shown[:1500]
+    assert "after Splice's verified repair PR-" in shown
+    listed = json.loads(run_cli(["-w", str(ws), "incidents", "--all", "--json"]).stdout)
+    assert [(i["id"], i["status"]) for i in listed] == [("INC-1", "resolved")]
+    again = run_cli(["-w", str(ws), "incident", "close", "INC-1", "--as", "maria"])
+    assert again.returncode != 0 and "INC-1 is resolved" in again.stderr
+    with Workspace.open(ws) as w:
+        (entry,) = [e.as_dict() for e in auditlog.entries(w.state) if e.kind == "close"]
+        assert entry["payload"]["incident_id"] == "INC-1"
+        assert entry["payload"]["principal"]["name"] == "maria"
+        assert entry["payload"]["comment"] == "read the receipt"
+        assert auditlog.verify(w.state).intact

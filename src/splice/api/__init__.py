@@ -122,6 +122,7 @@ if _typing.TYPE_CHECKING:
     from splice.repair.accept import accept_level
     from splice.repair.accept import options as incident_options
     from splice.repair.approvals import approval_status, approve, reject
+    from splice.repair.close import close_incident, close_options
     from splice.repair.flow import propose, receipt
     from splice.repair.receipt import receipt_markdown
     from splice.repair.render import proposal_lines
@@ -215,6 +216,8 @@ _EXPORTS: dict[str, str] = {
     "verify_again": "splice.repair.reverify:verify_again",
     "undo": "splice.repair.revert:undo",
     "accept_level": "splice.repair.accept:accept_level",
+    "close_incident": "splice.repair.close:close_incident",
+    "close_options": "splice.repair.close:close_options",
     "incident_options": "splice.repair.accept:options",
     "proposal_lines": "splice.repair.render:proposal_lines",
     "receipt_markdown": "splice.repair.receipt:receipt_markdown",
@@ -285,6 +288,8 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "accept_divergence",
     "accept_level",
+    "close_incident",
+    "close_options",
     "access_grant",
     "access_options",
     "active_stop",

@@ -163,8 +163,9 @@ def evidence(ws: Workspace) -> dict[str, Any]:
     return {n: asdict(r) for n, r in sorted(last_builds(ws.state, ws.target).items())}
 
 
-def list_incidents(ws: Workspace, *, status: str | None = "open") -> list[Any]:
-    """The target's incidents, newest first (``status=None``: every status)."""
+def list_incidents(ws: Workspace, *, status: str | list[str] | None = "open") -> list[Any]:
+    """The target's incidents, newest first (``status``: one status or a list; None: every
+    status)."""
     from splice.watch.incidents import list_incidents as _list
 
     return _list(ws.state.conn, ws.target, status=status)

@@ -5,10 +5,11 @@ are in :mod:`splice.approvals.rules` (and each request's own package); these com
 hold whatever layer calls:
 
 - ``propose`` needs the ``propose`` scope; a person or an agent may propose.
-- ``approve``, ``reject``, ``apply``, ``undo``, ``stop``, ``resume`` and ``accept-level`` (a
-  series' new level becomes its normal: :mod:`splice.repair.accept`) need a **person**: an
-  agent never decides, whatever its scopes.  ``approve``, ``apply``, ``undo``, ``resume`` and
-  ``accept-level`` need the ``approve`` scope; ``reject`` and ``stop`` the ``propose`` scope.
+- ``approve``, ``reject``, ``apply``, ``undo``, ``stop``, ``resume``, ``accept-level`` (a
+  series' new level becomes its normal: :mod:`splice.repair.accept`) and ``close`` (an incident
+  Splice repaired by itself at L3: :mod:`splice.repair.close`) need a **person**: an agent never
+  decides, whatever its scopes.  ``approve``, ``apply``, ``undo``, ``resume``, ``accept-level``
+  and ``close`` need the ``approve`` scope; ``reject`` and ``stop`` the ``propose`` scope.
 - With ``[policy] decisions = "server"`` those decisions are refused to the command line's
   principals (``os-user``, ``cli-as``): a decision is made only through ``splice serve``.
 - Splice's own principal (:data:`splice.support.principals.SYSTEM`) applies only what it may approve
@@ -21,7 +22,7 @@ hold whatever layer calls:
 >>> require(bot, "approve")
 Traceback (most recent call last):
 ...
-splice.errors.AccessError: claude (agent, api-key) may not approve: an agent never decides (approve, reject, apply, undo, stop, resume, accept-level, accept-divergence, rewitness), whatever its scopes; a person does.
+splice.errors.AccessError: claude (agent, api-key) may not approve: an agent never decides (approve, reject, apply, undo, stop, resume, accept-level, close, accept-divergence, rewitness), whatever its scopes; a person does.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ ACTIONS: dict[str, tuple[str, bool]] = {
     "stop": ("propose", True),
     "resume": ("approve", True),
     "accept-level": ("approve", True),
+    "close": ("approve", True),  # an incident Splice repaired by itself at L3
     # the audit log's witness (splice.approvals.witness_admin)
     "accept-divergence": ("approve", True),
     "rewitness": ("approve", True),
@@ -49,6 +51,7 @@ ACTIONS: dict[str, tuple[str, bool]] = {
 #: The command a decision is made with, where it is not ``splice ACTION``.
 COMMANDS = {
     "accept-level": "incident accept-level",
+    "close": "incident close",
     "accept-divergence": "audit-log accept-divergence",
     "rewitness": "audit-log rewitness",
 }

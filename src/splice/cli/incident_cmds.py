@@ -14,14 +14,15 @@ from splice.cli.main import as_kind, cli, emit_json, kind_option, open_workspace
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
 def incidents_cmd(ctx: click.Context, show_all: bool, as_json: bool) -> None:
-    """List the target's incidents (open ones unless --all), newest first."""
+    """List the target's incidents (open ones, and those Splice repaired that wait for a person
+    to close them, unless --all), newest first."""
     from rich.markup import escape
 
     from splice.api import list_incidents
     from splice.cli.render import console
 
     with open_workspace(ctx) as ws:
-        found = list_incidents(ws, status=None if show_all else "open")
+        found = list_incidents(ws, status=None if show_all else ["open", "repaired"])
     if as_json:
         emit_json([i.as_dict(with_diagnosis=False) for i in found])
         return
@@ -34,7 +35,7 @@ def incidents_cmd(ctx: click.Context, show_all: bool, as_json: bool) -> None:
         )
         return
     for i in found:
-        colour = "yellow" if i.status == "open" else "dim"
+        colour = {"open": "yellow", "repaired": "cyan"}.get(i.status, "dim")
         c.print(
             f"[bold]{i.incident_id}[/] [{colour}]{i.status}[/] {escape(i.title)}  "
             f"[dim]{i.anomalies} anomalies, origin {escape(i.origin_node or '?')}[/]"
@@ -121,3 +122,28 @@ def incident_accept_level_cmd(
             f"Accept them: splice incident accept-level {r.incident_id}"
             + (f" --as {who.name}" if actor is not None else "")
         )
+
+
+@incident_group.command("close")
+@click.argument("incident_id")
+@click.option("--as", "actor", default=None, metavar="NAME",
+              help="Decide under this name (only where [policy] allow_as = true; default: your "
+              "login).")  # fmt: skip
+@kind_option
+@click.option("--note", default=None, help="What you checked (goes into the audit log).")
+@click.option("--json", "as_json", is_flag=True, help="Print the decision as JSON.")
+@click.pass_context
+def incident_close_cmd(
+    ctx: click.Context, incident_id: str, actor: str | None, note: str | None, as_json: bool
+) -> None:
+    """Close INCIDENT_ID, which Splice repaired by itself at L3 (status repaired), after reading
+    its receipt (a named owner of the domain where it starts)."""
+    from splice.api import cli_principal, close_incident
+
+    with open_workspace(ctx) as ws:
+        who = cli_principal(ws, actor, as_kind())
+        r = close_incident(ws, incident_id, principal=who, note=note)
+    if as_json:
+        emit_json(r.as_dict())
+        return
+    click.echo(f"{r.incident_id} closed by {who.label()}.")

@@ -151,12 +151,13 @@ Since = Annotated[
     ),
 ]
 AnomalyStatus = Annotated[
-    Literal["open", "resolved", "accepted", "merged"] | None,
+    Literal["open", "repaired", "resolved", "accepted", "merged"] | None,
     Field(description="Only anomalies whose incident has this status.", examples=["open"]),
 ]
 IncidentStatus = Annotated[
-    Literal["open", "resolved", "accepted", "all"],
-    Field(description="Which incidents: open (default), resolved, accepted, or all.",
+    Literal["open", "repaired", "resolved", "accepted", "all"],
+    Field(description="Which incidents: open (default), repaired (by Splice at L3, waiting "
+          "for an owner to close it), resolved, accepted, or all.",
           examples=["all"]),
 ]  # fmt: skip
 Direction = Annotated[

@@ -9,8 +9,9 @@ Per domain of the incident's origin (``[[domains]].autonomy``; an origin in no d
 - **L3** act reversibly: as L2; a proposal of a proven reversible class
   (:data:`splice.approvals.autonomy.AUTO_CLASSES`, with ``[policy].proven_record`` clean
   applications in a row in every domain it waits for) is approved by Splice itself, applied,
-  verified, and its receipt sent; anything else waits for a person.
-- **L4** autonomous: as L3, and the incident a verified repair leaves open is closed.
+  verified, and its receipt sent; anything else waits for a person. The incident it repaired
+  is then ``repaired``: an owner reads the receipt and closes it (:mod:`splice.repair.close`).
+- **L4** autonomous: as L3, and Splice closes the incident its verified repair repaired.
 
 An org-wide stop halts the ladder: the owners are still told, nothing is proposed or applied.
 Every step is a line of :mod:`splice.operator.store` activity naming the rule that allowed it;
@@ -38,7 +39,8 @@ RULES = {
     "L0": "L0 (manual): domain {d} is recorded only; people propose and repair",
     "L1": "L1 (observe): domain {d}'s owners are told; Splice proposes only when asked",
     "L2": "L2 (propose): domain {d} lets Splice draft repairs; a named owner approves",
-    "L3": "L3 (act reversibly): domain {d} lets Splice apply a proven reversible repair",
+    "L3": "L3 (act reversibly): domain {d} lets Splice apply a proven reversible repair; a "
+    "named owner closes the incident",
     "L4": "L4 (autonomous): domain {d} lets Splice apply a proven reversible repair and close "
     "the incident",
 }
@@ -86,7 +88,7 @@ def _level(ws: Workspace, origin: str | None) -> tuple[str, str | None]:
 
 #: Steps that are decisions of the operator: each is also an audit-log entry (kind
 #: ``operator``) by its principal, with the rule that allowed it (or why it held back).
-AUDITED = frozenset({"propose", "apply", "close", "held", "waits-for-person"})
+AUDITED = frozenset({"propose", "apply", "close", "awaits-close", "held", "waits-for-person"})
 
 
 def _recorder(
@@ -209,8 +211,11 @@ def apply_if_allowed(
          f"{inc.incident_id}: proposal {p.proposal_id} approved and applied by "
          f"{who.name}; {verdict}", proposal=p.proposal_id, verified=bool(v and v.passed),
          run_id=applied.run.run_id if applied.run else None, rule=rule_for(level, dom))  # fmt: skip
-    if level == "L4" and v is not None and v.passed:
-        _close(ws, inc, p.proposal_id, level, dom, step)
+    if v is not None and v.passed:
+        if level == "L4":
+            _close(ws, inc, p.proposal_id, level, dom, step)
+        else:
+            _await_close(ws, inc, p.proposal_id, level, dom, step)
     return True
 
 
@@ -244,6 +249,20 @@ def resume_own(
         if level in ("L3", "L4"):
             apply_if_allowed(ws, inc, level, dom, p, actions, who, step, say_why=False)
     return steps
+
+
+def _await_close(
+    ws: Workspace, inc: Any, proposal_id: str, level: str, dom: str | None,
+    step: Callable[..., None],
+) -> None:  # fmt: skip
+    """At L3 a person closes what Splice repaired by itself (:mod:`splice.repair.close`)."""
+    from splice.repair.close import await_close
+
+    if await_close(ws, inc.incident_id, proposal_id, dom):
+        step(inc, level, dom, "awaits-close",
+             f"{inc.incident_id}: repaired by {proposal_id} and verified; an owner of "
+             f"{dom or 'its domain'} closes it (splice incident close {inc.incident_id})",
+             proposal=proposal_id, rule=rule_for(level, dom))  # fmt: skip
 
 
 def _close(

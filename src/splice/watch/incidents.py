@@ -82,7 +82,7 @@ _RESOLVE = statement(
 )
 _REOPEN = statement(
     "UPDATE incidents SET status = 'open', resolution = ?, resolved_at = NULL, "
-    "updated_at = ? WHERE incident_id = ? AND status = 'resolved'"
+    "updated_at = ? WHERE incident_id = ? AND status IN ('resolved', 'repaired')"
 )
 
 #: Anomalous intervals of related nodes this many days apart or closer are one incident
@@ -233,7 +233,7 @@ def _row(r: tuple[Any, ...]) -> Incident:
 
 
 def list_incidents(
-    conn: Any, target: str | None = None, *, status: str | None = None
+    conn: Any, target: str | None = None, *, status: str | list[str] | None = None
 ) -> list[Incident]:
     """Stored incidents, newest first (all targets when ``target`` is None)."""
     cond, args = where_equal(target=target or None, status=status or None)

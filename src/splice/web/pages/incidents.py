@@ -32,8 +32,8 @@ def incident_list(ctx: Ctx) -> tuple[str, dict[str, Any]]:
     )
     data = {
         "title": "Incidents",
-        "open": [i for i in kept if i.get("status") == "open"],
-        "past": [i for i in kept if i.get("status") != "open"],
+        "open": [i for i in kept if i.get("status") in ("open", "repaired")],
+        "past": [i for i in kept if i.get("status") not in ("open", "repaired")],
         "filters": filters,
         "poll": poll_url(ctx, "/incidents", applying),
         "poll_ms": POLL_MS,
@@ -78,7 +78,8 @@ def incident_page(ctx: Ctx) -> tuple[str, dict[str, Any]]:
     return "incident.html", {
         "title": f"{data['id']} {data.get('title', '')}",
         "levels": levels,
-        "can": api.incident_options(ctx.ws, data["id"], ctx.principal),
+        "can": {**api.incident_options(ctx.ws, data["id"], ctx.principal),
+                "close": api.close_options(ctx.ws, data["id"], ctx.principal)},
         "inc": data,
         "d": d,
         "charts": charts,
@@ -137,6 +138,16 @@ def accept_level(ctx: Ctx) -> tuple[str, dict[str, Any]]:
     raise Redirect(f"/incidents/{ctx.params['incident_id']}")
 
 
+def close(ctx: Ctx) -> tuple[str, dict[str, Any]]:
+    """An owner closes an incident Splice repaired by itself (decided again by the library)."""
+    note = ctx.form.get("note", "").strip() or None
+    try:
+        api.close_incident(ctx.ws, ctx.params["incident_id"], principal=ctx.principal, note=note)
+    except (AccessError, ApprovalError) as e:
+        raise PageError(e.message, status=403, fix=e.fix) from e
+    raise Redirect(f"/incidents/{ctx.params['incident_id']}")
+
+
 def routes(web: Web) -> list[Any]:
     from starlette.routing import Route
 
@@ -149,4 +160,5 @@ def routes(web: Web) -> list[Any]:
             web.page(accept_level, post=True),
             methods=["POST"],
         ),
+        Route("/incidents/{incident_id}/close", web.page(close, post=True), methods=["POST"]),
     ]
