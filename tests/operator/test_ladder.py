@@ -223,3 +223,43 @@ def test_triggers_close_together_become_one_watch_once_quiet(story_copy: Path) -
     assert len(watch["triggers"]) == 3
     assert {"fx_rate", "gmv_usd"} <= set(watch["only"])  # downstream of both feeds
     assert op.watch_triggered() is None  # taken: not watched again
+
+
+def test_ticks_that_fall_while_the_run_still_runs_are_skipped_and_logged(
+    sunday_demo: Path, tmp_path: Path
+) -> None:
+    """A schedule every 5 minutes whose run takes 12: the two ticks that fall meanwhile are
+    skipped and logged (runs never overlap, nor run late); the next tick runs."""
+    from splice.operator.service import Operations
+    from splice.run.journal import Journal
+    from splice.workspace.core import Workspace
+
+    often = ('\n[[schedule]]\nname = "often"\ncron = "*/5 * * * *"\ntimezone = "UTC"\n'
+             'do = "run"\n')  # fmt: skip
+    ws = copy_with(sunday_demo, tmp_path / "travel", often + QUIET)
+    clock = Clock(ws, "2026-09-28T05:58")
+    op = api.operator_for_root(ws, clock=FileClock(clock.path))
+    real = op.ops
+    ends = iter(["2026-09-28T06:12", "2026-09-28T06:16"])
+
+    def slow(w: Any, *a: Any, **k: Any) -> Any:
+        out = real.run(w, *a, **k)
+        clock.set(next(ends))  # the run took this long, on the operator's clock
+        return out
+
+    op.ops = Operations(run=slow, watch=real.watch, ladder=real.ladder)
+    op.tick()  # first seen: starts from 05:55
+    clock.set("2026-09-28T06:00:30")
+    op.tick()  # the 06:00 run, until 06:12
+    op.tick()  # 06:05 and 06:10 fell while it ran
+    row = schedule_row(ws, "often")
+    assert row.last_tick == datetime(2026, 9, 28, 6, 10, tzinfo=UTC).timestamp()
+    assert row.outcome == "ok"  # the last run's outcome stands
+    (skipped,) = [a for a in activity(ws) if a["kind"] == "skipped"]
+    assert skipped["skipped"] == 2 and skipped["overlap"] is True
+    assert "fell while the run of 2026-09-28 06:00Z was still running" in skipped["summary"]
+    clock.set("2026-09-28T06:15:05")
+    op.tick()  # the next tick runs
+    with Workspace.open(ws) as w, Journal.for_workspace(w) as j:
+        runs = [r for r in j.runs(limit=50) if r.command == "splice schedule often"]
+    assert len(runs) == 2

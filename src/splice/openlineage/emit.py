@@ -47,6 +47,9 @@ log = logging.getLogger("splice.openlineage")
 
 #: How long the end of a run waits for events still being sent (seconds).
 FLUSH_SECONDS = 10.0
+#: held while a client is made: it writes OPENLINEAGE__TRANSPORT__* into os.environ, which is
+#: put back as it was before another thread may look
+_ENVIRON = threading.Lock()
 
 #: Events sent, failed (the transport raised) and dropped (still queued when the wait ended),
 #: for the whole process.
@@ -93,14 +96,15 @@ def make_client(workspace_file: Path | None = None) -> OpenLineageClient | None:
         import yaml
 
         config = yaml.safe_load(workspace_file.read_text()) or None
-    before = {k: v for k, v in os.environ.items() if k.startswith("OPENLINEAGE")}
-    try:
-        client = OpenLineageClient(config=config)
-    finally:
-        for k in [k for k in os.environ if k.startswith("OPENLINEAGE")]:
-            if k not in before:
-                del os.environ[k]
-        os.environ.update(before)
+    with _ENVIRON:  # two runs in one server build their clients one at a time
+        before = {k: v for k, v in os.environ.items() if k.startswith("OPENLINEAGE")}
+        try:
+            client = OpenLineageClient(config=config)
+        finally:
+            for k in [k for k in os.environ if k.startswith("OPENLINEAGE")]:
+                if k not in before:
+                    del os.environ[k]
+            os.environ.update(before)
     kind = getattr(client.transport, "kind", None)
     chosen = (client.config.transport or {}).get("type")
     if kind == "noop" or (kind == "console" and chosen != "console"):

@@ -2,7 +2,8 @@
 
 ``splice serve``'s scheduler leader calls :meth:`Operator.tick` every ``[operator]
 tick_seconds``, one pass at a time (a long run delays the next pass; a tick of a schedule that
-came and went meanwhile is skipped and logged, never run late twice). Each pass:
+fell while its own last run was still running is skipped and logged, never run late). Each
+pass:
 
 1. every ``[[schedule]]`` whose latest tick is due runs (:meth:`Operator.run_schedule`): a
    ``run`` as ``splice run`` does (through the run locks: one run at a time per target), at the
@@ -134,6 +135,17 @@ class Operator:
             last = _at(row.last_tick) if row.last_tick is not None else None
             d = ticks.due(s.cron, s.timezone, last=last, now=now)
             if d is None:
+                return
+            if (row.started_at is not None and row.finished_at is not None
+                    and row.started_at <= _epoch(d.tick) < row.finished_at):  # fmt: skip
+                # every tick since the last one fell while its run was still running: overlap
+                if store.skip_tick(ws.state, row, _epoch(d.tick)):
+                    store.log(ws.state, target, "skipped",
+                              f"schedule {s.name}: {d.skipped + 1} tick(s) up to "
+                              f"{d.tick:%Y-%m-%d %H:%M}Z fell while the run of "
+                              f"{_at(row.last_tick or 0):%Y-%m-%d %H:%M}Z was still running; "
+                              "skipped (runs never overlap)", at=_epoch(now), schedule=s.name,
+                              skipped=d.skipped + 1, overlap=True)  # fmt: skip
                 return
             if not store.take_tick(ws.state, row, _epoch(d.tick), now=_epoch(now),
                                    detail={"tick": d.tick.isoformat(), "skipped": d.skipped}):  # fmt: skip

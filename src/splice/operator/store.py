@@ -28,6 +28,9 @@ _SCHEDULE_TAKE = statement(
     "UPDATE operator_schedules SET last_tick = ?, started_at = ?, finished_at = NULL, "
     "outcome = 'running', detail = ? WHERE name = ? AND target = ? AND last_tick IS ?"
 )
+_SCHEDULE_SKIP = statement(
+    "UPDATE operator_schedules SET last_tick = ? WHERE name = ? AND target = ? AND last_tick IS ?"
+)
 _SCHEDULE_FINISH = statement(
     "UPDATE operator_schedules SET finished_at = ?, outcome = ?, detail = ? "
     "WHERE name = ? AND target = ?"
@@ -98,6 +101,15 @@ def take_tick(
         cur = conn.execute(
             _SCHEDULE_TAKE, (tick, now, json.dumps(detail), row.name, row.target, row.last_tick)
         )
+        return bool(cur.rowcount)
+
+
+def skip_tick(state: StateStore, row: ScheduleRow, tick: float) -> bool:
+    """Move the schedule past ``tick`` without running it (it fell while the schedule's last
+    run was still running), with the same compare-and-set as :func:`take_tick`; the last run's
+    outcome stays what it was."""
+    with state.transaction() as conn:
+        cur = conn.execute(_SCHEDULE_SKIP, (tick, row.name, row.target, row.last_tick))
         return bool(cur.rowcount)
 
 
