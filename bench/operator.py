@@ -48,6 +48,7 @@ HERE = Path(__file__).resolve().parent
 SRC = HERE.parent / "src"
 sys.path.insert(0, str(SRC))
 sys.path.append(str(HERE))  # for _gen, after the standard library
+sys.path.append(str(HERE.parent))  # tests.repair.record_support: a domain's proven record
 
 GOAL_NOTIFY_S = 60.0
 GOAL_IDLE_PCT = 1.0
@@ -89,8 +90,9 @@ class Hook:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
-    def first(self, event: str) -> float | None:
-        return next((t for t, b in self.got if b.get("event") == event), None)
+    def first(self, event: str, incident: str | None = None) -> float | None:
+        return next((t for t, b in self.got if b.get("event") == event
+                     and (incident is None or b.get("incident_id") == incident)), None)  # fmt: skip
 
 
 def wait(what: str, check: Any, timeout: float = 600.0) -> Any:
@@ -276,10 +278,130 @@ def idle(base: Path, seconds: float, n_dbt: int, n_sqlmesh: int) -> dict[str, An
                           "pct_at_one_per_minute": round(100.0 * status_cpu / 60.0, 2)}}  # fmt: skip
 
 
+FX_FEED = """
+[[metrics]]
+name = "fx_feed"
+node = "pricing:raw.fx_rates"
+time = "rate_date"
+value = "avg(rate_to_usd)"
+dimensions = ["currency"]
+owner = "pricing"
+domain = "pricing"
+"""
+
+
+def _at_l3(ws: Path) -> str:
+    """pricing at L3 with a proven record of 3 verified reloads; returns a key for the loader."""
+    from tests.repair.record_support import clean_reloads
+
+    from splice import api
+
+    toml = ws / "splice.toml"
+    toml.write_text(toml.read_text().replace('autonomy = "L2"', 'autonomy = "L3"', 1))
+    with api.open_workspace(ws) as w:
+        clean_reloads(w, "pricing", 3, at=time.time() - 1000)
+        _rec, key = api.create_key(w, name="loader", kind="agent", scopes="read")
+    return key
+
+
+def _post_load(url: str, key: str, warehouse: Path) -> None:
+    """The loader's OpenLineage COMPLETE event for the rates feed."""
+    import uuid
+
+    body = {"eventType": "COMPLETE", "eventTime": datetime.now(UTC).isoformat(),
+            "run": {"runId": str(uuid.uuid4())},
+            "job": {"namespace": "cron", "name": "fx_rates_ingest"},
+            "outputs": [{"namespace": f"duckdb://{warehouse}", "name": "warehouse.raw.fx_rates"}],
+            "producer": "https://example.com/loader",
+            "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"}  # fmt: skip
+    req = urllib.request.Request(f"{url}/api/v1/lineage", data=json.dumps(body).encode(),
+                                 headers={"Authorization": f"Bearer {key}",
+                                          "Content-Type": "application/json"})  # fmt: skip
+    with urllib.request.urlopen(req, timeout=30) as r:
+        assert r.status in (200, 201, 202), r.status
+
+
+def caught(base: Path) -> dict[str, Any]:
+    """At L3, the feed watched as it lands: from the loader's event to the owners' receipt
+    (``repair_verified``), against the same steps as CLI processes."""
+    from splice.demo.bookings import load_bookings
+    from splice.demo.ingest import ingest_fx_rates
+    from splice.demo.vendor import set_incident
+
+    src = base / "sunday" if (base / "sunday" / "splice.toml").exists() else sunday(base)
+    hook = Hook()
+    port = free_port()
+    notify = (f'\n[[notify]]\nname = "owners"\ntype = "webhook"\nurl = "{hook.url}/owners"\n'
+              'events = ["incident_opened", "repair_verified"]\n')  # fmt: skip
+    ws = copy(
+        src,
+        base / "caught",
+        f"""{FX_FEED}
+[[schedule]]
+name = "morning"
+cron = "0 6 * * *"
+do = "run+watch"
+
+[operator]
+quiet_seconds = 0
+tick_seconds = 1
+poll_seconds = 1
+
+[serve]
+port = {port}
+housekeeping_seconds = 1
+{notify}""",
+    )
+    key = _at_l3(ws)
+    clock = ws / ".splice" / "operator-clock"
+    clock.parent.mkdir(exist_ok=True)
+    clock.write_text("2026-09-28T05:00")
+    proc = serve(ws, clock)
+    try:
+        up(port, proc)
+        time.sleep(2.5)  # the schedule is seen
+        clock.write_text("2026-09-28T06:01")  # Monday's run: Sunday's data; the feed baselined
+        wait("Monday's run", lambda: scheduled_run(ws))
+        set_incident(ws, "stale-rates")
+        ingest_fx_rates(ws, MONDAY, MONDAY)
+        load_bookings(ws, MONDAY, MONDAY)
+        set_incident(ws, None)  # the vendor fixed its feed
+        clock.write_text("2026-09-28T18:00")
+        t0 = time.time()
+        _post_load(f"http://127.0.0.1:{port}", key, (ws / "warehouse.duckdb").resolve())
+        opened = wait("the incident", lambda: hook.first("incident_opened", "INC-1"))
+        verified = wait("the receipt", lambda: hook.first("repair_verified", "INC-1"))
+    finally:
+        stop(proc)
+    served = {"event_to_notified_s": round(opened - t0, 2),
+              "event_to_verified_s": round(verified - t0, 2)}  # fmt: skip
+
+    # the peer: the same steps typed as CLI processes (watch, propose, approve, apply)
+    ws2 = copy(src, base / "caught-cli", FX_FEED)
+    _at_l3(ws2)
+    cmd = [sys.executable, "-m", "splice", "--workspace", str(ws2)]
+    subprocess.run([*cmd, "watch"], env=env(), check=True, capture_output=True)  # baseline
+    set_incident(ws2, "stale-rates")
+    ingest_fx_rates(ws2, MONDAY, MONDAY)
+    set_incident(ws2, None)
+    t0 = time.time()
+    subprocess.run([*cmd, "watch"], env=env(), capture_output=True)  # exit 1: an incident
+    proposed = subprocess.run([*cmd, "propose", "INC-1", "--as", "splice-agent", "--json"],
+                              env=env(), check=True, capture_output=True, text=True)  # fmt: skip
+    pid = json.loads(proposed.stdout)["proposal_id"]
+    subprocess.run([*cmd, "approve", pid, "--as", "maria"], env=env(), check=True,
+                   capture_output=True)  # fmt: skip
+    subprocess.run([*cmd, "apply", pid, "--as", "maria"], env=env(), check=True,
+                   capture_output=True)  # fmt: skip
+    cli = {"watch_to_verified_s": round(time.time() - t0, 2)}
+    return {"served": served, "cli": cli}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--skip-idle", action="store_true")
     ap.add_argument("--skip-latency", action="store_true")
+    ap.add_argument("--skip-caught", action="store_true")
     ap.add_argument("--idle-seconds", type=float, default=60.0)
     ap.add_argument("--dbt", type=int, default=750)
     ap.add_argument("--sqlmesh", type=int, default=250)
@@ -289,6 +411,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="splice-bench-operator-") as d:
         if not args.skip_latency:
             out["latency"] = latency(Path(d))
+        if not args.skip_caught:
+            out["caught"] = caught(Path(d))
         if not args.skip_idle:
             out["idle"] = idle(Path(d), args.idle_seconds, args.dbt, args.sqlmesh)
     if args.json:
@@ -306,6 +430,14 @@ def main() -> None:
             f"  cron + CLI (run, watch, notify send): run {c['run_s']} s, run end -> notified "
             f"{c['run_end_to_notified_s']} s"
         )
+    if "caught" in out:
+        s, c = out["caught"]["served"], out["caught"]["cli"]
+        print("At L3, the feed caught as it lands (the loader's OpenLineage event, Monday 18:00):")
+        print(
+            f"  splice serve: event -> owners told {s['event_to_notified_s']} s, -> reload "
+            f"applied, verified and receipted {s['event_to_verified_s']} s"
+        )
+        print(f"  the same typed (watch, propose, approve, apply): {c['watch_to_verified_s']} s")
     if "idle" in out:
         i = out["idle"]
         print(

@@ -288,8 +288,6 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "accept_divergence",
     "accept_level",
-    "close_incident",
-    "close_options",
     "access_grant",
     "access_options",
     "active_stop",
@@ -303,6 +301,8 @@ __all__ = [
     "authenticate_key",
     "authenticator",
     "cli_principal",
+    "close_incident",
+    "close_options",
     "create_key",
     "credential_active",
     "dashboards",
