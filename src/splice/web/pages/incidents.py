@@ -78,8 +78,10 @@ def incident_page(ctx: Ctx) -> tuple[str, dict[str, Any]]:
     return "incident.html", {
         "title": f"{data['id']} {data.get('title', '')}",
         "levels": levels,
-        "can": {**api.incident_options(ctx.ws, data["id"], ctx.principal),
-                "close": api.close_options(ctx.ws, data["id"], ctx.principal)},
+        "can": {
+            **api.incident_options(ctx.ws, data["id"], ctx.principal),
+            "close": api.close_options(ctx.ws, data["id"], ctx.principal),
+        },
         "inc": data,
         "d": d,
         "charts": charts,
