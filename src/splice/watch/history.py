@@ -14,6 +14,7 @@ Reads are plain queries; every write of one watch call happens inside one transa
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 from collections import defaultdict
@@ -134,6 +135,52 @@ def points(
 EPOCH = date(1970, 1, 1)
 
 
+#: Series read per statement (each chunk's statement is built once per size: see below).
+CHUNK = 500
+
+
+@functools.lru_cache(maxsize=16)
+def _points_query(n: int, since: bool) -> Statement:
+    """The stored points of ``n`` series as (series id, day number, value), from a date on
+    when ``since``: built once per shape (a next-day watch of 10,000 series reads 20 chunks,
+    and building each anew cost more than reading it)."""
+    cond, _args = _of_series(list(range(n)), date(1970, 1, 1) if since else None)
+    day = "CAST(julianday(interval_start) - 2440587.5 AS INTEGER)"
+    q = exp.select("series_id", day, "value", dialect="sqlite").from_("watch_points")
+    return Statement(q.where(cond, exp.column("value").is_(exp.null()).not_()))
+
+
+@functools.lru_cache(maxsize=16)
+def _cells_query(n: int, since: bool) -> Statement:
+    """The anomalies of ``n`` series that stay out of training windows (see
+    :func:`anomaly_cells`), built once per shape."""
+    cond, _args = _of_series(list(range(n)), date(1970, 1, 1) if since else None)
+    kept = exp.column("detector").isin(*placeholders(len(TRAINING_KEEPS))).not_()
+    q = exp.select("series_id", "interval_start", "detected_at").from_("watch_anomalies")
+    return Statement(q.where(cond, kept))
+
+
+@functools.lru_cache(maxsize=16)
+def _faults_query(n: int) -> Statement:
+    """Each of ``n`` series' latest anomaly (see :func:`open_faults`), built once per shape."""
+    # the row holding each series' latest anomaly (the first written wins a tie, as SQLite's
+    # bare columns beside MAX() read it: rows come newest first, so the oldest is kept)
+    latest = (
+        exp.select("series_id", "MAX(interval_start) AS last").from_("watch_anomalies")
+        .where(exp.column("series_id").isin(*placeholders(n)), "detector != 'missing'")
+        .group_by("series_id")
+    )  # fmt: skip
+    q = (
+        exp.select("a.series_id", "a.interval_start", "json_extract(a.data, '$.since')",
+                   "a.direction", dialect="sqlite")
+        .from_("watch_anomalies AS a")
+        .join(latest.subquery("m"), on="a.series_id = m.series_id AND a.interval_start = m.last")
+        .where("a.detector != 'missing'")
+        .order_by("a.anomaly_id DESC")
+    )  # fmt: skip
+    return Statement(q)
+
+
 def point_arrays(
     conn: sqlite3.Connection, series_ids: list[int], since: date | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -141,13 +188,10 @@ def point_arrays(
     and value, from ``since`` on (NaN values left out).  The day is computed by SQLite, so no
     Python object is made per point but the row tuple."""
     parts: list[np.ndarray] = []
-    for i in range(0, len(series_ids), 500):
-        chunk = series_ids[i : i + 500]
-        cond, args = _of_series(chunk, since)
-        day = "CAST(julianday(interval_start) - 2440587.5 AS INTEGER)"
-        q = exp.select("series_id", day, "value", dialect="sqlite").from_("watch_points")
-        q = q.where(cond, exp.column("value").is_(exp.null()).not_())
-        rows = conn.execute(Statement(q), args).fetchall()
+    for i in range(0, len(series_ids), CHUNK):
+        chunk = series_ids[i : i + CHUNK]
+        args = [*chunk, since.isoformat()] if since is not None else list(chunk)
+        rows = conn.execute(_points_query(len(chunk), since is not None), args).fetchall()
         if rows:
             parts.append(np.array(rows, dtype=float))
     if not parts:
@@ -171,13 +215,11 @@ def anomaly_cells(
     if accepted is None:
         accepted = accepted_levels(conn, series_ids)
     out: set[tuple[int, date]] = set()
-    for i in range(0, len(series_ids), 500):
-        chunk = series_ids[i : i + 500]
-        cond, args = _of_series(chunk, since)
-        kept = exp.column("detector").isin(*placeholders(len(TRAINING_KEEPS))).not_()
-        q = exp.select("series_id", "interval_start", "detected_at").from_("watch_anomalies")
-        q = q.where(cond, kept)
-        for sid, start, found_at in conn.execute(Statement(q), [*args, *TRAINING_KEEPS]):
+    for i in range(0, len(series_ids), CHUNK):
+        chunk = series_ids[i : i + CHUNK]
+        args = [*chunk, since.isoformat()] if since is not None else list(chunk)
+        q = _cells_query(len(chunk), since is not None)
+        for sid, start, found_at in conn.execute(q, [*args, *TRAINING_KEEPS]):
             day = date.fromisoformat(start)
             acc = accepted.get(int(sid))
             if acc is None or day < acc[0] or found_at > acc[1]:
@@ -215,25 +257,9 @@ def open_faults(
     if accepted is None:
         accepted = level_starts(conn, series_ids)
     out: dict[int, OpenFault] = {}
-    for i in range(0, len(series_ids), 500):
-        chunk = series_ids[i : i + 500]
-        # the row holding each series' latest anomaly (the first written wins a tie, as SQLite's
-        # bare columns beside MAX() read it: rows come newest first, so the oldest is kept)
-        latest = (
-            exp.select("series_id", "MAX(interval_start) AS last").from_("watch_anomalies")
-            .where(exp.column("series_id").isin(*placeholders(len(chunk))),
-                   "detector != 'missing'")
-            .group_by("series_id")
-        )  # fmt: skip
-        q = (
-            exp.select("a.series_id", "a.interval_start", "json_extract(a.data, '$.since')",
-                       "a.direction", dialect="sqlite")
-            .from_("watch_anomalies AS a")
-            .join(latest.subquery("m"), on="a.series_id = m.series_id AND a.interval_start = m.last")
-            .where("a.detector != 'missing'")
-            .order_by("a.anomaly_id DESC")
-        )  # fmt: skip
-        for sid, last, since, direction in conn.execute(Statement(q), chunk):
+    for i in range(0, len(series_ids), CHUNK):
+        chunk = series_ids[i : i + CHUNK]
+        for sid, last, since, direction in conn.execute(_faults_query(len(chunk)), chunk):
             last_d = date.fromisoformat(last)
             since_d = min(date.fromisoformat(since), last_d) if since else last_d
             acc = accepted.get(int(sid))

@@ -25,6 +25,7 @@ From an accepted level's ``since`` on, a series is judged against itself: the po
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import time
 from datetime import date
@@ -49,6 +50,24 @@ _INCIDENT_LEVELS = statement(
 )
 
 
+@functools.lru_cache(maxsize=16)
+def _levels_query(n: int) -> Statement:
+    """The latest accepted level of ``n`` series, built once per shape (every watch reads it
+    for every spec, 500 series a statement)."""
+    latest = (
+        exp.select("series_id", "MAX(since) AS since").from_("watch_levels")
+        .where("how = 'accepted'", exp.column("series_id").isin(*placeholders(n)))
+        .group_by("series_id")
+    )  # fmt: skip
+    q = (
+        exp.select("l.series_id", "l.since", "l.accepted_at").from_("watch_levels AS l")
+        .join(latest.subquery("m"), on="l.series_id = m.series_id AND l.since = m.since")
+        .where("l.how = 'accepted'")
+        .order_by("l.level_id DESC")
+    )  # fmt: skip
+    return Statement(q)
+
+
 def accepted_levels(
     conn: sqlite3.Connection, series_ids: list[int]
 ) -> dict[int, tuple[date, float]]:
@@ -57,18 +76,7 @@ def accepted_levels(
     out: dict[int, tuple[date, float]] = {}
     for i in range(0, len(series_ids), 500):
         chunk = series_ids[i : i + 500]
-        latest = (
-            exp.select("series_id", "MAX(since) AS since").from_("watch_levels")
-            .where("how = 'accepted'", exp.column("series_id").isin(*placeholders(len(chunk))))
-            .group_by("series_id")
-        )  # fmt: skip
-        q = (
-            exp.select("l.series_id", "l.since", "l.accepted_at").from_("watch_levels AS l")
-            .join(latest.subquery("m"), on="l.series_id = m.series_id AND l.since = m.since")
-            .where("l.how = 'accepted'")
-            .order_by("l.level_id DESC")
-        )  # fmt: skip
-        for sid, since, at in conn.execute(Statement(q), chunk):
+        for sid, since, at in conn.execute(_levels_query(len(chunk)), chunk):
             if since:
                 out[int(sid)] = (date.fromisoformat(since), float(at))
     return out

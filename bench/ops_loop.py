@@ -1,9 +1,12 @@
 """Benchmark: the operator, from the vendor's bad load to the owners' notification, and its idle
 cost between ticks.
 
-    python bench/operator.py                 # both parts
-    python bench/operator.py --skip-idle     # only the latency on the demo
-    python bench/operator.py --json
+    python bench/ops_loop.py                 # every part
+    python bench/ops_loop.py --skip-idle     # only the latencies on the demo
+    python bench/ops_loop.py --json
+
+(Named so: a ``bench/operator.py`` would shadow the standard library's ``operator`` module for
+every other script run from ``bench/``.)
 
 1. **Latency, on the demo.** The demo built clean through Sunday 2026-09-27 and baselined;
    ``splice serve`` with a daily ``run+watch`` schedule at 06:00, a webhook receiver for
@@ -18,16 +21,13 @@ cost between ticks.
    up and warm, its CPU time over ``--idle-seconds`` (user + system, from /proc) as a share of
    one core. Goal: under 1%. The peer: the CPU of one ``splice operator status`` process (what
    a cron job polling every minute would spend), as a share of a core at one per minute.
+3. **At L3, the feed caught as it lands.** pricing at L3 with a proven record, a ``[[metrics]]``
+   on ``raw.fx_rates``: the loader's OpenLineage COMPLETE event for Monday's frozen load, to the
+   owners' ``incident_opened`` and to ``repair_verified`` (the reload applied, verified and its
+   receipt sent by ``splice-operator``). The peer: the same steps typed as four CLI processes.
 """
 
 from __future__ import annotations
-
-import sys
-
-# this file is named operator.py and Python puts its directory first on the path: the standard
-# library's ``operator`` must be found first (enum, argparse, ... import it)
-if sys.path and sys.path[0].rstrip("/").endswith("bench"):
-    sys.path.pop(0)
 
 import argparse
 import json
@@ -35,6 +35,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
