@@ -275,17 +275,35 @@ def _settle_repairs(ws: Workspace, now: float | None) -> None:
     refresh_all(ws, now=now)
 
 
-def _check_may_accept(ws: Workspace, inc: Any, name: str) -> Any:
-    """The domain whose owner ``name`` must be, after checking they are one."""
+def incident_of_target(ws: Workspace, incident_id: str) -> Any:
+    """The incident, when it belongs to the workspace's target (a decision on another target's
+    incident is refused, naming the flag)."""
+    from splice.watch.incidents import get_incident
+
+    inc = get_incident(ws.state.conn, incident_id)
+    if inc.target != ws.target:
+        raise InputError(
+            f"incident {inc.incident_id} belongs to target {inc.target}, not {ws.target}.",
+            fix=f"pass --target {inc.target}",
+        )
+    return inc
+
+
+def check_may_accept(
+    ws: Workspace, inc: Any, name: str, *, what: str = "accept the new level of",
+    command: str = "incident accept-level",
+) -> Any:  # fmt: skip
+    """The domain whose owner ``name`` must be, after checking they are one (``what`` and
+    ``command``: the decision, in the words of the refusal: accepting a level, closing)."""
     from splice.approvals.rules import as_owner, is_owner
 
     dom = _origin_domain(ws, inc)
     if not is_owner(name, dom):
         raise ApprovalError(
-            f"{name} may not accept the new level of {inc.incident_id}: only an owner of domain "
+            f"{name} may not {what} {inc.incident_id}: only an owner of domain "
             f"{dom.name} (where it starts, {inc.origin_node}) may; its owners are "
             f"{', '.join(dom.owners)}.",
-            fix=f"one of them runs splice incident accept-level {inc.incident_id}"
+            fix=f"one of them runs splice {command} {inc.incident_id}"
             f"{as_owner(ws, dom)} "
             "(or add the owner to [[domains]] in splice.toml)",
         )
@@ -304,7 +322,7 @@ def options(ws: Workspace, incident_id: str, principal: Principal) -> dict[str, 
     try:
         name = require(principal, KIND, ws.config.policy, where=ws.config.serve.resource_url).name
         inc = get_incident(ws.state.conn, incident_id)
-        _check_may_accept(ws, inc, name)
+        check_may_accept(ws, inc, name)
         refuse_during_stop(ws, "accepted")
         _check_open(ws.state.conn, inc, ws.target)
         if not [s for s in incident_series(ws.state.conn, inc.incident_id) if not s.accepted_by]:
@@ -334,13 +352,8 @@ def accept_level(
 
     name = require(principal, KIND, ws.config.policy, where=ws.config.serve.resource_url).name
     note = (note or "").strip() or None
-    inc = get_incident(ws.state.conn, incident_id)
-    if inc.target != ws.target:
-        raise InputError(
-            f"incident {inc.incident_id} belongs to target {inc.target}, not {ws.target}.",
-            fix=f"pass --target {inc.target}",
-        )
-    dom = _check_may_accept(ws, inc, name)
+    inc = incident_of_target(ws, incident_id)
+    dom = check_may_accept(ws, inc, name)
     refuse_during_stop(ws, "accepted")  # a decision like every other: none during a stop
     _settle_repairs(ws, now)
     at = time.time() if now is None else float(now)

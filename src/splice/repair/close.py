@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from splice.errors import ApprovalError, InputError
+from splice.errors import ApprovalError
 from splice.state.sql import statement
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ def close_options(ws: Workspace, incident_id: str, principal: Principal) -> str 
     from splice.approvals.access import require
     from splice.approvals.rules import refuse_during_stop
     from splice.errors import SpliceError
-    from splice.repair.accept import _check_may_accept
+    from splice.repair.accept import check_may_accept
     from splice.watch.incidents import get_incident
 
     try:
@@ -70,7 +70,7 @@ def close_options(ws: Workspace, incident_id: str, principal: Principal) -> str 
         inc = get_incident(ws.state.conn, incident_id)
         if inc.status != REPAIRED:
             return f"{inc.incident_id} is {inc.status}"
-        _check_may_accept(ws, inc, name)
+        check_may_accept(ws, inc, name, what="close", command="incident close")
         refuse_during_stop(ws, "closed")
         return None
     except SpliceError as e:
@@ -86,19 +86,14 @@ def close_incident(
     from splice.approvals import auditlog
     from splice.approvals.access import require
     from splice.approvals.rules import refuse_during_stop
-    from splice.repair.accept import _check_may_accept, how_authenticated
+    from splice.repair.accept import check_may_accept, how_authenticated, incident_of_target
     from splice.repair.store import list_proposals
     from splice.watch.incidents import get_incident, resolve_incident
 
     name = require(principal, KIND, ws.config.policy, where=ws.config.serve.resource_url).name
     note = (note or "").strip() or None
-    inc = get_incident(ws.state.conn, incident_id)
-    if inc.target != ws.target:
-        raise InputError(
-            f"incident {inc.incident_id} belongs to target {inc.target}, not {ws.target}.",
-            fix=f"pass --target {inc.target}",
-        )
-    dom = _check_may_accept(ws, inc, name)
+    inc = incident_of_target(ws, incident_id)
+    dom = check_may_accept(ws, inc, name, what="close", command="incident close")
     refuse_during_stop(ws, "closed")
     at = time.time() if now is None else float(now)
     with ws.state.transaction() as conn:
