@@ -8,14 +8,21 @@ an identity column returns it (``cursor.lastrowid``). ``BEGIN IMMEDIATE`` takes 
 transaction-wide advisory lock, so writers take turns as SQLite's do (the audit log's chain
 never forks); ``PRAGMA`` is SQLite's alone and does nothing here.
 
+Many rows of one plain ``INSERT`` (a watch writing a year of points) go through ``COPY`` into a
+temporary table and one ``INSERT ... SELECT`` with the statement's own conflict clause
+(:func:`copy_plan`), with the same meaning as row by row: when two rows of the batch share a
+key, the later one wins an upsert and the earlier one an ``OR IGNORE``.
+
 Errors come back as sqlite3's exception types (``IntegrityError``, ``OperationalError``), so a
 module catches the same exceptions on either backend.
 """
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 from sqlglot import exp
@@ -26,6 +33,79 @@ __all__ = ["ROWID_TABLES", "Connection", "table_keys"]
 
 #: The key every writer's transaction locks (one writer at a time, as SQLite).
 WRITE_LOCK_KEY = 0x5B11CE
+#: From this many rows on, ``executemany`` of a plain INSERT goes through COPY.
+COPY_ROWS = 1000
+#: The temporary table a COPY fills (one per connection, dropped after each batch).
+COPY_TABLE = "splice_copy_batch"
+
+
+@dataclass(frozen=True)
+class CopyPlan:
+    """What a batch of one INSERT statement sends instead of row-by-row inserts."""
+
+    drop: str
+    create: str
+    copy: str
+    insert: str
+
+
+@functools.lru_cache(maxsize=128)
+def copy_plan(statement: Statement) -> CopyPlan | None:
+    """The COPY form of an ``INSERT INTO t (cols) VALUES (?, ...)`` statement (with its ``OR
+    REPLACE`` / ``OR IGNORE`` as PostgreSQL's ``ON CONFLICT``), or None for any other
+    statement (one that returns rows, or inserts anything but one placeholder per column).
+
+    >>> from splice.state.sql import statement
+    >>> p = copy_plan(statement("INSERT OR REPLACE INTO watch_points (series_id, interval_start, "
+    ...                         "value, measured_at, watch_id) VALUES (?, ?, ?, ?, ?)"))
+    >>> print(p.copy)
+    COPY splice_copy_batch (series_id, interval_start, value, measured_at, watch_id) FROM STDIN
+    >>> p.insert.split(" SELECT ")[0]
+    'INSERT INTO watch_points (series_id, interval_start, value, measured_at, watch_id)'
+    >>> "DISTINCT ON (series_id, interval_start)" in p.insert, "ctid DESC" in p.insert
+    (True, True)
+    >>> p.insert.split(" ON CONFLICT")[1][:48]
+    '(series_id, interval_start) DO UPDATE SET value '
+    >>> copy_plan(statement("UPDATE watch_series SET spec = ? WHERE series_id = ?")) is None
+    True
+    """
+    from splice.state.sql import for_postgres, render_postgres
+
+    tree, added = for_postgres(statement.tree.copy())
+    if not isinstance(tree, exp.Insert) or not isinstance(tree.this, exp.Schema):
+        return None
+    values = tree.expression
+    cols = [c.name for c in tree.this.expressions]
+    if (added is False and tree.args.get("returning")) or not isinstance(values, exp.Values):
+        return None
+    rows = values.expressions
+    if (len(rows) != 1 or len(rows[0].expressions) != len(cols)
+            or not all(isinstance(v, exp.Placeholder) for v in rows[0].expressions)):  # fmt: skip
+        return None
+    tree.set("returning", None)
+    table = tree.this.this
+    batch = exp.to_table(COPY_TABLE)
+    select = exp.select(*[exp.column(c) for c in cols]).from_(batch)
+    conflict = tree.args.get("conflict")
+    keys = [k.name for k in (conflict.args.get("conflict_keys") or [])] if conflict else []
+    if keys and conflict is not None:  # one row per key, as row by row leaves it: the last
+        last = str(conflict.args.get("action") or "").upper().endswith("UPDATE")  # for an update
+        select.set(
+            "distinct", exp.Distinct(on=exp.Tuple(expressions=[exp.column(k) for k in keys]))
+        )
+        select = select.order_by(*[exp.column(k) for k in keys],
+                                 exp.Ordered(this=exp.column("ctid"), desc=last))  # fmt: skip
+    tree.set("expression", select)
+    # the columns inserted, with their types and no constraint (an identity is left to the table)
+    shape = exp.select(*[exp.column(c) for c in cols]).from_(table.copy()).limit(0)
+    create = exp.Create(this=batch.copy(), kind="TABLE", expression=shape,
+                        properties=exp.Properties(expressions=[exp.TemporaryProperty()]))  # fmt: skip
+    drop = exp.Drop(this=batch.copy(), kind="TABLE", exists=True)
+    copy = exp.Copy(this=exp.Schema(this=batch.copy(),
+                                    expressions=[exp.to_identifier(c) for c in cols]),
+                    kind=True, files=[exp.var("STDIN")])  # fmt: skip
+    return CopyPlan(drop=drop.sql("postgres"), create=create.sql("postgres"),
+                    copy=copy.sql("postgres"), insert=render_postgres(tree))  # fmt: skip
 
 
 def _postgres(sql: str) -> tuple[str, bool]:
@@ -134,10 +214,17 @@ class Connection:
                 raise
 
     def executemany(self, sql: str, seq: Any) -> Cursor:
-        """One statement over many rows, in one round trip batch (psycopg's pipeline)."""
+        """One statement over many rows, in one round trip batch (psycopg's pipeline); a plain
+        INSERT of :data:`COPY_ROWS` rows or more through COPY (:func:`copy_plan`)."""
         import psycopg
 
         q = _postgres(sql)[0].encode()
+        seq = seq if isinstance(seq, list) else list(seq)
+        plan = copy_plan(sql) if len(seq) >= COPY_ROWS and isinstance(sql, Statement) else None
+        if plan is not None and not isinstance(seq[0], dict):
+            # a bool becomes 1/0, as the row-by-row path does (checked per row, in C)
+            return self._copy(plan, [[_param(v) for v in p] if bool in map(type, p) else p
+                                     for p in seq])  # fmt: skip
         rows = [
             {k: _param(v) for k, v in p.items()} if isinstance(p, dict) else [_param(v) for v in p]
             for p in seq
@@ -147,6 +234,24 @@ class Connection:
                 with self._con.cursor() as cur:
                     cur.executemany(q, rows)
                     return Cursor([], None, cur.rowcount, None)
+            except psycopg.Error as e:
+                raise _error(e) from e
+
+    def _copy(self, plan: CopyPlan, rows: list[Any]) -> Cursor:
+        import psycopg
+
+        with self._lock:
+            try:
+                with self._con.cursor() as cur:
+                    cur.execute(plan.drop.encode())
+                    cur.execute(plan.create.encode())
+                    with cur.copy(plan.copy.encode()) as copy:
+                        for r in rows:
+                            copy.write_row(r)
+                    cur.execute(plan.insert.encode())
+                    count = cur.rowcount
+                    cur.execute(plan.drop.encode())
+                    return Cursor([], None, count, None)
             except psycopg.Error as e:
                 raise _error(e) from e
 

@@ -49,6 +49,7 @@ _NEW_SERIES = statement(
     "INSERT INTO watch_series (target, metric, spec, node_id, kind, dims, created_at) "
     "VALUES (?, ?, ?, ?, ?, ?, ?)"
 )
+_SERIES_OF_TARGET = statement("SELECT series_id, metric, dims FROM watch_series WHERE target = ?")
 _SPEC_SERIES_IDS = statement("SELECT series_id FROM watch_series WHERE target = ? AND spec = ?")
 
 
@@ -313,6 +314,43 @@ def ensure_series(
     cur = conn.execute(_NEW_SERIES, (target, metric, spec, node_id, kind, key, now))
     assert cur.lastrowid is not None
     return int(cur.lastrowid)
+
+
+def ensure_many(
+    conn: sqlite3.Connection,
+    target: str,
+    spec: str,
+    node_id: str,
+    wanted: list[tuple[str, str, dict[str, Any]]],
+    now: float,
+) -> list[int]:
+    """:func:`ensure_series` for many series at once (``wanted``: (metric, kind, dims) each),
+    in three statements whatever their number: a first watch of 10,000 series made 20,000
+    round trips to a PostgreSQL state. Returns their ids, in ``wanted``'s order."""
+    if not wanted:
+        return []
+    keys = [(metric, dims_key(dims)) for metric, _kind, dims in wanted]
+
+    def known() -> dict[tuple[str, str], int]:
+        return {(m, d): int(sid) for sid, m, d in conn.execute(_SERIES_OF_TARGET, (target,))}
+
+    have = known()
+    update = [(spec, node_id, kind, have[k])
+              for k, (_m, kind, _d) in zip(keys, wanted, strict=True) if k in have]  # fmt: skip
+    new = [(target, m, spec, node_id, kind, k[1])
+           for k, (m, kind, _d) in zip(keys, wanted, strict=True) if k not in have]  # fmt: skip
+    if update:
+        conn.executemany(_UPDATE_SERIES, update)
+    if new:
+        seen: set[tuple[str, str]] = set()
+        rows = []
+        for t, m, s, n, kind, dk in new:
+            if (m, dk) not in seen:
+                seen.add((m, dk))
+                rows.append((t, m, s, n, kind, dk, now))
+        conn.executemany(_NEW_SERIES, rows)
+        have = known()
+    return [have[k] for k in keys]
 
 
 def reset_spec(conn: sqlite3.Connection, target: str, spec: str) -> None:

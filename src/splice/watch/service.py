@@ -243,13 +243,15 @@ def _watch(
                 hist.reset_spec(conn, target, spec.name)
             ids: dict[tuple[str, str], int] = {}
             touched = plan.touched
-            for key, (measure_name, kind, dims) in plan.series_meta.items():
+            missing: list[tuple[str, str]] = []
+            for key in plan.series_meta:
                 if key in plan.stored_ids:
                     ids[key] = plan.stored_ids[key]
                 elif key in touched:
-                    ids[key] = hist.ensure_series(
-                        conn, target, spec.name, spec.node_id, measure_name, kind, dims, now
-                    )
+                    missing.append(key)
+            made = hist.ensure_many(conn, target, spec.name, spec.node_id,
+                                    [plan.series_meta[k] for k in missing], now)  # fmt: skip
+            ids.update(zip(missing, made, strict=True))
             conn.executemany(
                 _STORE_POINT,
                 [(ids[key], d, v, now, watch_id)
