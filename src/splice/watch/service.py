@@ -382,9 +382,12 @@ class _SpecPlan:
         n_day: list[int] = []
         n_val: list[float] = []
         nd = len(spec.dimensions)
+        names = [m.name for m in spec.measures]
         kinds = {m.name: m.kind for m in spec.measures}
         day_of: dict[Any, int] = {}
-        dims_of: dict[tuple[Any, ...], tuple[dict[str, str | None], str]] = {}
+        # per dimension values: their dims, key, and each measure's series index (-1: not
+        # seen with a value yet), so a year of 10,000 series makes no key per point
+        slots: dict[tuple[Any, ...], tuple[dict[str, str | None], str, list[int]]] = {}
         for r in job.rows:
             if r[0] is None:
                 continue
@@ -392,25 +395,29 @@ class _SpecPlan:
             if d is None:
                 d = day_of[r[0]] = _epoch(as_date(r[0]))
             raw_dims = tuple(r[1 : 1 + nd])
-            if raw_dims not in dims_of:
+            slot = slots.get(raw_dims)
+            if slot is None:
                 dims = {
                     spec.dimensions[i]: None if raw_dims[i] is None else str(raw_dims[i])
                     for i in range(nd)
                 }
-                dims_of[raw_dims] = (dims, hist.dims_key(dims))
-            dims, dk = dims_of[raw_dims]
-            for j, m in enumerate(spec.measures):
+                slot = slots[raw_dims] = (dims, hist.dims_key(dims), [-1] * len(names))
+            idxs = slot[2]
+            for j, name in enumerate(names):
                 raw = r[1 + nd + j]
                 v = (
                     raw
                     if type(raw) is float and math.isfinite(raw)
-                    else measured_float(raw, spec, m.name)
+                    else measured_float(raw, spec, name)
                 )
                 if v is None:
                     continue
-                key = (m.name, dk)
-                found = self.index.get(key)
-                i = self._add(key, (m.name, kinds[m.name], dims)) if found is None else found
+                i = idxs[j]
+                if i < 0:
+                    key = (name, slot[1])
+                    found = self.index.get(key)
+                    i = idxs[j] = (self._add(key, (name, kinds[name], slot[0]))
+                                   if found is None else found)  # fmt: skip
                 if (i, d) in known:
                     continue  # measured before: only new intervals count
                 known.add((i, d))
