@@ -159,6 +159,17 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
 
 
+def served_config(port: int, notify: str, **operator: float) -> str:
+    """splice.toml's part for a served demo: the 06:00 run+watch schedule, an operator with no
+    quiet period, the server's port, and ``notify`` (a [[notify]] entry)."""
+    more = "".join(f"{k} = {v}\n" for k, v in operator.items())
+    return (
+        '\n[[schedule]]\nname = "morning"\ncron = "0 6 * * *"\ndo = "run+watch"\n\n'
+        f"[operator]\nquiet_seconds = 0\ntick_seconds = 1\n{more}\n"
+        f"[serve]\nport = {port}\nhousekeeping_seconds = 1\n{notify}"
+    )
+
+
 def scheduled_run(ws: Path) -> Any:
     from splice.run.journal import Journal
     from splice.workspace.core import Workspace
@@ -181,20 +192,7 @@ def latency(base: Path) -> dict[str, Any]:
     ws = copy(
         src,
         base / "served",
-        f"""
-[[schedule]]
-name = "morning"
-cron = "0 6 * * *"
-do = "run+watch"
-
-[operator]
-quiet_seconds = 0
-tick_seconds = 1
-
-[serve]
-port = {port}
-housekeeping_seconds = 1
-{notify}""",
+        served_config(port, notify),
     )
     clock = ws / ".splice" / "operator-clock"
     clock.parent.mkdir(exist_ok=True)
@@ -337,21 +335,7 @@ def caught(base: Path) -> dict[str, Any]:
     ws = copy(
         src,
         base / "caught",
-        f"""{FX_FEED}
-[[schedule]]
-name = "morning"
-cron = "0 6 * * *"
-do = "run+watch"
-
-[operator]
-quiet_seconds = 0
-tick_seconds = 1
-poll_seconds = 1
-
-[serve]
-port = {port}
-housekeeping_seconds = 1
-{notify}""",
+        FX_FEED + served_config(port, notify, poll_seconds=1),
     )
     key = _at_l3(ws)
     clock = ws / ".splice" / "operator-clock"
