@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from splice.state.pg import COPY_ROWS, copy_plan
 from splice.state.sql import statement
 from splice.state.store import StateStore
 
@@ -33,6 +34,13 @@ def _day(i: int) -> str:
     return f"2026-{1 + i // 28:02d}-{1 + i % 28:02d}"
 
 
+def test_the_statements_here_take_the_copy_path_on_postgresql() -> None:
+    """Else the tests below would pass on PostgreSQL row by row and say nothing of COPY."""
+    for q in (_SERIES, _POINT, _FIRST):
+        assert copy_plan(q) is not None, q
+    assert copy_plan(_READ) is None
+
+
 def test_a_batch_of_points_upserts_as_row_by_row_does(state_target: Path | str) -> None:
     s = StateStore.open(state_target)
     try:
@@ -46,7 +54,8 @@ def test_a_batch_of_points_upserts_as_row_by_row_does(state_target: Path | str) 
         again = [(ids[0], _day(d), -1.0, 2.0, "w2") for d in range(5)]
         with s.transaction() as conn:
             conn.executemany(_POINT, first + again)
-        # a second batch over some of them, and new ones
+        assert len(first + again) >= COPY_ROWS  # through COPY on PostgreSQL
+        # a second batch over some of them, and new ones (fewer rows: row by row)
         second = [(sid, _day(d), 100.0 + d, 3.0, "w3") for sid in ids[:2] for d in range(290, 600)]
         with s.transaction() as conn:
             conn.executemany(_POINT, second)

@@ -31,6 +31,7 @@ from splice.errors import RepairError
 from splice.graph.model import Graph
 from splice.repair.damage import NodeDamage, day_ranges, node_damage
 from splice.warehouse.rows import count_query
+from splice.watch.damage import SOURCE_KINDS
 
 if TYPE_CHECKING:
     from splice.workspace.core import Workspace
@@ -339,7 +340,7 @@ def draft_repair(ws: Workspace, incident: Any, *, execution_time: datetime | Non
     rebuild_from: list[str] = sorted(graph.descendants(origin))
     covered: dict[str, dict[date, str]] = {}
     roots = [origin] if node.tool == "sqlmesh" and node.kind == "model" else []
-    if node.kind in ("source", "external"):
+    if node.kind in SOURCE_KINDS:
         roots, rebuild_from = _readers(graph, origin, damage)
     for project in sorted({graph.nodes[r].project for r in roots}):
         mine = [r for r in roots if graph.nodes[r].project == project]
@@ -419,6 +420,12 @@ def _node_scope(graph: Graph, draft: Draft, damage: list[NodeDamage],
         acc[0] += r["rows_scoped"]
         acc[1] = max(acc[1], r["rows_total"])
     by_node = {dm.node: dm for dm in damage}
+    # a source origin is rewritten by the reload of the job that loads it
+    origin = graph.nodes.get(draft.origin)
+    reload = next((s for s in draft.steps if s["kind"] == "reload"
+                   and set(s["nodes"]) & graph.ancestors(draft.origin)), None)  # fmt: skip
+    if origin is None or origin.kind not in SOURCE_KINDS:
+        reload = None
     ids = [dm.node for dm in damage]
     ids += [n for n in graph.topological_order([*covered, *rebuilt]) if n not in by_node]
     out = []
@@ -430,14 +437,7 @@ def _node_scope(graph: Graph, draft: Draft, damage: list[NodeDamage],
                                   "intervals": [], "ranges": [], "full": False, "why": "",
                                   "blocked": []})  # fmt: skip
         days = covered.get(nid, {})
-        reload = next((s for s in draft.steps if s["kind"] == "reload"
-                       and set(s["nodes"]) & graph.ancestors(nid)), None)  # fmt: skip
-        if (
-            nid == draft.origin
-            and reload is not None
-            and n is not None
-            and n.kind in ("source", "external")
-        ):
+        if nid == draft.origin and reload is not None:
             lo, hi = reload["start"], reload["end"]
             entry["repair"] = f"reloaded by {reload['nodes'][0]} for {_span(lo, hi)}"
             entry["rewrites"] = [[lo.isoformat(), hi.isoformat()]]

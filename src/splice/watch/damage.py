@@ -140,8 +140,18 @@ def restatable(node: Node) -> bool:
     return node.tool == "sqlmesh" and bool(node.time_column) and "INCREMENTAL" in mat
 
 
-#: Kinds of node a walk looks through to the relations they name.
-_THROUGH = ("source", "external")
+#: Kinds of node that stand for a relation something else loads (a walk looks through them to
+#: the relations they name; a watched one is a feed as it lands).
+SOURCE_KINDS = ("source", "external")
+
+
+def origin_time_column(ws: Workspace, node: Node) -> str | None:
+    """The time column of an incident's origin: its tool's, else the one its declared metrics
+    are measured by (a source has none of its own)."""
+    if node.time_column:
+        return node.time_column.lower()
+    declared = [m.time for m in ws.config.metrics if m.node == node.id and m.time]
+    return declared[0].lower() if declared else None
 
 
 def read_parents(graph: Graph, nid: str) -> set[str]:
@@ -153,7 +163,7 @@ def read_parents(graph: Graph, nid: str) -> set[str]:
         if p in seen or p not in graph.nodes:
             continue
         seen.add(p)
-        if graph.nodes[p].kind in _THROUGH:
+        if graph.nodes[p].kind in SOURCE_KINDS:
             stack.extend(graph.parents(p))
         else:
             out.add(p)

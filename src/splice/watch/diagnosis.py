@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from splice.graph.model import Graph
 from splice.watch.blast import blast_radius
-from splice.watch.damage import consecutive_ranges
+from splice.watch.damage import SOURCE_KINDS, consecutive_ranges, origin_time_column
 
 if TYPE_CHECKING:
     from splice.workspace.core import Workspace
@@ -202,7 +202,7 @@ def loaded_by(graph: Graph, origin: str, columns: list[str]) -> list[dict[str, A
     ['ingestion:feed']
     """
     node = graph.nodes.get(origin)
-    if node is None or node.kind not in ("source", "external"):
+    if node is None or node.kind not in SOURCE_KINDS:
         return []
     mine = {r.key for r in [*node.reads, *node.all_writes]}
     out = []
@@ -223,9 +223,8 @@ def time_column_of(ws: Workspace, graph: Graph, origin: str, source: str) -> str
     from splice.lineage.query import column_lineage
 
     node = graph.nodes[origin]
-    if node.kind in ("source", "external"):
-        declared = [m.time for m in ws.config.metrics if m.node == origin and m.time]
-        return declared[0].lower() if declared else node.time_column
+    if node.kind in SOURCE_KINDS:
+        return origin_time_column(ws, node)
     tc = node.time_column
     if not tc:
         return None

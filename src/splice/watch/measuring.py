@@ -13,6 +13,7 @@ from datetime import date
 from typing import TYPE_CHECKING, Any
 
 from splice.errors import WarehouseError
+from splice.watch.damage import SOURCE_KINDS
 from splice.watch.grid import as_date
 from splice.watch.restated import Restatements
 from splice.watch.specs import MetricSpec
@@ -52,7 +53,7 @@ def _loaded_ahead(graph: Any, node_id: str) -> bool:
     the models that read it: its newest day says nothing about how far they should be built
     (a watch between the morning's load and the run would call every model "missing")."""
     node = graph.nodes.get(node_id) if graph is not None else None
-    return node is not None and node.kind in ("source", "external")
+    return node is not None and node.kind in SOURCE_KINDS
 
 
 def measure_jobs(ws: Workspace, graph: Any, jobs: list[Any], known: dict[str, Any]

@@ -31,15 +31,17 @@ from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
-from splice.graph.model import Graph, Node, Relation
+from splice.graph.model import Graph, Relation
 from splice.warehouse.rows import date_literal, table
 from splice.watch.damage import (
+    SOURCE_KINDS,
     Damage,
     ScopeWalk,
     cast_date,
     consecutive_ranges,
     fault_start,
     origin_days,
+    origin_time_column,
     quoted_column,
     read_parents,
     restatable,
@@ -169,7 +171,7 @@ def node_scopes(ws: Workspace, graph: Graph, origin: Damage, con: Any) -> list[D
 
     walk = ScopeWalk(ws, graph, con)
     damaged: dict[str, Damage] = {origin.node: origin}
-    if graph.nodes[origin.node].kind in ("source", "external"):
+    if graph.nodes[origin.node].kind in SOURCE_KINDS:
         # a source origin (a feed watched as it lands): its readers read it through the job
         # that loads it, the parent a walk looking through sources finds
         for writer in read_parents(graph, origin.node):
@@ -195,13 +197,6 @@ def node_scopes(ws: Workspace, graph: Graph, origin: Damage, con: Any) -> list[D
 
 
 # -- the diagnosis' scope ----------------------------------------------------------------------
-def _origin_time_column(ws: Workspace, node: Node) -> str | None:
-    if node.time_column:
-        return node.time_column.lower()
-    declared = [m.time for m in ws.config.metrics if m.node == node.id and m.time]
-    return declared[0].lower() if declared else None
-
-
 def extend_scope(
     ws: Workspace, graph: Graph, origin: str, anomalies: list[dict[str, Any]], scope: dict[str, Any],
     *, gap: int = 1,
@@ -214,7 +209,7 @@ def extend_scope(
     node = graph.nodes[origin]
     days = [date.fromisoformat(d) for d in scope.get("intervals") or []]
     since = fault_start(anomalies)
-    tc = _origin_time_column(ws, node)
+    tc = origin_time_column(ws, node)
     rel = relation_of(node)
     why = [str(scope.get("why") or "the origin's anomalous intervals")]
     with connect(ws, "incident scope") as con:
@@ -226,7 +221,7 @@ def extend_scope(
                 why.append(f"from {since.isoformat()}, where the detectors say the fault started "
                            f"({span(added)} added)")  # fmt: skip
         # a loaded relation's days are reloaded one by one, as a restatable model's are
-        loaded = node.kind in ("source", "external") and bool(tc)
+        loaded = node.kind in SOURCE_KINDS and bool(tc)
         origin_dmg = Damage(origin, tc, days, full=not (restatable(node) or loaded), why=list(why))
         damage = node_scopes(ws, graph, origin_dmg, con) if days else [origin_dmg]
         from splice.watch.blocked import blocked_scope, blocked_words
