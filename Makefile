@@ -12,11 +12,18 @@ AIRFLOW_STAMP := $(AIRFLOW_VENV)/.installed
 # Spark (pyspark with Spark Connect, dbt-spark) joins the main environment for the tests only.
 SPARK_STAMP := $(VENV)/.spark-installed
 export SPLICE_AIRFLOW ?= $(CURDIR)/$(AIRFLOW_VENV)/bin/airflow
+# Apache Superset (the BI tool Splice reads dashboards from) pins SQLAlchemy 1.4: an
+# environment of its own too; the tests start `superset run` from it on 127.0.0.1. Superset
+# 6.1.0 imports rich (its CLI) and cachetools (an engine spec) without requiring them, and
+# fails with Flask-Caching 2.4+ (constraints-superset.txt holds it at 2.3.1).
+SUPERSET_VENV  ?= .venv-superset
+SUPERSET_STAMP := $(SUPERSET_VENV)/.installed
+export SPLICE_SUPERSET ?= $(CURDIR)/$(SUPERSET_VENV)/bin/superset
 
 export RUNTIME__DLTHUB_TELEMETRY := false
 export DO_NOT_TRACK := 1
 
-.PHONY: demo test lint bench install airflow spark clean
+.PHONY: demo test lint bench install airflow superset spark clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +35,11 @@ $(AIRFLOW_STAMP): constraints-airflow.txt
 	$(AIRFLOW_VENV)/bin/pip install -q --disable-pip-version-check -c constraints-airflow.txt apache-airflow
 	touch $(AIRFLOW_STAMP)
 
+$(SUPERSET_STAMP): constraints-superset.txt
+	$(PYTHON) -m venv $(SUPERSET_VENV)
+	$(SUPERSET_VENV)/bin/pip install -q --disable-pip-version-check -c constraints-superset.txt apache-superset duckdb-engine psycopg2-binary rich cachetools
+	touch $(SUPERSET_STAMP)
+
 $(SPARK_STAMP): $(STAMP)
 	$(BIN)/pip install -q --disable-pip-version-check -c constraints.txt -e ".[dev,spark]"
 	touch $(SPARK_STAMP)
@@ -36,12 +48,14 @@ install: $(STAMP)
 
 airflow: $(AIRFLOW_STAMP)
 
+superset: $(SUPERSET_STAMP)
+
 spark: $(SPARK_STAMP)
 
 demo: $(STAMP)
 	$(BIN)/splice demo $(DEMO_DIR) --force --incident stale-rates
 
-test: $(STAMP) $(AIRFLOW_STAMP) $(SPARK_STAMP)
+test: $(STAMP) $(AIRFLOW_STAMP) $(SUPERSET_STAMP) $(SPARK_STAMP)
 	$(BIN)/python -m pytest -q --durations=25 -n 2 --dist loadfile
 
 lint: $(STAMP)
@@ -62,4 +76,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/migrate.py
 
 clean:
-	rm -rf $(VENV) $(AIRFLOW_VENV) $(DEMO_DIR)
+	rm -rf $(VENV) $(AIRFLOW_VENV) $(SUPERSET_VENV) $(DEMO_DIR)
