@@ -12,6 +12,8 @@ The tree::
     ├── StateError                 Splice's own state is newer than this Splice, or corrupt
     ├── OrchestratorError          the orchestrator running an ingestion job (Dagster) cannot be
     │                              reached, does not know the job, or refused the run
+    ├── BIError                    a BI tool ([[bi]]: Superset, ...) cannot be reached, refused the
+    │                              sign-in, or answered what Splice cannot read
     ├── ReviewError                a pull-request review cannot start: not under git, an unknown
     │                              ref, a dirty tree, no review target
     ├── GrantError                 an access grant cannot be requested, issued or revoked: a
@@ -83,6 +85,10 @@ class InputError(SpliceError):
 
 class OrchestratorError(SpliceError):
     """The orchestrator that runs an ingestion job cannot be reached or refused what was asked."""
+
+
+class BIError(SpliceError):
+    """A BI tool of ``[[bi]]`` did not answer, refused the sign-in or a call."""
 
 
 class ReviewError(SpliceError):

@@ -44,7 +44,9 @@ PACKAGES: tuple[str, ...] = (
     "lineage",  # column lineage: engine, walk, the workspace's pass, queries, the warm cache
     "workspace",  # the Workspace, the joined graph's bindings, the graph cache
     "providers",  # dbt, SQLMesh, ingestion and dashboards loaders
+    "bi",  # BI tools (Superset, ...): their dashboards read, incidents annotated, local servers
     "orchestrators",  # Dagster and Airflow, which run the ingestion jobs
+    "semantic",  # the semantic layers metrics are declared in (dbt MetricFlow), compiled
     "config",  # splice.toml
     "warehouse",  # Splice's own queries; one folder per engine
     "graph",  # the joined graph's model, relations, selectors, serialisation

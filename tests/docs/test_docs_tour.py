@@ -90,7 +90,7 @@ def _ok(r: subprocess.CompletedProcess[str], *texts: str) -> None:
 
 def _ls(ws: Path, r: Any) -> None:  # every node of every project, one graph
     _ok(r, "pricing:fx.daily_rates", "finance:fct_gmv_qtd", "ingestion:fx_rates_ingest",
-        "dashboards:pricing_ops", "45 nodes")  # fmt: skip
+        "dashboards:pricing_ops", "finance:metric:gmv", "49 nodes")  # fmt: skip
 
 
 def _graph(ws: Path, r: Any) -> None:  # bindings across projects, with their evidence
@@ -129,11 +129,11 @@ def _runs(ws: Path, r: Any) -> None:  # the run journal
 
 
 def _watch(ws: Path, r: Any) -> None:  # measure what is new, run the detectors
-    _ok(r, "Watched 26 metric queries")
+    _ok(r, "Watched 27 metric queries")
 
 
 def _watch_backfill(ws: Path, r: Any) -> None:  # baseline the numbers; detect anomalies
-    _ok(r, "Watched 26 metric queries", "anomal")
+    _ok(r, "Watched 27 metric queries", "anomal")
 
 
 def _incidents(ws: Path, r: Any) -> None:  # anomalies grouped by shared cause (INC-1: resolved)

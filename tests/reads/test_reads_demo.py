@@ -95,7 +95,7 @@ def test_metrics_list_declared_metrics_and_monitors_with_their_state(ws):
     assert rows["kind"] == "volume" and not rows["declared"] and rows["last"]["value"] == 30
     assert found["pricing:fx.daily_rates/lag_days(as_of)"]["open_anomalies"] > 0
     declared = api.metrics(ws, monitors=False)
-    assert [m["name"] for m in declared] == ["gmv_usd", "fx_rate"]
+    assert [m["name"] for m in declared] == ["gmv_usd", "gmv_semantic", "fx_rate"]
 
 
 def test_metrics_of_a_workspace_never_watched_are_listed_unmeasured(demo_workspace):
@@ -103,6 +103,7 @@ def test_metrics_of_a_workspace_never_watched_are_listed_unmeasured(demo_workspa
         found = api.metrics(w, monitors=False)
     assert {m["name"]: (m["series"], m["measured_through"], m["last"]) for m in found} == {
         "gmv_usd": (0, None, None),
+        "gmv_semantic": (0, None, None),
         "fx_rate": (0, None, None),
     }
 
@@ -206,7 +207,9 @@ def test_dashboards_list_what_they_read_and_everything_upstream(ws):
     # dependency order: the rates come before the mart that converts with them
     assert up.index("pricing:fx.daily_rates") < up.index("pricing:marts.agg_gmv_daily")
     assert set(q3["ingestion"]) == {"ingestion:fx_rates_ingest", "ingestion:bookings_load"}
-    assert q3["metrics"] == ["fx_rate", "gmv_usd"] and q3["open_incidents"] == ["INC-1"]
+    assert q3["metrics"] == ["fx_rate", "gmv_semantic", "gmv_usd"] and q3["open_incidents"] == [
+        "INC-1"
+    ]
     fx = boards["dashboards:pricing_ops"]
     assert fx["source"] == "declared" and fx["declared_reads"] == ["pricing:fx.daily_rates"]
     assert fx["upstream"] == ["ingestion:fx_rates_ingest", "pricing:raw.fx_rates",
@@ -266,7 +269,7 @@ def test_node_details(ws):
 @pytest.mark.parametrize(
     ("args", "check"),
     [
-        (["metrics", "--json", "--no-monitors"], lambda d: [m["name"] for m in d] == ["gmv_usd", "fx_rate"]),
+        (["metrics", "--json", "--no-monitors"], lambda d: [m["name"] for m in d] == ["gmv_usd", "gmv_semantic", "fx_rate"]),
         (["metrics", "show", "fx_rate", "--series", "EUR", "--last", "3", "--json"],
          lambda d: [p["interval"] for p in d["series"][0]["points"]] == [*FROZEN, "2026-09-30"]),
         (["anomalies", "--json", "--all"], lambda d: len(d) == 120),

@@ -55,7 +55,7 @@ def test_a_logic_change_in_sqlmesh_reaches_dbt_metrics_and_dashboards(
     assert "pricing:marts.agg_gmv_daily.gmv_usd" in qtd["path"]
     assert ("finance:fct_gmv_by_currency", "gmv_usd") in reached
     assert ("finance:fct_gmv_qtd", "bookings") not in reached  # bookings do not depend on rates
-    assert {m["name"] for m in r["impact"]["metrics"]} == {"gmv_usd", "fx_rate"}
+    assert {m["name"] for m in r["impact"]["metrics"]} == {"gmv_usd", "gmv_semantic", "fx_rate"}
     assert {d["label"] for d in r["impact"]["dashboards"]} == {
         "GMV (USD)",
         "Q3 close",

@@ -74,7 +74,7 @@ def test_the_story_opens_one_incident_on_mondays_data(story: StoryResult) -> Non
     assert {x["node"] for x in blast["dashboards"]} == {
         "dashboards:pricing_ops", "finance:exposure:gmv_usd_dashboard", "finance:exposure:q3_close",
     }  # fmt: skip
-    assert {m["name"] for m in blast["metrics"]} == {"gmv_usd", "fx_rate"}
+    assert {m["name"] for m in blast["metrics"]} == {"gmv_usd", "gmv_semantic", "fx_rate"}
     envs = {(e["project"], e["environment"]) for e in blast["environments"]}
     assert ("pricing", "prod") in envs and ("finance", "prod") in envs
     # the scope: exactly the stale days

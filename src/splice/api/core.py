@@ -174,13 +174,18 @@ def list_incidents(ws: Workspace, *, status: str | list[str] | None = "open") ->
 def incident(ws: Workspace, incident_id: str, *, live: bool = True) -> Any:
     """One incident with its diagnosis (raises NodeNotFoundError naming the known ids).
 
-    ``live``: when an orchestrator runs the incident's source job (Dagster), the job's recent
+    ``live``: an open incident's dashboards, charts and metrics are the graph's now
+    (:func:`splice.watch.blast.refresh_reach`); when an orchestrator runs the incident's source job (Dagster), the job's recent
     runs there (status, start, end, link) are read now and shown beside the load records, as
     ``diagnosis["source"]["orchestrator"]`` (with ``error`` when they could not be read)."""
     from splice.reads.connectors import orchestrator_runs
     from splice.watch.incidents import get_incident
 
     inc = get_incident(ws.state.conn, incident_id)
+    if live and inc.diagnosis and inc.status != "resolved":
+        from splice.watch.blast import refresh_reach
+
+        refresh_reach(ws, inc.diagnosis, inc.origin_node)
     src = (inc.diagnosis or {}).get("source") or {}
     name = str(src.get("node") or "").removeprefix("ingestion:")
     job = next((j for j in ws.config.ingestion if j.name == name), None)

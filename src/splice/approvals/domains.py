@@ -112,7 +112,7 @@ def domain_checks(graph: Graph, config: WorkspaceConfig) -> list[Check]:
     names = {d.name for d in config.domains}
     for m in config.metrics:
         if m.domain and config.domains and m.domain not in names:
-            out.append(Check("SPL402", "warning", m.node,
+            out.append(Check("SPL402", "warning", m.node or m.semantic,
                              f"metric {m.name!r} names domain {m.domain!r}, which is not declared",
                              "add it to [[domains]] or correct the metric's domain"))  # fmt: skip
     if config.domains:

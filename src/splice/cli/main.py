@@ -21,7 +21,7 @@ class _State:
 def _fail(message: str, code: int) -> None:
     from rich.console import Console
 
-    Console(stderr=True, highlight=False, soft_wrap=True).print(
+    Console(stderr=True, highlight=False, soft_wrap=True, emoji=False).print(
         f"[bold red]Error:[/] {message}", markup=True
     )
     sys.exit(code)
@@ -211,7 +211,7 @@ def open_workspace(ctx: click.Context) -> Any:
     if ws.notices:
         from rich.console import Console
 
-        err = Console(stderr=True, highlight=False, soft_wrap=True)
+        err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
         for line in ws.notices:
             err.print(f"[yellow]Warning:[/] {_escape(line)}", markup=True)
     return ws

@@ -117,6 +117,37 @@ def metrics_show(
         _print(f"[bold]{escape(s['series'])}[/]", t)
 
 
+@metrics_group.command("discover")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def metrics_discover(ctx: click.Context, as_json: bool) -> None:
+    """List the metrics the dbt projects declare in their semantic layer (MetricFlow), and the
+    [[metrics]] entry that watches each."""
+    from splice.api import semantic_metrics
+
+    with open_workspace(ctx) as ws:
+        found = semantic_metrics(ws)
+    if as_json:
+        emit_json(found)
+        return
+    if not found:
+        _print("No dbt project declares semantic-layer metrics (metrics: in its YAML).")
+        return
+    t = _table("metric", "project", "type", "group_by", "computed from", "watched by")
+    for m in found:
+        watched = ", ".join(m["watched_by"]) or "[dim]not watched[/]"
+        t.add_row(
+            escape(m["name"]), escape(m["project"]), m["type"], escape(", ".join(m["dimensions"])),
+            escape(str(m["node"] or "-")), watched,
+        )  # fmt: skip
+    _print(t)
+    todo = [m for m in found if not m["watched_by"]]
+    if todo:
+        _print("[dim]To watch one, add its entry to splice.toml (group_by and grain optional):[/]")
+        for m in todo:
+            _print(escape(m["watch"]), "")
+
+
 @cli.command("anomalies")
 @click.option("--all", "show_all", is_flag=True, help="Also anomalies of resolved incidents.")
 @click.option("-m", "--metric", default=None, help="Only this metric (or node id).")

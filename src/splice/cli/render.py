@@ -15,7 +15,8 @@ def console() -> Console:
     import sys
 
     # piped output keeps whole lines (a terminal wraps at its own width)
-    return Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+    # emoji=False: a node id such as superset:chart:gmv would print as an emoji (":chart:")
+    return Console(highlight=False, emoji=False, width=None if sys.stdout.isatty() else 200)
 
 
 def working(message: str):  # type: ignore[no-untyped-def]
@@ -25,7 +26,7 @@ def working(message: str):  # type: ignore[no-untyped-def]
 
     if not sys.stderr.isatty():
         return contextlib.nullcontext()
-    return Console(stderr=True).status(message)
+    return Console(stderr=True, emoji=False).status(message)
 
 
 def render_nodes(records: list[dict[str, Any]]) -> None:

@@ -59,7 +59,7 @@ class RunDisplay:
     def __init__(self, *, quiet: bool = False) -> None:
         from rich.console import Console
 
-        self.console = Console(file=sys.stderr, highlight=False, soft_wrap=True)
+        self.console = Console(file=sys.stderr, highlight=False, soft_wrap=True, emoji=False)
         self.quiet = quiet
         self.lock = threading.Lock()
         self.building: dict[str, float] = {}

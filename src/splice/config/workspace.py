@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 from splice.config.base import NAME_PATTERN, Strict
+from splice.config.bi import BISection
 from splice.config.durations import parse_duration
 from splice.config.notify import NotifySection
 from splice.config.operator import OperatorSection, ScheduleSection
@@ -165,10 +166,15 @@ class MetricSection(Strict):
     """``[[metrics]]``: a number people care about, measured per interval in the warehouse."""
 
     name: str = Field(pattern=NAME_PATTERN)
-    node: str  # node id, e.g. pricing:marts.agg_gmv_daily
-    time: str  # a date or timestamp column of the node
-    value: str  # one aggregate SQL expression, e.g. sum(gmv_usd)
+    # SQL written here: the node, its time column and one aggregate ...
+    node: str | None = None  # node id, e.g. pricing:marts.agg_gmv_daily
+    time: str | None = None  # a date or timestamp column of the node
+    value: str | None = None  # one aggregate SQL expression, e.g. sum(gmv_usd)
     dimensions: list[str] = Field(default_factory=list)
+    # ... or a metric of a dbt project's semantic layer, compiled by MetricFlow
+    semantic: str | None = None  # the semantic-layer metric's name, e.g. gmv
+    project: str | None = None  # the dbt project declaring it (when several could)
+    group_by: list[str] = Field(default_factory=list)  # its dimensions, as MetricFlow names them
     grain: Grain = "day"
     owner: str | None = None
     domain: str | None = None
@@ -176,6 +182,31 @@ class MetricSection(Strict):
     sensitivity: Sensitivity | None = None  # defaults to [watch].sensitivity
     calendar: str | None = None  # defaults to [watch].calendar
     detectors: list[str] | None = None  # a subset of the value detectors; default: all
+
+    @model_validator(mode="after")
+    def _sql_or_semantic(self) -> MetricSection:
+        sql_keys = [k for k in ("node", "time", "value") if getattr(self, k) is not None]
+        if self.semantic is not None:
+            extra = sql_keys + (["dimensions"] if self.dimensions else [])
+            if extra:
+                raise ValueError(
+                    f"metric {self.name!r}: semantic = {self.semantic!r} takes its SQL from the "
+                    f"semantic layer; remove {', '.join(extra)} (dimensions are group_by here)"
+                )
+            return self
+        missing = [k for k in ("node", "time", "value") if getattr(self, k) is None]
+        if missing:
+            raise ValueError(
+                f"metric {self.name!r}: set {', '.join(missing)} (a metric written as SQL), or "
+                'semantic = "METRIC" for a metric of a dbt project\'s semantic layer '
+                "(`splice metrics discover` lists them)"
+            )
+        if self.project is not None or self.group_by:
+            raise ValueError(
+                f"metric {self.name!r}: project and group_by are for semantic metrics; "
+                "a metric written as SQL names its node and dimensions"
+            )
+        return self
 
 
 Autonomy = Literal["L0", "L1", "L2", "L3", "L4"]
@@ -389,6 +420,7 @@ class WorkspaceConfig(Strict):
     targets: dict[str, TargetSection] = Field(default_factory=dict)
     ingestion: list[IngestionSection] = Field(default_factory=list)
     dashboards: list[DashboardSection] = Field(default_factory=list)
+    bi: list[BISection] = Field(default_factory=list)
     metrics: list[MetricSection] = Field(default_factory=list)
     watch: WatchSection = Field(default_factory=WatchSection)
     review: ReviewSection = Field(default_factory=ReviewSection)
@@ -400,6 +432,19 @@ class WorkspaceConfig(Strict):
     notify: list[NotifySection] = Field(default_factory=list)
     schedule: list[ScheduleSection] = Field(default_factory=list)
     operator: OperatorSection = Field(default_factory=OperatorSection)
+
+    @model_validator(mode="after")
+    def _bi_names(self) -> WorkspaceConfig:
+        taken = {p.name for p in self.projects} | {"dashboards", "ingestion"}
+        seen: set[str] = set()
+        for b in self.bi:
+            if b.name in taken or b.name in seen:
+                raise ValueError(
+                    f"bi name {b.name!r} is taken (by a project, another [[bi]], or Splice's "
+                    "own dashboards/ingestion): its dashboards are nodes of a project of that name"
+                )
+            seen.add(b.name)
+        return self
 
     @field_validator("projects", "metrics", "domains", "notify", "schedule")
     @classmethod

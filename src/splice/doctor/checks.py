@@ -12,6 +12,9 @@ SPL202   error     a declared binding reads a relation its writer does not write
 SPL301   warning   an input has no column types: column lineage is weaker
 SPL302   warning   a model's SQL is opaque to column lineage (with the reason)
 SPL303   info      some columns of a model could not be resolved
+SPL501   error     a watched semantic-layer metric no longer compiles (MetricFlow)
+SPL511   warning   a BI tool ([[bi]]) does not answer or refuses the sign-in (last read kept)
+SPL512   warning   a BI chart reads a relation no node of the workspace writes
 =======  ========  =================================================================
 """
 
@@ -47,6 +50,9 @@ CODES = {
     "SPL301": "missing-column-types",
     "SPL302": "opaque-query",
     "SPL303": "opaque-columns",
+    "SPL501": "semantic-metric-broken",
+    "SPL511": "bi-unreachable",
+    "SPL512": "bi-unknown-relation",
 }
 
 

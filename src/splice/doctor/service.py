@@ -31,6 +31,8 @@ def doctor(ws: Workspace, *, lineage: bool = True) -> list[Check]:
             prod[str(rel)] = n.id
     checks = graph_checks(g, prod_relations=prod)
     checks += _warehouse_checks(ws, g)
+    checks += semantic_checks(ws, g)
+    checks += bi_checks(ws, g)
     if lineage:
         from splice.lineage.service import workspace_lineage
 
@@ -40,6 +42,79 @@ def doctor(ws: Workspace, *, lineage: bool = True) -> list[Check]:
             checks += _unreachable(ws, err, loaded=True)
     order = {"error": 0, "warning": 1, "info": 2}
     return sorted(checks, key=lambda c: (order[c.severity], c.code, c.node or ""))
+
+
+def bi_checks(ws: Workspace, g: Any) -> list[Check]:
+    """SPL511: a ``[[bi]]`` tool that does not answer or refuses the sign-in (asked now; the
+    graph keeps its last read, stale); SPL512: a chart whose dataset reads a relation no node
+    of the workspace writes (it stays out of every blast radius)."""
+    import datetime as dt
+
+    from splice.bi.snapshot import last_read, refresh, status
+
+    out: list[Check] = []
+    for i, cfg in enumerate(ws.config.bi):
+        refresh(ws.root, cfg, force=True)
+        st = status(ws.root, cfg.name)
+        if st.get("error"):
+            kept = last_read(ws.root, cfg.name)
+            when = (
+                "its last read, from "
+                + dt.datetime.fromtimestamp(float(kept["read_at"]), dt.UTC).strftime(
+                    "%Y-%m-%d %H:%M:%SZ"
+                )  # fmt: skip
+                if kept and kept.get("read_at")
+                else "no dashboards (it was never read)"
+            )
+            retry = " (a retry may help)" if st.get("retry") else ""
+            out.append(Check("SPL511", "warning", f"bi[{i}]",
+                             f"{st['error']}{retry} The graph shows {when}, marked stale.",
+                             str(st.get("fix") or f"check [[bi]] {cfg.name!r} in splice.toml")))  # fmt: skip
+    written = {r for n in g.nodes.values() for r in n.all_writes}
+    written |= {r for n in g.nodes.values() if n.kind in ("source", "external") for r in n.reads}
+    for n in sorted(g.nodes.values(), key=lambda n: n.id):
+        if n.kind != "chart":
+            continue
+        for rel in n.reads:
+            if rel not in written:
+                out.append(Check("SPL512", "warning", n.id,
+                                 f"chart {n.meta.get('label')!r} ({n.meta.get('url')}) reads "
+                                 f"{rel.key}, which no node of the workspace writes: no blast "
+                                 "radius reaches it",
+                                 "point its dataset at a model's relation, or add the project "
+                                 "that writes it to splice.toml"))  # fmt: skip
+    return out
+
+
+def semantic_checks(ws: Workspace, g: Any) -> list[Check]:
+    """SPL501: a ``[[metrics]] semantic = ...`` entry whose metric MetricFlow no longer
+    compiles (renamed or removed in the dbt project, a group_by it no longer has)."""
+    from splice.errors import ConfigError
+    from splice.semantic.declared import declaring_projects
+    from splice.semantic.metricflow import compile_metric
+
+    out: list[Check] = []
+    for i, m in enumerate(ws.config.metrics):
+        if m.semantic is None:
+            continue
+        projects = [p for p in declaring_projects(g, m.semantic) if m.project in (None, p)]
+        where = f"metric {m.name!r} (metrics[{i}]): semantic metric {m.semantic!r}"
+        if len(projects) != 1:
+            what = (
+                "is declared by no dbt project"
+                if not projects
+                else (f"is declared by {', '.join(projects)}: name one with project")
+            )
+            out.append(Check("SPL501", "error", m.name, f"{where} {what}",
+                             "correct semantic (`splice metrics discover` lists them)"))  # fmt: skip
+            continue
+        try:
+            manifest = ws.provider(projects[0]).semantic_manifest()
+            compile_metric(manifest, m.semantic, list(m.group_by), m.grain, ws.dialect)
+        except ConfigError as e:
+            out.append(Check("SPL501", "error", m.name,
+                             f"{where} no longer compiles: {e.message}", e.fix or ""))  # fmt: skip
+    return out
 
 
 def project_dialects(ws: Workspace) -> dict[str, dict[str, Any]]:

@@ -22,6 +22,7 @@ NodeKind = Literal[
     "external",
     "ingestion",
     "dashboard",
+    "chart",  # a BI tool's chart ([[bi]]): a dashboard's part, reading its dataset's relations
     # dbt's semantic layer: listed with their edges, never built
     "semantic_model",
     "metric",

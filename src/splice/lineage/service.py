@@ -98,6 +98,11 @@ def rendered_sql(
         n = graph.nodes[nid]
         by_project.setdefault(n.project, []).append(n)
     for project, nodes in by_project.items():
+        if all(n.kind == "chart" for n in nodes):  # a BI tool's charts carry their own query
+            for n in nodes:
+                out[n.id] = (n.sql, n.dialect or ws.dialect,
+                             None if n.sql else str(n.meta.get("opaque_reason") or "no query"))  # fmt: skip
+            continue
         prov = ws.provider(project)
         keys = {n.id: _render_key(ws, n, prov, graph) for n in nodes}
         cached = ws.state.cache_get_many(RENDER_KIND, [k for k in keys.values() if k])
@@ -356,10 +361,10 @@ def workspace_lineage(
     models = [
         n.id
         for n in graph.nodes.values()
-        if n.kind in ("model", "snapshot")
-        and n.tool in ("dbt", "sqlmesh")
+        if ((n.kind in ("model", "snapshot") and n.tool in ("dbt", "sqlmesh"))
+            or (n.kind == "chart" and n.sql))  # a BI tool's chart: its query over its dataset
         and (only is None or n.id in only)
-    ]
+    ]  # fmt: skip
     render_stats: dict[str, Any] = {"rendered": 0}
     rendered = rendered_sql(ws, graph, models, render_stats)
     t_render = time.perf_counter() - t0
@@ -396,7 +401,9 @@ def workspace_lineage(
                 default_catalog=ws.default_catalog,
                 output=node.writes,
                 identity_dialect=ws.dialect,
-                extra=tool_versions(node, ws.provider(node.project)),
+                extra=tool_versions(
+                    node, None if node.kind == "chart" else ws.provider(node.project)
+                ),
             )
         cached = ws.state.cache_get_many(LINEAGE_KIND, keys.values())
         todo = {}

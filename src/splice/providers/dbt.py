@@ -21,6 +21,7 @@ from splice.providers.dbt_manifest import (
     reads_files,
     seed_columns,
     selector_for,
+    time_spine_meta,
     version_meta,
 )
 from splice.support.capture import captured
@@ -207,6 +208,15 @@ class DbtProvider:
             self.manifest = res.result
         return self.manifest
 
+    def semantic_manifest(self) -> Path:
+        """The ``semantic_manifest.json`` dbt writes when it parses the project (for this
+        target): parsed now when no parse has written it yet."""
+        path = self.work / "target" / self.ctx.environment / "semantic_manifest.json"
+        if not path.exists():
+            self.manifest = None
+            self._parse()
+        return path
+
     @property
     def adapter_type(self) -> str | None:
         """The adapter of the profile's target (``duckdb``, ``snowflake``, ...), from the manifest."""
@@ -318,6 +328,7 @@ class DbtProvider:
                         "checksum": n.checksum.checksum if getattr(n, "checksum", None) else None,
                         **version_meta(n),
                         **key_meta(n, names, p),
+                        **time_spine_meta(n),
                         "adapter_type": self.adapter_type,  # its SQL is in this adapter's dialect
                         # ... unless the project names the dialect its SQL is written in
                         "dialect_from": "splice.toml"

@@ -72,6 +72,23 @@ def version_meta(n: Any) -> dict[str, object]:
     }
 
 
+#: the model MetricFlow takes for its calendar when none is configured (its legacy default)
+LEGACY_TIME_SPINE = "metricflow_time_spine"
+
+
+def time_spine_meta(n: Any) -> dict[str, object]:
+    """A semantic layer's calendar (a model with ``time_spine:``, or MetricFlow's legacy
+    ``metricflow_time_spine``): a row per day into the future, never judged as data.
+
+    >>> class M: name, time_spine = "all_days", {"standard_granularity_column": "date_day"}
+    >>> time_spine_meta(M())
+    {'time_spine': True}
+    """
+    if getattr(n, "time_spine", None) is not None or n.name == LEGACY_TIME_SPINE:
+        return {"time_spine": True}
+    return {}
+
+
 def extra_nodes(m: Any, names: dict[str, str], rel_of: dict[str, Any], p: str) -> list[Node]:
     """Unit tests (built with their model, as ``dbt build`` does) and the semantic layer
     (semantic models, metrics, saved queries: listed with their edges, never built)."""

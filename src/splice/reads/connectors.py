@@ -193,8 +193,10 @@ def dashboards(ws: Workspace) -> list[dict[str, Any]]:
     way, and the open incidents whose blast radius reaches it."""
     g = ws.graph()
     metrics_on: dict[str, list[str]] = {}
+    from splice.semantic.declared import metric_node
+
     for m in ws.config.metrics:
-        metrics_on.setdefault(m.node, []).append(m.name)
+        metrics_on.setdefault(metric_node(g, m) or "", []).append(m.name)
     reached: dict[str, list[str]] = {}
     from splice.reads import state_conn
 

@@ -122,8 +122,14 @@ def search_nodes(
     if kind is not None and kind not in kinds:
         raise InputError(f"no node kind {kind!r}.", fix=f"use one of: {', '.join(kinds)}")
     metrics: dict[str, list[tuple[str, str]]] = {}
+    from splice.semantic.declared import declaring_projects, metric_node
+
     for m in ws.config.metrics:
-        metrics.setdefault(m.node, []).append((m.name, f"{m.name} {m.description or ''}"))
+        # a semantic metric is found where it is declared: the dbt project's metric node
+        on = metric_node(g, m) if m.semantic is None else next(
+            (f"{p}:metric:{m.semantic}" for p in declaring_projects(g, m.semantic)
+             if m.project in (None, p)), None)  # fmt: skip
+        metrics.setdefault(on or "", []).append((m.name, f"{m.name} {m.description or ''}"))
     scored: dict[str, tuple[float, list[str]]] = {}
     whole = query.strip().lower()
     for n in g.nodes.values():
@@ -272,7 +278,9 @@ def node_details(ws: Workspace, node_id: str) -> dict[str, Any]:
     rec["domain"] = (
         {"name": d.name, "owners": owners_of(d), "autonomy": d.autonomy} if d is not None else None
     )
-    rec["metrics"] = sorted(m.name for m in ws.config.metrics if m.node == n.id)
+    from splice.semantic.declared import metric_node
+
+    rec["metrics"] = sorted(m.name for m in ws.config.metrics if metric_node(g, m) == n.id)
     rec["last_build"] = None
     rec["open_anomalies"] = 0
     conn = state_conn(ws)

@@ -56,11 +56,21 @@ def blast_radius(ws: Workspace, graph: Graph, origin: str) -> dict[str, Any]:
         for n in sorted(down)
         if graph.nodes[n].kind == "dashboard"
     ]  # fmt: skip
+    charts = [
+        {"node": n, "name": graph.nodes[n].name, "label": graph.nodes[n].meta.get("label"),
+         "tool": graph.nodes[n].tool, "url": graph.nodes[n].meta.get("url"),
+         "dashboards": sorted(c for c in graph.children(n) if graph.nodes[c].kind == "dashboard")}
+        for n in sorted(down)
+        if graph.nodes[n].kind == "chart"
+    ]  # fmt: skip
     reach = down | {origin}
+    from splice.semantic.declared import metric_node
+
+    on = [(m, metric_node(graph, m)) for m in ws.config.metrics]
     metrics = [
-        {"name": m.name, "node": m.node, "owner": m.owner, "domain": m.domain}
-        for m in ws.config.metrics
-        if m.node in reach
+        {"name": m.name, "node": node, "owner": m.owner, "domain": m.domain}
+        for m, node in on
+        if node in reach
     ]
     affected: list[str] = [origin] + [str(n["node"]) for n in nodes]
     by_project: dict[str, list[str]] = {}
@@ -107,7 +117,21 @@ def blast_radius(ws: Workspace, graph: Graph, origin: str) -> dict[str, Any]:
     return {
         "nodes": nodes,
         "dashboards": dashboards,
+        "charts": charts,  # a BI tool's charts ([[bi]]), each with its dashboards
         "metrics": metrics,
         "environments": environments,
         "projects": sorted({graph.nodes[n].project for n in affected}),
     }
+
+
+def refresh_reach(ws: Workspace, diagnosis: dict[str, Any], origin: str | None) -> None:
+    """An open incident's dashboards, charts and metrics as the graph has them now (a BI tool
+    read since the diagnosis, a dashboard declared since), in place; the rest of its blast
+    radius (what the repair rewrites) stays as diagnosed."""
+    graph = ws.graph()
+    blast = diagnosis.get("blast_radius")
+    if not origin or origin not in graph.nodes or not isinstance(blast, dict):
+        return
+    now = blast_radius(ws, graph, origin)
+    for key in ("dashboards", "charts", "metrics"):
+        blast[key] = now[key]

@@ -150,7 +150,7 @@ def origin_time_column(ws: Workspace, node: Node) -> str | None:
     are measured by (a source has none of its own)."""
     if node.time_column:
         return node.time_column.lower()
-    declared = [m.time for m in ws.config.metrics if m.node == node.id and m.time]
+    declared = [m.time for m in ws.config.metrics if m.node == node.id and m.time]  # SQL ones
     return declared[0].lower() if declared else None
 
 

@@ -156,6 +156,7 @@ def declared_metric(
     calendar: str | None,
 ) -> MetricSpec:
     """Validate one ``[[metrics]]`` entry against the graph and build its spec."""
+    assert m.node is not None and m.time is not None and m.value is not None  # its validator
     where = f"{CONFIG_FILE}: metric {m.name!r} (metrics[{index}])"
     node = graph.nodes.get(m.node)
     if node is None:
@@ -401,26 +402,27 @@ def watch_specs(
                     f"{CONFIG_FILE}: metric {m.name!r}: {e.message}", fix=e.fix
                 ) from None
     types = ColumnTypes(ws)
-    specs = [
-        declared_metric(
-            i,
-            m,
-            graph,
-            types,
-            dialect=ws.dialect,
-            sensitivity=wcfg.sensitivity,
-            calendar=wcfg.calendar,
-        )  # fmt: skip
-        for i, m in enumerate(ws.config.metrics)
-    ]
+    specs: list[MetricSpec] = []
+    for i, m in enumerate(ws.config.metrics):
+        if m.semantic is not None:
+            from splice.watch.semantic import semantic_metric
+
+            specs.append(semantic_metric(i, m, ws, graph, sensitivity=wcfg.sensitivity,
+                                         calendar=wcfg.calendar))  # fmt: skip
+            continue
+        specs.append(declared_metric(i, m, graph, types, dialect=ws.dialect,
+                                     sensitivity=wcfg.sensitivity, calendar=wcfg.calendar))  # fmt: skip
     if wcfg.default_monitors:
+        # a semantic layer's calendar runs years ahead: never data to judge, never "newest"
+        spines = [n.id for n in graph.nodes.values() if n.meta.get("time_spine")]
+        exclude = [*wcfg.exclude, *spines]
         monitors = default_monitors(
             graph,
             types,
             dialect=ws.dialect,
             sensitivity=wcfg.sensitivity,
             calendar=wcfg.calendar,
-            exclude=wcfg.exclude,
+            exclude=exclude,
         )
         from splice.watch.coverage import uncovered
         from splice.watch.graph_monitors import graph_monitors
@@ -428,12 +430,12 @@ def watch_specs(
 
         monitors += table_monitors(
             ws, graph, types, monitors, dialect=ws.dialect, sensitivity=wcfg.sensitivity,
-            calendar=wcfg.calendar, exclude=wcfg.exclude,
+            calendar=wcfg.calendar, exclude=exclude,
         )  # fmt: skip
 
         declared = list(specs)
         specs += uncovered(monitors, specs, ws.dialect)
         if lineage:
             specs += graph_monitors(ws, graph, types, declared, sensitivity=wcfg.sensitivity,
-                                    calendar=wcfg.calendar, exclude=wcfg.exclude)  # fmt: skip
+                                    calendar=wcfg.calendar, exclude=exclude)  # fmt: skip
     return specs

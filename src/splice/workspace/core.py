@@ -370,6 +370,11 @@ class Workspace:
             )
         )
         nodes.extend(dashboard_nodes(self.config.dashboards))
+        if self.config.bi:
+            from splice.bi.nodes import workspace_bi_nodes
+
+            nodes.extend(workspace_bi_nodes(self.root, self.config.bi, dialect=self.dialect,
+                                            default_catalog=self.default_catalog))  # fmt: skip
         self._graph = join(
             nodes, self.config, dialect=self.dialect, default_catalog=self.default_catalog
         )

@@ -18,6 +18,8 @@ The key is a SHA-256 over (:func:`graph_inputs` lists them):
   ``getenv('NAME'``; every ``DBT_*`` and ``SQLMESH_*`` variable (the tools read those as
   options); and, when a file reads the environment with a name the scan cannot see
   (``env_var(name)``, ``dict(os.environ)``), the whole environment;
+- each ``[[bi]]`` tool's last read (:mod:`splice.bi.snapshot`: asked again for its change
+  markers at most once per ``refresh``);
 - the installed versions of dbt-core, every dbt adapter, SQLMesh, sqlglot, DuckDB and dlt, and
   Splice's version with the size and modification time of each of its own source files.
 
@@ -308,6 +310,12 @@ def graph_inputs(ws: Workspace) -> tuple[str, dict[str, Any]]:
             schemas = pdir / "schemas"
             for f in sorted(schemas.glob("*")) if schemas.is_dir() else []:
                 hs.file(f"dlt {job.name} {f.name}", f, scan=False)
+    if ws.config.bi:  # each BI tool's last read, asked again as [[bi]] refresh says
+        from splice.bi.snapshot import refresh, snapshot_path
+
+        for cfg in ws.config.bi:
+            refresh(ws.root, cfg)
+            hs.file(f"bi {cfg.name}", snapshot_path(ws.root, cfg.name), scan=False)
     env = os.environ
     if hs.whole_env:
         names = {n for n in env if n not in VOLATILE_ENV}

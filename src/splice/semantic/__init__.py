@@ -1,0 +1,1 @@
+"""The semantic layers a team already declares its metrics in (dbt MetricFlow)."""

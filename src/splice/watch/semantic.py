@@ -1,0 +1,211 @@
+"""Metrics of a dbt project's semantic layer, watched as declared metrics are.
+
+``[[metrics]] semantic = "gmv"`` (with ``group_by`` and ``grain``) is measured by the query
+MetricFlow's compiler renders (:mod:`splice.semantic.metricflow`), wrapped so that it returns
+what every spec returns (``interval_start``, ``d0``.., ``m0``) from a start day. The spec is
+about the dbt model the metric's semantic model reads (its node, relation and time column),
+so blast radius, diagnosis and repair treat it as any metric on that model; a review or
+another target swaps that model's relation in the compiled SQL
+(:meth:`SemanticSpec.query`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import sqlglot
+from sqlglot import exp
+
+from splice.config.workspace import CONFIG_FILE, MetricSection
+from splice.errors import ConfigError
+from splice.graph.model import Graph, Relation
+from splice.semantic.declared import declaring_projects, metric_model
+from splice.watch.specs import INTERVAL, VALUE_DETECTORS, Measure, MetricSpec, relation_of
+
+if TYPE_CHECKING:
+    from splice.workspace.core import Workspace
+
+
+@dataclass
+class SemanticSpec(MetricSpec):
+    """A declared metric whose per-interval SQL MetricFlow compiled."""
+
+    compiled: exp.Select = field(default_factory=exp.Select, compare=False)
+    compiled_relation: Relation | None = None  # the model's relation as the compiled SQL names it
+    time_alias: str = "metric_time__day"
+    dimension_aliases: tuple[str, ...] = ()
+    value_alias: str = ""
+    semantic: str = ""  # the semantic layer's metric name
+
+    def query(self, start: date | None = None) -> exp.Select:
+        inner = self.compiled.copy()
+        if self.compiled_relation is not None and self.compiled_relation != self.relation:
+            inner = _swap(inner, self.compiled_relation, self.relation)
+        t = exp.column(self.time_alias, quoted=True)
+        selects: list[exp.Expr] = [exp.alias_(exp.cast(t, exp.DataType.build("DATE")), INTERVAL,
+                                              quoted=True)]  # fmt: skip
+        selects += [exp.alias_(exp.column(a, quoted=True), f"d{i}", quoted=True)
+                    for i, a in enumerate(self.dimension_aliases)]  # fmt: skip
+        selects.append(exp.alias_(exp.column(self.value_alias, quoted=True), "m0", quoted=True))
+        q = exp.select(*selects).from_(exp.Subquery(this=inner, alias=exp.to_identifier("mf")))
+        if start is not None:
+            since = exp.cast(exp.Literal.string(start.isoformat()), exp.DataType.build("DATE"))
+            q = q.where(exp.GTE(this=exp.cast(t.copy(), exp.DataType.build("DATE")),
+                                expression=since))  # fmt: skip
+        return q
+
+
+def _swap(q: exp.Select, old: Relation, new: Relation) -> exp.Select:
+    """``q`` reading ``new`` wherever it read ``old`` (matched by schema and name)."""
+
+    def visit(node: exp.Expr) -> exp.Expr:
+        if (
+            isinstance(node, exp.Table)
+            and node.name.lower() == old.name.lower()
+            and (node.db or "").lower() == (old.schema or "").lower()
+        ):
+            t = exp.table_(new.name, db=new.schema, catalog=new.catalog, quoted=True)
+            if node.alias:
+                t.set("alias", node.args["alias"].copy())
+            return t
+        return node
+
+    return q.transform(visit)  # type: ignore[return-value]
+
+
+def manifest_path(ws: Workspace, project: str) -> Path:
+    """The ``semantic_manifest.json`` dbt wrote for ``project`` in the workspace's target
+    (parsing the project when it is not there)."""
+    provider = ws.provider(project)
+    return Path(provider.semantic_manifest())
+
+
+def semantic_metric(
+    index: int, m: MetricSection, ws: Workspace, graph: Graph, *, sensitivity: str,
+    calendar: str | None,
+) -> SemanticSpec:  # fmt: skip
+    """Validate one ``[[metrics]] semantic = ...`` entry and build its spec."""
+    from splice.semantic.metricflow import compile_metric
+
+    assert m.semantic is not None
+    where = f"{CONFIG_FILE}: metric {m.name!r} (metrics[{index}])"
+    projects = declaring_projects(graph, m.semantic)
+    if m.project is not None:
+        projects = [p for p in projects if p == m.project]
+    if not projects:
+        declared = sorted({f"{n.project}:{n.name.split(':', 1)[1]}" for n in graph.nodes.values()
+                           if n.kind == "metric"})  # fmt: skip
+        raise ConfigError(
+            f"{where}: no dbt project"
+            + (f" named {m.project!r}" if m.project else "")
+            + f" declares a semantic metric {m.semantic!r}"
+            + (f" (declared: {', '.join(declared)})" if declared else " (no project declares any)")
+            + ".",
+            fix=f"set metrics[{index}].semantic to one `splice metrics discover` lists",
+        )
+    if len(projects) > 1:
+        raise ConfigError(
+            f"{where}: projects {', '.join(projects)} each declare {m.semantic!r}.",
+            fix=f"set metrics[{index}].project to the one to watch",
+        )
+    project = projects[0]
+    node = metric_model(graph, project, m.semantic)
+    if node is None or (relation := relation_of(node)) is None:
+        raise ConfigError(
+            f"{where}: semantic metric {project}:{m.semantic} reads no model Splice can measure.",
+            fix="check its semantic model's `model: ref(...)` in the dbt project",
+        )
+    if m.detectors is not None:
+        unknown = [d for d in m.detectors if d not in VALUE_DETECTORS]
+        if unknown:
+            raise ConfigError(
+                f"{where}: unknown detector(s) {', '.join(map(repr, unknown))}.",
+                fix=f"use a subset of: {', '.join(VALUE_DETECTORS)}",
+            )
+    try:
+        c = compile_metric(manifest_path(ws, project), m.semantic, list(m.group_by), m.grain,
+                           ws.dialect)  # fmt: skip
+    except ConfigError as e:
+        raise ConfigError(f"{where}: {e.message}", fix=e.fix) from None
+    compiled = sqlglot.parse_one(c.sql, read=ws.dialect)
+    assert isinstance(compiled, exp.Select)
+    for part in compiled.walk():
+        part.comments = None  # MetricFlow's notes on its plan: the query is the same without
+    outputs = {p.alias_or_name: p for p in compiled.selects}
+    value = outputs[c.value_alias]
+    value_expr = value.this.copy() if isinstance(value, exp.Alias) else value.copy()
+    time_cols = list(outputs[c.time_alias].find_all(exp.Column))
+    time = time_cols[0].name.lower() if time_cols else (node.time_column or "")
+    read = next((t for t in compiled.find_all(exp.Table)
+                 if t.name.lower() == relation.name.lower()), None)  # fmt: skip
+    compiled_relation = (
+        Relation(read.catalog or relation.catalog, read.db or relation.schema, read.name)
+        if read is not None
+        else relation
+    )
+    return SemanticSpec(
+        name=m.name,
+        node_id=node.id,
+        relation=relation,
+        time=time,
+        time_type="DATE",
+        dimensions=list(c.dimension_aliases),
+        grain=m.grain,
+        measures=[
+            Measure(
+                m.name,
+                f"semantic {project}:{m.semantic}",
+                "value",
+                value_expr,
+                detectors=tuple(m.detectors) if m.detectors is not None else None,
+            )
+        ],
+        declared=True,
+        owner=m.owner,
+        domain=m.domain,
+        description=m.description,
+        sensitivity=m.sensitivity or sensitivity,
+        calendar=m.calendar if m.calendar is not None else calendar,
+        compiled=compiled,
+        compiled_relation=compiled_relation,
+        time_alias=c.time_alias,
+        dimension_aliases=c.dimension_aliases,
+        value_alias=c.value_alias,
+        semantic=m.semantic,
+    )
+
+
+def discover(ws: Workspace) -> list[dict[str, object]]:
+    """Every metric the workspace's dbt projects declare in their semantic layer: what it is,
+    the dimensions it may be grouped by, whether a ``[[metrics]]`` entry watches it, and the
+    entry that would (``watch``, to paste into splice.toml)."""
+    from splice.semantic.metricflow import metrics as declared_metrics
+
+    graph = ws.graph()
+    watched: dict[tuple[str, str], list[str]] = {}
+    for m in ws.config.metrics:
+        if m.semantic is None:
+            continue
+        for p in declaring_projects(graph, m.semantic):
+            if m.project in (None, p):
+                watched.setdefault((p, m.semantic), []).append(m.name)
+    out: list[dict[str, object]] = []
+    projects = sorted({n.project for n in graph.nodes.values() if n.kind == "metric"})
+    for project in projects:
+        for sm in declared_metrics(manifest_path(ws, project), ws.dialect):
+            node = metric_model(graph, project, sm.name)
+            entry = [f'name = "{sm.name}"', f'semantic = "{sm.name}"']
+            if len(projects) > 1:
+                entry.append(f'project = "{project}"')
+            out.append({
+                "project": project, "name": sm.name, "label": sm.label,
+                "description": sm.description, "type": sm.type,
+                "dimensions": list(sm.dimensions), "semantic_models": list(sm.models),
+                "node": node.id if node is not None else None,
+                "watched_by": watched.get((project, sm.name), []),
+                "watch": "[[metrics]]\n" + "\n".join(entry),
+            })  # fmt: skip
+    return out

@@ -1,0 +1,175 @@
+"""Dashboards read from a real Superset (``[[bi]] type = "superset"``) over the stale-rates
+story's warehouse: its charts are nodes with column lineage from the rates vendor, INC-1's blast
+radius names the Superset dashboard with its link, and a wrong password, a server that is down
+and a dataset on a relation Splice does not know are each one doctor line, nothing else broken
+(the last read is kept)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cli_runner import run_cli
+from splice.bi.superset_local import server, stop
+from splice.bi.superset_seed import seed_demo
+from splice.demo import relocate
+from splice.orchestrators.local_server import ensure_running
+from splice.support.procs import quiet_local_starts
+from splice.warehouse.postgres.local_server import free_port
+
+_SUPERSET = Path(__file__).resolve().parents[2] / ".venv-superset" / "bin" / "superset"
+if _SUPERSET.exists():
+    os.environ.setdefault("SPLICE_SUPERSET", str(_SUPERSET))
+
+pytestmark = pytest.mark.skipif(
+    not _SUPERSET.exists()
+    and not os.environ.get("SPLICE_SUPERSET")
+    and not os.environ.get("SPLICE_REQUIRE_SUPERSET"),
+    reason="no .venv-superset (`make superset` builds it; SPLICE_REQUIRE_SUPERSET=1 makes "
+    "its absence a failure)",
+)
+
+USER, PASSWORD, ENV = "admin", "splice-test", "SPLICE_TEST_SUPERSET_PASSWORD"
+LINE, BAR = "superset:chart:gmv_by_day", "superset:chart:gmv_by_region_and_month"
+DASH = "superset:dashboard:gmv"
+
+
+@dataclass
+class Served:
+    url: str
+    home: Path
+    workspace: Path
+    seeded: dict[str, Any]
+
+
+def bi_entry(url: str, *, password_env: str = ENV, refresh: str = "1m") -> str:
+    return (f'\n[[bi]]\nname = "superset"\ntype = "superset"\nurl = "{url}"\n'
+            f'username = "{USER}"\npassword_env = "{password_env}"\nrefresh = "{refresh}"\n'
+            'owner = "finance"\n')  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def served(stale_story: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """A copy of the story's workspace (INC-1 open) and a Superset over its warehouse, seeded
+    with the GMV dashboard; stopped at the end."""
+    root = tmp_path_factory.mktemp("bi")
+    ws = root / "travel"
+    shutil.copytree(stale_story.build.workspace, ws, symlinks=True)
+    relocate(ws)
+    url, home = f"http://127.0.0.1:{free_port()}", root / "superset"
+    srv = server(url, home, admin_user=USER, admin_password=PASSWORD)
+    try:
+        with quiet_local_starts():
+            ensure_running(srv)
+        seeded = seed_demo(url, USER, PASSWORD, ws / "warehouse.duckdb")
+        (ws / "splice.toml").write_text((ws / "splice.toml").read_text() + bi_entry(url))
+        yield Served(url, home, ws, seeded)
+    finally:
+        stop(home)
+
+
+@pytest.fixture
+def password(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENV, PASSWORD)
+
+
+def _json(args: list[str], cwd: Path) -> Any:
+    r = run_cli([*args, "--json"], cwd=cwd)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout)
+
+
+def test_superset_charts_are_nodes_with_column_lineage(served: Served, password: None) -> None:
+    nodes = {n["id"]: n for n in _json(["ls"], served.workspace)}
+    assert nodes[DASH]["kind"] == "dashboard" and set(nodes[DASH]["upstream"]) == {LINE, BAR}
+    assert nodes[LINE]["kind"] == "chart"
+    assert "finance:fct_gmv_qtd" in nodes[LINE]["upstream"]
+    # the virtual dataset's SQL joins two relations: the chart reads both
+    assert {"finance:fct_gmv_by_currency", "finance:currency_regions"} <= set(
+        nodes[BAR]["upstream"])  # fmt: skip
+    down = _json(["lineage", "pricing:fx.daily_rates.rate_to_usd", "--downstream"],
+                 served.workspace)  # fmt: skip
+    reached = {(h["node"], h["column"]) for h in down["downstream"]}
+    assert (LINE, "gmv (usd)") in reached, reached  # the metric the line chart shows
+    assert any(n == BAR for n, _ in reached), reached
+
+
+def test_the_incident_names_the_superset_dashboard_with_its_link(
+    served: Served, password: None
+) -> None:
+    r = run_cli(["watch"], cwd=served.workspace)  # every watch derives the blast radius again
+    assert r.returncode == 0, r.stderr[-3000:]
+    blast = _json(["incident", "show", "INC-1"], served.workspace)["diagnosis"]["blast_radius"]
+    dashboards = {d["node"]: d for d in blast["dashboards"]}
+    assert dashboards[DASH]["url"] == f"{served.url}/superset/dashboard/gmv/"
+    assert dashboards[DASH]["label"] == "GMV"
+    charts = {c["node"]: c for c in blast.get("charts", [])}
+    assert charts[LINE]["url"].startswith(served.url)
+
+
+def _doctor(ws: Path) -> list[dict[str, Any]]:
+    r = run_cli(["doctor", "--no-lineage", "--json"], cwd=ws)
+    assert "Traceback" not in r.stderr
+    return list(json.loads(r.stdout)["checks"])
+
+
+def test_a_wrong_password_is_one_line_and_the_last_read_is_kept(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(ENV, PASSWORD)
+    assert DASH in {n["id"] for n in _json(["ls"], served.workspace)}
+    monkeypatch.setenv(ENV, "not-the-password")
+    found = [c for c in _doctor(served.workspace) if c["code"] == "SPL511"]
+    assert len(found) == 1
+    assert "refused the sign-in" in found[0]["message"] and "stale" in found[0]["message"]
+    assert DASH in {n["id"] for n in _json(["ls"], served.workspace)}  # kept, not lost
+
+
+def test_a_server_that_is_down_is_one_line(served: Served, password: None, tmp_path: Path) -> None:
+    ws = tmp_path / "down"
+    shutil.copytree(served.workspace, ws, symlinks=True)
+    relocate(ws)
+    text = (ws / "splice.toml").read_text().replace(served.url, f"http://127.0.0.1:{free_port()}")
+    (ws / "splice.toml").write_text(text)
+    found = [c for c in _doctor(ws) if c["code"] == "SPL511"]
+    assert len(found) == 1 and "does not answer" in found[0]["message"]
+    assert "a retry may help" in found[0]["message"]
+    r = run_cli(["ls"], cwd=ws)  # the graph still loads
+    assert r.returncode == 0, r.stderr
+
+
+def test_a_dataset_on_an_unknown_relation_is_one_line(served: Served, password: None) -> None:
+    from splice.bi.superset import Superset
+    from splice.config.bi import BISection
+
+    api = Superset(BISection(name="superset", type="superset", url=served.url, username=USER,
+                             password_env=ENV))  # fmt: skip
+    import duckdb
+
+    with duckdb.connect(str(served.workspace / "warehouse.duckdb")) as con:  # typed by hand
+        con.execute("CREATE TABLE finance.manual_adjustments AS SELECT 1 AS x")
+    made = api.call("POST", "/api/v1/dataset/", {"database": served.seeded["database_id"],
+                                                 "schema": "finance",
+                                                 "table_name": "manual_adjustments"})  # fmt: skip
+    ds = int(made["id"])
+    chart = int(api.call("POST", "/api/v1/chart/", {
+        "slice_name": "Adjustments", "viz_type": "table", "datasource_id": ds,
+        "datasource_type": "table", "dashboards": [served.seeded["dashboard_id"]],
+        "params": json.dumps({"all_columns": ["x"], "datasource": f"{ds}__table"})})["id"])  # fmt: skip
+    try:
+        found = [c for c in _doctor(served.workspace) if c["code"] == "SPL512"]
+        assert [c["node"] for c in found] == ["superset:chart:adjustments"]
+        assert "finance.manual_adjustments" in found[0]["message"]
+        r = run_cli(["lineage", "pricing:fx.daily_rates.rate_to_usd", "--downstream"],
+                    cwd=served.workspace)  # fmt: skip
+        assert r.returncode == 0, r.stderr
+    finally:
+        api.call("DELETE", f"/api/v1/chart/{chart}")
+        api.call("DELETE", f"/api/v1/dataset/{ds}")
