@@ -4,14 +4,15 @@ Over a DuckDB warehouse file: the database ``warehouse`` (opened read-only: Duck
 process write a file, and Superset must never be it), the physical dataset
 ``finance.fct_gmv_qtd``, the virtual dataset ``gmv_by_currency_region`` (:data:`VIRTUAL_SQL`),
 a chart on each and the dashboard ``GMV`` holding both. Everything is looked up by name first
-and updated in place, so seeding twice makes nothing twice.
+and updated in place, so seeding twice makes nothing twice. The calls go through
+:class:`splice.bi.superset.Superset` (its errors are :class:`splice.errors.BIError`).
 
 REST facts observed on Superset 6.1.0
 -------------------------------------
 
 Observed against ``superset run`` from ``make superset`` (:mod:`splice.bi.superset_local`),
-trimmed. ``q=`` is a URL-encoded Rison object (:func:`rison`); a column that is not a list
-column is dropped from ``columns:`` without an error.
+trimmed. ``q=`` is a URL-encoded Rison object (:func:`splice.bi.superset.rison`); a column that
+is not a list column is dropped from ``columns:`` without an error.
 
 Sign in (every later call sends ``Authorization: Bearer ACCESS``)::
 
@@ -124,7 +125,10 @@ A chart shows a layer when its ``params`` (and, for ``/api/v1/chart/ID/data/``, 
 
 Deleting a layer that a chart still lists breaks that chart: its data answers 500
 (``KeyError: 1`` in the log). Take the layer out of the chart's ``params`` and
-``query_context`` first.
+``query_context`` first. The charts that list it are found with
+``GET /api/v1/chart/?q=(columns:!(id,params))`` (``params`` is a list column,
+``query_context`` is not). A chart's ``annotation_data`` holds every annotation of each layer
+it lists (keyed by the ``name`` in the chart's entry), not only those meant for that chart.
 
 Reads open the DuckDB file only for a query (no pool): a writer's connection opens between
 them.
@@ -137,7 +141,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from splice.support import http
+from splice.bi.superset import Superset, rison
+from splice.config.bi import BISection
 
 DATABASE = "warehouse"
 PHYSICAL = "fct_gmv_qtd"
@@ -162,69 +167,34 @@ GMV_METRIC = {
 }
 
 
-def rison(value: Any) -> str:
-    """``value`` as Rison (what Superset's ``q=`` takes); strings always quoted.
-
-    >>> rison({"filters": [{"col": "name", "opr": "eq", "value": "it's GMV!"}], "page": 0})
-    "(filters:!((col:'name',opr:'eq',value:'it!'s GMV!!')),page:0)"
-    >>> rison([True, False, None, 1.5])
-    '!(!t,!f,!n,1.5)'
-    """
-    if value is True:
-        return "!t"
-    if value is False:
-        return "!f"
-    if value is None:
-        return "!n"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, str):
-        return "'" + value.replace("!", "!!").replace("'", "!'") + "'"
-    if isinstance(value, dict):
-        return "(" + ",".join(f"{k}:{rison(v)}" for k, v in value.items()) + ")"
-    if isinstance(value, list | tuple):
-        return "!(" + ",".join(rison(v) for v in value) + ")"
-    raise TypeError(f"no Rison for {type(value).__name__}")
+#: The environment variable, in a mapping of the seed's own (never ``os.environ``), that hands
+#: the admin's password to :class:`splice.bi.superset.Superset`.
+_PASSWORD_ENV = "_SPLICE_SEED_PW"
 
 
-class _Api:
-    """Superset's REST API as the admin: a JWT, then JSON calls."""
+def _api(url: str, user: str, password: str) -> Superset:
+    """Superset's REST API as ``user`` (signed in on the first call)."""
+    cfg = BISection(name="superset", type="superset", url=url, username=user,
+                    password_env=_PASSWORD_ENV)  # fmt: skip
+    return Superset(cfg, env={_PASSWORD_ENV: password})
 
-    def __init__(self, url: str, user: str, password: str) -> None:
-        self.url = url.rstrip("/")
-        login = {"username": user, "password": password, "provider": "db", "refresh": True}
-        token = self.call("POST", "/api/v1/security/login", login, auth=False)["access_token"]
-        self.headers = {"Authorization": f"Bearer {token}"}
 
-    def call(self, method: str, path: str, body: Any = None, *, auth: bool = True) -> Any:
-        from splice.errors import OrchestratorError
+def _find(api: Superset, kind: str, column: str, value: str) -> list[dict[str, Any]]:
+    """The ``kind`` objects (dashboard, chart, dataset, ...) whose ``column`` is ``value``."""
+    q = rison({"filters": [{"col": column, "opr": "eq", "value": value}], "page_size": 100})
+    return list(api.call("GET", f"/api/v1/{kind}/?q={quote(q)}")["result"])
 
-        try:
-            r = http.request(method, self.url + path, json=body, timeout=60,
-                             headers=self.headers if auth else None)  # fmt: skip
-        except http.HTTPFailure as e:
-            raise OrchestratorError(
-                f"Superset at {self.url} refused {method} {path.split('?')[0]}: {e.message}",
-                fix="read the server's log (server.log in its home)",
-                retry=e.retry,
-            ) from e
-        return r.json()
 
-    def find(self, kind: str, column: str, value: str) -> list[dict[str, Any]]:
-        """The ``kind`` objects (dashboard, chart, dataset, ...) whose ``column`` is ``value``."""
-        q = rison({"filters": [{"col": column, "opr": "eq", "value": value}], "page_size": 100})
-        return list(self.call("GET", f"/api/v1/{kind}/?q={quote(q)}")["result"])
-
-    def upsert(self, kind: str, found: list[dict[str, Any]], create: dict[str, Any],
-               update: dict[str, Any] | None = None) -> int:  # fmt: skip
-        """The id of the first ``found`` (sent ``update`` when there is one), else of a new
-        one made of ``create``."""
-        if found:
-            pk = int(found[0]["id"])
-            if update:
-                self.call("PUT", f"/api/v1/{kind}/{pk}", update)
-            return pk
-        return int(self.call("POST", f"/api/v1/{kind}/", create)["id"])
+def _upsert(api: Superset, kind: str, found: list[dict[str, Any]], create: dict[str, Any],
+            update: dict[str, Any] | None = None) -> int:  # fmt: skip
+    """The id of the first ``found`` (sent ``update`` when there is one), else of a new one
+    made of ``create``."""
+    if found:
+        pk = int(found[0]["id"])
+        if update:
+            api.call("PUT", f"/api/v1/{kind}/{pk}", update)
+        return pk
+    return int(api.call("POST", f"/api/v1/{kind}/", create)["id"])
 
 
 def _changed(want: dict[str, Any], have: dict[str, Any]) -> dict[str, Any]:
@@ -306,9 +276,9 @@ def seed_demo(url: str, user: str, password: str, warehouse: Path) -> dict[str, 
          "charts": {"GMV by day": 1, "GMV by region and month": 2}, "dashboard_id": 1,
          "dashboard_url": "http://127.0.0.1:PORT/superset/dashboard/gmv/"}
     """
-    api = _Api(url, user, password)
+    api = _api(url, user, password)
 
-    found = api.find("database", "database_name", DATABASE)
+    found = _find(api, "database", "database_name", DATABASE)
     extra = json.dumps({"engine_params": {"connect_args": {"read_only": True}}})
     database = {"sqlalchemy_uri": f"duckdb:///{warehouse.resolve()}", "extra": extra,
                 "expose_in_sqllab": True, "allow_dml": False}  # fmt: skip
@@ -319,18 +289,18 @@ def seed_demo(url: str, user: str, password: str, warehouse: Path) -> dict[str, 
             _changed({"extra": extra}, conn)
         ):
             update = database
-    db_id = api.upsert("database", found, {"database_name": DATABASE, **database}, update)
+    db_id = _upsert(api, "database", found, {"database_name": DATABASE, **database}, update)
 
     def dataset(name: str, sql: str | None) -> int:
-        found = [d for d in api.find("dataset", "table_name", name)
+        found = [d for d in _find(api, "dataset", "table_name", name)
                  if d["database"]["id"] == db_id and d["schema"] == "finance"]  # fmt: skip
         create = {"database": db_id, "schema": "finance", "table_name": name}
         create |= {"sql": sql} if sql is not None else {}
         update = _changed({"sql": sql}, found[0]) if found and sql is not None else None
-        return api.upsert("dataset", found, create, update or None)
+        return _upsert(api, "dataset", found, create, update or None)
 
     datasets = {PHYSICAL: dataset(PHYSICAL, None), VIRTUAL: dataset(VIRTUAL, VIRTUAL_SQL)}
-    dash_id = api.upsert("dashboard", api.find("dashboard", "dashboard_title", DASHBOARD),
+    dash_id = _upsert(api, "dashboard", _find(api, "dashboard", "dashboard_title", DASHBOARD),
                          {"dashboard_title": DASHBOARD, "slug": "gmv", "published": True})  # fmt: skip
     specs = {
         LINE_CHART: ("echarts_timeseries_line", datasets[PHYSICAL], "booking_date", "P1D", []),
@@ -338,7 +308,7 @@ def seed_demo(url: str, user: str, password: str, warehouse: Path) -> dict[str, 
     }
     charts: dict[str, int] = {}
     for name, (viz, ds, x_axis, grain, groupby) in specs.items():
-        found = api.find("chart", "slice_name", name)
+        found = _find(api, "chart", "slice_name", name)
         have: dict[str, Any] = {}
         if found:  # an existing chart keeps the annotation layers it shows
             have = api.call("GET", f"/api/v1/chart/{found[0]['id']}")["result"]
@@ -347,7 +317,7 @@ def seed_demo(url: str, user: str, password: str, warehouse: Path) -> dict[str, 
         want = {"viz_type": viz, "datasource_id": ds, "datasource_type": "table",
                 "dashboards": sorted({dash_id, *have.get("dashboards", [])}),
                 **_chart(ds, viz, x_axis, grain, groupby, layers)}  # fmt: skip
-        charts[name] = api.upsert("chart", found, {"slice_name": name, **want},
+        charts[name] = _upsert(api, "chart", found, {"slice_name": name, **want},
                                   _changed(want, have) or None)  # fmt: skip
     dash = api.call("GET", f"/api/v1/dashboard/{dash_id}")["result"]
     layout = {"position_json": _position([(pk, name) for name, pk in charts.items()])}

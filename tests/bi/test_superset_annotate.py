@@ -1,0 +1,218 @@
+"""An incident written onto a real Superset's charts (:mod:`splice.bi.annotate`): the demo's
+GMV dashboard is seeded, INC-1 is annotated on both charts and read back through Superset's REST
+API (the annotation, each chart's params and query_context, each chart's data call), annotated
+again (no write at all), retitled (the same annotation), and ended (the layer taken out of the
+charts and deleted, the charts still answering)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from splice.bi.annotate import LAYER, annotate, end
+from splice.bi.annotate import annotations as read_back
+from splice.bi.superset import Superset
+from splice.bi.superset_local import server, stop
+from splice.bi.superset_seed import BAR_CHART, LINE_CHART, seed_demo
+from splice.config.bi import BISection
+from splice.demo import DemoResult
+from splice.errors import BIError
+from splice.orchestrators.local_server import ensure_running
+from splice.support.procs import quiet_local_starts
+from splice.warehouse.postgres.local_server import free_port
+
+_SUPERSET = Path(__file__).resolve().parents[2] / ".venv-superset" / "bin" / "superset"
+if _SUPERSET.exists():
+    os.environ.setdefault("SPLICE_SUPERSET", str(_SUPERSET))
+
+pytestmark = pytest.mark.skipif(
+    not _SUPERSET.exists()
+    and not os.environ.get("SPLICE_SUPERSET")
+    and not os.environ.get("SPLICE_REQUIRE_SUPERSET"),
+    reason="no .venv-superset (`make superset` builds it; SPLICE_REQUIRE_SUPERSET=1 makes "
+    "its absence a failure)",
+)
+
+USER, PASSWORD, ENV = "admin", "splice-test", "SPLICE_TEST_SUPERSET_PASSWORD"
+LINK = "http://127.0.0.1:8000/incidents/INC-1"
+INC: dict[str, Any] = {"key": "INC-1", "title": "stale rates", "description": "fx_rates stopped loading.",
+       "start": dt.date(2026, 9, 14), "end": dt.date(2026, 9, 16), "link": LINK}  # fmt: skip
+
+
+@dataclass
+class Served:
+    url: str
+    home: Path
+    warehouse: Path
+    seeded: dict[str, Any]
+
+    @property
+    def charts(self) -> list[int]:
+        return [self.seeded["charts"][LINE_CHART], self.seeded["charts"][BAR_CHART]]
+
+
+class Recording(Superset):
+    """The client, keeping each call's method and path."""
+
+    def __init__(self, cfg: BISection) -> None:
+        super().__init__(cfg)
+        self.calls: list[tuple[str, str]] = []
+
+    def call(self, method: str, path: str, body: Any = None) -> Any:
+        self.calls.append((method, path.split("?")[0]))
+        return super().call(method, path, body)
+
+    def writes(self) -> list[tuple[str, str]]:
+        return [c for c in self.calls if c[0] != "GET"]
+
+
+@pytest.fixture(scope="module")
+def served(demo_build: DemoResult, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """Superset serving a copy of the demo's warehouse, seeded; stopped at the end."""
+    root = tmp_path_factory.mktemp("superset-annotate")
+    assert isinstance(demo_build.warehouse, Path)
+    warehouse = root / "warehouse.duckdb"
+    shutil.copy2(demo_build.warehouse, warehouse)  # never the build's own file
+    url, home = f"http://127.0.0.1:{free_port()}", root / "home"
+    srv = server(url, home, admin_user=USER, admin_password=PASSWORD)
+    try:
+        with quiet_local_starts():
+            ensure_running(srv)
+        yield Served(url, home, warehouse, seed_demo(url, USER, PASSWORD, warehouse))
+    finally:
+        stop(home)
+
+
+@pytest.fixture
+def api(served: Served, monkeypatch: pytest.MonkeyPatch) -> Recording:
+    monkeypatch.setenv(ENV, PASSWORD)
+    return Recording(BISection(name="superset", type="superset", url=served.url,
+                               username=USER, password_env=ENV))  # fmt: skip
+
+
+def chart_layers(api: Superset, chart_id: int) -> list[list[dict[str, Any]]]:
+    """The annotation layers the chart lists: in its params, its query_context's form_data and
+    each of its queries."""
+    chart = api.call("GET", f"/api/v1/chart/{chart_id}")["result"]
+    context = json.loads(chart["query_context"])
+    return [json.loads(chart["params"])["annotation_layers"],
+            context["form_data"]["annotation_layers"],
+            *(q["annotation_layers"] for q in context["queries"])]  # fmt: skip
+
+
+def chart_data(api: Superset, chart_id: int) -> dict[str, Any]:
+    data = api.call("GET", f"/api/v1/chart/{chart_id}/data/")["result"][0]
+    assert data["status"] == "success" and data["rowcount"] > 0, data.get("error")
+    return dict(data)
+
+
+def test_an_incident_shows_on_both_charts(served: Served, api: Recording) -> None:
+    done = annotate(api, charts=served.charts, **INC)
+    assert done["charts"] == served.charts
+    layer = api.call("GET", f"/api/v1/annotation_layer/{done['layer']}")["result"]
+    assert layer["name"] == LAYER
+    got = api.call("GET", f"/api/v1/annotation_layer/{done['layer']}/annotation/"
+                          f"{done['annotation']}")["result"]  # fmt: skip
+    assert (got["short_descr"], got["long_descr"]) == (
+        "INC-1 stale rates",
+        f"fx_rates stopped loading.\n{LINK}",
+    )
+    assert (got["start_dttm"][:19], got["end_dttm"][:19]) == (
+        "2026-09-14T00:00:00",
+        "2026-09-16T23:59:59",
+    )
+    assert json.loads(got["json_metadata"]) == {"incident": "INC-1", "link": LINK}
+    assert read_back(api) == [{"id": done["annotation"], "key": "INC-1",
+                                 "short_descr": "INC-1 stale rates",
+                                 "long_descr": f"fx_rates stopped loading.\n{LINK}",
+                                 "start": "2026-09-14T00:00:00", "end": "2026-09-16T23:59:59",
+                                 "link": LINK}]  # fmt: skip
+    for chart_id in served.charts:
+        for listed in chart_layers(api, chart_id):
+            ours = [e for e in listed if e["name"] == LAYER]
+            assert [(e["value"], e["annotationType"], e["sourceType"]) for e in ours] == [
+                (done["layer"], "INTERVAL", "NATIVE")]  # fmt: skip
+        records = chart_data(api, chart_id)["annotation_data"][LAYER]["records"]
+        assert [r["short_descr"] for r in records] == ["INC-1 stale rates"]
+        assert records[0]["end_dttm"] - records[0]["start_dttm"] == (3 * 86400 - 1) * 1000
+
+
+def test_annotating_again_writes_nothing(served: Served, api: Recording) -> None:
+    first = annotate(api, charts=served.charts, **INC)
+    api.calls.clear()
+    assert annotate(api, charts=served.charts, **INC) == first
+    assert api.writes() == []
+    assert len(read_back(api)) == 1
+
+
+def test_the_rest_of_a_chart_is_kept(served: Served, api: Recording) -> None:
+    before = {c: json.loads(api.call("GET", f"/api/v1/chart/{c}")["result"]["params"])
+              for c in served.charts}  # fmt: skip
+    annotate(api, charts=served.charts, **INC)
+    for c in served.charts:
+        after = json.loads(api.call("GET", f"/api/v1/chart/{c}")["result"]["params"])
+        assert {k: v for k, v in after.items() if k != "annotation_layers"} == {
+            k: v for k, v in before[c].items() if k != "annotation_layers"}  # fmt: skip
+    # seeding the demo again keeps the layer the charts show
+    assert seed_demo(served.url, USER, PASSWORD, served.warehouse) == served.seeded
+    assert all(any(e["name"] == LAYER for e in chart_layers(api, c)[0]) for c in served.charts)
+
+
+def test_a_new_title_updates_the_same_annotation(served: Served, api: Recording) -> None:
+    first = annotate(api, charts=served.charts, **INC)
+    api.calls.clear()
+    again = annotate(api, charts=served.charts, **{**INC, "title": "repair verified"})
+    assert again == first
+    assert api.writes() == [("PUT", f"/api/v1/annotation_layer/{first['layer']}/annotation/"
+                                    f"{first['annotation']}")]  # fmt: skip
+    assert [a["short_descr"] for a in read_back(api)] == ["INC-1 repair verified"]
+    records = chart_data(api, served.charts[0])["annotation_data"][LAYER]["records"]
+    assert [r["short_descr"] for r in records] == ["INC-1 repair verified"]
+
+
+def test_ending_removes_the_annotation_and_the_layer(served: Served, api: Recording) -> None:
+    first = annotate(api, charts=served.charts, **INC)
+    done = end(api, key="INC-1")
+    assert done == {"annotation": first["annotation"], "layer": first["layer"],
+                    "layer_deleted": True, "detached": sorted(served.charts)}  # fmt: skip
+    assert read_back(api) == []
+    assert api.listing("annotation_layer", ["id", "name"]) == []
+    for chart_id in served.charts:
+        assert chart_layers(api, chart_id) == [[], [], []]
+        assert chart_data(api, chart_id)["annotation_data"] == {}
+    api.calls.clear()
+    assert end(api, key="INC-1") == {"annotation": None, "layer": None,
+                                     "layer_deleted": False, "detached": []}  # fmt: skip
+    assert api.writes() == []
+
+
+def test_ending_one_incident_keeps_the_layer_for_another(served: Served, api: Recording) -> None:
+    annotate(api, charts=served.charts, **INC)
+    other = annotate(api, charts=served.charts[:1], **{**INC, "key": "INC-2", "title": "late"})
+    done = end(api, key="INC-1")
+    assert (done["layer_deleted"], done["detached"]) == (False, [])
+    assert [a["key"] for a in read_back(api)] == ["INC-2"]
+    for chart_id in served.charts:  # a layer is Superset's: both charts list it, both show INC-2
+        records = chart_data(api, chart_id)["annotation_data"][LAYER]["records"]
+        assert [r["short_descr"] for r in records] == ["INC-2 late"]
+    assert end(api, key="INC-2")["layer"] == other["layer"]
+    assert read_back(api) == [] and api.listing("annotation_layer", ["id"]) == []
+
+
+def test_a_wrong_password_is_a_refused_sign_in(served: Served,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    monkeypatch.setenv(ENV, "not-the-password")
+    api = Superset(BISection(name="superset", type="superset", url=served.url, username=USER,
+                             password_env=ENV))  # fmt: skip
+    with pytest.raises(BIError) as e:
+        annotate(api, charts=served.charts, **INC)
+    assert "refused the sign-in of admin" in e.value.message and "\n" not in e.value.message
+    assert e.value.retry is False and e.value.__cause__ is None and e.value.__suppress_context__
