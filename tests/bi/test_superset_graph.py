@@ -173,3 +173,84 @@ def test_a_dataset_on_an_unknown_relation_is_one_line(served: Served, password: 
     finally:
         api.call("DELETE", f"/api/v1/chart/{chart}")
         api.call("DELETE", f"/api/v1/dataset/{ds}")
+
+
+def _shown(served: Served) -> list[dict[str, Any]]:
+    from splice.bi.annotate import annotations
+    from splice.bi.superset import Superset
+    from splice.config.bi import BISection
+
+    api = Superset(BISection(name="superset", type="superset", url=served.url, username=USER,
+                             password_env=ENV))  # fmt: skip
+    return annotations(api)
+
+
+def _chart_layers(served: Served) -> dict[str, list[str]]:
+    from splice.bi.superset import Superset
+    from splice.config.bi import BISection
+
+    api = Superset(BISection(name="superset", type="superset", url=served.url, username=USER,
+                             password_env=ENV))  # fmt: skip
+    out = {}
+    for name, cid in served.seeded["charts"].items():
+        params = json.loads(api.call("GET", f"/api/v1/chart/{cid}")["result"]["params"] or "{}")
+        out[name] = [x["name"] for x in params.get("annotation_layers") or []]
+    return out
+
+
+def _audit(ws: Path, kind: str) -> list[dict[str, Any]]:
+    import sqlite3
+
+    con = sqlite3.connect(ws / ".splice" / "state.db")
+    try:
+        rows = con.execute("SELECT payload FROM repair_audit_log WHERE kind = ? ORDER BY seq",
+                           (kind,)).fetchall()  # fmt: skip
+    finally:
+        con.close()
+    return [json.loads(r[0]) for r in rows]
+
+
+def test_the_incident_is_annotated_where_finance_looks_until_it_closes(
+    served: Served, password: None
+) -> None:
+    """Runs last: it repairs INC-1."""
+    from splice import api
+    from splice.demo.story import tell_repair
+
+    toml = served.workspace / "splice.toml"
+    toml.write_text(
+        toml.read_text().replace('refresh = "1m"\n', 'refresh = "1m"\nannotate = true\n')
+    )
+    with api.open_workspace(served.workspace) as ws:
+        report = api.notify_pending(ws)
+    assert not [e for e in report.errors if "bi superset" in e], report.errors
+    shown = _shown(served)
+    assert [a["key"] for a in shown] == ["INC-1"]
+    assert shown[0]["short_descr"].startswith("INC-1 being repaired:")
+    assert shown[0]["start"][:10] == "2026-09-28" and shown[0]["end"][:10] >= "2026-09-29"
+    assert shown[0]["link"].endswith("/incidents/INC-1")
+    assert all("Splice incidents" in layers for layers in _chart_layers(served).values())
+    assert [p["incident"] for p in _audit(served.workspace, "bi-annotate")] == ["INC-1"]
+    with api.open_workspace(served.workspace) as ws:  # nothing changed: nothing written
+        api.notify_pending(ws)
+    assert len(_audit(served.workspace, "bi-annotate")) == 1
+
+    tell_repair(served.workspace, "INC-1")  # applied and verified
+    with api.open_workspace(served.workspace) as ws:
+        api.notify_pending(ws)
+        status = api.incident(ws, "INC-1").status
+    shown = _shown(served)
+    if status == "resolved":  # the verified repair closed it: the annotation is gone
+        assert shown == []
+        assert [p["incident"] for p in _audit(served.workspace, "bi-annotation-end")] == ["INC-1"]
+    else:
+        assert shown[0]["short_descr"].startswith("INC-1 repaired and verified (PR-1)")
+    r = run_cli(["watch"], cwd=served.workspace)  # the repaired days are clean: it resolves
+    assert r.returncode == 0, r.stderr[-2000:]
+    with api.open_workspace(served.workspace) as ws:
+        assert api.incident(ws, "INC-1").status == "resolved"
+    assert _shown(served) == []
+    assert not any("Splice incidents" in layers for layers in _chart_layers(served).values())
+    assert [p["incident"] for p in _audit(served.workspace, "bi-annotation-end")] == ["INC-1"]
+    out = run_cli(["audit-log", "verify"], cwd=served.workspace)
+    assert out.returncode == 0, out.stdout + out.stderr

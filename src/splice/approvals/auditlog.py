@@ -63,6 +63,8 @@ KINDS = (
     "migrate-plan", "migrate-approve", "migrate-wave", "migrate-check", "migrate-complete",
     # the log itself: an owner accepted a divergence, or re-created a lost witness
     "accept-divergence", "rewitness",
+    # writes into a BI tool ([[bi]] annotate): an incident's annotation made, changed, ended
+    "bi-annotate", "bi-annotation-end",
 )  # fmt: skip
 #: The decisions a person makes: with ``[policy] decisions = "server"`` each must be signed by
 #: a key in ``[policy] server_keys`` (splice.state.signing).

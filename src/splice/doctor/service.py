@@ -18,6 +18,11 @@ def doctor(ws: Workspace, *, lineage: bool = True) -> list[Check]:
     reported with the checks that need only the tools' configs."""
     from splice.errors import WarehouseError
 
+    if ws.config.bi:  # asked now, before the graph is built from their reads
+        from splice.bi.snapshot import refresh
+
+        for cfg in ws.config.bi:
+            refresh(ws.root, cfg, force=True)
     try:
         g = ws.graph()
     except WarehouseError as err:
@@ -45,16 +50,15 @@ def doctor(ws: Workspace, *, lineage: bool = True) -> list[Check]:
 
 
 def bi_checks(ws: Workspace, g: Any) -> list[Check]:
-    """SPL511: a ``[[bi]]`` tool that does not answer or refuses the sign-in (asked now; the
-    graph keeps its last read, stale); SPL512: a chart whose dataset reads a relation no node
+    """SPL511: a ``[[bi]]`` tool that does not answer or refuses the sign-in (asked when doctor
+    starts; the graph keeps its last read, stale); SPL512: a chart whose dataset reads a relation no node
     of the workspace writes (it stays out of every blast radius)."""
     import datetime as dt
 
-    from splice.bi.snapshot import last_read, refresh, status
+    from splice.bi.snapshot import last_read, status
 
     out: list[Check] = []
     for i, cfg in enumerate(ws.config.bi):
-        refresh(ws.root, cfg, force=True)
         st = status(ws.root, cfg.name)
         if st.get("error"):
             kept = last_read(ws.root, cfg.name)

@@ -262,6 +262,10 @@ def deliver(ws: Workspace, *, now: float | None = None) -> DeliveryReport:
     report.queued = enqueue(ws, now=now)
     if ws.config.notify or report.queued or _count(ws, "pending"):
         send_due(ws, report, now=now)
+    if any(b.annotate for b in ws.config.bi):  # incidents on the BI tools' charts
+        from splice.notify.annotations import sync
+
+        report.errors += sync(ws)
     report.pending = _count(ws, "pending") + _count(ws, "sending")
     report.seconds = round(time.perf_counter() - t0, 3)
     return report

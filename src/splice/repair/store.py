@@ -40,6 +40,9 @@ _CLEAN_RECORD_SELECT = statement(
 _VERIFIED_SELECT = statement(
     "SELECT a.proposal_id, json_extract(a.payload, '$.passed') FROM repair_audit_log a JOIN repair_proposals p ON p.proposal_id = a.proposal_id WHERE p.domain = ? AND json_extract(p.payload, '$.change_class') = ? AND a.kind = 'verify' ORDER BY a.seq"
 )
+_INCIDENT_VERIFIED = statement(
+    "SELECT a.at, json_extract(a.payload, '$.passed'), a.proposal_id FROM repair_audit_log a JOIN repair_proposals p ON p.proposal_id = a.proposal_id WHERE p.incident_id = ? AND p.status = 'applied' AND a.kind = 'verify' ORDER BY a.seq"
+)
 _SAVE_INSERT = statement(
     "INSERT INTO repair_proposals(incident_id, target, domain, status, payload, created_by, created_at, expires_at, updated_at, requester_kind, requester_auth, requester_credential, proposal_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
 )
@@ -307,3 +310,13 @@ def clean_record(state: StateStore, domain: str, change_class: str) -> int:
     for pid, decision in state.conn.execute(_CLEAN_RECORD_SELECT, (domain, change_class)):
         streak = streak + 1 if decision == "applied" and verified.get(pid) else 0
     return streak
+
+
+def incident_verified(state: StateStore, incident_id: str) -> tuple[float, str] | None:
+    """(when, proposal) of the applied repair of ``incident_id`` whose latest verification
+    passed; None while no applied repair of it has a passing latest verification."""
+    latest: dict[str, tuple[float, bool]] = {}
+    for at, passed, pid in state.conn.execute(_INCIDENT_VERIFIED, (incident_id,)):
+        latest[str(pid)] = (float(at), passed in (1, True, "1", "true"))
+    good = [(at, pid) for pid, (at, ok) in latest.items() if ok]
+    return max(good) if good else None
