@@ -17,10 +17,8 @@ from typing import Any
 import pytest
 
 from cli_runner import run_cli
-from splice.bi.superset_local import server, stop
-from splice.bi.superset_seed import seed_demo
+from splice.bi.superset_local import stop
 from splice.demo import relocate
-from splice.orchestrators.local_server import ensure_running
 from splice.support.procs import quiet_local_starts
 from splice.warehouse.postgres.local_server import free_port
 
@@ -36,7 +34,7 @@ pytestmark = pytest.mark.skipif(
     "its absence a failure)",
 )
 
-USER, PASSWORD, ENV = "admin", "splice-test", "SPLICE_TEST_SUPERSET_PASSWORD"
+USER, ENV = "admin", "SPLICE_TEST_SUPERSET_PASSWORD"
 LINE, BAR = "superset:chart:gmv_by_day", "superset:chart:gmv_by_region_and_month"
 DASH = "superset:dashboard:gmv"
 
@@ -47,37 +45,35 @@ class Served:
     home: Path
     workspace: Path
     seeded: dict[str, Any]
-
-
-def bi_entry(url: str, *, password_env: str = ENV, refresh: str = "1m") -> str:
-    return (f'\n[[bi]]\nname = "superset"\ntype = "superset"\nurl = "{url}"\n'
-            f'username = "{USER}"\npassword_env = "{password_env}"\nrefresh = "{refresh}"\n'
-            'owner = "finance"\n')  # fmt: skip
+    password: str
 
 
 @pytest.fixture(scope="module")
 def served(stale_story: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    """A copy of the story's workspace (INC-1 open) and a Superset over its warehouse, seeded
-    with the GMV dashboard; stopped at the end."""
+    """A copy of the story's workspace (INC-1 open) given the demo's Superset as
+    ``splice demo --bi superset`` gives it (splice.demo.bi: a local Superset over the
+    warehouse, the GMV dashboard, a [[bi]] entry that annotates); stopped at the end."""
+    from splice.demo.bi import HOME, use_superset
+
     root = tmp_path_factory.mktemp("bi")
     ws = root / "travel"
     shutil.copytree(stale_story.build.workspace, ws, symlinks=True)
     relocate(ws)
-    url, home = f"http://127.0.0.1:{free_port()}", root / "superset"
-    srv = server(url, home, admin_user=USER, admin_password=PASSWORD)
+    home = ws / HOME
     try:
         with quiet_local_starts():
-            ensure_running(srv)
-        seeded = seed_demo(url, USER, PASSWORD, ws / "warehouse.duckdb")
-        (ws / "splice.toml").write_text((ws / "splice.toml").read_text() + bi_entry(url))
-        yield Served(url, home, ws, seeded)
+            seeded = use_superset(ws)
+        url = seeded["dashboard_url"].split("/superset/")[0]
+        admin = json.loads((home / "admin.json").read_text())
+        assert admin["username"] == USER
+        yield Served(url, home, ws, seeded, admin["password"])
     finally:
         stop(home)
 
 
 @pytest.fixture
-def password(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(ENV, PASSWORD)
+def password(served: Served, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENV, served.password)
 
 
 def _json(args: list[str], cwd: Path) -> Any:
@@ -120,16 +116,18 @@ def _doctor(ws: Path) -> list[dict[str, Any]]:
     return list(json.loads(r.stdout)["checks"])
 
 
-def test_a_wrong_password_is_one_line_and_the_last_read_is_kept(
-    served: Served, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv(ENV, PASSWORD)
+def test_a_wrong_password_is_one_line_and_the_last_read_is_kept(served: Served) -> None:
     assert DASH in {n["id"] for n in _json(["ls"], served.workspace)}
-    monkeypatch.setenv(ENV, "not-the-password")
-    found = [c for c in _doctor(served.workspace) if c["code"] == "SPL511"]
-    assert len(found) == 1
-    assert "refused the sign-in" in found[0]["message"] and "stale" in found[0]["message"]
-    assert DASH in {n["id"] for n in _json(["ls"], served.workspace)}  # kept, not lost
+    kept = served.home / "admin.json"
+    right = kept.read_text()
+    kept.write_text(json.dumps({"username": USER, "password": "not-the-password"}))
+    try:
+        found = [c for c in _doctor(served.workspace) if c["code"] == "SPL511"]
+        assert len(found) == 1
+        assert "refused the sign-in" in found[0]["message"] and "stale" in found[0]["message"]
+        assert DASH in {n["id"] for n in _json(["ls"], served.workspace)}  # kept, not lost
+    finally:
+        kept.write_text(right)
 
 
 def test_a_server_that_is_down_is_one_line(served: Served, password: None, tmp_path: Path) -> None:

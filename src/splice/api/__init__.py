@@ -50,7 +50,7 @@ if _typing.TYPE_CHECKING:
         request_access,
         revoke_access,
     )
-    from splice.api.local import local_servers, stop_local_servers
+    from splice.api.local import local_servers, start_local_bi, stop_local_servers
     from splice.api.migrate import (
         migrate_approve,
         migrate_check,
@@ -100,6 +100,7 @@ if _typing.TYPE_CHECKING:
     from splice.approvals.witness_admin import accept_divergence, receipt_standing, rewitness
     from splice.approvals.witness_admin import reanchor as reanchor_audit_log
     from splice.approvals.witness_admin import verify_workspace as verify_audit_log
+    from splice.bi.superset_seed import seed_demo as seed_superset_demo
     from splice.doctor.checks import exit_status as doctor_exit_status
     from splice.doctor.service import doctor, project_dialects, warehouses
     from splice.lineage.query import column_lineage as lineage
@@ -278,6 +279,8 @@ _EXPORTS: dict[str, str] = {
     # -- The servers Splice starts on this machine (splice local; the demo's throwaway ones)
     "local_servers": "splice.api.local:local_servers",
     "stop_local_servers": "splice.api.local:stop_local_servers",
+    "start_local_bi": "splice.api.local:start_local_bi",
+    "seed_superset_demo": "splice.bi.superset_seed:seed_demo",
     "ensure_local_server": "splice.warehouse.connect:ensure_local_server",
     "LocalPostgres": "splice.warehouse.postgres.local_server:LocalPostgres",
     "LocalSpark": "splice.warehouse.spark.local_server:LocalSpark",
@@ -397,11 +400,13 @@ __all__ = [
     "run_plan",
     "schedule_run",
     "search_nodes",
+    "seed_superset_demo",
     "semantic_metrics",
     "serve_settings",
     "server_key",
     "sign_as_server",
     "SparkConnection",
+    "start_local_bi",
     "stop",
     "stop_local_orchestrators",
     "stop_local_servers",

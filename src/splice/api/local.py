@@ -1,7 +1,8 @@
 """The servers Splice starts on this machine for a workspace and leaves running for the next
 command: the warehouse's own PostgreSQL or Spark Connect server (``[warehouse] local``) and the
 orchestrators' local servers (``[ingestion.dagster] local``: ``dagster-webserver``;
-``[ingestion.airflow] local``: ``airflow standalone``). ``splice local status`` lists them,
+``[ingestion.airflow] local``: ``airflow standalone``) and a BI tool's (``[[bi]] local``:
+Superset). ``splice local status`` lists them,
 ``splice local stop`` stops them. Neither opens the workspace (which would start them)."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["local_servers", "stop_local_servers"]
+__all__ = ["local_servers", "start_local_bi", "stop_local_servers"]
 
 
 def _pid_in(path: Path, line: int = 0) -> int | None:
@@ -49,6 +50,16 @@ def _servers(root: Path) -> list[tuple[dict[str, Any], Any]]:
         rec = {"kind": "spark", "name": "Spark Connect", "address": str(wh.remote),
                "home": wh.local, "pid": pid, "running": bool(pid and pid_alive(pid))}  # fmt: skip
         found.append((rec, lambda: LocalSpark.stop_at(base, str(wh.remote))))
+    for b in cfg.bi:
+        if not b.local:
+            continue
+        from splice.bi.superset_local import stop as stop_superset
+
+        home = root / b.local
+        pid = _pid_in(home / "server.json")
+        rec = {"kind": b.type, "name": b.type.capitalize(), "address": b.url, "home": b.local,
+               "pid": pid, "running": bool(pid and pid_alive(pid)), "bi": b.name}  # fmt: skip
+        found.append((rec, lambda home=home: stop_superset(home)))
     for job in cfg.ingestion:
         orch = for_job(job, root)
         if orch is None or not orch.cfg.local:
@@ -76,3 +87,13 @@ def stop_local_servers(root: Any) -> list[dict[str, Any]]:
             stop()
         out.append({**rec, "stopped": rec["running"]})
     return out
+
+
+def start_local_bi(root: Any) -> list[str]:
+    """Start every ``[[bi]] local`` tool of the workspace at ``root`` that does not answer (a
+    BI tool is never started by a reading command); their URLs."""
+    from splice.bi.superset_local import start_local
+    from splice.config.workspace import load_config
+
+    base = Path(root).resolve()
+    return [start_local(base, b) for b in load_config(base).bi if b.local]

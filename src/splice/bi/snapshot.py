@@ -67,12 +67,13 @@ def status(root: Path, name: str) -> dict[str, Any]:
     return _read_json(status_path(root, name)) or {}
 
 
-def client(cfg: BISection) -> Any:
-    """The REST client of ``cfg``'s tool."""
+def client(cfg: BISection, root: Path | None = None) -> Any:
+    """The REST client of ``cfg``'s tool (``root``: the workspace, where a local tool's home
+    is)."""
     if cfg.type == "superset":
         from splice.bi.superset import Superset
 
-        return Superset(cfg)
+        return Superset(cfg, root=root)
     raise BIError(
         f"bi {cfg.name!r}: reading {cfg.type} is not supported yet (only superset is).",
         fix=f"remove the [[bi]] entry {cfg.name!r}, or declare its dashboards with [[dashboards]]",
@@ -94,7 +95,7 @@ def refresh(root: Path, cfg: BISection, *, force: bool = False) -> dict[str, Any
         return kept
     result = kept if same_place else None
     try:
-        api = client(cfg)
+        api = client(cfg, root)
         marker = api.markers()
         if result is None or result.get("marker") != marker:
             result = api.read(marker)

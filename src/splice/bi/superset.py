@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -56,10 +57,22 @@ def rison(value: Any) -> str:
     raise TypeError(f"no Rison for {type(value).__name__}")
 
 
-def credentials(cfg: BISection, env: Mapping[str, str] | None = None) -> tuple[str, str]:
-    """(user, password) for ``cfg``, from splice.toml and the environment; a one-line error
-    saying where it looked."""
+def credentials(cfg: BISection, env: Mapping[str, str] | None = None,
+                root: Path | None = None) -> tuple[str, str]:  # fmt: skip
+    """(user, password) for ``cfg``, from splice.toml and the environment (a local Superset's:
+    from its home, ``admin.json``); a one-line error saying where it looked."""
     env = os.environ if env is None else env
+    if cfg.local and not cfg.password_env:
+        kept = (root or Path.cwd()) / cfg.local / "admin.json"
+        try:
+            got = json.loads(kept.read_text())
+            return str(got["username"]), str(got["password"])
+        except (OSError, ValueError, KeyError):
+            raise BIError(
+                f"bi {cfg.name!r}: the local Superset's credentials are not in {kept}.",
+                fix="build the demo again (splice demo DIR --bi superset), or set username "
+                "and password_env",
+            ) from None
     user = cfg.username or (env.get(cfg.username_env) if cfg.username_env else None)
     if not user:
         raise BIError(
@@ -81,10 +94,12 @@ def credentials(cfg: BISection, env: Mapping[str, str] | None = None) -> tuple[s
 class Superset:
     """One Superset, signed in (lazily, on the first call)."""
 
-    def __init__(self, cfg: BISection, env: Mapping[str, str] | None = None) -> None:
+    def __init__(self, cfg: BISection, env: Mapping[str, str] | None = None,
+                 root: Path | None = None) -> None:  # fmt: skip
         self.cfg = cfg
         self.url = cfg.url
         self._env = env
+        self._root = root
         self._headers: dict[str, str] | None = None
 
     # -- calls ----------------------------------------------------------------------------
@@ -110,7 +125,7 @@ class Superset:
 
     def _login(self) -> dict[str, str]:
         if self._headers is None:
-            user, password = credentials(self.cfg, self._env)
+            user, password = credentials(self.cfg, self._env, self._root)
             body = {"username": user, "password": password, "provider": "db", "refresh": True}
             try:
                 r = http.request("POST", f"{self.url}/api/v1/security/login", json=body,

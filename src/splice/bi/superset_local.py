@@ -29,6 +29,7 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from splice.config.bi import BISection
 from splice.orchestrators import local_server
 from splice.orchestrators.local_server import LocalServer
 
@@ -77,6 +78,8 @@ def superset_command() -> Path:
     env = os.environ.get("SPLICE_SUPERSET")
     candidates = [Path(env)] if env else []
     candidates.append(Path(sys.executable).parent / "superset")
+    # `make superset` builds .venv-superset beside Splice's own .venv
+    candidates.append(Path(sys.prefix).parent / ".venv-superset" / "bin" / "superset")
     found = shutil.which("superset")
     candidates += [Path(found)] if found else []
     for c in candidates:
@@ -85,7 +88,7 @@ def superset_command() -> Path:
     raise OrchestratorError(
         "a local Superset is served with the `superset` command, but no such command was "
         f"found (looked at $SPLICE_SUPERSET={env or '(unset)'}, next to {sys.executable}, "
-        "and on PATH).",
+        f"in {Path(sys.prefix).parent / '.venv-superset'} and on PATH).",
         fix="make superset (builds .venv-superset), or install apache-superset in an "
         "environment of its own and set SPLICE_SUPERSET to its bin/superset",
     )
@@ -147,3 +150,29 @@ def stop(home: Path) -> bool:
     """Stop the local Superset recorded in ``home`` (its whole process group). Whether one
     ran."""
     return local_server.stop(home.resolve())
+
+
+def admin_of(home: Path) -> tuple[str, str]:
+    """The local Superset's admin (user, password), made once and kept in ``home/admin.json``
+    (readable by this user only)."""
+    import json
+
+    kept = home / "admin.json"
+    if not kept.exists():
+        home.mkdir(parents=True, exist_ok=True)
+        kept.touch(mode=0o600)
+        kept.write_text(json.dumps({"username": "admin", "password": secrets.token_urlsafe(18)}))
+    got = json.loads(kept.read_text())
+    return str(got["username"]), str(got["password"])
+
+
+def start_local(root: Path, cfg: BISection) -> str:
+    """Start ``cfg``'s local Superset (``[[bi]] local``: its home in the workspace) unless it
+    answers already; its URL."""
+    from splice.orchestrators.local_server import ensure_running
+
+    assert cfg.local is not None
+    home = (root / cfg.local).resolve()
+    user, password = admin_of(home)
+    ensure_running(server(cfg.url, home, admin_user=user, admin_password=password), root)
+    return cfg.url

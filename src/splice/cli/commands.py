@@ -183,6 +183,13 @@ def doctor_cmd(ctx: click.Context, as_json: bool, no_lineage: bool) -> None:
     help="Run the rates feed as a Dagster job or an Airflow DAG (served locally on 127.0.0.1): "
     "the repair's reload is queued there.",
 )
+@click.option(
+    "--bi",
+    type=click.Choice(["superset"]),
+    default=None,
+    help="Serve the finance dashboards in a local Apache Superset (make superset builds it), "
+    "read into the graph and annotated while an incident is open ([[bi]]).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
 def demo_cmd(
@@ -194,6 +201,7 @@ def demo_cmd(
     warehouse_url: str | None,
     state_url: str | None,
     orchestrator: str | None,
+    bi: str | None,
     as_json: bool,
 ) -> None:
     """Write and build the travel-marketplace demo workspace in DIRECTORY.
@@ -209,14 +217,14 @@ def demo_cmd(
         if as_json:
             told, fixed = tell(directory, incident=incident, force=force, warehouse=warehouse,
                                warehouse_url=warehouse_url, state_url=state_url,
-                               orchestrator=orchestrator)  # fmt: skip
+                               orchestrator=orchestrator, bi=bi)  # fmt: skip
             out = told.as_dict()
             emit_json({**out, "repair": fixed.as_dict()} if fixed is not None else out)
             return
         with console().status("Building the demo workspace...") as status:
             told, fixed = tell(directory, incident=incident, force=force, warehouse=warehouse,
                                progress=status.update, warehouse_url=warehouse_url,
-                               state_url=state_url, orchestrator=orchestrator)  # fmt: skip
+                               state_url=state_url, orchestrator=orchestrator, bi=bi)  # fmt: skip
         if fixed is None:
             console().print(demo_tour(told))
             return

@@ -32,6 +32,9 @@ class BISection(Strict):
     annotate: bool = False  # write open incidents onto the affected dashboards' charts
     refresh: str = "1m"  # how often a command asks the tool whether anything changed
     owner: str | None = None
+    #: Splice's own Superset on this machine (the demo's): its home, relative to the workspace,
+    #: holding the admin's credentials Splice made (admin.json); listed by `splice local status`
+    local: str | None = None
 
     @field_validator("url")
     @classmethod
@@ -52,7 +55,7 @@ class BISection(Strict):
 
     @model_validator(mode="after")
     def _credentials(self) -> BISection:
-        if self.type == "superset" and not (self.password_env or self.token_env):
+        if self.type == "superset" and not (self.password_env or self.token_env or self.local):
             raise ValueError(
                 f"bi {self.name!r}: Superset signs in with a user and password: set "
                 "password_env to the environment variable that holds the password"

@@ -83,6 +83,7 @@ class DemoResult:
     steps: dict[str, float] = field(default_factory=dict)  # step -> seconds
     elapsed_seconds: float = 0.0
     orchestrator: str | None = None  # the Dagster webserver the rates feed runs in
+    bi: str | None = None  # the BI tool's dashboard (--bi superset)
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready summary (for ``splice demo --json``)."""
@@ -97,6 +98,7 @@ class DemoResult:
             "steps": dict(self.steps),
             "elapsed_seconds": self.elapsed_seconds,
             "orchestrator": self.orchestrator,
+            "bi": self.bi,
         }
 
 
@@ -329,6 +331,7 @@ def build_demo(
     state_url: str | None = None,
     orchestrator: str | None = None,
     bookings_scale: int = 1,
+    bi: str | None = None,
 ) -> DemoResult:
     """Write the demo workspace into ``directory`` and build Q3 2026 in it.
 
@@ -342,6 +345,8 @@ def build_demo(
     (``orchestration/definitions.py``); ``"airflow"``: the Airflow DAG ``fx_rates_ingest``
     (``orchestration/airflow/``); either served on a free 127.0.0.1 port the first time Splice
     needs it (:mod:`splice.demo.orchestration`); the build itself still loads in process.
+    ``bi="superset"``: a local Superset serves the GMV dashboard over the built warehouse, read
+    and annotated through ``[[bi]]`` (:mod:`splice.demo.bi`; DuckDB only).
 
     ``incident="stale-rates"`` switches the vendor to re-serve Friday 2026-09-25's rates on
     2026-09-28 and 2026-09-29 before anything is loaded.  ``force`` replaces a demo workspace
@@ -365,6 +370,14 @@ def build_demo(
             f"--orchestrator {orchestrator!r} is not one the demo runs its rates feed in.",
             fix="pass --orchestrator dagster or airflow, or leave it out (Splice runs the "
             "feed itself)",
+        )
+    if bi not in (None, "superset"):
+        raise ConfigError(f"--bi {bi!r} is not a BI tool the demo serves.",
+                          fix="pass --bi superset, or leave it out")  # fmt: skip
+    if bi is not None and warehouse != "duckdb":
+        raise ConfigError(
+            f"--bi {bi} serves the demo's dashboards over its DuckDB file, not {warehouse}.",
+            fix="leave out --warehouse (DuckDB), or leave out --bi",
         )
     if warehouse_url and warehouse == "duckdb":
         raise ConfigError(
@@ -483,6 +496,12 @@ def build_demo(
 
         with step("check", "Checking the warehouse"):
             result.counts.update(_check_warehouse(workspace, through, start))
+
+        if bi is not None:
+            from splice.demo.bi import use_superset
+
+            with step("bi", "Serving the GMV dashboard in a local Superset (.splice/superset)"):
+                result.bi = use_superset(workspace).get("dashboard_url")
 
         result.elapsed_seconds = round(time.perf_counter() - t0, 3)
         record = {

@@ -62,12 +62,14 @@ def tell_stale_rates(
     state_url: str | None = None,
     orchestrator: str | None = None,
     bookings_scale: int = 1,
+    bi: str | None = None,
 ) -> StoryResult:
     """Build the clean quarter (from ``start``: a longer history), baseline it, let the
     vendor freeze, run on, and watch (on DuckDB, or on PostgreSQL: see :func:`build_demo`).
     ``orchestrator="dagster"`` (or ``"airflow"``): the rates feed runs there; production's
-    load of the frozen days is a run of its job there.  ``bookings_scale``: see
-    :func:`build_demo`."""
+    load of the frozen days is a run of its job there.  ``bookings_scale`` and ``bi``: see
+    :func:`build_demo` (with a BI tool, the incident is written onto its charts as the
+    commands that notify write it)."""
     from splice import api
     from splice.demo.bookings import load_bookings
     from splice.demo.build import build_demo
@@ -88,6 +90,7 @@ def tell_stale_rates(
         state_url=state_url,
         orchestrator=orchestrator,
         bookings_scale=bookings_scale,
+        bi=bi,
     )
     ws_dir = built.workspace
     with api.open_workspace(ws_dir) as ws:
@@ -119,6 +122,8 @@ def tell_stale_rates(
         )
         say("splice watch: measuring the new days")
         found = api.watch(ws)
+        if bi is not None:  # as `splice watch` does after it: told, and shown on the charts
+            api.notify_pending(ws)
     return StoryResult(
         build=built,
         baseline_points=base.points,
@@ -304,6 +309,7 @@ def tell(
     warehouse_url: str | None = None,
     state_url: str | None = None,
     orchestrator: str | None = None,
+    bi: str | None = None,
 ) -> tuple[Any, RepairStory | None]:
     """What ``splice demo`` does: the build (no incident), or the whole stale-rates story and
     its repair (see :func:`throwaway_server` for the PostgreSQL and the Dagster Splice starts
@@ -314,12 +320,17 @@ def tell(
     if incident != "stale-rates":
         built = build_demo(workspace, incident=incident, force=force, progress=progress,
                            warehouse=warehouse, warehouse_url=warehouse_url,
-                           state_url=state_url, orchestrator=orchestrator)  # fmt: skip
+                           state_url=state_url, orchestrator=orchestrator, bi=bi)  # fmt: skip
         return built, None
     story = tell_stale_rates(workspace, force=force, progress=progress, warehouse=warehouse,
                              warehouse_url=warehouse_url, state_url=state_url,
-                             orchestrator=orchestrator)  # fmt: skip
+                             orchestrator=orchestrator, bi=bi)  # fmt: skip
     fixed = tell_repair(story.build.workspace, story.incidents[0].incident_id, progress=progress)
+    if bi is not None:
+        from splice import api
+
+        with api.open_workspace(story.build.workspace) as ws:  # the verified repair, shown
+            api.notify_pending(ws)
     return story, fixed
 
 

@@ -47,7 +47,20 @@ def demo_tour(result: Any) -> str:
         "  splice watch --backfill                     # baseline the numbers; detect anomalies",
         "(splice is in .venv/bin; `source .venv/bin/activate` puts it on your PATH)",
     ]
+    lines += _bi_lines(getattr(result, "bi", None))
     return "\n".join(lines)
+
+
+def _bi_lines(dashboard: str | None) -> list[str]:
+    """With --bi superset: where the dashboard is, and what reads it (the Superset runs on)."""
+    if not dashboard:
+        return []
+    return [
+        f"The GMV dashboard in Superset: {dashboard} (user admin, password in "
+        ".splice/superset/admin.json; left running: `splice local stop` stops it)",
+        "  splice ls -s 'superset:*'                   # its dashboard and charts, read into the graph",
+        "  splice metrics discover                     # the semantic-layer metrics dbt declares",
+    ]
 
 
 def story_tour(story: Any, repair: Any = None) -> str:

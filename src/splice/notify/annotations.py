@@ -78,7 +78,7 @@ def sync(ws: Workspace) -> list[str]:
             continue
         try:
             want = _wanted(ws, cfg.name)
-            api = client(cfg)
+            api = client(cfg, ws.root)
             have = {str(a["key"]): a for a in annotations(api)}
             for key, w in sorted(want.items()):
                 shown = have.get(key)
