@@ -110,6 +110,21 @@ def test_the_incident_names_the_superset_dashboard_with_its_link(
     assert charts[LINE]["url"].startswith(served.url)
 
 
+def test_the_incident_page_links_the_superset_dashboard_and_charts(
+    served: Served, password: None
+) -> None:
+    from tests.web.web_support import served_site
+
+    with served_site(served.workspace, people=("rita",)) as site:
+        page = site.client("rita").get("/incidents/INC-1")
+    assert page.status_code == 200
+    html = page.text
+    assert f'href="{served.url}/superset/dashboard/gmv/"' in html
+    charts = html.split('data-testid="blast-charts"', 1)[1].split("</section>", 1)[0]
+    assert "GMV by day" in charts and "GMV by region and month" in charts
+    assert f'href="{served.url}/explore/?slice_id=' in charts
+
+
 def _doctor(ws: Path) -> list[dict[str, Any]]:
     r = run_cli(["doctor", "--no-lineage", "--json"], cwd=ws)
     assert "Traceback" not in r.stderr

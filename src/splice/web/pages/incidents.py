@@ -49,6 +49,7 @@ def _blast(b: dict[str, Any]) -> dict[str, Any]:
     return {
         "projects": sorted(projects.items()),
         "dashboards": b.get("dashboards") or [],
+        "charts": b.get("charts") or [],
         "metrics": b.get("metrics") or [],
         "environments": b.get("environments") or [],
         "count": len(b.get("nodes") or []),
