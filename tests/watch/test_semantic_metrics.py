@@ -146,3 +146,50 @@ def test_a_broken_semantic_metric_is_one_line_and_measures_nothing(
         assert d.returncode != 0
         codes = [c["code"] for c in json.loads(d.stdout)["checks"]]
         assert "SPL501" in codes
+
+
+SQLMESH_METRIC = """METRIC (
+  name gmv_pricing,
+  expression SUM(marts.agg_gmv_daily.gmv_usd),
+  description 'GMV in USD as pricing publishes it'
+);
+"""
+
+
+def test_a_sqlmesh_metric_is_watched_through_sqlmeshs_rewriter(story_copy: Path) -> None:
+    """A SQLMesh project's METRIC, watched by name: SQLMesh's metric rewriter expands it over
+    the measure's model; its days equal the SQL metric on the same model, its dimension
+    (the model's currency) splits it, and discover lists it with its project."""
+    (story_copy / "pricing" / "metrics").mkdir(exist_ok=True)
+    (story_copy / "pricing" / "metrics" / "gmv.sql").write_text(SQLMESH_METRIC)
+    toml = story_copy / "splice.toml"
+    toml.write_text(toml.read_text() + '\n[[metrics]]\nname = "gmv_pricing"\n'
+                    'semantic = "gmv_pricing"\ngroup_by = ["currency"]\nowner = "pricing"\n')  # fmt: skip
+    found = {m["name"]: m for m in json.loads(
+        run_cli(["metrics", "discover", "--json"], cwd=story_copy).stdout)}  # fmt: skip
+    assert found["gmv_pricing"]["project"] == "pricing"
+    assert found["gmv_pricing"]["node"] == "pricing:marts.agg_gmv_daily"
+    assert found["gmv_pricing"]["watched_by"] == ["gmv_pricing"]
+    r = run_cli(["watch", "--json"], cwd=story_copy)
+    assert r.returncode == 0, r.stderr[-2000:]
+    spec = next(m for m in json.loads(r.stdout)["metrics"] if m["name"] == "gmv_pricing")
+    assert "SUM(" in spec["sql"].upper() and "agg_gmv_daily" in spec["sql"]
+    con = sqlite3.connect(story_copy / ".splice" / "state.db")
+    try:
+        per_day = dict(con.execute(
+            "SELECT p.interval_start, SUM(p.value) FROM watch_points p JOIN watch_series s "
+            "USING (series_id) WHERE s.metric = 'gmv_pricing' GROUP BY 1").fetchall())  # fmt: skip
+        currencies = con.execute("SELECT COUNT(*) FROM watch_series WHERE metric = "
+                                 "'gmv_pricing'").fetchone()[0]  # fmt: skip
+    finally:
+        con.close()
+    assert currencies == 30
+    sql = _points(story_copy, "gmv_usd")
+    assert len(per_day) == len(sql)
+    for day, v in sql.items():
+        assert per_day[day] == pytest.approx(v, rel=1e-9), day
+    bad = toml.read_text().replace('group_by = ["currency"]', 'group_by = ["nope"]')
+    toml.write_text(bad)
+    r = run_cli(["watch"], cwd=story_copy)
+    assert r.returncode != 0 and "SQLMesh cannot expand metric 'gmv_pricing'" in r.stderr
+    assert "Traceback" not in r.stderr

@@ -91,11 +91,11 @@ def bi_checks(ws: Workspace, g: Any) -> list[Check]:
 
 
 def semantic_checks(ws: Workspace, g: Any) -> list[Check]:
-    """SPL501: a ``[[metrics]] semantic = ...`` entry whose metric MetricFlow no longer
-    compiles (renamed or removed in the dbt project, a group_by it no longer has)."""
+    """SPL501: a ``[[metrics]] semantic = ...`` entry whose metric its tool (MetricFlow, SQLMesh)
+    no longer compiles (renamed or removed in the project, a group_by it no longer has)."""
     from splice.errors import ConfigError
-    from splice.semantic.declared import declaring_projects
-    from splice.semantic.metricflow import compile_metric
+    from splice.semantic.compile import compile_semantic
+    from splice.semantic.declared import declaring_projects, metric_model
 
     out: list[Check] = []
     for i, m in enumerate(ws.config.metrics):
@@ -105,16 +105,18 @@ def semantic_checks(ws: Workspace, g: Any) -> list[Check]:
         where = f"metric {m.name!r} (metrics[{i}]): semantic metric {m.semantic!r}"
         if len(projects) != 1:
             what = (
-                "is declared by no dbt project"
+                "is declared by no dbt or SQLMesh project"
                 if not projects
                 else (f"is declared by {', '.join(projects)}: name one with project")
             )
             out.append(Check("SPL501", "error", m.name, f"{where} {what}",
                              "correct semantic (`splice metrics discover` lists them)"))  # fmt: skip
             continue
+        node = metric_model(g, projects[0], m.semantic)
         try:
-            manifest = ws.provider(projects[0]).semantic_manifest()
-            compile_metric(manifest, m.semantic, list(m.group_by), m.grain, ws.dialect)
+            if node is None:
+                raise ConfigError("it reads no model Splice can measure.", fix="check its model")
+            compile_semantic(ws, projects[0], m.semantic, list(m.group_by), m.grain, node)
         except ConfigError as e:
             out.append(Check("SPL501", "error", m.name,
                              f"{where} no longer compiles: {e.message}", e.fix or ""))  # fmt: skip

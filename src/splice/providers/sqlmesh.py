@@ -326,8 +326,31 @@ class SqlmeshProvider:
                     )
                 )
         nodes += self._standalone_audit_nodes(ids)
+        nodes += self._metric_nodes(ids, models)
         self._ids = ids
         return nodes
+
+    def _metric_nodes(self, ids: dict[str, str], models: dict[str, Any]) -> list[Node]:
+        """The project's ``METRIC`` definitions (``metrics/``), as dbt's semantic-layer metrics
+        are listed: a ``metric`` node depending on the models its measures and dimensions
+        read; never built."""
+        p = self.ctx.project_name
+        by_name = {str(m.name).lower(): fqn for fqn, m in models.items()}
+        out: list[Node] = []
+        for name, metric in sorted((getattr(self.context, "metrics", None) or {}).items()):
+            tables: set[str] = set()
+            for measure, dims in metric.aggs.values():
+                tables.add(str(measure).lower())
+                tables.update(str(d).lower() for d in dims)
+            deps = sorted(ids[by_name[t]] for t in tables if t in by_name)
+            out.append(Node(
+                id=f"{p}:metric:{name}", project=p, name=f"metric:{name}", kind="metric",
+                tool="sqlmesh", depends_on=deps, language="none", owner=metric.owner,
+                description=metric.description,
+                meta={"expression": metric.expanded.sql(dialect=metric.dialect or None),
+                      "measures": sorted(str(m).lower() for m, _ in metric.aggs.values())},
+            ))  # fmt: skip
+        return out
 
     def _standalone_audits(self) -> dict[str, Any]:
         """SQLMesh's standalone audits (``audits/*.sql`` with ``standalone true``) by name."""

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import date
-from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import sqlglot
 from sqlglot import exp
@@ -22,6 +21,7 @@ from sqlglot import exp
 from splice.config.workspace import CONFIG_FILE, MetricSection
 from splice.errors import ConfigError
 from splice.graph.model import Graph, Relation
+from splice.semantic.compile import compile_semantic, manifest_path
 from splice.semantic.declared import declaring_projects, metric_model
 from splice.watch.specs import INTERVAL, VALUE_DETECTORS, Measure, MetricSpec, relation_of
 
@@ -76,20 +76,11 @@ def _swap(q: exp.Select, old: Relation, new: Relation) -> exp.Select:
     return q.transform(visit)  # type: ignore[return-value]
 
 
-def manifest_path(ws: Workspace, project: str) -> Path:
-    """The ``semantic_manifest.json`` dbt wrote for ``project`` in the workspace's target
-    (parsing the project when it is not there)."""
-    provider = ws.provider(project)
-    return Path(provider.semantic_manifest())
-
-
 def semantic_metric(
     index: int, m: MetricSection, ws: Workspace, graph: Graph, *, sensitivity: str,
     calendar: str | None,
 ) -> SemanticSpec:  # fmt: skip
     """Validate one ``[[metrics]] semantic = ...`` entry and build its spec."""
-    from splice.semantic.metricflow import compile_metric
-
     assert m.semantic is not None
     where = f"{CONFIG_FILE}: metric {m.name!r} (metrics[{index}])"
     projects = declaring_projects(graph, m.semantic)
@@ -99,7 +90,7 @@ def semantic_metric(
         declared = sorted({f"{n.project}:{n.name.split(':', 1)[1]}" for n in graph.nodes.values()
                            if n.kind == "metric"})  # fmt: skip
         raise ConfigError(
-            f"{where}: no dbt project"
+            f"{where}: no dbt or SQLMesh project"
             + (f" named {m.project!r}" if m.project else "")
             + f" declares a semantic metric {m.semantic!r}"
             + (f" (declared: {', '.join(declared)})" if declared else " (no project declares any)")
@@ -116,7 +107,7 @@ def semantic_metric(
     if node is None or (relation := relation_of(node)) is None:
         raise ConfigError(
             f"{where}: semantic metric {project}:{m.semantic} reads no model Splice can measure.",
-            fix="check its semantic model's `model: ref(...)` in the dbt project",
+            fix="check the model its semantic model (dbt) or measure (SQLMesh) reads",
         )
     if m.detectors is not None:
         unknown = [d for d in m.detectors if d not in VALUE_DETECTORS]
@@ -126,8 +117,7 @@ def semantic_metric(
                 fix=f"use a subset of: {', '.join(VALUE_DETECTORS)}",
             )
     try:
-        c = compile_metric(manifest_path(ws, project), m.semantic, list(m.group_by), m.grain,
-                           ws.dialect)  # fmt: skip
+        c = compile_semantic(ws, project, m.semantic, list(m.group_by), m.grain, node)
     except ConfigError as e:
         raise ConfigError(f"{where}: {e.message}", fix=e.fix) from None
     compiled = sqlglot.parse_one(c.sql, read=ws.dialect)
@@ -135,7 +125,14 @@ def semantic_metric(
     for part in compiled.walk():
         part.comments = None  # MetricFlow's notes on its plan: the query is the same without
     outputs = {p.alias_or_name: p for p in compiled.selects}
-    value = outputs[c.value_alias]
+    value = next(
+        (
+            a
+            for a in compiled.find_all(exp.Alias)
+            if a.alias == c.value_alias and a.this.find(exp.AggFunc)
+        ),
+        outputs[c.value_alias],
+    )  # the aggregate itself, where the query computes it
     value_expr = value.this.copy() if isinstance(value, exp.Alias) else value.copy()
     time_cols = list(outputs[c.time_alias].find_all(exp.Column))
     time = time_cols[0].name.lower() if time_cols else (node.time_column or "")
@@ -179,7 +176,8 @@ def semantic_metric(
 
 
 def discover(ws: Workspace) -> list[dict[str, object]]:
-    """Every metric the workspace's dbt projects declare in their semantic layer: what it is,
+    """Every metric the workspace's projects declare in their semantic layer (dbt's MetricFlow
+    metrics, SQLMesh's ``METRIC`` definitions): what it is,
     the dimensions it may be grouped by, whether a ``[[metrics]]`` entry watches it, and the
     entry that would (``watch``, to paste into splice.toml)."""
     from splice.semantic.metricflow import metrics as declared_metrics
@@ -194,8 +192,11 @@ def discover(ws: Workspace) -> list[dict[str, object]]:
                 watched.setdefault((p, m.semantic), []).append(m.name)
     out: list[dict[str, object]] = []
     projects = sorted({n.project for n in graph.nodes.values() if n.kind == "metric"})
+    formats = {p.name: p.format for p in ws.config.projects}
     for project in projects:
-        for sm in declared_metrics(manifest_path(ws, project), ws.dialect):
+        found = (_sqlmesh_metrics(graph, project) if formats.get(project) == "sqlmesh"
+                 else declared_metrics(manifest_path(ws, project), ws.dialect))  # fmt: skip
+        for sm in found:
             node = metric_model(graph, project, sm.name)
             entry = [f'name = "{sm.name}"', f'semantic = "{sm.name}"']
             if len(projects) > 1:
@@ -208,4 +209,30 @@ def discover(ws: Workspace) -> list[dict[str, object]]:
                 "watched_by": watched.get((project, sm.name), []),
                 "watch": "[[metrics]]\n" + "\n".join(entry),
             })  # fmt: skip
+    return out
+
+
+def _sqlmesh_metrics(graph: Graph, project: str) -> list[Any]:
+    """A SQLMesh project's metrics as :func:`discover` lists them (from the graph: no SQLMesh
+    load); the dimensions are its measure model's columns but the time column."""
+    from splice.semantic.metricflow import SemanticMetric
+
+    out = []
+    for n in sorted(graph.nodes.values(), key=lambda n: n.id):
+        if n.project != project or n.kind != "metric":
+            continue
+        name = n.name.split(":", 1)[1]
+        model = metric_model(graph, project, name)
+        dims = sorted(c for c in (model.columns if model else {})
+                      if c != (model.time_column if model else None))  # fmt: skip
+        out.append(
+            SemanticMetric(
+                name=name,
+                label=None,
+                description=n.description,
+                type="sqlmesh",
+                dimensions=tuple(dims),
+                models=tuple(str(x) for x in n.meta.get("measures") or ()),  # type: ignore[attr-defined]
+            )
+        )
     return out
