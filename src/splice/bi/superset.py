@@ -123,26 +123,60 @@ class Superset:
             retry=e.retry,
         )
 
-    def _login(self) -> dict[str, str]:
-        if self._headers is None:
-            user, password = credentials(self.cfg, self._env, self._root)
-            body = {"username": user, "password": password, "provider": "db", "refresh": True}
+    #: how long a kept access token is used (Superset's own expire after 15 minutes)
+    TOKEN_TTL = 600.0
+
+    def _token_file(self) -> Path | None:
+        """Where the access token is kept between commands (in the workspace, this user's
+        only): signing in costs Superset a password hash, a third of a second."""
+        return self._root / ".splice" / "bi" / f"{self.cfg.name}.token" if self._root else None
+
+    def _login(self, *, fresh: bool = False) -> dict[str, str]:
+        import time
+
+        if self._headers is not None and not fresh:
+            return self._headers
+        user, password = credentials(self.cfg, self._env, self._root)
+        who = hashlib.sha256(f"{self.url}\0{user}\0{password}".encode()).hexdigest()
+        kept = self._token_file()
+        if kept is not None and not fresh:
             try:
-                r = http.request("POST", f"{self.url}/api/v1/security/login", json=body,
-                                 timeout=30, retry=http.ONCE)  # fmt: skip
-            except http.HTTPFailure as e:
-                raise self._fail(f"the sign-in of {user}", e) from None
-            self._headers = {"Authorization": f"Bearer {r.json()['access_token']}"}
+                got = json.loads(kept.read_text())
+                if got["who"] == who and time.time() - float(got["at"]) < self.TOKEN_TTL:
+                    self._headers = {"Authorization": f"Bearer {got['token']}"}
+                    return self._headers
+            except (OSError, ValueError, KeyError):
+                pass
+        body = {"username": user, "password": password, "provider": "db", "refresh": True}
+        try:
+            r = http.request("POST", f"{self.url}/api/v1/security/login", json=body,
+                             timeout=30, retry=http.ONCE)  # fmt: skip
+        except http.HTTPFailure as e:
+            raise self._fail(f"the sign-in of {user}", e) from None
+        token = str(r.json()["access_token"])
+        self._headers = {"Authorization": f"Bearer {token}"}
+        if kept is not None:
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            kept.touch(mode=0o600)
+            kept.write_text(json.dumps({"who": who, "at": time.time(), "token": token}))
         return self._headers
 
     def call(self, method: str, path: str, body: Any = None) -> Any:
-        """One JSON call as the signed-in user."""
-        headers = self._login()
-        try:
-            r = http.request(method, self.url + path, json=body, headers=headers, timeout=60)
-        except http.HTTPFailure as e:
-            raise self._fail(f"{method} {path.split('?')[0]}", e) from None
-        return r.json()
+        """One JSON call as the signed-in user (signed in again once if Superset no longer
+        takes the kept token)."""
+        for attempt in (0, 1):
+            headers = self._login(fresh=attempt == 1)
+            try:
+                r = http.request(method, self.url + path, json=body, headers=headers,
+                                 timeout=60)  # fmt: skip
+            except http.ErrorStatus as e:
+                if e.status == 401 and attempt == 0:
+                    continue
+                raise self._fail(f"{method} {path.split('?')[0]}", e) from None
+            except http.HTTPFailure as e:
+                raise self._fail(f"{method} {path.split('?')[0]}", e) from None
+            return r.json()
+        raise AssertionError("unreachable")
 
     def listing(self, kind: str, columns: list[str], **q: Any) -> list[dict[str, Any]]:
         """Every ``kind`` object (dashboard, chart, dataset, ...), page by page."""
