@@ -8,55 +8,27 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
-import shutil
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from superset_support import PASSWORD, USER, Served, needs_superset, seeded_superset
 
 from splice.bi.annotate import LAYER, annotate, end
 from splice.bi.annotate import annotations as read_back
 from splice.bi.superset import Superset
-from splice.bi.superset_local import server, stop
-from splice.bi.superset_seed import BAR_CHART, LINE_CHART, seed_demo
+from splice.bi.superset_seed import seed_demo
 from splice.config.bi import BISection
 from splice.demo import DemoResult
 from splice.errors import BIError
-from splice.orchestrators.local_server import ensure_running
-from splice.support.procs import quiet_local_starts
-from splice.warehouse.postgres.local_server import free_port
 
-_SUPERSET = Path(__file__).resolve().parents[2] / ".venv-superset" / "bin" / "superset"
-if _SUPERSET.exists():
-    os.environ.setdefault("SPLICE_SUPERSET", str(_SUPERSET))
+pytestmark = needs_superset
 
-pytestmark = pytest.mark.skipif(
-    not _SUPERSET.exists()
-    and not os.environ.get("SPLICE_SUPERSET")
-    and not os.environ.get("SPLICE_REQUIRE_SUPERSET"),
-    reason="no .venv-superset (`make superset` builds it; SPLICE_REQUIRE_SUPERSET=1 makes "
-    "its absence a failure)",
-)
-
-USER, PASSWORD, ENV = "admin", "splice-test", "SPLICE_TEST_SUPERSET_PASSWORD"
+ENV = "SPLICE_TEST_SUPERSET_PASSWORD"
 LINK = "http://127.0.0.1:8000/incidents/INC-1"
 INC: dict[str, Any] = {"key": "INC-1", "title": "stale rates", "description": "fx_rates stopped loading.",
        "start": dt.date(2026, 9, 14), "end": dt.date(2026, 9, 16), "link": LINK}  # fmt: skip
-
-
-@dataclass
-class Served:
-    url: str
-    home: Path
-    warehouse: Path
-    seeded: dict[str, Any]
-
-    @property
-    def charts(self) -> list[int]:
-        return [self.seeded["charts"][LINE_CHART], self.seeded["charts"][BAR_CHART]]
 
 
 class Recording(Superset):
@@ -77,18 +49,9 @@ class Recording(Superset):
 @pytest.fixture(scope="module")
 def served(demo_build: DemoResult, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """Superset serving a copy of the demo's warehouse, seeded; stopped at the end."""
-    root = tmp_path_factory.mktemp("superset-annotate")
     assert isinstance(demo_build.warehouse, Path)
-    warehouse = root / "warehouse.duckdb"
-    shutil.copy2(demo_build.warehouse, warehouse)  # never the build's own file
-    url, home = f"http://127.0.0.1:{free_port()}", root / "home"
-    srv = server(url, home, admin_user=USER, admin_password=PASSWORD)
-    try:
-        with quiet_local_starts():
-            ensure_running(srv)
-        yield Served(url, home, warehouse, seed_demo(url, USER, PASSWORD, warehouse))
-    finally:
-        stop(home)
+    with seeded_superset(demo_build.warehouse, tmp_path_factory.mktemp("superset-annotate")) as s:
+        yield s
 
 
 @pytest.fixture

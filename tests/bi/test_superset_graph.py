@@ -7,7 +7,6 @@ and a dataset on a relation Splice does not know are each one doctor line, nothi
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from superset_support import USER, needs_superset
 
 from cli_runner import run_cli
 from splice.bi.superset_local import stop
@@ -22,19 +22,9 @@ from splice.demo import relocate
 from splice.support.procs import quiet_local_starts
 from splice.warehouse.postgres.local_server import free_port
 
-_SUPERSET = Path(__file__).resolve().parents[2] / ".venv-superset" / "bin" / "superset"
-if _SUPERSET.exists():
-    os.environ.setdefault("SPLICE_SUPERSET", str(_SUPERSET))
+pytestmark = needs_superset
 
-pytestmark = pytest.mark.skipif(
-    not _SUPERSET.exists()
-    and not os.environ.get("SPLICE_SUPERSET")
-    and not os.environ.get("SPLICE_REQUIRE_SUPERSET"),
-    reason="no .venv-superset (`make superset` builds it; SPLICE_REQUIRE_SUPERSET=1 makes "
-    "its absence a failure)",
-)
-
-USER, ENV = "admin", "SPLICE_TEST_SUPERSET_PASSWORD"
+ENV = "SPLICE_TEST_SUPERSET_PASSWORD"
 LINE, BAR = "superset:chart:gmv_by_day", "superset:chart:gmv_by_region_and_month"
 DASH = "superset:dashboard:gmv"
 

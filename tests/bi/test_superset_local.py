@@ -4,17 +4,14 @@ opening it finds, through Superset's REST API, and the warehouse still Splice's 
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pytest
+from superset_support import PASSWORD, USER, Served, needs_superset, seeded_superset
 
-from splice.bi.superset_local import server, stop
 from splice.bi.superset_seed import (
     BAR_CHART,
     DASHBOARD,
@@ -25,35 +22,14 @@ from splice.bi.superset_seed import (
     seed_demo,
 )
 from splice.demo import DemoResult
-from splice.orchestrators.local_server import ensure_running
 from splice.support import http
-from splice.support.procs import quiet_local_starts
-from splice.warehouse.postgres.local_server import free_port
 
 # Superset has an environment of its own (`make superset`); `make test` names it, and so does
 # this for a pytest run started by hand (as tests/conftest.py does for Airflow).
-_SUPERSET = Path(__file__).resolve().parents[2] / ".venv-superset" / "bin" / "superset"
-if _SUPERSET.exists():
-    os.environ.setdefault("SPLICE_SUPERSET", str(_SUPERSET))
-
-pytestmark = pytest.mark.skipif(
-    not _SUPERSET.exists()
-    and not os.environ.get("SPLICE_SUPERSET")
-    and not os.environ.get("SPLICE_REQUIRE_SUPERSET"),
-    reason="no .venv-superset (`make superset` builds it; SPLICE_REQUIRE_SUPERSET=1 makes "
-    "its absence a failure)",
-)
-
-USER, PASSWORD = "admin", "splice-test"
+pytestmark = needs_superset
 
 
-@dataclass
-class Superset:
-    url: str
-    home: Path
-    warehouse: Path
-    seeded: dict[str, Any]
-
+class Superset(Served):
     def get(self, path: str) -> Any:
         login = {"username": USER, "password": PASSWORD, "provider": "db"}
         token = http.request("POST", f"{self.url}/api/v1/security/login", json=login).json()
@@ -65,18 +41,9 @@ class Superset:
 def superset(demo_build: DemoResult, tmp_path_factory: pytest.TempPathFactory,
              ) -> Iterator[Superset]:  # fmt: skip
     """Superset serving a copy of the demo's warehouse, seeded; stopped at the end."""
-    root = tmp_path_factory.mktemp("superset")
     assert isinstance(demo_build.warehouse, Path)
-    warehouse = root / "warehouse.duckdb"
-    shutil.copy2(demo_build.warehouse, warehouse)  # never the build's own file
-    url, home = f"http://127.0.0.1:{free_port()}", root / "home"
-    srv = server(url, home, admin_user=USER, admin_password=PASSWORD)
-    try:
-        with quiet_local_starts():
-            ensure_running(srv)
-        yield Superset(url, home, warehouse, seed_demo(url, USER, PASSWORD, warehouse))
-    finally:
-        stop(home)
+    with seeded_superset(demo_build.warehouse, tmp_path_factory.mktemp("superset")) as s:
+        yield Superset(s.url, s.home, s.warehouse, s.seeded)
 
 
 def test_the_gmv_dashboard_shows_both_charts_with_data(superset: Superset) -> None:

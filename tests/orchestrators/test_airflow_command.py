@@ -16,11 +16,13 @@ def test_no_airflow_command_is_one_line_saying_where_it_looked(
     missing = tmp_path / "bin" / "airflow"
     monkeypatch.setenv("SPLICE_AIRFLOW", str(missing))
     monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr("sys.prefix", str(tmp_path / "venv"))  # no .venv-airflow beside it
     with pytest.raises(OrchestratorError) as e:
         airflow_command()
     text = e.value.one_line()
     assert "no such command was found" in text
     assert f"$SPLICE_AIRFLOW={missing}" in text and "on PATH" in text
+    assert str(tmp_path / ".venv-airflow" / "bin") in text  # where `make airflow` puts it
     assert "make airflow" in text
 
 

@@ -87,6 +87,7 @@ def test_a_missing_airflow_command_says_where_it_looked(
 
     monkeypatch.setenv("SPLICE_AIRFLOW", str(tmp_path / "nowhere" / "airflow"))
     monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr("sys.prefix", str(tmp_path / "venv"))  # no .venv-airflow beside it
     with pytest.raises(OrchestratorError) as e:
         airflow_command()
     line = e.value.one_line()

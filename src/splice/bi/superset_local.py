@@ -23,9 +23,7 @@ Superset pins SQLAlchemy 1.4 and is not installed beside Splice: the ``superset`
 from __future__ import annotations
 
 import hashlib
-import os
 import secrets
-import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -71,24 +69,14 @@ FEATURE_FLAGS = {{}}
 
 def superset_command() -> Path:
     """Where the ``superset`` command is (see the module docstring), or a one-line error."""
-    import shutil
-
     from splice.errors import OrchestratorError
 
-    env = os.environ.get("SPLICE_SUPERSET")
-    candidates = [Path(env)] if env else []
-    candidates.append(Path(sys.executable).parent / "superset")
-    # `make superset` builds .venv-superset beside Splice's own .venv
-    candidates.append(Path(sys.prefix).parent / ".venv-superset" / "bin" / "superset")
-    found = shutil.which("superset")
-    candidates += [Path(found)] if found else []
-    for c in candidates:
-        if c.is_file() and os.access(c, os.X_OK):
-            return c
+    found, looked = local_server.find_command("superset", "SPLICE_SUPERSET", ".venv-superset")
+    if found is not None:
+        return found
     raise OrchestratorError(
         "a local Superset is served with the `superset` command, but no such command was "
-        f"found (looked at $SPLICE_SUPERSET={env or '(unset)'}, next to {sys.executable}, "
-        f"in {Path(sys.prefix).parent / '.venv-superset'} and on PATH).",
+        f"found (looked at {looked}).",
         fix="make superset (builds .venv-superset), or install apache-superset in an "
         "environment of its own and set SPLICE_SUPERSET to its bin/superset",
     )

@@ -39,22 +39,15 @@ def _healthy(url: str) -> bool:
 
 def airflow_command() -> Path:
     """Where the ``airflow`` command is (see the module docstring), or a one-line error."""
-    import shutil
-
     from splice.errors import OrchestratorError
+    from splice.orchestrators.local_server import find_command
 
-    env = os.environ.get("SPLICE_AIRFLOW")
-    candidates = [Path(env)] if env else []
-    candidates.append(Path(sys.executable).parent / "airflow")
-    found = shutil.which("airflow")
-    candidates += [Path(found)] if found else []
-    for c in candidates:
-        if c.is_file() and os.access(c, os.X_OK):
-            return c
+    found, looked = find_command("airflow", "SPLICE_AIRFLOW", ".venv-airflow")
+    if found is not None:
+        return found
     raise OrchestratorError(
         "[ingestion.airflow] local serves Airflow with the `airflow` command, but no such "
-        f"command was found (looked at $SPLICE_AIRFLOW={env or '(unset)'}, next to "
-        f"{sys.executable}, and on PATH).",
+        f"command was found (looked at {looked}).",
         fix="make airflow (builds .venv-airflow), or install apache-airflow in an environment "
         "of its own and set SPLICE_AIRFLOW to its bin/airflow",
     )

@@ -135,3 +135,21 @@ def stop(home: Path, *, timeout: float = 20.0) -> bool:
         os.killpg(pid, signal.SIGKILL)
     rec.unlink(missing_ok=True)
     return True
+
+
+def find_command(name: str, env_var: str, venv: str) -> tuple[Path | None, str]:
+    """Where a tool kept in an environment of its own is: ``$env_var``, else next to this
+    Python, else in ``venv`` beside Splice's own environment (what ``make`` builds), else on
+    ``PATH``; (the command or None, where it looked: for the error)."""
+    import shutil
+    import sys
+
+    env = os.environ.get(env_var)
+    beside = Path(sys.prefix).parent / venv / "bin" / name
+    candidates = [Path(env)] if env else []
+    candidates += [Path(sys.executable).parent / name, beside]
+    found = shutil.which(name)
+    candidates += [Path(found)] if found else []
+    looked = (f"${env_var}={env or '(unset)'}, next to {sys.executable}, in {beside.parent} "
+              "and on PATH")  # fmt: skip
+    return next((c for c in candidates if c.is_file() and os.access(c, os.X_OK)), None), looked

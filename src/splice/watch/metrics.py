@@ -56,6 +56,7 @@ from splice.watch.specs import (
     Measure,
     MetricSpec,
     NodeKeys,
+    declared_fields,
     is_date,
     is_numeric,
     is_temporal,
@@ -208,36 +209,13 @@ def declared_metric(
         ) from None
     for c in expr.find_all(exp.Column):
         need(c.name, "value column")
-    if m.detectors is not None:
-        unknown = [d for d in m.detectors if d not in VALUE_DETECTORS]
-        if unknown:
-            raise ConfigError(
-                f"{where}: unknown detector(s) {', '.join(map(repr, unknown))}.",
-                fix=f"use a subset of: {', '.join(VALUE_DETECTORS)}",
-            )
     spec = MetricSpec(
-        name=m.name,
         node_id=node.id,
         relation=relation,
         time=time,
         time_type=cols[time],
         dimensions=dims,
-        grain=m.grain,
-        measures=[
-            Measure(
-                m.name,
-                m.value,
-                "value",
-                expr,
-                detectors=tuple(m.detectors) if m.detectors is not None else None,
-            )
-        ],
-        declared=True,
-        owner=m.owner,
-        domain=m.domain,
-        description=m.description,
-        sensitivity=m.sensitivity or sensitivity,
-        calendar=m.calendar if m.calendar is not None else calendar,
+        **declared_fields(m, where, m.value, expr, sensitivity=sensitivity, calendar=calendar),
     )
     spec.sql(dialect)  # refuses what the dialect cannot express, before anything is measured
     return spec

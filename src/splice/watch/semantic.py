@@ -23,7 +23,7 @@ from splice.errors import ConfigError
 from splice.graph.model import Graph, Relation
 from splice.semantic.compile import compile_semantic, manifest_path
 from splice.semantic.declared import declaring_projects, metric_model
-from splice.watch.specs import INTERVAL, VALUE_DETECTORS, Measure, MetricSpec, relation_of
+from splice.watch.specs import INTERVAL, MetricSpec, declared_fields, relation_of
 
 if TYPE_CHECKING:
     from splice.workspace.core import Workspace
@@ -109,13 +109,6 @@ def semantic_metric(
             f"{where}: semantic metric {project}:{m.semantic} reads no model Splice can measure.",
             fix="check the model its semantic model (dbt) or measure (SQLMesh) reads",
         )
-    if m.detectors is not None:
-        unknown = [d for d in m.detectors if d not in VALUE_DETECTORS]
-        if unknown:
-            raise ConfigError(
-                f"{where}: unknown detector(s) {', '.join(map(repr, unknown))}.",
-                fix=f"use a subset of: {', '.join(VALUE_DETECTORS)}",
-            )
     try:
         c = compile_semantic(ws, project, m.semantic, list(m.group_by), m.grain, node)
     except ConfigError as e:
@@ -143,29 +136,15 @@ def semantic_metric(
         if read is not None
         else relation
     )
+    fields = declared_fields(m, where, f"semantic {project}:{m.semantic}", value_expr,
+                             sensitivity=sensitivity, calendar=calendar)  # fmt: skip
     return SemanticSpec(
-        name=m.name,
         node_id=node.id,
         relation=relation,
         time=time,
         time_type="DATE",
         dimensions=list(c.dimension_aliases),
-        grain=m.grain,
-        measures=[
-            Measure(
-                m.name,
-                f"semantic {project}:{m.semantic}",
-                "value",
-                value_expr,
-                detectors=tuple(m.detectors) if m.detectors is not None else None,
-            )
-        ],
-        declared=True,
-        owner=m.owner,
-        domain=m.domain,
-        description=m.description,
-        sensitivity=m.sensitivity or sensitivity,
-        calendar=m.calendar if m.calendar is not None else calendar,
+        **fields,
         compiled=compiled,
         compiled_relation=compiled_relation,
         time_alias=c.time_alias,

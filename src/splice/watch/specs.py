@@ -16,7 +16,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 from datetime import date
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 from sqlglot.errors import ErrorLevel, UnsupportedError
@@ -258,3 +258,25 @@ def node_keys(graph: Graph, node: Node) -> NodeKeys:
         elif kind == "not_null":
             keys.not_null += [c for c in cols if c not in keys.not_null]
     return keys
+
+
+def declared_fields(m: Any, where: str, label: str, expr: exp.Expr, *, sensitivity: str,
+                    calendar: str | None) -> dict[str, Any]:  # fmt: skip
+    """What a declared metric's spec takes from its ``[[metrics]]`` entry ``m`` (whatever
+    writes its SQL): its one measure ``label``/``expr`` with the entry's detectors (an unknown
+    one is a ConfigError naming ``where``), owner, domain, sensitivity and calendar."""
+    if m.detectors is not None:
+        unknown = [d for d in m.detectors if d not in VALUE_DETECTORS]
+        if unknown:
+            raise ConfigError(
+                f"{where}: unknown detector(s) {', '.join(map(repr, unknown))}.",
+                fix=f"use a subset of: {', '.join(VALUE_DETECTORS)}",
+            )
+    detectors = tuple(m.detectors) if m.detectors is not None else None
+    return {
+        "name": m.name, "grain": m.grain, "declared": True, "owner": m.owner,
+        "domain": m.domain, "description": m.description,
+        "measures": [Measure(m.name, label, "value", expr, detectors=detectors)],
+        "sensitivity": m.sensitivity or sensitivity,
+        "calendar": m.calendar if m.calendar is not None else calendar,
+    }  # fmt: skip
