@@ -1,4 +1,6 @@
-"""An incident written onto a real Superset's charts (:mod:`splice.bi.annotate`): the demo's
+"""A real Superset (``make superset``) over a copy of the demo's warehouse: the GMV dashboard
+seeded as a person opening it finds it, and the warehouse still Splice's to write; then an
+incident written onto its charts (:mod:`splice.bi.annotate`): the demo's
 GMV dashboard is seeded, INC-1 is annotated on both charts and read back through Superset's REST
 API (the annotation, each chart's params and query_context, each chart's data call), annotated
 again (no write at all), retitled (the same annotation), and ended (the layer taken out of the
@@ -12,16 +14,26 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 from superset_support import PASSWORD, USER, Served, needs_superset, seeded_superset
 
 from splice.bi.annotate import LAYER, annotate, end
 from splice.bi.annotate import annotations as read_back
 from splice.bi.superset import Superset
-from splice.bi.superset_seed import seed_demo
+from splice.bi.superset_seed import (
+    BAR_CHART,
+    DASHBOARD,
+    LINE_CHART,
+    PHYSICAL,
+    VIRTUAL,
+    VIRTUAL_SQL,
+    seed_demo,
+)
 from splice.config.bi import BISection
 from splice.demo import DemoResult
 from splice.errors import BIError
+from splice.support import http
 
 pytestmark = needs_superset
 
@@ -52,6 +64,64 @@ def served(demo_build: DemoResult, tmp_path_factory: pytest.TempPathFactory) -> 
     assert isinstance(demo_build.warehouse, Path)
     with seeded_superset(demo_build.warehouse, tmp_path_factory.mktemp("superset-annotate")) as s:
         yield s
+
+
+class Opened(Served):
+    """What a person opening Superset sees (through its REST API, signed in as the admin)."""
+
+    def get(self, path: str) -> Any:
+        login = {"username": USER, "password": PASSWORD, "provider": "db"}
+        token = http.request("POST", f"{self.url}/api/v1/security/login", json=login).json()
+        auth = {"Authorization": f"Bearer {token['access_token']}"}
+        return http.request("GET", self.url + path, headers=auth, timeout=60).json()
+
+
+@pytest.fixture
+def superset(served: Served) -> Opened:
+    return Opened(served.url, served.home, served.warehouse, served.seeded)
+
+
+# -- the seeded dashboard, as a person opening it finds it (before any annotation) -----------
+def test_the_gmv_dashboard_shows_both_charts_with_data(superset: Opened) -> None:
+    seeded = superset.seeded
+    assert superset.seeded["dashboard_url"] == f"{superset.url}/superset/dashboard/gmv/"
+    dash = superset.get(f"/api/v1/dashboard/{seeded['dashboard_id']}")["result"]
+    assert dash["dashboard_title"] == DASHBOARD and dash["published"]
+    charts = superset.get(f"/api/v1/dashboard/{seeded['dashboard_id']}/charts")["result"]
+    assert {c["slice_name"]: c["form_data"]["datasource"] for c in charts} == {
+        LINE_CHART: f"{seeded['datasets'][PHYSICAL]}__table",
+        BAR_CHART: f"{seeded['datasets'][VIRTUAL]}__table",
+    }
+    for chart_id in seeded["charts"].values():  # each chart's query runs on the warehouse
+        data = superset.get(f"/api/v1/chart/{chart_id}/data/")["result"][0]
+        assert data["status"] == "success" and data["rowcount"] > 0, data.get("error")
+
+
+def test_the_virtual_dataset_reads_the_sql_as_written(superset: Opened) -> None:
+    ds = superset.get(f"/api/v1/dataset/{superset.seeded['datasets'][VIRTUAL]}")["result"]
+    assert (ds["kind"], ds["sql"], ds["database"]["database_name"]) == (
+        "virtual", VIRTUAL_SQL, "warehouse")  # fmt: skip
+    assert {"currency_name", "region", "gmv_usd"} <= {c["column_name"] for c in ds["columns"]}
+
+
+def test_seeding_again_makes_nothing_twice(superset: Opened) -> None:
+    again = seed_demo(superset.url, USER, PASSWORD, superset.warehouse)
+    assert again == superset.seeded
+    names = [c["slice_name"] for c in superset.get("/api/v1/chart/?q=(page_size:100)")["result"]]
+    assert sorted(names) == sorted([LINE_CHART, BAR_CHART])
+    assert superset.get("/api/v1/dashboard/")["count"] == 1
+
+
+def test_splice_still_writes_the_warehouse_while_superset_runs(superset: Opened) -> None:
+    chart = superset.seeded["charts"][LINE_CHART]
+    assert superset.get(f"/api/v1/chart/{chart}/data/")["result"][0]["status"] == "success"
+    con = duckdb.connect(str(superset.warehouse))  # a writer: fails if Superset held a lock
+    try:
+        con.execute("CREATE TABLE finance.superset_probe AS SELECT 1 AS x")
+        con.execute("DROP TABLE finance.superset_probe")
+    finally:
+        con.close()
+    assert superset.get(f"/api/v1/chart/{chart}/data/")["result"][0]["rowcount"] == 92
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ from splice.workspace.core import Workspace
 
 DBT_BUILT = {
     "finance:currency_regions",
+    "finance:metricflow_time_spine",  # the semantic layer's calendar (a table)
     "finance:stg_gmv_daily",
     "finance:fct_gmv_qtd",
     "finance:fct_gmv_by_currency",

@@ -9,6 +9,7 @@ from run_support import attempts, query, run_in, runs_json, splice_cli, versions
 
 FINANCE_MODELS = {
     "finance:currency_regions",
+    "finance:metricflow_time_spine",  # the semantic layer's calendar (a table)
     "finance:stg_gmv_daily",
     "finance:fct_gmv_qtd",
     "finance:fct_gmv_by_currency",
@@ -54,7 +55,7 @@ def test_clean_run_then_noop_run(fresh_demo: Path) -> None:
         first.run_id,
         nothing.run_id,
     ]
-    assert runs[2]["status"] == "success" and runs[2]["summary"]["counts"]["success"] == 5
+    assert runs[2]["status"] == "success" and runs[2]["summary"]["counts"]["success"] == 6
     shown = splice_cli("runs", "show", first.run_id, "--json", cwd=fresh_demo)
     assert shown.returncode == 0, shown.stderr
     events = json.loads(shown.stdout)["events"]

@@ -125,7 +125,7 @@ def _series_dims(root: Path, metric: str) -> list[dict[str, str]]:
 @pytest.mark.parametrize(
     ("entry", "said"),
     [
-        ('semantic = "gmvv"', "no dbt project declares a semantic metric 'gmvv'"),
+        ('semantic = "gmvv"', "no dbt or SQLMesh project declares a semantic metric 'gmvv'"),
         ('semantic = "gmv"\ngroup_by = ["channel"]', "has no dimension 'channel'"),
         ('semantic = "gmv"\nvalue = "sum(x)"', "remove value"),
     ],

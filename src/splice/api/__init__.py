@@ -141,6 +141,7 @@ if _typing.TYPE_CHECKING:
     from splice.warehouse.spark.local_server import LocalSpark
     from splice.watch.panel import fmt as format_number
     from splice.watch.report import incident_lines
+    from splice.watch.semantic import discover as semantic_metrics
     from splice.watch.service import watch
     from splice.workspace.core import Workspace
 

@@ -13,7 +13,7 @@ like through a model: ``splice lineage ... --downstream`` reaches the charts.
 ...                  "column": {"column_name": "gmv_usd"}, "aggregate": "SUM", "label": "GMV"}]},
 ...                 "duckdb")
 >>> q.sql("duckdb")
-'SELECT booking_date AS booking_date, SUM(gmv_usd) AS "GMV" FROM finance.fct_gmv_qtd GROUP BY booking_date'
+'SELECT booking_date AS booking_date, SUM(gmv_usd) AS GMV FROM finance.fct_gmv_qtd GROUP BY booking_date'
 """
 
 from __future__ import annotations

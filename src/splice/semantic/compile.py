@@ -7,21 +7,31 @@ providers, its dialect).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from splice.errors import ConfigError
 from splice.graph.model import Node
 from splice.semantic.metricflow import Compiled
 
 
-def manifest_path(ws: Any, project: str) -> Path:
+class SemanticHost(Protocol):
+    """What compiling needs of the workspace (:class:`splice.workspace.core.Workspace` is one):
+    its projects, the provider of each, its dialect."""
+
+    config: Any
+    dialect: str
+
+    def provider(self, project: str) -> Any: ...
+
+
+def manifest_path(ws: SemanticHost, project: str) -> Path:
     """The ``semantic_manifest.json`` dbt wrote for ``project`` in the workspace's target
     (parsing the project when it is not there)."""
     provider = ws.provider(project)
     return Path(provider.semantic_manifest())
 
 
-def compile_semantic(ws: Any, project: str, metric: str, group_by: list[str], grain: str,
+def compile_semantic(ws: SemanticHost, project: str, metric: str, group_by: list[str], grain: str,
                      node: Node) -> Compiled:  # fmt: skip
     """The metric's per-interval query from its own tool: MetricFlow for a dbt project, SQLMesh's
     metric rewriter for a SQLMesh project (which loads the project's Context)."""

@@ -127,8 +127,11 @@ def blast_radius(ws: Workspace, graph: Graph, origin: str) -> dict[str, Any]:
 def refresh_reach(ws: Workspace, diagnosis: dict[str, Any], origin: str | None) -> None:
     """An open incident's dashboards, charts and metrics as the graph has them now (a BI tool
     read since the diagnosis, a dashboard declared since), in place; the rest of its blast
-    radius (what the repair rewrites) stays as diagnosed."""
-    graph = ws.graph()
+    radius (what the repair rewrites) stays as diagnosed. Only from the graph cache: reading an
+    incident never loads a tool (which may wait on the warehouse a run holds)."""
+    graph = ws.cached_graph()
+    if graph is None:
+        return
     blast = diagnosis.get("blast_radius")
     if not origin or origin not in graph.nodes or not isinstance(blast, dict):
         return

@@ -154,7 +154,7 @@ def semantic_metric(
     )
 
 
-def discover(ws: Workspace) -> list[dict[str, object]]:
+def discover(ws: Workspace) -> list[dict[str, Any]]:
     """Every metric the workspace's projects declare in their semantic layer (dbt's MetricFlow
     metrics, SQLMesh's ``METRIC`` definitions): what it is,
     the dimensions it may be grouped by, whether a ``[[metrics]]`` entry watches it, and the
@@ -169,7 +169,7 @@ def discover(ws: Workspace) -> list[dict[str, object]]:
         for p in declaring_projects(graph, m.semantic):
             if m.project in (None, p):
                 watched.setdefault((p, m.semantic), []).append(m.name)
-    out: list[dict[str, object]] = []
+    out: list[dict[str, Any]] = []
     projects = sorted({n.project for n in graph.nodes.values() if n.kind == "metric"})
     formats = {p.name: p.format for p in ws.config.projects}
     for project in projects:

@@ -314,6 +314,21 @@ class Workspace:
             self._graph_stored = graph_cache.store(self, self.inputs_key(), graph)
         return graph
 
+    def cached_graph(self) -> Graph | None:
+        """The joined graph when it is loaded or in the graph cache, else None: never loads a
+        tool (a read that must not touch the warehouse while a run holds it)."""
+        if self._graph is not None:
+            return self._graph
+        if not (self.caching and self.state_exists):
+            return None
+        from splice.workspace import graph_cache
+
+        hit = graph_cache.lookup(self, self.inputs_key())
+        if hit is not None:
+            self._graph = hit
+            self.graph_cached = True
+        return hit
+
     def open_state_for_caches(self) -> None:
         """Open (or start) the state once the graph loaded, for a command that keeps its
         column lineage there anyway, and keep the graph in it: in a lone project without
