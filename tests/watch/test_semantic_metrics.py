@@ -193,3 +193,16 @@ def test_a_sqlmesh_metric_is_watched_through_sqlmeshs_rewriter(story_copy: Path)
     r = run_cli(["watch"], cwd=story_copy)
     assert r.returncode != 0 and "SQLMesh cannot expand metric 'gmv_pricing'" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_a_warm_doctor_says_the_same_without_compiling_again(story_copy: Path) -> None:
+    """SPL501's verdict is kept per graph key: the second doctor imports no MetricFlow."""
+    first = run_cli(["doctor", "--no-lineage", "--json"], cwd=story_copy)
+    assert "SPL501" not in first.stdout
+    code = ("import atexit, sys\n"
+            "atexit.register(lambda: print('METRICFLOW', 'metricflow' in sys.modules))\n"
+            "sys.argv = ['splice', 'doctor', '--no-lineage']\n"
+            "from splice.__main__ import main\nmain()\n")  # fmt: skip
+    r = subprocess.run([sys.executable, "-c", code], cwd=story_copy, capture_output=True,
+                       text=True, timeout=300)  # fmt: skip
+    assert "METRICFLOW False" in r.stdout, r.stdout[-1000:] + r.stderr[-1000:]

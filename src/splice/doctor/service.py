@@ -5,6 +5,7 @@ of them (SPL201/202), so they live below the api, which re-exports :func:`doctor
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -90,6 +91,10 @@ def bi_checks(ws: Workspace, g: Any) -> list[Check]:
     return out
 
 
+#: the content-cache kind of SPL501's verdicts
+SEMANTIC_KIND = "semantic_compile"
+
+
 def semantic_checks(ws: Workspace, g: Any) -> list[Check]:
     """SPL501: a ``[[metrics]] semantic = ...`` entry whose metric its tool (MetricFlow, SQLMesh)
     no longer compiles (renamed or removed in the project, a group_by it no longer has)."""
@@ -113,13 +118,26 @@ def semantic_checks(ws: Workspace, g: Any) -> list[Check]:
                              "correct semantic (`splice metrics discover` lists them)"))  # fmt: skip
             continue
         node = metric_model(g, projects[0], m.semantic)
-        try:
-            if node is None:
-                raise ConfigError("it reads no model Splice can measure.", fix="check its model")
-            compile_semantic(ws, projects[0], m.semantic, list(m.group_by), m.grain, node)
-        except ConfigError as e:
+        # the verdict is kept per graph key (every project file) and entry: a warm doctor
+        # neither imports MetricFlow nor loads SQLMesh to say the same again
+        key = hashlib.sha256(json.dumps([ws.inputs_key(), ws.dialect, projects[0], m.semantic,
+                                         m.group_by, m.grain]).encode()).hexdigest()  # fmt: skip
+        kept = ws.state.cache_get_many(SEMANTIC_KIND, [key]).get(key) if ws.caching else None
+        if not isinstance(kept, dict):
+            try:
+                if node is None:
+                    raise ConfigError("it reads no model Splice can measure.",
+                                      fix="check its model")  # fmt: skip
+                compile_semantic(ws, projects[0], m.semantic, list(m.group_by), m.grain, node)
+                kept = {"error": None}
+            except ConfigError as e:
+                kept = {"error": e.message, "fix": e.fix or ""}
+            if ws.caching:
+                ws.state.cache_put_many(SEMANTIC_KIND, {key: kept})
+        if kept.get("error"):
             out.append(Check("SPL501", "error", m.name,
-                             f"{where} no longer compiles: {e.message}", e.fix or ""))  # fmt: skip
+                             f"{where} no longer compiles: {kept['error']}",
+                             str(kept.get("fix") or "")))  # fmt: skip
     return out
 
 
