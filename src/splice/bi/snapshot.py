@@ -10,8 +10,7 @@ renamed: never half a read).
 
 When the tool does not answer or refuses the sign-in, the last read is kept and marked stale:
 ``.splice/bi/NAME.status.json`` (not part of the cache key) records when it was last asked and
-what it said, which ``splice doctor`` reports (SPL511) and the graph's nodes carry
-(``meta["stale"]``).
+what it said, which ``splice doctor`` reports (SPL511).
 """
 
 from __future__ import annotations

@@ -215,7 +215,6 @@ class Superset:
             "dashboard", ["id", "dashboard_title", "slug", "url", "changed_on_utc", "published"])
             if self._wanted(d)]  # fmt: skip
         datasets: dict[int, dict[str, Any]] = {}
-        databases: dict[int, str] = {}
         charts: dict[int, dict[str, Any]] = {}
         out_dash = []
         for d in sorted(dashboards, key=lambda d: int(d["id"])):
@@ -231,7 +230,7 @@ class Superset:
                 source = str(form.get("datasource") or "")
                 ds_id = int(source.split("__")[0]) if source.split("__")[0].isdigit() else None
                 if ds_id is not None and ds_id not in datasets:
-                    datasets[ds_id] = self._dataset(ds_id, databases)
+                    datasets[ds_id] = self._dataset(ds_id)
                 charts[cid] = {
                     "id": cid, "name": c.get("slice_name") or f"chart {cid}",
                     "url": self.url + str(c.get("slice_url") or f"/explore/?slice_id={cid}"),
@@ -248,7 +247,7 @@ class Superset:
                 "charts": [charts[k] for k in sorted(charts)],
                 "datasets": [datasets[k] for k in sorted(datasets)]}  # fmt: skip
 
-    def _dataset(self, ds_id: int, databases: dict[int, str]) -> dict[str, Any]:
+    def _dataset(self, ds_id: int) -> dict[str, Any]:
         r = self.call("GET", f"/api/v1/dataset/{ds_id}")["result"]
         db = r.get("database") or {}
         return {

@@ -106,7 +106,7 @@ def semantic_checks(ws: Workspace, g: Any) -> list[Check]:
     for i, m in enumerate(ws.config.metrics):
         if m.semantic is None:
             continue
-        projects = [p for p in declaring_projects(g, m.semantic) if m.project in (None, p)]
+        projects = declaring_projects(g, m)
         where = f"metric {m.name!r} (metrics[{i}]): semantic metric {m.semantic!r}"
         if len(projects) != 1:
             what = (

@@ -127,8 +127,7 @@ def search_nodes(
     for m in ws.config.metrics:
         # a semantic metric is found where it is declared: the dbt project's metric node
         on = metric_node(g, m) if m.semantic is None else next(
-            (f"{p}:metric:{m.semantic}" for p in declaring_projects(g, m.semantic)
-             if m.project in (None, p)), None)  # fmt: skip
+            (f"{p}:metric:{m.semantic}" for p in declaring_projects(g, m)), None)  # fmt: skip
         metrics.setdefault(on or "", []).append((m.name, f"{m.name} {m.description or ''}"))
     scored: dict[str, tuple[float, list[str]]] = {}
     whole = query.strip().lower()

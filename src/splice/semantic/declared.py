@@ -9,10 +9,12 @@ from splice.config.workspace import MetricSection
 from splice.graph.model import Graph, Node
 
 
-def declaring_projects(graph: Graph, metric: str) -> list[str]:
-    """The projects whose semantic layer declares ``metric``."""
+def declaring_projects(graph: Graph, m: MetricSection) -> list[str]:
+    """The projects whose semantic layer declares the entry's metric (only its ``project``,
+    when it names one): exactly one for an entry that can be watched."""
     return sorted(n.project for n in graph.nodes.values()
-                  if n.kind == "metric" and n.name == f"metric:{metric}")  # fmt: skip
+                  if n.kind == "metric" and n.name == f"metric:{m.semantic}"
+                  and m.project in (None, n.project))  # fmt: skip
 
 
 def metric_model(graph: Graph, project: str, metric: str) -> Node | None:
@@ -40,6 +42,6 @@ def metric_node(graph: Graph, m: MetricSection) -> str | None:
     computed from (None when the graph has no such metric)."""
     if m.semantic is None:
         return m.node
-    projects = [p for p in declaring_projects(graph, m.semantic) if m.project in (None, p)]
+    projects = declaring_projects(graph, m)
     found = metric_model(graph, projects[0], m.semantic) if len(projects) == 1 else None
     return found.id if found is not None else None

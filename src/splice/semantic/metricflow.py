@@ -88,9 +88,10 @@ class _CompileOnly:
 
 @dataclass(frozen=True)
 class Compiled:
-    """One metric's per-interval query as MetricFlow renders it."""
+    """One metric's per-interval query as its tool renders it, parsed (the tool's comments
+    on its plan left out)."""
 
-    sql: str
+    query: Any  # sqlglot's exp.Select
     time_alias: str  # the output column of the interval (metric_time__day)
     dimension_aliases: tuple[str, ...]  # one per group_by, in its order
     value_alias: str  # the metric's output column
@@ -140,7 +141,8 @@ def _engine(manifest: Path, dialect: str) -> Any:
             parsed = parse_manifest_from_dbt_generated_manifest(
                 manifest_json_string=manifest.read_text()
             )
-            _ENGINES.clear()
+            for stale in [k for k in _ENGINES if k[0] == key[0]]:  # an older version
+                del _ENGINES[stale]
             _ENGINES[key] = MetricFlowEngine(
                 semantic_manifest_lookup=SemanticManifestLookup(parsed),
                 sql_client=_CompileOnly(engine),  # type: ignore[arg-type]
@@ -217,12 +219,15 @@ def compile_metric(
             f"MetricFlow cannot compile metric {metric!r} grouped by {', '.join(group_by) or 'day'}: {first}",
             fix="correct group_by (`splice metrics discover` lists each metric's dimensions)",
         ) from None
-    sql = explained.sql_statement.sql
     import sqlglot
     from sqlglot import exp
 
-    parsed = sqlglot.parse_one(sql, read=dialect)
-    outputs = [p.alias_or_name for p in parsed.selects] if isinstance(parsed, exp.Query) else []
+    parsed = sqlglot.parse_one(explained.sql_statement.sql, read=dialect)
+    assert isinstance(parsed, exp.Select)
+    for part in parsed.walk():
+        part.comments = None  # MetricFlow's notes on its plan: the query is the same without
+    outputs = [p.alias_or_name for p in parsed.selects]
     dims = [a for a in outputs if a not in (time, metric)]
     dims.sort(key=lambda a: group_by.index(a) if a in group_by else len(group_by))
-    return Compiled(sql=sql, time_alias=time, dimension_aliases=tuple(dims), value_alias=metric)
+    return Compiled(query=parsed, time_alias=time, dimension_aliases=tuple(dims),
+                    value_alias=metric)  # fmt: skip

@@ -68,5 +68,5 @@ def compile_sqlmesh_metric(context: Any, metric: str, group_by: list[str], grain
             f"{', '.join(group_by) or 'day'} ({type(e).__name__}: {e}).",
             fix="group_by names columns of the metric's models (`splice metrics discover`)",
         ) from None
-    return Compiled(sql=out.sql(dialect=dialect), time_alias=f"{METRIC_TIME}__{grain}",
+    return Compiled(query=out, time_alias=f"{METRIC_TIME}__{grain}",
                     dimension_aliases=tuple(group_by), value_alias=metric)  # fmt: skip

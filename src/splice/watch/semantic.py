@@ -1,7 +1,8 @@
-"""Metrics of a dbt project's semantic layer, watched as declared metrics are.
+"""Metrics of a semantic layer (dbt's MetricFlow, SQLMesh's ``METRIC``), watched as declared
+metrics are.
 
-``[[metrics]] semantic = "gmv"`` (with ``group_by`` and ``grain``) is measured by the query
-MetricFlow's compiler renders (:mod:`splice.semantic.metricflow`), wrapped so that it returns
+``[[metrics]] semantic = "gmv"`` (with ``group_by`` and ``grain``) is measured by the query the
+metric's own tool compiles (:mod:`splice.semantic.compile`), wrapped so that it returns
 what every spec returns (``interval_start``, ``d0``.., ``m0``) from a start day. The spec is
 about the dbt model the metric's semantic model reads (its node, relation and time column),
 so blast radius, diagnosis and repair treat it as any metric on that model; a review or
@@ -15,7 +16,6 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
-import sqlglot
 from sqlglot import exp
 
 from splice.config.workspace import CONFIG_FILE, MetricSection
@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 
 @dataclass
 class SemanticSpec(MetricSpec):
-    """A declared metric whose per-interval SQL MetricFlow compiled."""
+    """A declared metric whose per-interval SQL its semantic layer compiled (MetricFlow,
+    SQLMesh's metric rewriter)."""
 
     compiled: exp.Select = field(default_factory=exp.Select, compare=False)
     compiled_relation: Relation | None = None  # the model's relation as the compiled SQL names it
@@ -83,9 +84,7 @@ def semantic_metric(
     """Validate one ``[[metrics]] semantic = ...`` entry and build its spec."""
     assert m.semantic is not None
     where = f"{CONFIG_FILE}: metric {m.name!r} (metrics[{index}])"
-    projects = declaring_projects(graph, m.semantic)
-    if m.project is not None:
-        projects = [p for p in projects if p == m.project]
+    projects = declaring_projects(graph, m)
     if not projects:
         declared = sorted({f"{n.project}:{n.name.split(':', 1)[1]}" for n in graph.nodes.values()
                            if n.kind == "metric"})  # fmt: skip
@@ -113,10 +112,7 @@ def semantic_metric(
         c = compile_semantic(ws, project, m.semantic, list(m.group_by), m.grain, node)
     except ConfigError as e:
         raise ConfigError(f"{where}: {e.message}", fix=e.fix) from None
-    compiled = sqlglot.parse_one(c.sql, read=ws.dialect)
-    assert isinstance(compiled, exp.Select)
-    for part in compiled.walk():
-        part.comments = None  # MetricFlow's notes on its plan: the query is the same without
+    compiled = c.query
     outputs = {p.alias_or_name: p for p in compiled.selects}
     value = next(
         (
@@ -166,9 +162,8 @@ def discover(ws: Workspace) -> list[dict[str, Any]]:
     for m in ws.config.metrics:
         if m.semantic is None:
             continue
-        for p in declaring_projects(graph, m.semantic):
-            if m.project in (None, p):
-                watched.setdefault((p, m.semantic), []).append(m.name)
+        for p in declaring_projects(graph, m):
+            watched.setdefault((p, m.semantic), []).append(m.name)
     out: list[dict[str, Any]] = []
     projects = sorted({n.project for n in graph.nodes.values() if n.kind == "metric"})
     formats = {p.name: p.format for p in ws.config.projects}
