@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from splice.run.journal import Journal
-from splice.run.locks import RunLock, RunLockedError, is_held
+from splice.run.locks import RunLock, RunLockedError
 from splice.state.store import StateStore
+from splice.warehouse.locks import is_held
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 

@@ -27,7 +27,8 @@ from run_support import (
 )
 
 from splice.demo import relocate
-from splice.run.locks import WAREHOUSE_LOCK, is_held, target_lock
+from splice.run.locks import target_lock
+from splice.warehouse.locks import WAREHOUSE_LOCK, is_held
 
 
 @pytest.fixture(scope="module")

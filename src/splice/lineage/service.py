@@ -160,6 +160,11 @@ def _warehouse_stamp(path: Any) -> str:
     return "|".join(parts)
 
 
+class _Provisional(dict):  # type: ignore[type-arg]
+    """Columns read before a run that is still writing the warehouse: used, never remembered
+    under the file's current stamp."""
+
+
 def warehouse_columns(
     ws: Workspace, *, stamp_key: tuple[str, str, str] | None = None
 ) -> dict[Relation, dict[str, str]]:
@@ -167,7 +172,9 @@ def warehouse_columns(
 
     The last read is kept in Splice's state with the warehouse file's stamp: while the file is
     unchanged the warehouse is not opened at all, and while another process holds its lock (a
-    run writing it) the last columns read are used instead of failing. ``stamp_key``: the
+    run writing it) the last columns read are used instead of failing; while a run of Splice's
+    holds the warehouse the file is not opened either (the run's next segment would find it
+    locked), and what it has read is not remembered as the file's. ``stamp_key``: the
     :func:`_warehouse_memo_key` the caller took already."""
     if ws.config.warehouse.type != "duckdb":  # a server: no file stamp to remember it by
         return _relations_of(ws, _server_columns(ws))
@@ -175,6 +182,8 @@ def warehouse_columns(
     if not path.exists():
         return {}
     import duckdb
+
+    from splice.warehouse.locks import held_elsewhere
 
     memo_key = stamp_key or _warehouse_memo_key(ws)
     stamp = memo_key[1]
@@ -188,6 +197,10 @@ def warehouse_columns(
             snap = None
     if snap is not None and snap.get("stamp") == stamp:
         rows = [tuple(r) for r in snap["rows"]]
+    elif snap is not None and held_elsewhere(ws.splice_dir / "locks"):
+        # a run is writing the warehouse: opening it between two of its segments would make
+        # the next one fail on DuckDB's lock, so the columns read last time serve until it ends
+        return _Provisional(_relations_of(ws, [tuple(r) for r in snap["rows"]]))
     else:
         from splice.warehouse.duckdb.columns import all_columns_query
 
@@ -356,7 +369,8 @@ def workspace_lineage(
                 "warm": True,
             }
             ws._lineage_memo = warm  # type: ignore[attr-defined]
-            _remember_lineage(fast_key, warm)
+            if not isinstance(wh, _Provisional):
+                _remember_lineage(fast_key, warm)
             return warm
     models = [
         n.id
@@ -467,7 +481,8 @@ def workspace_lineage(
         from splice.lineage import warm as lineage_warm
 
         lineage_warm.remember(ws, whole_key, result.models)
-        _remember_lineage(fast_key, result)
+        if not isinstance(wh, _Provisional):
+            _remember_lineage(fast_key, result)
     return result
 
 

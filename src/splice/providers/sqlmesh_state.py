@@ -31,7 +31,9 @@ def own_state_connection(ws: ProjectsHost, spec: Any) -> bool:
 def state_probe(ws: ProjectsHost) -> list[str] | None:
     """A checksum of SQLMesh's interval and environment state, or None when it cannot be read
     cheaply (a project with its own ``state_connection``, a warehouse other than DuckDB or
-    PostgreSQL, or one that does not answer). ``[]`` when the workspace has no SQLMesh project."""
+    PostgreSQL, or one that does not answer). ``[]`` when the workspace has no SQLMesh project.
+    Raises :class:`~splice.errors.WarehouseError` while a run in another process writes a
+    DuckDB warehouse."""
     specs = [s for s in ws.config.projects if s.format == "sqlmesh"]
     if not specs:
         return []
@@ -44,6 +46,11 @@ def state_probe(ws: ProjectsHost) -> list[str] | None:
     if kind == "duckdb":
         import duckdb
 
+        from splice.warehouse.duckdb.connect import refuse_while_a_run_writes
+
+        # a run in another process writes the file: say so (a retry helps) rather than open
+        # it between two of its segments, or load SQLMesh, which would open it for longer
+        refuse_while_a_run_writes(ws, "reading SQLMesh's state")
         errors: tuple[type[BaseException], ...] = (duckdb.Error, WarehouseError)
     else:
         import psycopg

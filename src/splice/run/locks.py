@@ -23,7 +23,6 @@ import contextlib
 import fcntl
 import json
 import os
-import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +32,7 @@ from splice.errors import SpliceError
 from splice.run.journal import Journal, this_host
 from splice.state.sql import statement
 from splice.support.procs import pid_alive
+from splice.warehouse.locks import WAREHOUSE_LOCK, lock_file
 
 if TYPE_CHECKING:
     from splice.workspace.core import Workspace
@@ -106,7 +106,7 @@ class RunLock:
         return self
 
     def _acquire_one(self, name: str) -> None:
-        path = self.lock_dir / f"{_safe(name)}.lock"
+        path = lock_file(self.lock_dir, name)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         _HELD_FDS.add(fd)
         deadline = time.monotonic() + self.wait
@@ -216,37 +216,8 @@ def _release_fd(fd: int) -> None:
         os.close(fd)
 
 
-def is_held(lock_dir: Path, name: str) -> bool:
-    """True when some process holds the OS lock ``name`` right now (probing never blocks)."""
-    path = lock_dir / f"{_safe(name)}.lock"
-    if not path.exists():
-        return False
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    else:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return False
-    finally:
-        os.close(fd)
-
-
 def target_lock(target: str) -> str:
     return f"target:{target}"
-
-
-WAREHOUSE_LOCK = "warehouse"
-
-
-def _safe(name: str) -> str:
-    """A lock name as a file name.
-
-    >>> _safe("target:prod")
-    'target-prod'
-    """
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", name)
 
 
 def watch_lock(target: str) -> str:

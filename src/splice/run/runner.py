@@ -96,7 +96,7 @@ def recover_interrupted(
     A run is dead when its target's lock is one this process holds, when nobody holds that
     lock (the kernel freed it when the holder died), or when its pid is gone from this host.
     """
-    from splice.run.locks import is_held
+    from splice.warehouse.locks import is_held
 
     notes: list[str] = []
     lock_dir = ws.splice_dir / "locks"

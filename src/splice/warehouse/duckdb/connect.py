@@ -28,6 +28,30 @@ def address(ws: WarehouseHost) -> str:
     return str(ws.warehouse_path)
 
 
+def refuse_while_a_run_writes(ws: WarehouseHost, what: str) -> None:
+    """Raise a WarehouseError (a retry helps) while a `splice run` in another process holds
+    the warehouse: a reader opening the file between two of the run's segments would make the
+    next segment fail on DuckDB's lock. Readers in the run's own process pass."""
+    from splice.warehouse.locks import WAREHOUSE_LOCK, held_elsewhere, lock_file
+
+    lock_dir = ws.root / ".splice" / "locks"
+    if not held_elsewhere(lock_dir):
+        return
+    import json
+
+    try:
+        holder = json.loads(lock_file(lock_dir, WAREHOUSE_LOCK).read_text() or "{}")
+    except (OSError, ValueError):
+        holder = {}
+    who = f" (pid {holder['pid']}" + (f", run {holder['run_id']})" if holder.get("run_id") else ")")
+    raise WarehouseError(
+        f"{what}: a splice run{who if holder.get('pid') else ''} is writing the warehouse "
+        f"{ws.warehouse_path}, and DuckDB lets one process in at a time.",
+        fix="retry when the run ends (`splice runs` lists it)",
+        retry=True,
+    )
+
+
 @contextmanager
 def connect(ws: WarehouseHost, what: str, *, read_only: bool = False) -> Iterator[Any]:
     """A DuckDB connection to the workspace's warehouse file, closed when the block ends.
@@ -44,6 +68,8 @@ def connect(ws: WarehouseHost, what: str, *, read_only: bool = False) -> Iterato
 
     from splice.support.faults_env import locked_error
 
+    if read_only:
+        refuse_while_a_run_writes(ws, what)
     try:
         try:
             con = duckdb.connect(str(path), read_only=read_only)
