@@ -257,3 +257,49 @@ def test_the_incident_is_annotated_where_finance_looks_until_it_closes(
     assert [p["incident"] for p in _audit(served.workspace, "bi-annotation-end")] == ["INC-1"]
     out = run_cli(["audit-log", "verify"], cwd=served.workspace)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def _git(repo: Path, *args: str) -> str:
+    import subprocess
+
+    return subprocess.run(
+        ["git", "-c", "user.email=ci@example.com", "-c", "user.name=CI", *args],
+        cwd=repo, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+
+
+def test_a_review_names_the_charts_a_change_reaches_with_their_links(
+    served: Served, password: None
+) -> None:
+    """A pull request changing the USD rates: the review's comment names the Superset
+    dashboard and, under it, each chart the change reaches, linked, with the chart's columns.
+    (Last in this module: the workspace is put under git, then the git folder is removed.)"""
+    ws = served.workspace
+    rates = ws / "pricing" / "models" / "fx" / "daily_rates.sql"
+    before = rates.read_text()
+    _git(ws, "init", "-q", "-b", "main")
+    try:
+        _git(ws, "add", "-A")
+        _git(ws, "commit", "-q", "-m", "as built")
+        _git(ws, "switch", "-q", "-c", "markup")
+        rates.write_text(before.replace("rate_to_usd::DOUBLE AS", "rate_to_usd::DOUBLE * 1.01 AS"))
+        assert rates.read_text() != before
+        _git(ws, "commit", "-q", "-am", "a 1% markup on the USD rates")
+        r = run_cli(["review", "--base", "main", "--no-data", "--json"], cwd=ws)
+        assert r.returncode == 0, r.stderr[-3000:]
+        impact = json.loads(r.stdout)["impact"]
+        charts = {c["node"]: c for c in impact["charts"]}
+        assert charts[LINE]["url"].startswith(served.url) and charts[LINE]["dashboards"] == [DASH]
+        assert "gmv (usd)" in charts[LINE]["columns"]
+        dash = next(d for d in impact["dashboards"] if d["node"] == DASH)
+        assert set(dash["charts"]) == {LINE, BAR} <= set(charts)
+        md = run_cli(["review", "--base", "main", "--no-data", "--markdown"], cwd=ws)
+        assert md.returncode == 0, md.stderr[-3000:]
+        assert f"[GMV]({served.url}/superset/dashboard/gmv/)" in md.stdout, md.stdout
+        line_link = f"[{charts[LINE]['label']}]({charts[LINE]['url']})"
+        assert f"  - {line_link} (`{LINE}`): " in md.stdout, md.stdout
+        assert "**GMV** (2 chart(s))" in md.stdout
+    finally:
+        _git(ws, "switch", "-q", "--discard-changes", "main")
+        shutil.rmtree(ws / ".git")
+        assert rates.read_text() == before

@@ -46,6 +46,8 @@ class Impact:
     columns: list[Reached] = field(default_factory=list)
     metrics: list[dict[str, Any]] = field(default_factory=list)
     dashboards: list[dict[str, Any]] = field(default_factory=list)
+    #: the BI tool's charts reached ([[bi]]), each with its link and the dashboards showing it
+    charts: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def nodes(self) -> list[str]:
@@ -57,6 +59,7 @@ class Impact:
             "columns": [c.to_dict() for c in self.columns],
             "metrics": self.metrics,
             "dashboards": self.dashboards,
+            "charts": self.charts,
         }
 
 
@@ -140,6 +143,21 @@ def reach(
             }
         )
     for nid, node in sorted(graph.nodes.items()):
+        if node.kind != "chart" or nid not in touched:
+            continue
+        impact.charts.append(
+            {
+                "node": nid,
+                "name": node.name,
+                "label": node.meta.get("label") or node.description or node.name,
+                "columns": sorted(touched[nid]),
+                "url": node.meta.get("url"),
+                "dashboards": sorted(
+                    c for c in graph.children(nid) if graph.nodes[c].kind == "dashboard"
+                ),
+            }
+        )
+    for nid, node in sorted(graph.nodes.items()):
         if node.kind != "dashboard":
             continue
         reads = sorted(p for p in graph.parents(nid) if p in touched)
@@ -152,6 +170,7 @@ def reach(
                     "reads": reads,
                     "owner": node.owner,
                     "url": node.meta.get("url"),
+                    "charts": [c for c in reads if graph.nodes[c].kind == "chart"],
                 }
             )
     return impact

@@ -123,7 +123,12 @@ def summary_lines(r: dict[str, Any]) -> list[str]:
                 else ""
             )
             + (
-                "; dashboards " + ", ".join(f"**{d['label']}**" for d in imp["dashboards"])
+                "; dashboards "
+                + ", ".join(
+                    f"**{d['label']}**"
+                    + (f" ({len(d['charts'])} chart(s))" if d.get("charts") else "")
+                    for d in imp["dashboards"]
+                )
                 if imp["dashboards"]
                 else ""
             )
@@ -212,11 +217,24 @@ def _impact_section(r: dict[str, Any], limit: int | None) -> list[str]:
     if imp.get("dashboards"):
         out.append("")
         out.append("Dashboards:")
+        charts = {c["node"]: c for c in imp.get("charts") or []}
         for d in imp["dashboards"]:
             label = f"[{d['label']}]({d['url']})" if d.get("url") else d["label"]
-            out.append(
-                f"- {label} (`{d['node']}`) reads " + ", ".join(f"`{n}`" for n in d["reads"])
-            )
+            shown = [charts[c] for c in d.get("charts") or [] if c in charts]
+            others = [n for n in d["reads"] if n not in {c["node"] for c in shown}]
+            if shown and not others:
+                out.append(f"- {label} (`{d['node']}`), its charts:")
+            else:
+                out.append(
+                    f"- {label} (`{d['node']}`) reads "
+                    + ", ".join(f"`{n}`" for n in others)
+                    + (", and its charts:" if shown else "")
+                )
+            for c in shown:
+                name = f"[{c['label']}]({c['url']})" if c.get("url") else c["label"]
+                out.append(
+                    f"  - {name} (`{c['node']}`): " + ", ".join(f"`{col}`" for col in c["columns"])
+                )
     return out
 
 
