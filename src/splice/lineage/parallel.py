@@ -81,7 +81,7 @@ def _as_request(item: Item) -> LineageRequest:
     return LineageRequest(item)
 
 
-def _run_chunk(chunk: list[LineageRequest]) -> list[ModelLineage]:
+def run_chunk(chunk: list[LineageRequest]) -> list[ModelLineage]:
     return [r.run() for r in chunk]
 
 
@@ -92,7 +92,7 @@ def _run_chunk_with_stats(
     import resource
 
     t0 = time.process_time()
-    out = _run_chunk(chunk)
+    out = run_chunk(chunk)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return out, os.getpid(), time.process_time() - t0, rss
 
@@ -104,7 +104,7 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
-def _context() -> multiprocessing.context.BaseContext:
+def pool_context() -> multiprocessing.context.BaseContext:
     """``fork`` when this process runs a single thread (fast, nothing re-imported), else
     ``forkserver`` (forking a process with threads can deadlock), else ``spawn``."""
     methods = multiprocessing.get_all_start_methods()
@@ -143,7 +143,7 @@ def analyse_many(
         size = -(-len(reqs) // n_chunks)
         chunks = [reqs[i : i + size] for i in range(0, len(reqs), size)]
         try:
-            with ProcessPoolExecutor(max_workers=n_workers, mp_context=_context()) as pool:
+            with ProcessPoolExecutor(max_workers=n_workers, mp_context=pool_context()) as pool:
                 out = []
                 cpu = 0.0
                 rss: dict[int, int] = {}
@@ -160,7 +160,7 @@ def analyse_many(
         except (OSError, RuntimeError, ImportError):  # no processes here (sandbox): run serially
             out = None
     if out is None:
-        out = _run_chunk(reqs)
+        out = run_chunk(reqs)
     info["seconds"] = round(time.perf_counter() - t0, 3)
     if stats is not None:
         stats.update(info)

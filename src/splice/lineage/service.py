@@ -271,16 +271,27 @@ def _nest(schema: dict[Relation, dict[str, str]]) -> dict[str, Any]:
 
 
 # -- the pass ------------------------------------------------------------------------------------
-def _levels(graph: Graph, ids: list[str]) -> list[list[str]]:
+def _waits_on(graph: Graph, ids: list[str], dialect: str) -> dict[str, set[str]]:
+    """What each model waits on before it is analysed: its nearest analysed ancestors, and any
+    analysed model writing a relation it reads (a binding the graph did not draw), so what it
+    is given as schema never depends on timing."""
+    from splice.graph.relations import parse_relation
+
     wanted = set(ids)
-    level: dict[str, int] = {}
-    for nid in graph.topological_order(wanted):
-        ups = [level[p] for p in _model_ancestors(graph, nid, wanted) if p in level]
-        level[nid] = (max(ups) + 1) if ups else 0
-    out: dict[int, list[str]] = {}
-    for nid, lv in level.items():
-        out.setdefault(lv, []).append(nid)
-    return [out[k] for k in sorted(out)]
+    writers: dict[Relation, str] = {}
+    for nid in ids:
+        node = graph.nodes[nid]
+        for r in node.all_writes:
+            writers.setdefault(r, nid)
+        if node.meta.get("fqn"):
+            writers.setdefault(parse_relation(str(node.meta["fqn"]), dialect=dialect), nid)
+    out: dict[str, set[str]] = {}
+    for nid in ids:
+        deps = _model_ancestors(graph, nid, wanted)
+        deps.update(w for r in graph.nodes[nid].reads if (w := writers.get(r)) is not None)
+        deps.discard(nid)
+        out[nid] = deps
+    return out
 
 
 def _model_ancestors(graph: Graph, nid: str, wanted: set[str]) -> set[str]:
@@ -323,7 +334,7 @@ def workspace_lineage(
     ``only``: just these models (a review's changed models and what is downstream of them);
     what they read that is not among them takes its columns from the tools' metadata and the
     warehouse.  The whole workspace's lineage, when this process has it already, serves too."""
-    from splice.lineage import analyse_many, lineage_key
+    from splice.lineage import lineage_key
 
     memo = getattr(ws, "_lineage_memo", None)
     if memo is not None:
@@ -393,21 +404,29 @@ def workspace_lineage(
         if rel not in schema or not any(schema[rel].values()):
             schema[rel] = cols
     result = WorkspaceLineage()
-    analysed = cached_hits = 0
-    for wave in _levels(graph, models):
+    found: dict[str, ModelLineage] = {}
+    keys: dict[str, str] = {}
+    asked: dict[str, tuple[str, str, dict[str, Any], Relation | None]] = {}
+    store: dict[str, object] = {}
+    hits = 0
+
+    def prepare(ids: list[str]) -> dict[str, Any]:
+        """Each ready model's request (its schema from what is known now), or its lineage
+        when it needs no analysis (no SQL, or cached)."""
+        nonlocal hits
+        out: dict[str, Any] = {}
         items: dict[str, tuple[str, str, dict[str, Any], Relation | None]] = {}
-        keys: dict[str, str] = {}
-        for nid in wave:
+        for nid in ids:
             sql, dialect, reason = rendered[nid]
             node = graph.nodes[nid]
             if sql is None:
-                result.models[nid] = ModelLineage.opaque(
+                out[nid] = ModelLineage.opaque(
                     reason or "no SQL", output=node.writes, dialect=dialect, reads=list(node.reads)
                 )
                 continue
             subset = {r: schema[r] for r in _reads_for_schema(graph, node, schema, ws.dialect)}
             nested = _nest(subset)
-            items[nid] = (sql, dialect, nested, node.writes)
+            items[nid] = asked[nid] = (sql, dialect, nested, node.writes)
             keys[nid] = lineage_key(
                 sql,
                 dialect,
@@ -419,53 +438,52 @@ def workspace_lineage(
                     node, None if node.kind == "chart" else ws.provider(node.project)
                 ),
             )
-        cached = ws.state.cache_get_many(LINEAGE_KIND, keys.values())
-        todo = {}
-        for nid, key in keys.items():
-            if key in cached:
-                result.models[nid] = ModelLineage.from_dict(cached[key])  # type: ignore[arg-type]
-                cached_hits += 1
+        cached = ws.state.cache_get_many(LINEAGE_KIND, [keys[n] for n in items])
+        for nid, (sql, d, sch, o) in items.items():
+            if keys[nid] in cached:
+                out[nid] = ModelLineage.from_dict(cached[keys[nid]])  # type: ignore[arg-type]
+                hits += 1
             else:
-                todo[nid] = items[nid]
-        if todo:
-            fresh = analyse_many(
-                [
-                    (
-                        sql,
-                        {
-                            "dialect": d,
-                            "schema": s,
-                            "output": o,
-                            "default_catalog": ws.default_catalog,
-                            # each model parses in its own dialect; names follow the workspace's
-                            "identity_dialect": ws.dialect,
-                        },
-                    )
-                    for sql, d, s, o in todo.values()
-                ],
-                workers=workers,
-            )
-            store: dict[str, object] = {}
-            for nid, ml in zip(todo, fresh, strict=True):
-                ml = _with_own_columns(ml, todo[nid], graph.nodes[nid], ws)
-                result.models[nid] = ml
-                store[keys[nid]] = ml.to_dict()
-            analysed += len(todo)
-            ws.state.cache_put_many(LINEAGE_KIND, store)
-        # what this wave produced becomes schema for the next
-        for nid in wave:
-            node = graph.nodes[nid]
-            if nid in result.models and node.meta.get("tool_columns"):
-                add_tool_columns(result.models[nid], node)
-            produced = result.models.get(nid)
-            if produced is not None and produced.columns and node.writes is not None:
-                known = schema.get(node.writes) or {}
-                schema[node.writes] = {c: known.get(c, "") for c in produced.columns}
-                fqn = node.meta.get("fqn")
-                if fqn:
-                    from splice.graph.relations import parse_relation
+                out[nid] = LineageRequest(sql, dialect=d, schema=sch, output=o,
+                                          default_catalog=ws.default_catalog,
+                                          # each model parses in its own dialect; names
+                                          # follow the workspace's
+                                          identity_dialect=ws.dialect)  # fmt: skip
+        return out
 
-                    schema[parse_relation(str(fqn), dialect=ws.dialect)] = schema[node.writes]
+    def finish(nid: str, ml: ModelLineage, fresh: bool) -> None:
+        node = graph.nodes[nid]
+        if fresh:
+            ml = _with_own_columns(ml, asked[nid], node, ws)
+            store[keys[nid]] = ml.to_dict()
+            if len(store) >= 200:  # kept as it goes: an interrupted first pass is not lost
+                ws.state.cache_put_many(LINEAGE_KIND, dict(store))
+                store.clear()
+        found[nid] = ml
+        if node.meta.get("tool_columns"):
+            add_tool_columns(ml, node)
+        # what this model produced becomes schema for the models that read it
+        if ml.columns and node.writes is not None:
+            known = schema.get(node.writes) or {}
+            schema[node.writes] = {c: known.get(c, "") for c in ml.columns}
+            fqn = node.meta.get("fqn")
+            if fqn:
+                from splice.graph.relations import parse_relation
+
+                schema[parse_relation(str(fqn), dialect=ws.dialect)] = schema[node.writes]
+
+    from splice.lineage.parallel import LineageRequest
+    from splice.lineage.schedule import analyse_in_order
+
+    order = graph.topological_order(set(models))
+    analysed = analyse_in_order(
+        [n for n in order if n in set(models)], _waits_on(graph, models, ws.dialect),
+        prepare, finish, workers=workers,
+    )  # fmt: skip
+    if store:
+        ws.state.cache_put_many(LINEAGE_KIND, store)
+    result.models = {nid: found[nid] for nid in models if nid in found}
+    cached_hits = hits
     result.stats = {
         "models": len(models),
         "rendered": render_stats["rendered"],

@@ -29,6 +29,13 @@ from splice.support.faults_env import locked_error
 
 CAPABILITIES = Capabilities(exact_selection=True, owns_state=False, renders_sql=True)
 
+#: ``dbt parse`` in a child process (:meth:`DbtProvider.prewarm`)
+_PARSE_CHILD = (
+    "import sys\n"
+    "from dbt.cli.main import dbtRunner\n"
+    "sys.exit(0 if dbtRunner().invoke(sys.argv[1:]).success else 1)\n"
+)
+
 
 def quiet_env() -> None:
     """Keep dbt from sending usage statistics (unless the environment says otherwise)."""
@@ -114,6 +121,7 @@ class DbtProvider:
     def __init__(self, ctx: LoadContext) -> None:
         self.ctx = ctx
         self.manifest: Any = None
+        self._prewarm: Any = None  # the child parsing this project (prewarm), until waited on
         #: a directory holding a prod manifest.json: builds then defer what they do not select
         #: to it (``dbt build --defer --state``), as a review build in an isolated target does
         self.defer_state: Path | None = None
@@ -192,6 +200,29 @@ class DbtProvider:
         res.captured = out.getvalue()  # type: ignore[attr-defined]
         return res
 
+    def prewarm(self) -> Any:
+        """Start ``dbt parse`` of this project in a child process, when dbt has no partial
+        parse of it yet (the first load): the loader loads the workspace's other projects
+        meanwhile, on the other core, and this project's own parse then reads what the child
+        wrote (dbt's partial parsing), at a fraction of a full parse. Returns the child (wait
+        for it before :meth:`load`), or None when there is nothing to gain. The child's
+        failure is never reported: the parse in this process says what is wrong."""
+        import subprocess
+        import sys
+
+        target = self.work / "target" / self.ctx.environment
+        if self.manifest is not None or (target / "partial_parse.msgpack").exists():
+            return None
+        if not (self.ctx.project_path / "dbt_project.yml").exists():
+            return None
+        quiet_env()
+        self._prewarm = subprocess.Popen(  # noqa: S603 - dbt itself, with this provider's arguments
+            [sys.executable, "-c", _PARSE_CHILD, *self._args("parse")],
+            cwd=self.ctx.project_path, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        return self._prewarm
+
     def _parse(self) -> Any:
         if self.manifest is None:
             if not (self.ctx.project_path / "dbt_project.yml").exists():
@@ -199,7 +230,13 @@ class DbtProvider:
                     f"dbt project {self.ctx.project_name!r}: no dbt_project.yml in {self.ctx.project_path}.",
                     fix="point projects.path at the directory that holds dbt_project.yml",
                 )
-            res = self.invoke(self._args("parse"), label="parse")
+            args = self._args("parse")
+            child, self._prewarm = self._prewarm, None
+            if child is not None and child.wait() == 0:
+                # the child wrote manifest.json, its semantic manifest and the partial parse
+                # just now: this parse reads the last, and writes nothing again
+                args.append("--no-write-json")
+            res = self.invoke(args, label="parse")
             if not res.success or res.result is None:
                 raise ProjectError(
                     f"dbt project {self.ctx.project_name!r} failed to parse.",
@@ -390,12 +427,25 @@ class DbtProvider:
                 )
                 continue
             todo.append(n)
+        from splice.providers.dbt_plain import plain_render
+
+        rest = []
+        for n in todo:  # ref, source and config only: rendered from the manifest, without dbt
+            sql = plain_render(m, m.nodes.get(str(n.meta["unique_id"])))
+            if sql is None:
+                rest.append(n)
+            else:
+                out[n.id] = RenderedSQL(n.id, sql, self.dialect)
+        todo = rest
         if not todo:
             return out
         by_uid = {str(n.meta["unique_id"]): n for n in todo}
         args = self._args("compile") + ["--no-introspect"]
         if len(todo) < len([x for x in m.nodes.values() if x.resource_type.value == "model"]):
-            args += ["--select", *[selector_for(m.nodes[u]) for u in by_uid]]
+            # with the ephemeral models they read: dbt injects an ephemeral model's CTE only
+            # into a model compiled together with it
+            wanted = [*by_uid, *_ephemeral_ancestors(m, list(by_uid))]
+            args += ["--select", *[selector_for(m.nodes[u]) for u in wanted]]
         else:
             args += ["--select", "resource_type:model", "resource_type:snapshot"]
         from splice.providers.dbt_render import incremental_branch
@@ -444,6 +494,22 @@ class DbtProvider:
 
     def close(self) -> None:
         release_warehouse()
+
+
+def _ephemeral_ancestors(m: Any, uids: list[str]) -> list[str]:
+    """The ephemeral models ``uids`` read, directly or through other ephemeral models."""
+    seen: set[str] = set()
+    stack = list(uids)
+    while stack:
+        deps = getattr(m.nodes.get(stack.pop()), "depends_on", None)
+        for dep in getattr(deps, "nodes", None) or []:
+            node = m.nodes.get(dep)
+            if node is None or dep in seen or dep in uids:
+                continue
+            if getattr(node.config, "materialized", None) == "ephemeral":
+                seen.add(dep)
+                stack.append(dep)
+    return sorted(seen)
 
 
 def _first_lines(text: str, n: int = 3) -> str:

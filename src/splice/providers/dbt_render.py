@@ -98,7 +98,12 @@ def incremental_branch(manifest: Any, incremental: bool = True) -> Iterator[None
     """While open, every ``is_incremental`` macro of ``manifest`` (dbt's, or a project's own
     override) is true for incremental models (``incremental=False``: false for every model);
     the originals come back on exit.  The manifest must not be used by another thread meanwhile
-    (a Workspace, and so its providers, serves one caller at a time)."""
+    (a Workspace, and so its providers, serves one caller at a time).
+
+    Every node is marked uncompiled first: dbt injects an ephemeral model's CTE only into a
+    node it has not injected before, so a second compile on the same manifest in memory would
+    give SQL that reads ``__dbt__cte__x`` without defining it."""
+    _uncompiled(manifest)
     saved: list[tuple[Any, str]] = []
     for macro in getattr(manifest, "macros", {}).values():
         if getattr(macro, "name", None) == "is_incremental":
@@ -109,3 +114,11 @@ def incremental_branch(manifest: Any, incremental: bool = True) -> Iterator[None
     finally:
         for macro, sql in saved:
             macro.macro_sql = sql
+
+
+def _uncompiled(manifest: Any) -> None:
+    for node in getattr(manifest, "nodes", {}).values():
+        if getattr(node, "extra_ctes_injected", False):
+            node.extra_ctes_injected = False
+            node.extra_ctes = []
+            node.compiled = False

@@ -370,11 +370,27 @@ class Workspace:
 
     def load_graph(self) -> Graph:
         """The joined graph, loaded from every project through its tool (no cache)."""
-        nodes: list[Node] = []
-        for spec in self.config.projects:
-            t0 = time.perf_counter()
-            nodes.extend(self.provider(spec.name).load())
-            self.timings.add(f"load:{spec.name}", time.perf_counter() - t0)
+        loaded: dict[str, list[Node]] = {}
+        children: dict[str, Any] = {}
+        try:
+            if len(self.config.projects) > 1:  # one tool parses in a child while others load
+                for spec in self.config.projects:
+                    prewarm = getattr(self.provider(spec.name), "prewarm", None)
+                    child = prewarm() if prewarm is not None else None
+                    if child is not None:
+                        children[spec.name] = child
+            for spec in sorted(self.config.projects, key=lambda s: s.name in children):
+                t0 = time.perf_counter()
+                child = children.pop(spec.name, None)
+                if child is not None:
+                    child.wait()
+                loaded[spec.name] = self.provider(spec.name).load()
+                self.timings.add(f"load:{spec.name}", time.perf_counter() - t0)
+        finally:
+            for child in children.values():  # a load failed: the other parses are not needed
+                child.kill()
+                child.wait()
+        nodes: list[Node] = [n for spec in self.config.projects for n in loaded[spec.name]]
         t0 = time.perf_counter()
         nodes.extend(
             ingestion_nodes(
