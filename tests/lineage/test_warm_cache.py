@@ -180,3 +180,20 @@ def test_a_dlt_load_keeps_the_graph_a_new_dataset_does_not(fresh_demo: Path) -> 
     data["dataset_name"] = "raw_v2"
     state.write_text(json.dumps(data))
     assert key() != before
+
+
+def test_a_first_lineage_says_what_it_is_doing(fresh_demo: Path) -> None:
+    """The CLI's spinner shows the workspace's progress: each project as its tool loads it
+    (dbt parsing in a child process beside the first), the rendering, the models analysed."""
+    for kept in (fresh_demo / ".splice" / "dbt").rglob("partial_parse.msgpack"):
+        kept.unlink()  # as on a first load: dbt has parsed nothing yet
+    told: list[str] = []
+    with Workspace.open(fresh_demo, use_cache=False) as ws:
+        ws.progress = told.append
+        wl = workspace_lineage(ws)
+    loads = [m for m in told if m.startswith("loading ")]
+    assert len(loads) == 2, told  # the demo's two projects, one at a time
+    assert "dbt parsing beside it" in loads[0] and "dbt project finance (2/2)" in loads[1], loads
+    n = len(wl.models)
+    assert f"column lineage: {n:,}/{n:,} models" in told, told
+    assert told.index(loads[1]) < told.index(f"rendering {n:,} models"), told

@@ -51,7 +51,7 @@ def ls_cmd(
         from splice.api import search_nodes
         from splice.cli.render import render_search
 
-        with open_workspace(ctx) as ws, working("Loading the graph..."):
+        with open_workspace(ctx) as ws, working("Loading the graph...", ws):
             found = search_nodes(ws, search, kind=kind)
         if as_json:
             emit_json(found)
@@ -62,7 +62,7 @@ def ls_cmd(
         raise click.UsageError("--kind goes with --search (for a selection: -s kind:KIND).")
     from splice.api import list_nodes
 
-    with open_workspace(ctx) as ws, working("Loading the graph..."):
+    with open_workspace(ctx) as ws, working("Loading the graph...", ws):
         records = list_nodes(ws, select, exclude=exclude)
     if as_json:
         emit_json(records)
@@ -111,7 +111,7 @@ def lineage_cmd(
     """Column lineage across tools, from ingestion to dashboards."""
     from splice.api import lineage, openlineage_facets
 
-    with open_workspace(ctx) as ws, working("Loading the graph and column lineage..."):
+    with open_workspace(ctx) as ws, working("Loading the graph and column lineage...", ws):
         if openlineage:
             emit_json(openlineage_facets(ws, target_ref, direction=direction, depth=depth))
             return
@@ -132,7 +132,7 @@ def doctor_cmd(ctx: click.Context, as_json: bool, no_lineage: bool) -> None:
     """Check where the join of projects is weak. Exit status 1 when a check is an error."""
     from splice.api import doctor, doctor_exit_status, project_dialects
 
-    with open_workspace(ctx) as ws, working("Running checks..."):
+    with open_workspace(ctx) as ws, working("Running checks...", ws):
         checks = doctor(ws, lineage=not no_lineage)
         dialects = project_dialects(ws)
     if as_json:

@@ -19,14 +19,28 @@ def console() -> Console:
     return Console(highlight=False, emoji=False, width=None if sys.stdout.isatty() else 200)
 
 
-def working(message: str):  # type: ignore[no-untyped-def]
-    """A spinner on stderr while long work runs (only on a terminal; pipes stay clean)."""
+def working(message: str, ws: Any = None):  # type: ignore[no-untyped-def]
+    """A spinner on stderr while long work runs (only on a terminal; pipes stay clean); with
+    ``ws``, it also says what the work is doing now (the workspace's ``progress``)."""
     import contextlib
     import sys
 
     if not sys.stderr.isatty():
         return contextlib.nullcontext()
-    return Console(stderr=True, emoji=False).status(message)
+    status = Console(stderr=True, emoji=False).status(message)
+    if ws is None:
+        return status
+
+    @contextlib.contextmanager
+    def told() -> Any:
+        with status:
+            ws.progress = lambda now: status.update(f"{message} {now}")
+            try:
+                yield status
+            finally:
+                ws.progress = None
+
+    return told()
 
 
 def render_nodes(records: list[dict[str, Any]]) -> None:

@@ -13,7 +13,9 @@ True
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
+from typing import Any
 
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
@@ -33,12 +35,21 @@ def default_schema(dialect: str) -> str:
     return DEFAULT_SCHEMA.get(dialect, "main")
 
 
+#: A dotted name of one to three plain, unquoted identifiers.
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*){0,2}")
+
+
 @lru_cache(maxsize=65536)
 def _parse(text: str, dialect: str, read: str | None = None) -> tuple[str | None, str, str]:
     d = Dialect.get_or_raise(dialect)
-    table = exp.to_table(text, dialect=read or dialect)
+    if _PLAIN.fullmatch(text):  # a.b.c of plain unquoted names: no parser needed
+        names = text.split(".")
+        idents: list[Any] = [None] * (3 - len(names)) + [exp.to_identifier(n) for n in names]
+    else:
+        table = exp.to_table(text, dialect=read or dialect)
+        idents = [table.args.get("catalog"), table.args.get("db"), table.this]
     parts: list[str | None] = []
-    for ident in (table.args.get("catalog"), table.args.get("db"), table.this):
+    for ident in idents:
         if ident is None or not ident.name:
             parts.append(None)
             continue

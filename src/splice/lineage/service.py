@@ -391,6 +391,7 @@ def workspace_lineage(
         and (only is None or n.id in only)
     ]  # fmt: skip
     render_stats: dict[str, Any] = {"rendered": 0}
+    ws.report(f"rendering {len(models):,} models")
     rendered = rendered_sql(ws, graph, models, render_stats)
     t_render = time.perf_counter() - t0
     schema: dict[Relation, dict[str, str]] = {}
@@ -460,6 +461,8 @@ def workspace_lineage(
                 ws.state.cache_put_many(LINEAGE_KIND, dict(store))
                 store.clear()
         found[nid] = ml
+        if len(found) % 100 == 0 or len(found) == len(models):
+            ws.report(f"column lineage: {len(found):,}/{len(models):,} models")
         if node.meta.get("tool_columns"):
             add_tool_columns(ml, node)
         # what this model produced becomes schema for the models that read it

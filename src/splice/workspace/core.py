@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -76,6 +77,9 @@ class Workspace:
         #: where a long-lived server keeps state connections between requests (splice.api.served)
         self.state_pool: StatePool | None = None
         self.timings = Timings()
+        #: told what long work is doing now ("loading dbt project finance (1/2)", "analysing
+        #: column lineage: 800/2,000 models"): the CLI's spinner shows it (cli.render.working)
+        self.progress: Callable[[str], None] | None = None
         # the graph cache (splice.workspace.graph_cache): off with --no-cache or SPLICE_NO_CACHE=1
         self.use_cache = (
             use_cache
@@ -368,6 +372,11 @@ class Workspace:
             self.timings.add("cache_key", time.perf_counter() - t0)
         return self.graph_key
 
+    def report(self, message: str) -> None:
+        """Say what long work is doing now to whoever listens (:attr:`progress`)."""
+        if self.progress is not None:
+            self.progress(message)
+
     def load_graph(self) -> Graph:
         """The joined graph, loaded from every project through its tool (no cache)."""
         loaded: dict[str, list[Node]] = {}
@@ -379,7 +388,11 @@ class Workspace:
                     child = prewarm() if prewarm is not None else None
                     if child is not None:
                         children[spec.name] = child
-            for spec in sorted(self.config.projects, key=lambda s: s.name in children):
+            specs = sorted(self.config.projects, key=lambda s: s.name in children)
+            for k, spec in enumerate(specs, 1):
+                self.report(f"loading {spec.format} project {spec.name} ({k}/{len(specs)})"
+                            + (", dbt parsing beside it" if children and spec.name not in children
+                               else ""))  # fmt: skip
                 t0 = time.perf_counter()
                 child = children.pop(spec.name, None)
                 if child is not None:
