@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from cli_support import RED_ERROR, plain, splice
+from tests.run_lock_holder import run_holding
 
 from splice.demo import DemoResult, relocate
 
@@ -58,37 +59,6 @@ def _locked(path: Path) -> Iterator[int]:
         assert locker.stdin is not None
         locker.stdin.close()
         locker.wait(timeout=30)
-
-
-RUN_HOLDER = """
-import fcntl, json, os, sys
-from pathlib import Path
-from splice.warehouse.locks import lock_file
-path = lock_file(Path(sys.argv[1]), "warehouse")
-path.parent.mkdir(parents=True, exist_ok=True)
-fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-fcntl.flock(fd, fcntl.LOCK_EX)
-os.pwrite(fd, json.dumps({"pid": os.getpid(), "run_id": "r-holding"}).encode(), 0)
-print("locked", flush=True)
-sys.stdin.read()
-"""
-
-
-@contextlib.contextmanager
-def _run_holding(ws: Path) -> Iterator[int]:
-    """Another process holding the run's warehouse lock, as a `splice run` does between two of
-    its segments (the DuckDB file itself free for a moment)."""
-    holder = subprocess.Popen(
-        [sys.executable, "-c", RUN_HOLDER, str(ws / ".splice" / "locks")],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
-        yield holder.pid
-    finally:
-        assert holder.stdin is not None
-        holder.stdin.close()
-        holder.wait(timeout=30)
 
 
 @contextlib.contextmanager
@@ -162,7 +132,7 @@ def test_a_plan_while_a_run_writes_the_warehouse(demo_build: DemoResult, tmp_pat
     the warehouse it says so (a retry helps) instead of opening the file between two of the
     run's segments, which would make the run's next segment fail on DuckDB's lock."""
     ws = _copy(demo_build, tmp_path / "travel")
-    with _run_holding(ws) as pid:
+    with run_holding(ws) as pid:
         res = splice("plan", cwd=ws)
     assert_red_error(
         res, f"a splice run (pid {pid}, run r-holding) is writing the warehouse",

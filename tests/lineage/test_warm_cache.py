@@ -85,45 +85,20 @@ def test_warm_lineage_follows_the_warehouse_and_the_dlt_pipeline(fresh_demo: Pat
         assert graph_cache.graph_key(ws) != key
 
 
-_HOLD = """
-import fcntl, json, os, sys, time
-from splice.warehouse.locks import lock_file
-path = lock_file(__import__("pathlib").Path(sys.argv[1]), "warehouse")
-path.parent.mkdir(parents=True, exist_ok=True)
-fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-fcntl.flock(fd, fcntl.LOCK_EX)
-os.pwrite(fd, json.dumps({"pid": os.getpid()}).encode(), 0)
-print("held", flush=True)
-sys.stdin.readline()
-"""
-
-
 def test_lineage_does_not_open_the_warehouse_while_a_run_writes_it(fresh_demo: Path) -> None:
     """Between two segments of a run the DuckDB file is free for a moment; a reader opening it
     then would make the run's next segment fail on the lock. While another process holds the
     run's warehouse lock, lineage uses the columns it read last; once the run ends it reads
     the file again."""
-    import subprocess
-    import sys
+    from tests.run_lock_holder import run_holding
 
     with Workspace.open(fresh_demo) as ws:
         workspace_lineage(ws)
     with duckdb.connect(str(fresh_demo / "warehouse.duckdb")) as con:
         con.execute("ALTER TABLE raw.bookings ADD COLUMN coupon VARCHAR")
-    holder = subprocess.Popen(
-        [sys.executable, "-c", _HOLD, str(fresh_demo / ".splice" / "locks")],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-        with Workspace.open(fresh_demo) as ws:
-            during = workspace_lineage(ws)
-        assert during.stats.get("warm"), "the columns read before the run: the file unopened"
-    finally:
-        assert holder.stdin is not None
-        holder.stdin.write("\n")
-        holder.stdin.close()
-        holder.wait(timeout=30)
+    with run_holding(fresh_demo), Workspace.open(fresh_demo) as ws:
+        during = workspace_lineage(ws)
+    assert during.stats.get("warm"), "the columns read before the run: the file unopened"
     with Workspace.open(fresh_demo) as ws:
         after = workspace_lineage(ws)
     assert not after.stats.get("warm"), "the run ended: the new column is read"
