@@ -37,13 +37,20 @@ def default_schema(dialect: str) -> str:
 
 #: A dotted name of one to three plain, unquoted identifiers.
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*){0,2}")
+#: ... or with each part in double quotes (SQLMesh's fqn), where they quote identifiers
+_PART = r'(?:[A-Za-z_][A-Za-z0-9_]*|"[A-Za-z_][A-Za-z0-9_]*")'
+_QUOTED = re.compile(rf"{_PART}(?:\.{_PART}){{0,2}}")
 
 
 @lru_cache(maxsize=65536)
 def _parse(text: str, dialect: str, read: str | None = None) -> tuple[str | None, str, str]:
     d = Dialect.get_or_raise(dialect)
-    if _PLAIN.fullmatch(text):  # a.b.c of plain unquoted names: no parser needed
-        names = text.split(".")
+    plain = _PLAIN.fullmatch(text) or (
+        _QUOTED.fullmatch(text)
+        and '"' in Dialect.get_or_raise(read or dialect).tokenizer_class.IDENTIFIERS
+    )
+    if plain:  # a.b.c of plain names, each quoted or not: no parser needed
+        names = text.replace('"', "").split(".")
         idents: list[Any] = [None] * (3 - len(names)) + [exp.to_identifier(n) for n in names]
     else:
         table = exp.to_table(text, dialect=read or dialect)
