@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pytest
 from click.testing import CliRunner
 from tests.tool_probe import probe
 
@@ -157,9 +158,15 @@ def test_a_dlt_load_keeps_the_graph_a_new_dataset_does_not(fresh_demo: Path) -> 
     assert key() != before
 
 
-def test_a_first_lineage_says_what_it_is_doing(fresh_demo: Path) -> None:
+def test_a_first_lineage_says_what_it_is_doing(
+    fresh_demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The CLI's spinner shows the workspace's progress: each project as its tool loads it
-    (dbt parsing in a child process beside the first), the rendering, the models analysed."""
+    (dbt parsing in a child process beside the first: the demo's finance project counts as
+    big enough here), the rendering, the models analysed."""
+    from splice.providers.dbt import DbtProvider
+
+    monkeypatch.setattr(DbtProvider, "PREWARM_MIN_MODELS", 1)
     for kept in (fresh_demo / ".splice" / "dbt").rglob("partial_parse.msgpack"):
         kept.unlink()  # as on a first load: dbt has parsed nothing yet
     told: list[str] = []

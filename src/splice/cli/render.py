@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol
 
 from rich.console import Console
 from rich.markup import escape
@@ -19,7 +20,13 @@ def console() -> Console:
     return Console(highlight=False, emoji=False, width=None if sys.stdout.isatty() else 200)
 
 
-def working(message: str, ws: Any = None):  # type: ignore[no-untyped-def]
+class Reporting(Protocol):
+    """A workspace as the spinner sees it: what long work is doing now is told to ``progress``."""
+
+    progress: Callable[[str], None] | None
+
+
+def working(message: str, ws: Reporting | None = None):  # type: ignore[no-untyped-def]
     """A spinner on stderr while long work runs (only on a terminal; pipes stay clean); with
     ``ws``, it also says what the work is doing now (the workspace's ``progress``)."""
     import contextlib

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 from pathlib import Path
 from typing import Any
@@ -117,6 +118,8 @@ def check_target(ctx: LoadContext) -> None:
 class DbtProvider:
     format = "dbt"
     capabilities = CAPABILITIES
+    #: :meth:`prewarm` only for a project with at least this many model files
+    PREWARM_MIN_MODELS = 200
 
     def __init__(self, ctx: LoadContext) -> None:
         self.ctx = ctx
@@ -215,6 +218,11 @@ class DbtProvider:
             return None
         if not (self.ctx.project_path / "dbt_project.yml").exists():
             return None
+        models = self.ctx.project_path / "models"
+        if sum(1 for _ in itertools.islice(models.rglob("*.sql"), self.PREWARM_MIN_MODELS)) < (
+            self.PREWARM_MIN_MODELS
+        ):
+            return None  # a small project parses in seconds: a second process costs more
         quiet_env()
         self._prewarm = subprocess.Popen(  # noqa: S603 - dbt itself, with this provider's arguments
             [sys.executable, "-c", _PARSE_CHILD, *self._args("parse")],
