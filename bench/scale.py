@@ -20,7 +20,8 @@ the tools parse and render them):
    detectors): the first watch (backfill) and the next day's.
 
 The rows not measured here say which bench measures them (bench/serve.py for ``/mcp`` under
-load; bench/warehouses.py for Spark and PostgreSQL), or that nothing measures them yet.
+load; bench/warehouses.py for a run on Spark and a watch with the state on PostgreSQL), or
+that nothing measures them yet (``splice incidents`` on Spark).
 """
 
 from __future__ import annotations
@@ -171,12 +172,8 @@ def main(argv: list[str] | None = None) -> int:
         ]  # fmt: skip
     rows += [
         _row("first watch, state in PostgreSQL", "bench/warehouses.py", "<= 1.1x SQLite", None),
-        _row(
-            "`splice incidents` / no-op run on Spark",
-            "bench/warehouses.py",
-            "< 0.5 s / < 1 s",
-            None,
-        ),
+        _row("`splice incidents` on Spark", "not measured by any bench yet", "< 0.5 s", None),
+        _row("no-op `splice run` on Spark", "bench/warehouses.py", "< 1 s", None),
         _row(
             "/mcp p95, 50 clients x 20 calls, workers = 2",
             "bench/serve.py --workers 2",

@@ -25,11 +25,12 @@ sys.stdin.read()
 
 
 @contextlib.contextmanager
-def run_holding(ws: Path) -> Iterator[int]:
-    """While open, a child process holds ``ws``'s warehouse run lock; yields its pid."""
+def holding(script: str, arg: str) -> Iterator[int]:
+    """While open, a child runs ``script`` with ``arg`` (it prints "locked" once it holds what
+    it takes, then waits for its stdin to close); yields its pid."""
     holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(ws / ".splice" / "locks")],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        [sys.executable, "-c", script, arg], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        text=True,
     )  # fmt: skip
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
@@ -38,3 +39,8 @@ def run_holding(ws: Path) -> Iterator[int]:
         assert holder.stdin is not None
         holder.stdin.close()
         holder.wait(timeout=30)
+
+
+def run_holding(ws: Path) -> contextlib.AbstractContextManager[int]:
+    """While open, a child process holds ``ws``'s warehouse run lock; yields its pid."""
+    return holding(HOLDER, str(ws / ".splice" / "locks"))

@@ -9,13 +9,12 @@ import contextlib
 import shutil
 import sqlite3
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from cli_support import RED_ERROR, plain, splice
-from tests.run_lock_holder import run_holding
+from tests.run_lock_holder import holding, run_holding
 
 from splice.demo import DemoResult, relocate
 
@@ -46,19 +45,8 @@ def _copy(demo: DemoResult, dest: Path) -> Path:
     return dest
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[int]:
-    locker = subprocess.Popen(
-        [sys.executable, "-c", LOCKER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
-    try:
-        assert locker.stdout is not None and locker.stdout.readline().strip() == "locked"
-        yield locker.pid
-    finally:
-        assert locker.stdin is not None
-        locker.stdin.close()
-        locker.wait(timeout=30)
+def _locked(path: Path) -> contextlib.AbstractContextManager[int]:
+    return holding(LOCKER, str(path))
 
 
 @contextlib.contextmanager

@@ -50,6 +50,8 @@ def analyse_in_order(
     done first. ``prepare(ids)`` gives each ready id a request, or its lineage when no analysis
     is needed (a cached or opaque one); ``finish(id, lineage, fresh)`` is called once per id, in
     this process, before any id waiting on it is prepared. Returns how many were analysed.
+    The first requests run in this process; a pool of ``workers`` (default: every core) starts
+    once ``MIN_PARALLEL`` have been asked.
 
     Ids waiting on each other (a cycle) are taken in ``order`` once nothing else is ready."""
     wanted = set(order)
@@ -62,7 +64,7 @@ def analyse_in_order(
     queued = set(ready)
     left = set(order)
     n_workers = available_cores() if workers is None else max(1, workers)
-    use_pool = n_workers > 1 and len(order) >= MIN_PARALLEL
+    use_pool = n_workers > 1
     pool: ProcessPoolExecutor | None = None
     inflight: dict[Future[list[ModelLineage]], list[str]] = {}
     analysed = 0
@@ -92,7 +94,9 @@ def analyse_in_order(
                 if not todo:
                     continue
                 analysed += len(todo)
-                if use_pool and pool is None:
+                # a pool once there is enough to analyse (a cold pass): a few models changed
+                # since the last pass are analysed here, without forking this process
+                if use_pool and pool is None and analysed >= MIN_PARALLEL:
                     try:
                         pool = ProcessPoolExecutor(max_workers=n_workers, mp_context=pool_context())
                     except (OSError, RuntimeError, ImportError):  # no processes here: serially

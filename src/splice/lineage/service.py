@@ -197,7 +197,7 @@ def warehouse_columns(
             snap = None
     if snap is not None and snap.get("stamp") == stamp:
         rows = [tuple(r) for r in snap["rows"]]
-    elif snap is not None and held_elsewhere(ws.splice_dir / "locks"):
+    elif snap is not None and held_elsewhere(ws.splice_dir / "locks") is not None:
         # a run is writing the warehouse: opening it between two of its segments would make
         # the next one fail on DuckDB's lock, so the columns read last time serve until it ends
         return _Provisional(_relations_of(ws, [tuple(r) for r in snap["rows"]]))
@@ -478,20 +478,18 @@ def workspace_lineage(
     from splice.lineage.parallel import LineageRequest
     from splice.lineage.schedule import analyse_in_order
 
-    order = graph.topological_order(set(models))
     analysed = analyse_in_order(
-        [n for n in order if n in set(models)], _waits_on(graph, models, ws.dialect),
-        prepare, finish, workers=workers,
+        graph.topological_order(models), _waits_on(graph, models, ws.dialect), prepare, finish,
+        workers=workers,
     )  # fmt: skip
     if store:
         ws.state.cache_put_many(LINEAGE_KIND, store)
     result.models = {nid: found[nid] for nid in models if nid in found}
-    cached_hits = hits
     result.stats = {
         "models": len(models),
         "rendered": render_stats["rendered"],
         "analysed": analysed,
-        "cached": cached_hits,
+        "cached": hits,
         "render_seconds": round(t_render, 3),
         "seconds": round(time.perf_counter() - t0, 3),
     }

@@ -218,9 +218,12 @@ class DbtProvider:
             return None
         if not (self.ctx.project_path / "dbt_project.yml").exists():
             return None
-        models = self.ctx.project_path / "models"
-        if sum(1 for _ in itertools.islice(models.rglob("*.sql"), self.PREWARM_MIN_MODELS)) < (
-            self.PREWARM_MIN_MODELS
+        files = itertools.chain.from_iterable(
+            (self.ctx.project_path / d).rglob("*.sql") for d in _model_paths(self.ctx.project_path)
+        )
+        if (
+            sum(1 for _ in itertools.islice(files, self.PREWARM_MIN_MODELS))
+            < self.PREWARM_MIN_MODELS
         ):
             return None  # a small project parses in seconds: a second process costs more
         quiet_env()
@@ -502,6 +505,18 @@ class DbtProvider:
 
     def close(self) -> None:
         release_warehouse()
+
+
+def _model_paths(project: Path) -> list[str]:
+    """The project's ``model-paths`` (dbt's default: ``models``), as dbt_project.yml says."""
+    import yaml
+
+    try:
+        conf = yaml.safe_load((project / "dbt_project.yml").read_text()) or {}
+    except (OSError, yaml.YAMLError):
+        return ["models"]
+    paths = conf.get("model-paths") if isinstance(conf, dict) else None
+    return [str(p) for p in paths] if isinstance(paths, list) and paths else ["models"]
 
 
 def _ephemeral_ancestors(m: Any, uids: list[str]) -> list[str]:

@@ -20,7 +20,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 #: The lock a run of a single-writer warehouse (DuckDB) holds for as long as it runs.
 WAREHOUSE_LOCK = "warehouse"
@@ -49,18 +49,22 @@ def is_held(lock_dir: Path, name: str) -> bool:
         os.close(fd)
 
 
-def held_elsewhere(lock_dir: Path, name: str = WAREHOUSE_LOCK) -> bool:
-    """True when another process holds the OS lock ``name`` (a run writing the warehouse).
+def held_elsewhere(lock_dir: Path, name: str = WAREHOUSE_LOCK) -> dict[str, Any] | None:
+    """Who holds the OS lock ``name`` when another process does (a run writing the warehouse):
+    what it wrote into the lock file (pid, run id; ``{}`` when it has not written it yet),
+    else None.
 
     The holder writes its pid into the file once it holds the lock; a held lock whose file
     does not name this process yet is taken as another's (the safe answer for a reader)."""
     if not is_held(lock_dir, name):
-        return False
+        return None
     try:
         holder = json.loads(lock_file(lock_dir, name).read_text() or "{}")
     except (OSError, ValueError):
-        return True
-    return not (isinstance(holder, dict) and holder.get("pid") == os.getpid())
+        return {}
+    if not isinstance(holder, dict):
+        return {}
+    return None if holder.get("pid") == os.getpid() else holder
 
 
 class ServerLock(Protocol):

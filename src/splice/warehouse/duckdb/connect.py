@@ -32,20 +32,15 @@ def refuse_while_a_run_writes(ws: WarehouseHost, what: str) -> None:
     """Raise a WarehouseError (a retry helps) while a `splice run` in another process holds
     the warehouse: a reader opening the file between two of the run's segments would make the
     next segment fail on DuckDB's lock. Readers in the run's own process pass."""
-    from splice.warehouse.locks import WAREHOUSE_LOCK, held_elsewhere, lock_file
+    from splice.warehouse.locks import held_elsewhere
 
-    lock_dir = ws.root / ".splice" / "locks"
-    if not held_elsewhere(lock_dir):
+    holder = held_elsewhere(ws.root / ".splice" / "locks")
+    if holder is None:
         return
-    import json
-
-    try:
-        holder = json.loads(lock_file(lock_dir, WAREHOUSE_LOCK).read_text() or "{}")
-    except (OSError, ValueError):
-        holder = {}
-    who = f" (pid {holder['pid']}" + (f", run {holder['run_id']})" if holder.get("run_id") else ")")
+    named = [f"{k} {holder[f]}" for k, f in (("pid", "pid"), ("run", "run_id")) if holder.get(f)]
+    who = f" ({', '.join(named)})" if named else ""
     raise WarehouseError(
-        f"{what}: a splice run{who if holder.get('pid') else ''} is writing the warehouse "
+        f"{what}: a splice run{who} is writing the warehouse "
         f"{ws.warehouse_path}, and DuckDB lets one process in at a time.",
         fix="retry when the run ends (`splice runs` lists it)",
         retry=True,
