@@ -451,4 +451,18 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE INDEX IF NOT EXISTS operator_activity_by_target ON operator_activity (target, seq)
         """,
     ),
+    (
+        # Each daily series' recent history in one row (splice.watch.windows): the window the
+        # next watch judges against, so a next-day watch reads one row per series instead of
+        # every point of its training window. Derived from watch_points, written beside them.
+        15,
+        """
+        CREATE TABLE IF NOT EXISTS watch_windows (
+            series_id INTEGER PRIMARY KEY REFERENCES watch_series (series_id) ON DELETE CASCADE,
+            first_day INTEGER NOT NULL,
+            vals BLOB NOT NULL,
+            updated_at REAL NOT NULL
+        )
+        """,
+    ),
 ]

@@ -67,10 +67,15 @@ class SeriesRow:
     metric: str
     kind: str
     dims: dict[str, str | None]
+    #: the dims as stored (:func:`dims_key`'s text), when read from the state
+    stored_dims: str | None = None
 
     @property
     def key(self) -> tuple[str, str]:
-        return self.metric, dims_key(self.dims)
+        return self.metric, self.stored_dims or dims_key(self.dims)
+
+
+_DIMS = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
 
 
 def dims_key(dims: dict[str, Any]) -> str:
@@ -79,8 +84,7 @@ def dims_key(dims: dict[str, Any]) -> str:
     >>> dims_key({"currency": "EUR"}), dims_key({})
     ('{"currency":"EUR"}', '{}')
     """
-    return json.dumps({k: None if v is None else str(v) for k, v in dims.items()},
-                      sort_keys=True, separators=(",", ":"))  # fmt: skip
+    return _DIMS.encode({k: None if v is None else str(v) for k, v in dims.items()})
 
 
 def dims_label(dims: dict[str, Any]) -> str:
@@ -114,7 +118,7 @@ def metric_rows(conn: sqlite3.Connection, target: str) -> dict[str, MetricRow]:
 
 def series_rows(conn: sqlite3.Connection, target: str, spec: str) -> list[SeriesRow]:
     rows = conn.execute(_SERIES_OF_SPEC, (target, spec)).fetchall()
-    return [SeriesRow(int(r[0]), r[1], r[2], json.loads(r[3])) for r in rows]
+    return [SeriesRow(int(r[0]), r[1], r[2], json.loads(r[3]), r[3]) for r in rows]
 
 
 def points(
@@ -354,10 +358,11 @@ def ensure_many(
 
 
 def reset_spec(conn: sqlite3.Connection, target: str, spec: str) -> None:
-    """Forget the points and anomalies of ``spec`` (a backfill or a changed definition)."""
+    """Forget the points, windows and anomalies of ``spec`` (a backfill or a changed
+    definition)."""
     ids = [r[0] for r in conn.execute(_SPEC_SERIES_IDS, (target, spec))]
     for i in range(0, len(ids), 500):
         chunk = ids[i : i + 500]
         of_chunk = exp.column("series_id").isin(*placeholders(len(chunk)))
-        for table in ("watch_points", "watch_anomalies"):
+        for table in ("watch_points", "watch_anomalies", "watch_windows"):
             conn.execute(Statement(exp.delete(table, where=of_chunk)), chunk)

@@ -71,7 +71,9 @@ def measure_jobs(ws: Workspace, graph: Any, jobs: list[Any], known: dict[str, An
     ref_end: date | None = None
     for job in built or judging:  # sources alone judge freshness only where nothing is built
         stored_end = None if job.reset else known[job.spec.name].measured_through
-        for cand in [stored_end, *(as_date(r[0]) for r in job.rows if r[0] is not None)]:
+        starts = {r[0] for r in job.rows}  # a year of 10,000 series has 365 distinct ones
+        starts.discard(None)
+        for cand in [stored_end, *(as_date(t) for t in starts)]:
             if cand is not None and (ref_end is None or cand > ref_end):
                 ref_end = cand
     # tables without a time column: as of the newest interval; coarse grains: closed ones only
