@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from splice.errors import ConfigError
-from splice.watch.history import dims_key
 from splice.watch.new_points import new_points
 from splice.watch.specs import Measure, MetricSpec
 
@@ -31,7 +30,7 @@ def _run(rows: list[tuple[object, ...]], known: list[tuple[int, int]] | None = N
         return index[key]
 
     cells = np.array([i * (1 << 32) + d for i, d in known or []], dtype=np.int64)
-    i, d, v = new_points(rows, SPEC, index, add, cells, dims_key)
+    i, d, v = new_points(rows, SPEC, index, add, cells)
     return keys, list(zip(i.tolist(), d.tolist(), v.tolist(), strict=True))
 
 

@@ -140,6 +140,15 @@ def points(
 EPOCH = date(1970, 1, 1)
 
 
+def epoch_day(d: date) -> int:
+    """Days since 1970-01-01: how the watch's arrays hold an interval.
+
+    >>> epoch_day(date(2022, 1, 8))
+    19000
+    """
+    return (d - EPOCH).days
+
+
 #: Series read per statement (each chunk's statement is built once per size: see below).
 CHUNK = 500
 

@@ -10,7 +10,6 @@ was measured before dropped as arrays.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import date
 from decimal import Decimal
 from operator import itemgetter
 from typing import Any
@@ -18,9 +17,9 @@ from typing import Any
 import numpy as np
 
 from splice.watch.grid import as_date, measured_float
+from splice.watch.history import dims_key, epoch_day
 from splice.watch.specs import MetricSpec
 
-EPOCH = date(1970, 1, 1)
 Key = tuple[str, str]
 Meta = tuple[str, str, dict[str, str | None]]
 
@@ -55,7 +54,6 @@ def new_points(
     index: dict[Key, int],
     add: Callable[[Key, Meta], int],
     known: np.ndarray,
-    dims_key: Callable[[dict[str, Any]], str],
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The new points of ``rows`` (interval, dimension values, one value per measure) as
     (series index, day since 1970, value), in the rows' order and each row's measures in
@@ -70,9 +68,7 @@ def new_points(
     kinds = {m.name: m.kind for m in spec.measures}
     cols = [list(map(itemgetter(c), rows)) for c in range(1 + nd + len(names))]
     t_codes, t_uniq = factorize(cols[0])
-    t_epoch = np.array(
-        [-1 if t is None else (as_date(t) - EPOCH).days for t in t_uniq], dtype=np.int64
-    )
+    t_epoch = np.array([-1 if t is None else epoch_day(as_date(t)) for t in t_uniq], dtype=np.int64)
     timed = np.array([t is not None for t in t_uniq], dtype=bool)[t_codes]
     day = t_epoch[t_codes]
     # the rows' dimension values, numbered together (one number per distinct combination)

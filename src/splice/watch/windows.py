@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 
 from splice.state.sql import statement
+from splice.watch.history import epoch_day
 
-EPOCH = date(1970, 1, 1)
 _DTYPE = np.dtype("<f8")
 
 _STORE = statement(
@@ -42,10 +42,6 @@ _OF_SPEC = statement(
 )
 
 
-def _epoch(d: date) -> int:
-    return (d - EPOCH).days
-
-
 def read(
     conn: Any, target: str, spec: str, series_ids: list[int], since: date
 ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], list[int]]:
@@ -56,7 +52,7 @@ def read(
     sids: list[int] = []
     firsts: list[int] = []
     blobs: list[bytes] = []
-    since_e = _epoch(since)
+    since_e = epoch_day(since)
     for sid, first, blob in conn.execute(_OF_SPEC, (target, spec)):
         if sid in wanted and first <= since_e:
             sids.append(int(sid))
@@ -82,7 +78,7 @@ def pack(
     """(series id, first day, values) per series of ``layers``: its points (series id, day
     since 1970, value) from ``first`` to ``last`` laid on one array a day, NaN where it has
     none. A later layer's point replaces an earlier one's of the same series and day."""
-    f, n = _epoch(first), _epoch(last) - _epoch(first) + 1
+    f, n = epoch_day(first), epoch_day(last) - epoch_day(first) + 1
     if n <= 0 or not layers:
         return []
     order = np.unique(np.concatenate([np.unique(sids) for sids, _d, _v in layers]))
