@@ -25,7 +25,7 @@ from splice.lineage.types import ModelLineage
 from splice.workspace.core import Workspace
 
 RENDER_KIND = "rendered_sql"
-RENDER_VERSION = "3"  # bump when the way Splice asks a tool to render changes
+RENDER_VERSION = "4"  # bump when the way Splice asks a tool to render changes
 LINEAGE_KIND = "lineage"
 
 
@@ -54,13 +54,11 @@ def _render_key(ws: Workspace, node: Node, provider: Any, graph: Graph) -> str |
     h.update(
         f"|{node.dialect}|{ws.dialect}|{sorted(tool_versions(node, provider).items())}".encode()
     )
+    own = node.meta.get("render_hash")  # what the tool said when it loaded the node
     if node.tool == "dbt":
-        checksum = node.meta.get("checksum")
-        if not checksum:
+        if not own:
             return None
-        if not hasattr(provider, "_splice_macro_hash"):
-            provider._splice_macro_hash = provider.macro_hash()
-        h.update(f"{checksum}|{provider._splice_macro_hash}".encode())
+        h.update(str(own).encode())
         # what the compiled SQL names: each parent's relation; an ephemeral parent is inlined,
         # so its own code and parents count too
         stack, seen = sorted(node.depends_on), set()
@@ -75,14 +73,8 @@ def _render_key(ws: Workspace, node: Node, provider: Any, graph: Graph) -> str |
                 h.update(f":{pn.meta.get('checksum')}".encode())
                 stack.extend(sorted(pn.depends_on))
         return h.hexdigest()
-    if node.tool == "sqlmesh":
-        model = provider.context.models.get(str(node.meta.get("fqn")))
-        if model is None:
-            return None
-        h.update(f"{model.data_hash}|{model.metadata_hash}".encode())
-        for d in sorted(model.depends_on):
-            dm = provider.context.models.get(d)
-            h.update(f"|{d}:{dm.data_hash if dm is not None else ''}".encode())
+    if node.tool == "sqlmesh" and own:
+        h.update(str(own).encode())
         return h.hexdigest()
     return None
 

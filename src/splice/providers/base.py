@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from splice.graph.model import Node
 
@@ -59,6 +59,11 @@ class Provider(Protocol):
 
     def render(self, nodes: list[Node]) -> dict[str, RenderedSQL]:
         """Rendered SQL for the given nodes of this project."""
+        ...
+
+    def prewarm(self) -> Any:
+        """Start the tool's own parse in a child process while the workspace's other projects
+        load (a handle with ``wait()`` and ``kill()``), or None when there is nothing to gain."""
         ...
 
     def close(self) -> None: ...

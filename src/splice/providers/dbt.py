@@ -115,6 +115,10 @@ def check_target(ctx: LoadContext) -> None:
     )
 
 
+#: what a dbt parse writes besides its partial parse (:meth:`DbtProvider.artifacts`)
+ARTIFACTS = ("manifest.json", "semantic_manifest.json")
+
+
 class DbtProvider:
     format = "dbt"
     capabilities = CAPABILITIES
@@ -241,12 +245,13 @@ class DbtProvider:
                     f"dbt project {self.ctx.project_name!r}: no dbt_project.yml in {self.ctx.project_path}.",
                     fix="point projects.path at the directory that holds dbt_project.yml",
                 )
-            args = self._args("parse")
+            # no manifest.json here (a quarter of a 2,000-model parse): Splice reads the
+            # manifest in memory, and writes the files when something reads them (artifacts())
+            args = [*self._args("parse"), "--no-write-json"]
             child, self._prewarm = self._prewarm, None
-            if child is not None and child.wait() == 0:
-                # the child wrote manifest.json, its semantic manifest and the partial parse
-                # just now: this parse reads the last, and writes nothing again
-                args.append("--no-write-json")
+            # the child wrote manifest.json and the partial parse just now: this parse reads
+            # the latter, and its files are this parse's
+            fresh = child is not None and child.wait() == 0
             res = self.invoke(args, label="parse")
             if not res.success or res.result is None:
                 raise ProjectError(
@@ -254,16 +259,33 @@ class DbtProvider:
                     fix="run `dbt parse` in the project to see why; rerun with -v for dbt's output",
                 )
             self.manifest = res.result
+            if not fresh:  # an earlier parse's files: never read as this one's
+                for name in ARTIFACTS:
+                    (self.target_dir / name).unlink(missing_ok=True)
         return self.manifest
+
+    @property
+    def target_dir(self) -> Path:
+        """dbt's target directory for this project and target, in Splice's own directory."""
+        return self.work / "target" / self.ctx.environment
+
+    def artifacts(self) -> Path:
+        """:attr:`target_dir` with dbt's ``manifest.json`` and ``semantic_manifest.json`` of
+        the project as it is now (written from the manifest in memory when the last parse
+        left them out; parsed first when no parse wrote them)."""
+        path = self.target_dir
+        if not all((path / name).exists() for name in ARTIFACTS):
+            from dbt.parser.manifest import write_manifest
+
+            manifest = self._parse()
+            path.mkdir(parents=True, exist_ok=True)
+            write_manifest(manifest, str(path))
+        return path
 
     def semantic_manifest(self) -> Path:
         """The ``semantic_manifest.json`` dbt writes when it parses the project (for this
-        target): parsed now when no parse has written it yet."""
-        path = self.work / "target" / self.ctx.environment / "semantic_manifest.json"
-        if not path.exists():
-            self.manifest = None
-            self._parse()
-        return path
+        target)."""
+        return self.artifacts() / "semantic_manifest.json"
 
     @property
     def adapter_type(self) -> str | None:
@@ -293,6 +315,7 @@ class DbtProvider:
         names = node_names(m, root_pkg)
         p = self.ctx.project_name
         rel_of: dict[str, Any] = {}
+        macros = self.macro_hash()
         nodes: list[Node] = []
 
         dialect = self.dialect
@@ -374,6 +397,9 @@ class DbtProvider:
                         "unique_id": uid,
                         "package": n.package_name,
                         "checksum": n.checksum.checksum if getattr(n, "checksum", None) else None,
+                        # what dbt says determines its compiled SQL, besides what it names
+                        # (splice.lineage.service): its file and the project's macros
+                        "render_hash": _render_hash(n, macros),
                         **version_meta(n),
                         **key_meta(n, names, p),
                         **time_spine_meta(n),
@@ -533,6 +559,15 @@ def _ephemeral_ancestors(m: Any, uids: list[str]) -> list[str]:
                 seen.add(dep)
                 stack.append(dep)
     return sorted(seen)
+
+
+def _render_hash(node: Any, macros: str) -> str | None:
+    """The node's file checksum with the digest of the project's macros (None without a
+    checksum: then nothing says when its compiled SQL changes)."""
+    checksum = node.checksum.checksum if getattr(node, "checksum", None) else None
+    if not checksum:
+        return None
+    return hashlib.sha256(f"{checksum}|{macros}".encode()).hexdigest()
 
 
 def _first_lines(text: str, n: int = 3) -> str:

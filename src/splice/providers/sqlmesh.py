@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -278,6 +279,8 @@ class SqlmeshProvider:
                         if getattr(g, "name", "")
                     ]
                     or None,
+                    # what SQLMesh says determines its rendered SQL (splice.lineage.service)
+                    "render_hash": _render_hash(m, all_models),
                     "prod_relation": (
                         self.view_relation(m, "prod").key
                         if not external and self.ctx.environment.lower() != "prod"
@@ -512,6 +515,10 @@ class SqlmeshProvider:
         self.local_snapshot_ids()
         return dict(self._local_audit_ids)
 
+    def prewarm(self) -> None:
+        """SQLMesh loads in this process only (its own loaders fork as they need)."""
+        return None
+
     def release(self) -> None:
         """Close SQLMesh's connections (the warehouse file is free again) but keep the loaded
         Context: its connection pools reopen on the next use, so the next segment or plan in
@@ -598,3 +605,14 @@ def short_name(model: Any, default_catalog: str | None) -> str:
     if t.catalog and (default_catalog is None or t.catalog.lower() != default_catalog):
         parts.insert(0, t.catalog)
     return ".".join(x for x in parts if x)
+
+
+def _render_hash(model: Any, models: dict[str, Any]) -> str:
+    """What determines ``model``'s rendered query in SQLMesh's own terms: its data and metadata
+    hashes and the data hash of each model it reads (the columns they give it). Kept in the
+    node, so that a lineage of an unchanged project asks nothing of SQLMesh."""
+    h = hashlib.sha256(f"{model.data_hash}|{model.metadata_hash}".encode())
+    for d in sorted(model.depends_on):
+        dm = models.get(d)
+        h.update(f"|{d}:{dm.data_hash if dm is not None else ''}".encode())
+    return h.hexdigest()

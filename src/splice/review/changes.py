@@ -93,8 +93,7 @@ class BaseCheckout:
     def state_dir(self, project: str) -> Path | None:
         if self.ws is None or project not in self.nodes:
             return None
-        prov = self.ws.provider(project)
-        return Path(prov.work / "target" / prov.ctx.environment)
+        return Path(self.ws.provider(project).artifacts())
 
     def render(self, project: str, node_ids: list[str]) -> dict[str, Any]:
         nodes = [self.nodes[project][i] for i in node_ids if i in self.nodes.get(project, {})]

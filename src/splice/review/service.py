@@ -395,9 +395,7 @@ def _defer_dirs(head_ws: Workspace, base: BaseCheckout) -> dict[str, Path]:
             continue
         path = base.state_dir(p.name)
         if path is None:
-            prov = head_ws.provider(p.name)
-            prov._parse()
-            path = Path(prov.work / "target" / prov.ctx.environment)
+            path = Path(head_ws.provider(p.name).artifacts())
         if (path / "manifest.json").exists():
             out[p.name] = path
     return out

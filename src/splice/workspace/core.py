@@ -87,6 +87,10 @@ class Workspace:
             else os.environ.get("SPLICE_NO_CACHE", "") in ("", "0")
         )
         self.graph_key: str | None = None
+        # each project's own key, taken with graph_key (graph_cache.project_nodes)
+        self.project_keys: dict[str, str] | None = None
+        # project -> ids of the nodes load_graph() had its tool load (not from the cache)
+        self.loaded_projects: dict[str, list[str]] = {}
         self._warehouse_up = False  # ensure_warehouse() ran
         self.graph_cached = False  # True when graph() came from the cache
         self._graph_stored = False  # True when the graph loaded was kept in the cache
@@ -368,7 +372,8 @@ class Workspace:
             from splice.workspace import graph_cache
 
             t0 = time.perf_counter()
-            self.graph_key = graph_cache.graph_key(self)
+            self.graph_key, summary = graph_cache.graph_inputs(self)
+            self.project_keys = summary["projects"]
             self.timings.add("cache_key", time.perf_counter() - t0)
         return self.graph_key
 
@@ -378,17 +383,27 @@ class Workspace:
             self.progress(message)
 
     def load_graph(self) -> Graph:
-        """The joined graph, loaded from every project through its tool (no cache)."""
+        """The joined graph, each project's nodes loaded through its tool, or kept from the
+        last load when nothing that project depends on changed
+        (:func:`splice.workspace.graph_cache.project_nodes`)."""
         loaded: dict[str, list[Node]] = {}
+        if self.caching and self.state_exists and self.inputs_key():
+            from splice.workspace import graph_cache
+
+            t0 = time.perf_counter()
+            loaded = graph_cache.project_nodes(self)
+            if loaded:
+                self.timings.add("cache_read", time.perf_counter() - t0)
+        todo = [spec for spec in self.config.projects if spec.name not in loaded]
+        self.loaded_projects = {}
         children: dict[str, Any] = {}
         try:
-            if len(self.config.projects) > 1:  # one tool parses in a child while others load
-                for spec in self.config.projects:
-                    prewarm = getattr(self.provider(spec.name), "prewarm", None)
-                    child = prewarm() if prewarm is not None else None
+            if len(todo) > 1:  # one tool parses in a child while others load
+                for spec in todo:
+                    child = self.provider(spec.name).prewarm()
                     if child is not None:
                         children[spec.name] = child
-            specs = sorted(self.config.projects, key=lambda s: s.name in children)
+            specs = sorted(todo, key=lambda s: s.name in children)
             for k, spec in enumerate(specs, 1):
                 self.report(f"loading {spec.format} project {spec.name} ({k}/{len(specs)})"
                             + (", dbt parsing beside it" if children and spec.name not in children
@@ -398,6 +413,7 @@ class Workspace:
                 if child is not None:
                     child.wait()
                 loaded[spec.name] = self.provider(spec.name).load()
+                self.loaded_projects[spec.name] = [n.id for n in loaded[spec.name]]
                 self.timings.add(f"load:{spec.name}", time.perf_counter() - t0)
         finally:
             for child in children.values():  # a load failed: the other parses are not needed

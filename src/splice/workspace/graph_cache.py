@@ -37,6 +37,9 @@ is a different key.
 
 The cache keeps one entry per target (kind ``graph`` of the content cache), replaced when the
 key changes; the whole-workspace lineage has its own slot (:mod:`splice.lineage.service`).
+Beside it, each project's nodes are kept under a key of that project's own (kind
+``project_graph``, :func:`project_nodes`): when the workspace key changes, only the projects
+whose own key changed are loaded through their tool again.
 """
 
 from __future__ import annotations
@@ -54,7 +57,8 @@ if TYPE_CHECKING:
     from splice.workspace.core import Workspace
 
 KIND = "graph"
-VERSION = "4"  # bump when the cached form or the way a graph is loaded changes
+PROJECT_KIND = "project_graph"  # one entry per (target, project): project_nodes()
+VERSION = "5"  # bump when the cached form or the way a graph is loaded changes
 #: The workspace's directory, in the key's inputs and in the stored graph.
 ROOT = "@@splice-workspace-root@@"
 TOOL_PREFIXES = ("dbt", "sqlmesh", "sqlglot", "duckdb", "dlt")
@@ -268,74 +272,105 @@ def splice_files(ws: Workspace) -> frozenset[Path]:
 
 
 def graph_inputs(ws: Workspace) -> tuple[str, dict[str, Any]]:
-    """(the graph key of ``ws``, a summary of what went into it)."""
+    """(the graph key of ``ws``, a summary of what went into it). The summary's ``projects``
+    holds each project's own key (:func:`project_key`'s rules), taken in the same pass."""
     from splice.config.workspace import CONFIG_FILE
 
     t0 = time.perf_counter()
-    hs = _Hasher(ws.root)
+    base = _Hasher(ws.root)  # what every project's load depends on
     versions = tool_versions()
     own = splice_version()
     environments = {p.name: ws.environment(p.name) for p in ws.config.projects}
-    hs.text("cache", VERSION)
-    hs.text("target", ws.target)
-    hs.text("environments", sorted(environments.items()))
-    hs.text("splice", own)
-    hs.text("tools", sorted(versions.items()))
-    hs.file("config", ws.root / CONFIG_FILE)
+    base.text("cache", VERSION)
+    base.text("target", ws.target)
+    base.text("environments", sorted(environments.items()))
+    base.text("splice", own)
+    base.text("tools", sorted(versions.items()))
+    base.file("config", ws.root / CONFIG_FILE)
     profiles: list[str] = []
     own_files = splice_files(ws)
+    groups: dict[str, _Hasher] = {}  # each tool's projects, with what that tool reads besides
     for spec in sorted(ws.config.projects, key=lambda s: s.name):
-        base = (ws.root / spec.path).resolve()
-        hs.text("project", f"{spec.name}:{spec.format}:{base}")
-        for f in project_files(base):
+        hs = groups.setdefault(spec.format, _Hasher(ws.root))
+        root = (ws.root / spec.path).resolve()
+        hs.text("project", f"{spec.name}:{spec.format}:{root}")
+        for f in project_files(root):
             if f not in own_files:
-                hs.file(str(f.relative_to(base)), f)
+                hs.file(str(f.relative_to(root)), f)
         if spec.format == "dbt":
             prof = _dbt_profiles_file(ws, spec)
             profiles.append(str(prof))
             hs.file(f"profiles {prof}", prof)
-    if not ws.has_config and any(s.format == "dbt" for s in ws.config.projects):
-        hs.file("home profiles", Path.home() / ".dbt" / "profiles.yml")
-    if any(s.format == "sqlmesh" for s in ws.config.projects):
+    if "dbt" in groups and not ws.has_config:
+        groups["dbt"].file("home profiles", Path.home() / ".dbt" / "profiles.yml")
+    if "sqlmesh" in groups:
         home = _sqlmesh_home()
         for name in ("config.yaml", "config.yml", "config.py"):
-            hs.file(f"sqlmesh home {name}", home / name)
+            groups["sqlmesh"].file(f"sqlmesh home {name}", home / name)
+    rest = _Hasher(ws.root)  # what only the joined graph depends on
     for job in ws.config.ingestion:
         if job.orchestrated and not job.writes:  # its assets, as last read
             kept = ws.root / ".splice" / "orchestrators" / f"{job.name}.json"
-            hs.file(f"orchestrator {job.name} assets", kept, scan=False)
+            rest.file(f"orchestrator {job.name} assets", kept, scan=False)
         if job.runner != "command" and job.pipeline_name:
             pdir = ws.root / (job.pipelines_dir or ".dlt/pipelines") / job.pipeline_name
-            hs.text(f"dlt {job.name} state", _dlt_state(pdir / "state.json"))
+            rest.text(f"dlt {job.name} state", _dlt_state(pdir / "state.json"))
             schemas = pdir / "schemas"
             for f in sorted(schemas.glob("*")) if schemas.is_dir() else []:
-                hs.file(f"dlt {job.name} {f.name}", f, scan=False)
+                rest.file(f"dlt {job.name} {f.name}", f, scan=False)
     if ws.config.bi:  # each BI tool's last read, asked again as [[bi]] refresh says
         from splice.bi.snapshot import refresh, snapshot_path
 
         for cfg in ws.config.bi:
             refresh(ws.root, cfg)
-            hs.file(f"bi {cfg.name}", snapshot_path(ws.root, cfg.name), scan=False)
-    env = os.environ
-    if hs.whole_env:
-        names = {n for n in env if n not in VOLATILE_ENV}
-    else:
-        names = set(hs.env) | {n for n in env if n.startswith(ENV_PREFIXES)}
-    names -= OWN_ENV
-    env_values = {n: env.get(n) for n in sorted(names)}
-    hs.text("env", sorted(env_values.items()))
+            rest.file(f"bi {cfg.name}", snapshot_path(ws.root, cfg.name), scan=False)
+    everything = [base, *(groups[f] for f in sorted(groups)), rest]
+    names, whole = _env_names([base, *groups.values()])
     # the key: what the graph depends on, wherever the workspace is; and where it is, for the
     # caches of what may name the location (doctor's findings, the lineage, the no-op memo)
-    key = f"{hs.h.hexdigest()}.{hashlib.sha256(str(ws.root).encode()).hexdigest()[:16]}"
+    where = hashlib.sha256(str(ws.root).encode()).hexdigest()[:16]
+    key = f"{_digest(everything, names)}.{where}"
+    projects: dict[str, str] = {}
+    for fmt, hs in groups.items():
+        own_names, _ = _env_names([base, hs])
+        content = _digest([base, hs], own_names)
+        for spec in ws.config.projects:
+            if spec.format == fmt:
+                projects[spec.name] = hashlib.sha256(f"{content}|{spec.name}".encode()).hexdigest()
     return key, {
         "key": key,
-        "files": hs.files,
+        "files": sum(h.files for h in everything),
         "profiles": profiles,
-        "env": sorted(names) if not hs.whole_env else "(the whole environment)",
+        "env": sorted(names) if not whole else "(the whole environment)",
         "tools": versions,
         "splice": own,
+        "projects": projects,
         "seconds": round(time.perf_counter() - t0, 4),
     }
+
+
+def _env_names(hashers: list[_Hasher]) -> tuple[set[str], bool]:
+    """The environment variables what ``hashers`` read can see (every ``DBT_*`` and
+    ``SQLMESH_*`` among them; the whole environment when a file reads a name the scan cannot
+    see), and whether that is the whole environment."""
+    env = os.environ
+    whole = any(h.whole_env for h in hashers)
+    if whole:
+        names = {n for n in env if n not in VOLATILE_ENV}
+    else:
+        names = set().union(*(h.env for h in hashers)) | {
+            n for n in env if n.startswith(ENV_PREFIXES)
+        }
+    return names - OWN_ENV, whole
+
+
+def _digest(hashers: list[_Hasher], names: set[str]) -> str:
+    h = hashlib.sha256()
+    for part in hashers:
+        h.update(part.h.digest())
+    env = os.environ
+    h.update(without_root(repr(sorted((n, env.get(n)) for n in names)), hashers[0].root).encode())
+    return h.hexdigest()
 
 
 def graph_key(ws: Workspace) -> str:
@@ -372,8 +407,10 @@ def lookup(ws: Workspace, key: str) -> Any:
 
 
 def store(ws: Workspace, key: str, graph: Any) -> bool:
-    """Keep ``graph`` under ``key`` (replacing the target's previous entry). False when the
-    graph holds a value plain JSON cannot carry (then nothing is cached)."""
+    """Keep ``graph`` under ``key`` (replacing the target's previous entry), and the nodes of
+    each project this Workspace loaded through its tool under that project's key
+    (:func:`project_nodes`). False when the graph holds a value plain JSON cannot carry (then
+    nothing is cached)."""
     import json
 
     from splice.graph.serial import NotSerialisable, graph_to_dict
@@ -382,10 +419,53 @@ def store(ws: Workspace, key: str, graph: Any) -> bool:
         data = graph_to_dict(graph)
     except NotSerialisable:
         return False
-    text = without_root(json.dumps(data), _json_text(ws.root))  # the graph, wherever it is
+    root = _json_text(ws.root)
+    text = without_root(json.dumps(data), root)  # the graph, wherever it is
     entry = {"key": content_part(key), "made_at": time.time(), "graph": text}
     ws.state.cache_put_many(KIND, {ws.target: entry})
+    keys = ws.project_keys or {}
+    loaded = {name: ids for name, ids in ws.loaded_projects.items() if name in keys}
+    if loaded:
+        by_id = {n["id"]: n for n in data["nodes"]}
+        ws.state.cache_put_many(PROJECT_KIND, {
+            _slot(ws, name): {"key": keys[name], "made_at": time.time(),
+                              "nodes": without_root(json.dumps([by_id[i] for i in ids]), root)}
+            for name, ids in loaded.items()
+        })  # fmt: skip
     return True
+
+
+def project_nodes(ws: Workspace) -> dict[str, list[Any]]:
+    """Project name -> its nodes as its tool last loaded them, for each project of ``ws``
+    whose own key (the ``projects`` of :func:`graph_inputs`) is unchanged since: the projects
+    that changed are loaded again, the others are not (one dbt model edited in a workspace
+    with a SQLMesh project beside it loads dbt alone).
+
+    A project's key covers what the whole graph key covers for it: the Splice target, the
+    environments, splice.toml, the tools' and Splice's versions, the files of every project
+    of the same tool (a dbt local package or a SQLMesh multi-repo may read a sibling), that
+    tool's profiles or user config, and the environment variables those files read."""
+    import json
+
+    from splice.graph.serial import from_data
+
+    keys = ws.project_keys or {}
+    slots = {_slot(ws, name): name for name in keys}
+    out: dict[str, list[Any]] = {}
+    for slot, hit in ws.state.cache_get_many(PROJECT_KIND, list(slots)).items():
+        name = slots.get(slot)
+        if name is None or not isinstance(hit, dict) or hit.get("key") != keys[name]:
+            continue
+        try:
+            rows = json.loads(with_root(hit["nodes"], _json_text(ws.root)))
+            out[name] = [from_data(r) for r in rows]
+        except (KeyError, TypeError, ValueError):  # a damaged entry: load the tool instead
+            continue
+    return out
+
+
+def _slot(ws: Workspace, project: str) -> str:
+    return f"{ws.target}|{project}"
 
 
 def _json_text(root: Path | str) -> str:

@@ -68,6 +68,9 @@ class DbtExecutor:
 
         prov = self.ws.provider(self.project)
         manifest = prov.manifest if prov.manifest is not None else prov._parse()
+        # dbt's manifest.json of what is built, in Splice's target directory, as a parse by
+        # hand leaves it (a reading command's parse leaves it out)
+        prov.artifacts()
         by_uid = {str(n.meta["unique_id"]): n for n in job.nodes}
         select = (
             # every node of the kinds Splice builds: those kinds are the whole selection, exact
