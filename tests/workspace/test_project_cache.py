@@ -148,3 +148,21 @@ def test_manifest_json_is_never_an_earlier_parse(ws_dir: Path) -> None:
         manifest = json.loads((again / "manifest.json").read_text())
         assert (again / "semantic_manifest.json").exists()
     assert "model.reporting.fct_low_stock" in manifest["nodes"]
+
+
+def test_after_an_edit_what_it_left_alone_comes_from_the_last_whole_lineage(ws_dir: Path) -> None:
+    """The models an edit did not touch take their lineage from the last whole result (one
+    read), not from one entry each: with every per-model entry gone, only the edited model is
+    analysed, and the whole lineage equals an analysis from scratch."""
+    from splice.lineage.service import workspace_lineage
+
+    sql = ws_dir / ALERTS
+    sql.write_text(sql.read_text().replace("l.on_hand,", "l.on_hand + 0 as on_hand,"))
+    with Workspace.open(ws_dir) as ws:
+        with ws.state.transaction():
+            ws.state.conn.execute("DELETE FROM content_cache WHERE kind = 'lineage'")
+        wl = workspace_lineage(ws)
+        assert wl.stats["analysed"] == 1 and wl.stats["cached"] == wl.stats["models"] - 1
+    with Workspace.open(ws_dir, use_cache=False) as ws:
+        fresh = workspace_lineage(ws)
+    assert wl.models == fresh.models

@@ -42,14 +42,31 @@ _PART = r'(?:[A-Za-z_][A-Za-z0-9_]*|"[A-Za-z_][A-Za-z0-9_]*")'
 _QUOTED = re.compile(rf"{_PART}(?:\.{_PART}){{0,2}}")
 
 
+def is_plain_name(text: str, dialect: str) -> bool:
+    """Whether ``text`` is one to three dotted plain identifiers, each unquoted or in double
+    quotes where ``dialect`` quotes identifiers with them: a relation's name that needs no
+    parser (a table function or a quoted file path never is one).
+
+    >>> is_plain_name('"wh"."main"."orders"', "duckdb"), is_plain_name("raw.orders", "duckdb")
+    (True, True)
+    >>> is_plain_name("read_csv_auto('x.csv')", "duckdb"), is_plain_name('"a"."b"', "bigquery")
+    (False, False)
+    """
+    return bool(
+        _PLAIN.fullmatch(text)
+        or (
+            _QUOTED.fullmatch(text)
+            and '"' in Dialect.get_or_raise(dialect).tokenizer_class.IDENTIFIERS
+        )
+    )
+
+
 @lru_cache(maxsize=65536)
 def _parse(text: str, dialect: str, read: str | None = None) -> tuple[str | None, str, str]:
     d = Dialect.get_or_raise(dialect)
-    plain = _PLAIN.fullmatch(text) or (
-        _QUOTED.fullmatch(text)
-        and '"' in Dialect.get_or_raise(read or dialect).tokenizer_class.IDENTIFIERS
-    )
-    if plain:  # a.b.c of plain names, each quoted or not: no parser needed
+    if is_plain_name(
+        text, read or dialect
+    ):  # a.b.c of plain names, each quoted or not: no parser needed
         names = text.replace('"', "").split(".")
         idents: list[Any] = [None] * (3 - len(names)) + [exp.to_identifier(n) for n in names]
     else:

@@ -336,6 +336,7 @@ def workspace_lineage(
     ws.open_state_for_caches()
     wh: dict[Relation, dict[str, str]] | None = None
     whole_key = None
+    kept_entry: dict[str, Any] = {}
     fast_key: Any = None
     if ws.caching and only is None:  # the whole result, if nothing it rests on changed
         from splice.lineage import warm as lineage_warm
@@ -359,7 +360,8 @@ def workspace_lineage(
             return again
         wh = warehouse_columns(ws, stamp_key=wkey)
         whole_key = lineage_warm.whole_key(ws, RENDER_VERSION, wh)
-        hit = lineage_warm.lookup(ws, whole_key)
+        kept_entry = lineage_warm.slot(ws)
+        hit = lineage_warm.lookup(kept_entry, whole_key)
         if hit is not None:
             warm = WorkspaceLineage(hit)
             warm.stats = {
@@ -402,6 +404,12 @@ def workspace_lineage(
     asked: dict[str, tuple[str, str, dict[str, Any], Relation | None]] = {}
     store: dict[str, object] = {}
     hits = 0
+    # the last whole result: what an edit left alone is taken from it in one read
+    before_keys: dict[str, str] = {}
+    before: dict[str, ModelLineage] = {}
+    if whole_key is not None:
+        before_keys, before = lineage_warm.previous(kept_entry)
+        del kept_entry
 
     def prepare(ids: list[str]) -> dict[str, Any]:
         """Each ready model's request (its schema from what is known now), or its lineage
@@ -431,6 +439,16 @@ def workspace_lineage(
                     node, None if node.kind == "chart" else ws.provider(node.project)
                 ),
             )
+        for nid in list(items):
+            node = graph.nodes[nid]
+            if (
+                before_keys.get(nid) == keys[nid]
+                and nid in before
+                and not node.meta.get("tool_columns")
+            ):
+                out[nid] = before.pop(nid)
+                del items[nid]
+                hits += 1
         cached = ws.state.cache_get_many(LINEAGE_KIND, [keys[n] for n in items])
         for nid, (sql, d, sch, o) in items.items():
             if keys[nid] in cached:
@@ -491,7 +509,7 @@ def workspace_lineage(
     if whole_key is not None:
         from splice.lineage import warm as lineage_warm
 
-        lineage_warm.remember(ws, whole_key, result.models)
+        lineage_warm.remember(ws, whole_key, result.models, keys)
         if not isinstance(wh, _Provisional):
             _remember_lineage(fast_key, result)
     return result

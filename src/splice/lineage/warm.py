@@ -183,18 +183,40 @@ def whole_key(ws: Workspace, render_version: str, wh: dict[Relation, dict[str, s
     return h.hexdigest()
 
 
-def lookup(ws: Workspace, key: str) -> dict[str, ModelLineage] | None:
+def slot(ws: Workspace) -> dict[str, Any]:
+    """The target's entry as stored, whatever its key (empty when there is none)."""
     hit = ws.state.cache_get_many(KIND, [ws.target]).get(ws.target)
-    if not isinstance(hit, dict) or hit.get("key") != key:
+    return hit if isinstance(hit, dict) else {}
+
+
+def lookup(entry: dict[str, Any], key: str) -> dict[str, ModelLineage] | None:
+    """The whole result in ``entry`` (:func:`slot`) if it was kept under ``key``."""
+    if entry.get("key") != key:
         return None
-    return unpack(hit.get("packed") or {})
+    return unpack(entry.get("packed") or {})
 
 
-def remember(ws: Workspace, key: str, models: dict[str, ModelLineage]) -> bool:
+def previous(entry: dict[str, Any]) -> tuple[dict[str, str], dict[str, ModelLineage]]:
+    """The last whole result in ``entry`` (:func:`slot`) whatever its key: each model's
+    lineage key (what its analysis rested on: its SQL, the schemas it read, the versions) and
+    its lineage. After an edit, a model whose lineage key is the same takes its lineage from
+    here, in one read, rather than from its own entry. Empty when there is none (or it was
+    packed otherwise)."""
+    keys = entry.get("keys")
+    if not isinstance(keys, dict) or not keys:
+        return {}, {}
+    models = unpack(entry.get("packed") or {})
+    return (keys, models) if models is not None else ({}, {})
+
+
+def remember(
+    ws: Workspace, key: str, models: dict[str, ModelLineage], keys: dict[str, str] | None = None
+) -> bool:
+    """Keep the whole result under ``key``, with each model's lineage key (``keys``:
+    :func:`previous` reads them)."""
     packed = pack(models)
     if packed is None:
         return False
-    ws.state.cache_put_many(
-        KIND, {ws.target: {"key": key, "made_at": time.time(), "packed": packed}}
-    )
+    entry = {"key": key, "made_at": time.time(), "packed": packed, "keys": keys or {}}
+    ws.state.cache_put_many(KIND, {ws.target: entry})
     return True

@@ -150,9 +150,13 @@ def reads_files(relation_name: str, dialect: str) -> bool:
     import sqlglot
     from sqlglot import exp
 
+    from splice.graph.relations import is_plain_name
+
     text = relation_name.strip()
     if text.startswith("'"):
         return True
+    if is_plain_name(text, dialect):  # "db"."schema"."table": no parser needed
+        return False
     try:
         table = sqlglot.parse_one(f"SELECT * FROM {text}", dialect=dialect).find(exp.Table)
     except sqlglot.errors.ParseError:
