@@ -318,3 +318,23 @@ def test_a_moved_workspace_finds_its_graph_and_a_changed_copy_does_not(
     with Workspace.open(changed) as ws:
         ws.graph()
         assert not ws.graph_cached
+
+
+def test_an_edit_anywhere_in_splice_is_a_new_key(tmp_path: Path) -> None:
+    """A development install's edit to any of Splice's modules (a provider, the lineage), not
+    only the graph cache's own package, means a graph made by other code."""
+    import os
+
+    import splice
+
+    pkg = Path(splice.__file__).parent
+    assert graph_cache._source_digest() == graph_cache.tree_digest(pkg)
+    copy = tmp_path / "splice"
+    shutil.copytree(
+        pkg, copy, ignore=shutil.ignore_patterns("__pycache__"), copy_function=shutil.copy2
+    )
+    before = graph_cache.tree_digest(copy)
+    module = copy / "providers" / "dbt.py"
+    st = module.stat()
+    os.utime(module, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    assert graph_cache.tree_digest(copy) != before

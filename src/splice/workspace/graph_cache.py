@@ -165,14 +165,19 @@ def splice_version() -> str:
 def _source_digest() -> str:
     """The digest of Splice's source files, walked once per process (the code it runs is the
     code it imported; a server checks its graph's key every second)."""
-    pkg = Path(__file__).resolve().parent
+    return tree_digest(Path(__file__).resolve().parents[1])  # the whole splice package
+
+
+def tree_digest(pkg: Path) -> str:
+    """A digest of the size and modification time of every ``.py`` file under ``pkg``."""
     h = hashlib.sha256()
     for dirpath, dirnames, filenames in os.walk(pkg):
         dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
         for f in sorted(filenames):
             if f.endswith(".py"):
                 st = os.stat(os.path.join(dirpath, f))
-                h.update(f"{dirpath}/{f}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+                rel = os.path.relpath(os.path.join(dirpath, f), pkg)
+                h.update(f"{rel}:{st.st_size}:{st.st_mtime_ns}\n".encode())
     return h.hexdigest()[:16]
 
 
