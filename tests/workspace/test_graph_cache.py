@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.providers.fixture_projects import copy_fixture
 
 from splice.api import list_nodes
 from splice.graph.model import Ambiguity, Edge, Graph, Node, Relation
@@ -23,11 +22,6 @@ from splice.workspace import graph_cache
 from splice.workspace.core import Workspace
 
 ALERTS = Path("reporting") / "models" / "marts" / "fct_reorder_alerts.sql"
-
-
-@pytest.fixture(scope="module")
-def federated_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return copy_fixture("federated", tmp_path_factory.mktemp("gcache"))
 
 
 @pytest.fixture
@@ -187,6 +181,8 @@ def test_an_environment_variable_a_model_reads_is_part_of_the_key(
     with Workspace.open(ws_dir) as ws:
         node = ws.graph().nodes["reporting:fct_reorder_alerts"]
         assert not ws.graph_cached
+        # only dbt reads it: the SQLMesh project's nodes are kept (graph_cache.project_nodes)
+        assert set(ws.loaded_projects) == {"reporting"}
     assert node.writes is not None and node.writes.name == "reorder_alerts_v2"
 
 

@@ -13,7 +13,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-from tests.providers.fixture_projects import copy_fixture
 from tests.workspace.test_graph_cache import assert_same_graph
 
 from splice.lineage.query import column_lineage
@@ -21,11 +20,6 @@ from splice.workspace.core import Workspace
 
 ALERTS = Path("reporting") / "models" / "marts" / "fct_reorder_alerts.sql"
 POINTS = Path("inventory") / "models" / "stock" / "reorder_points.sql"
-
-
-@pytest.fixture(scope="module")
-def federated_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return copy_fixture("federated", tmp_path_factory.mktemp("pcache"))
 
 
 @pytest.fixture
@@ -47,6 +41,12 @@ def _tools_loaded(ws: Workspace) -> set[str]:
     return out
 
 
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+
+
 def _upstream(ws: Workspace, ref: str) -> set[tuple[str, str]]:
     return {
         (u["node"], u["column"]) for u in column_lineage(ws, ref, direction="upstream")["upstream"]
@@ -54,11 +54,10 @@ def _upstream(ws: Workspace, ref: str) -> set[tuple[str, str]]:
 
 
 def test_a_dbt_edit_loads_dbt_alone_and_the_lineage_sees_it(ws_dir: Path) -> None:
-    sql = ws_dir / ALERTS
-    sql.write_text(
-        sql.read_text().replace(
-            "r.reorder_quantity\n", "r.reorder_quantity,\n    r.reorder_quantity * 2 as doubled\n"
-        )
+    _edit(
+        ws_dir / ALERTS,
+        "r.reorder_quantity\n",
+        "r.reorder_quantity,\n    r.reorder_quantity * 2 as doubled\n",
     )
     with Workspace.open(ws_dir) as ws:
         graph = ws.graph()
@@ -76,12 +75,7 @@ def test_a_dbt_edit_loads_dbt_alone_and_the_lineage_sees_it(ws_dir: Path) -> Non
 
 
 def test_a_sqlmesh_edit_loads_sqlmesh_alone(ws_dir: Path) -> None:
-    sql = ws_dir / POINTS
-    sql.write_text(
-        sql.read_text().replace(
-            "AS reorder_quantity", "AS reorder_quantity,\n  on_hand * 2 AS spare"
-        )
-    )
+    _edit(ws_dir / POINTS, "AS reorder_quantity", "AS reorder_quantity,\n  on_hand * 2 AS spare")
     with Workspace.open(ws_dir) as ws:
         graph = ws.graph()
         assert set(ws.loaded_projects) == {"inventory"}
@@ -93,23 +87,9 @@ def test_a_sqlmesh_edit_loads_sqlmesh_alone(ws_dir: Path) -> None:
         assert_same_graph(graph, ws.graph(), same_order=False)
 
 
-def test_a_variable_one_tool_reads_reloads_that_tool_only(
-    ws_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    sql = ws_dir / ALERTS
-    sql.write_text(
-        "{{ config(alias=env_var('ALERTS_TABLE', 'fct_reorder_alerts')) }}\n" + sql.read_text()
-    )
-    monkeypatch.delenv("ALERTS_TABLE", raising=False)
-    with Workspace.open(ws_dir) as ws:
-        ws.graph()
-        assert set(ws.loaded_projects) == {"reporting"}
-    monkeypatch.setenv("ALERTS_TABLE", "reorder_alerts_v2")
-    with Workspace.open(ws_dir) as ws:
-        node = ws.graph().nodes["reporting:fct_reorder_alerts"]
-        assert set(ws.loaded_projects) == {"reporting"}
-    assert node.writes is not None and node.writes.name == "reorder_alerts_v2"
-    # splice.toml is read by every project's load: both load again
+def test_splice_toml_reloads_every_project(ws_dir: Path) -> None:
+    """splice.toml is read by every project's load (its environment, its options): both
+    tools load again. A variable one tool reads reloads that tool alone: test_graph_cache."""
     toml = ws_dir / "splice.toml"
     toml.write_text(toml.read_text() + "\n# edited\n")
     with Workspace.open(ws_dir) as ws:
@@ -156,8 +136,7 @@ def test_after_an_edit_what_it_left_alone_comes_from_the_last_whole_lineage(ws_d
     analysed, and the whole lineage equals an analysis from scratch."""
     from splice.lineage.service import workspace_lineage
 
-    sql = ws_dir / ALERTS
-    sql.write_text(sql.read_text().replace("l.on_hand,", "l.on_hand + 0 as on_hand,"))
+    _edit(ws_dir / ALERTS, "l.on_hand,", "l.on_hand + 0 as on_hand,")
     with Workspace.open(ws_dir) as ws:
         with ws.state.transaction():
             ws.state.conn.execute("DELETE FROM content_cache WHERE kind = 'lineage'")
