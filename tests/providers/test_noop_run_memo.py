@@ -61,3 +61,41 @@ def test_a_noop_run_reuses_its_plan_with_an_embedded_model_and_for_a_selection(
         later = plan(ws, SELECTION, execution_time="2024-01-05")
     assert "memo" not in later.timings
     assert later.decisions[f"{P}:staging.events"].action == "build"
+
+
+def test_a_state_connection_of_its_own_is_read_from_its_duckdb_file(tmp_path: Path) -> None:
+    """SQLMesh keeping its state in a DuckDB file of its own (``state_connection``, as the demo
+    on Spark does): the no-op run still reuses its plan, reading that file, and a change to
+    the state there (a restatement by hand removes intervals) is seen."""
+    import duckdb
+
+    root = copy_fixture(P, tmp_path)
+    config = root / "config.yaml"
+    text = config.read_text()
+    own = "      database: kinds.duckdb\n"
+    assert own in text
+    config.write_text(
+        text.replace(own, own + "    state_connection:\n      type: duckdb\n"
+                     "      database: kinds_state.duckdb\n", 1)
+    )  # fmt: skip
+    with Workspace.open(root) as ws:
+        first = run(ws, execution_time=FIRST)
+        assert ws.provider(P).state_file() == str((root / "kinds_state.duckdb").resolve())
+    assert first.ok, {n: (r.status, r.message) for n, r in first.nodes.items()}
+    said = [n for n in first.notes if n.startswith("nothing is left to build")]
+    assert said and "reuses this plan" in said[0], first.notes
+    with duckdb.connect(str(root / "kinds.duckdb"), read_only=True) as wh:
+        assert not wh.execute(
+            "SELECT * FROM information_schema.tables WHERE table_schema = 'sqlmesh'"
+        ).fetchall()  # the state is not in the warehouse
+
+    with Workspace.open(root) as ws:
+        again = run(ws, execution_time=FIRST)
+        assert not ws._providers, "the no-op run loaded a tool"
+    assert again.ok and not again.built and reused(again.notes), again.notes
+
+    with duckdb.connect(str(root / "kinds_state.duckdb")) as state:  # a restatement by hand
+        state.execute("DELETE FROM sqlmesh._intervals WHERE name LIKE '%events%'")
+    with Workspace.open(root) as ws:
+        after = plan(ws, execution_time=FIRST)
+    assert "memo" not in after.timings

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,14 +37,14 @@ def test_a_burst_of_requests_hashes_the_workspace_once(
     try:
         with hub.workspace() as ws:
             graph = ws.graph()
-        real, keys = graph_cache.graph_key, []
+        real, keys = graph_cache.graph_inputs, []
 
-        def slow_key(w: object) -> str:
+        def slow_inputs(w: Any) -> tuple[str, dict[str, Any]]:
             keys.append(threading.get_ident())
             time.sleep(0.3)  # a hash of a big workspace, while the others arrive
             return real(w)
 
-        monkeypatch.setattr(graph_cache, "graph_key", slow_key)
+        monkeypatch.setattr(graph_cache, "graph_inputs", slow_inputs)
         time.sleep(0.3)  # the check is due
         start, lent = threading.Barrier(16), []
 

@@ -11,8 +11,10 @@ all four are the same and the clock has not reached a new interval:
 2. **Splice's evidence**: the newest relation version and attempt of the target (a run, an
    ingestion, a failure all move it);
 3. **SQLMesh's state**: an order-independent checksum of its ``_intervals`` and
-   ``_environments`` tables in the warehouse (a ``sqlmesh run`` or restatement by hand moves
-   it); a project with its own ``state_connection`` is never memoised;
+   ``_environments`` tables (a ``sqlmesh run`` or restatement by hand moves it), read in the
+   warehouse, or in the DuckDB file of a project's own ``state_connection`` (as the demo on
+   Spark keeps it: then no Spark session opens); a project whose own state connection is not
+   a DuckDB file is never memoised;
 4. **the clock**: the execution time is before the earliest moment a SQLMesh model can have a
    new interval due (the end of its last interval plus one interval unit); a model SQLMesh
    never finds missing (EMBEDDED, a seed once loaded, a model filled up to its ``end``) sets
@@ -80,16 +82,39 @@ def _now_ms(execution_time: datetime | None) -> int:
     return int(t.timestamp() * 1000)
 
 
-def marks(ws: Workspace, code: str) -> dict[str, Any] | None:
-    """The marks a remembered plan rests on, ``code`` being :func:`code_key`'s."""
-    probe = state_probe(ws)
+def marks(
+    ws: Workspace, code: str, state_files: dict[str, str] | None = None
+) -> dict[str, Any] | None:
+    """The marks a remembered plan rests on, ``code`` being :func:`code_key`'s and
+    ``state_files`` the DuckDB files of the SQLMesh projects' own state connections
+    (:func:`state_files`)."""
+    probe = state_probe(ws, state_files)
     if probe is None:
         return None
     return {
         "code": code,
         "evidence": evidence_mark(ws),
         "sqlmesh_state": probe,
+        "state_files": dict(sorted((state_files or {}).items())),
     }
+
+
+def state_files(ws: Workspace) -> dict[str, str] | None:
+    """Project -> the DuckDB file of its own SQLMesh state connection, for each SQLMesh project
+    that has one, asked of the loaded projects; None when one keeps its state elsewhere (then
+    the memo cannot read it without loading SQLMesh)."""
+    from splice.providers.sqlmesh_state import own_state_connection
+
+    out: dict[str, str] = {}
+    for spec in ws.config.projects:
+        if spec.format == "sqlmesh" and own_state_connection(ws, spec):
+            prov = ws.provider(spec.name)
+            path = prov.state_file()
+            if path is None:
+                return None
+            prov.release()  # SQLMesh's own connection to the file is closed: it is read next
+            out[spec.name] = path
+    return out
 
 
 def _valid(hit: Any, now: dict[str, Any], execution_time: datetime | None) -> bool:
@@ -113,21 +138,31 @@ def lookup(
     the workspace builds, nothing of any selection does (the graph comes from the graph
     cache: still no tool is loaded)."""
     t0 = time.perf_counter()
-    now = marks(ws, code)
-    if now is None:
-        return None
     key = key_of([ws.target, selector, exclude])
     whole = key_of([ws.target, None, None])
     keys = [key] if key == whole else [key, whole]
     found = ws.state.cache_get_many(KIND, keys)
+    taken: dict[str, dict[str, Any] | None] = {}
+
+    def now_for(entry: Any) -> dict[str, Any] | None:
+        """The marks as they are now, read where ``entry``'s plan read them."""
+        files = (entry.get("marks") or {}).get("state_files") if isinstance(entry, dict) else None
+        files = files if isinstance(files, dict) else {}
+        k = json.dumps(files, sort_keys=True)
+        if k not in taken:
+            taken[k] = marks(ws, code, files)
+        return taken[k]
+
     hit = found.get(key)
     plan: Plan | None = None
-    if _valid(hit, now, execution_time):
+    now = now_for(hit)
+    if now is not None and _valid(hit, now, execution_time):
         plan = plan_from_dict(hit["plan"])  # type: ignore[index]
     elif key != whole:
         hit = found.get(whole)
-        whole_now = {**now, "code": code_key(ws, None, None)}
-        if _valid(hit, whole_now, execution_time):
+        now = now_for(hit)
+        whole_now = {**now, "code": code_key(ws, None, None)} if now is not None else None
+        if whole_now is not None and _valid(hit, whole_now, execution_time):
             kept = plan_from_dict(hit["plan"])  # type: ignore[index]
             if not kept.to_build:
                 plan = _reduced(ws, kept, selector, exclude)
@@ -190,11 +225,13 @@ def remember(
             + (f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else "")
             + " next falls due (no interval of it is filled)"
         )
-    now = marks(ws, code)
+    files = state_files(ws)
+    now = marks(ws, code, files) if files is not None else None
     if now is None:
         return (
             "SQLMesh's state cannot be read without loading SQLMesh (a state_connection of its "
-            "own, or a warehouse other than DuckDB or PostgreSQL)"
+            "own that is not a DuckDB file, or a warehouse other than DuckDB or PostgreSQL "
+            "holding it)"
         )
     key = key_of([ws.target, selector, exclude])
     dues = [d for d in next_due.values() if d is not None]

@@ -515,6 +515,21 @@ class SqlmeshProvider:
         self.local_snapshot_ids()
         return dict(self._local_audit_ids)
 
+    def state_file(self) -> str | None:
+        """The DuckDB file of the project's own ``state_connection`` (absolute; a relative
+        path means what it means from :attr:`run_dir`), or None: no state connection of its
+        own, or one that is not a DuckDB file. The plan memo reads SQLMesh's state there
+        without loading SQLMesh (:mod:`splice.providers.sqlmesh_state`)."""
+        ctx = self.context
+        cfg = ctx.config.get_state_connection(ctx.gateway)
+        database = getattr(cfg, "database", None)
+        if cfg is None or getattr(cfg, "type_", None) != "duckdb" or not database:
+            return None
+        if str(database) == ":memory:" or str(database).startswith(("md:", "motherduck:")):
+            return None
+        path = Path(str(database))
+        return str(path if path.is_absolute() else (self.run_dir / path).resolve())
+
     def prewarm(self) -> None:
         """SQLMesh loads in this process only (its own loaders fork as they need)."""
         return None

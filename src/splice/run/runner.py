@@ -182,7 +182,10 @@ def run_session(
             # before (another session) would not be interrupted with the run, nor refreshed
             release_all(ws)
         try:
-            with run_spark_session(ws) as spark_id, _spark_mark(ws, spark_id):
+            # opened on first use when no tool is loaded yet: a run with nothing to do (the
+            # remembered no-op plan) opens no Spark session at all
+            lazy = not (ws.loaded_providers("dbt") or ws.loaded_providers("sqlmesh"))
+            with run_spark_session(ws, lazy=lazy) as spark_id, _spark_mark(ws, spark_id):
                 yield session
         except BaseException as e:
             if not session.finished:

@@ -203,6 +203,10 @@ class Workspace:
         if spec is None:
             raise ConfigError(f"no project named {project!r} in {self.root / CONFIG_FILE}.")
         self.ensure_warehouse()  # the tools connect to it as they load
+        if self.config.warehouse.type == "spark":  # ... inside the run's session, if one runs
+            from splice.warehouse.spark.connect import open_run_session
+
+            open_run_session()
         ctx = self._load_context(spec)
         if spec.format == "dbt":
             from splice.providers.dbt import DbtProvider

@@ -88,6 +88,38 @@ def test_the_repair_verifies_and_gives_the_clean_numbers(
     }
 
 
+def test_a_noop_run_on_spark_opens_no_spark_session(spark_story: Any) -> None:
+    """With nothing left to build, the second `splice run` reuses the remembered plan: SQLMesh's
+    state is read in its own DuckDB file, and the run's Spark session is never opened (no
+    Spark client is even imported)."""
+    import json
+    import subprocess
+    import sys
+
+    from splice.demo.layout import EXECUTION_TIME
+    from splice.plan.memo import REUSED
+
+    _told, _fixed, ws = spark_story
+    when = EXECUTION_TIME.isoformat()
+    first = subprocess.run([sys.executable, "-m", "splice", "-w", str(ws), "run",
+                            "--execution-time", when], capture_output=True, text=True)  # fmt: skip
+    assert first.returncode == 0, first.stdout + first.stderr
+    script = (
+        "import json, sys\n"
+        "from splice import api\n"
+        f"with api.open_workspace({str(ws)!r}) as ws:\n"
+        f"    r = api.run(ws, execution_time={when!r})\n"
+        "print(json.dumps({'ok': r.ok, 'built': len(r.built), 'notes': r.notes,\n"
+        "                  'spark': 'pyspark.sql.connect.session' in sys.modules}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    said = json.loads(done.stdout.strip().splitlines()[-1])
+    assert said["ok"] and not said["built"], said
+    assert any(REUSED in n for n in said["notes"]), said["notes"]
+    assert not said["spark"], "a no-op run opened a Spark Connect client"
+
+
 def test_undo_on_spark_puts_back_exactly_the_frozen_rows(spark_story: Any) -> None:
     from splice import api
     from splice.repair.undo import check_unchanged

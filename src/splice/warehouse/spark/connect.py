@@ -103,21 +103,56 @@ def with_session_id(remote: str, session_id: str) -> str:
     return f"{remote.rstrip('/')}/;session_id={session_id}"
 
 
+#: The run this process holds, whose session is not open yet: (remote, session id).
+_PENDING: tuple[str, str] | None = None
+#: The process's default session before the run's replaced it (put back when the run ends).
+_BEFORE: Any = None
+
+
 @contextmanager
-def run_spark_session(ws: WarehouseHost) -> Iterator[str | None]:
+def run_spark_session(ws: WarehouseHost, *, lazy: bool = False) -> Iterator[str | None]:
     """Every Spark Connect client of this run (SQLMesh's Spark engine, dbt-spark's session,
     Splice's own queries) in one server-side session of a known id, which the run records
     (``splice.run.children``): a run killed mid-query leaves its query running on the
     server, and whoever takes over its lock interrupts that session (:func:`interrupt_session`)
-    before touching the warehouse. Yields the id (None when the warehouse is not Spark)."""
-    global _RUN_SESSION
-    if ws.config.warehouse.type != "spark" or _RUN_SESSION is not None:
+    before touching the warehouse. Yields the id (None when the warehouse is not Spark).
+
+    ``lazy``: the session opens on first use (:func:`open_run_session`: a tool's project
+    loaded, a query of Splice's), not now; a run with nothing to do (a remembered no-op plan)
+    opens none. Only for a run in which no tool is loaded yet: a tool loaded before would
+    reconnect by itself, outside the run's session."""
+    global _RUN_SESSION, _PENDING, _BEFORE
+    if ws.config.warehouse.type != "spark" or _RUN_SESSION is not None or _PENDING is not None:
         yield None
         return
     import uuid
 
     remote = str(ws.config.warehouse.remote)
     session_id = str(uuid.uuid4())
+    _PENDING = (remote, session_id)
+    try:
+        if not lazy:
+            open_run_session()
+        yield session_id
+    finally:
+        session, before = _RUN_SESSION, _BEFORE
+        _RUN_SESSION, _PENDING, _BEFORE = None, None, None
+        if session is not None:
+            session.stop()
+            cls: Any = type(session)
+            with cls._lock:
+                if before is not None and not before.is_stopped and cls._default_session is None:
+                    cls._default_session = before
+
+
+def open_run_session() -> None:
+    """Open the session of the run this process holds, if it is not open yet (nothing when
+    no run is held): called before a tool's project loads and before Splice's own queries,
+    so that both are in it."""
+    global _RUN_SESSION, _BEFORE
+    if _PENDING is None or _RUN_SESSION is not None:
+        return
+    remote, session_id = _PENDING
     _quiet()
     _probe(remote, "splice run")
     from pyspark.sql import SparkSession
@@ -128,18 +163,10 @@ def run_spark_session(ws: WarehouseHost) -> Iterator[str | None]:
     # file listings go stale when another process rewrites a table)
     cls: Any = type(session)  # pyspark.sql.connect's SparkSession: its session registry
     with cls._lock:
-        before = cls._default_session
+        _BEFORE = cls._default_session
         cls._default_session = session
         cls._active_session.session = session
     _RUN_SESSION = session
-    try:
-        yield session_id
-    finally:
-        _RUN_SESSION = None
-        session.stop()
-        with cls._lock:
-            if before is not None and not before.is_stopped and cls._default_session is None:
-                cls._default_session = before
 
 
 def stop_client_sessions() -> None:
@@ -229,6 +256,7 @@ def connect(ws: WarehouseHost, what: str, *, read_only: bool = False) -> Iterato
     run's own session, left open, when this process holds a run: :func:`run_spark_session`;
     ``read_only`` is the server's business: the session is the same)."""
     remote = str(ws.config.warehouse.remote)
+    open_run_session()  # the run's, if this process holds one whose session is not open yet
     if _RUN_SESSION is not None and not _RUN_SESSION.is_stopped:
         yield SparkConnection(_RUN_SESSION, remote, owned=False)
         return
