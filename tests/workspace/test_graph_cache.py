@@ -334,3 +334,26 @@ def test_an_edit_anywhere_in_splice_is_a_new_key(tmp_path: Path) -> None:
     st = module.stat()
     os.utime(module, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
     assert graph_cache.tree_digest(copy) != before
+
+
+def test_reading_an_incident_refreshes_its_reach_without_a_tool(ws_dir: Path) -> None:
+    """An open incident's dashboards are read again from the cached graph; the SQLMesh
+    environments that reprocess (which ask SQLMesh's state, loading the project) are not:
+    `splice incident show` on the demo took 1.8 s loading SQLMesh for them, 0.5 s without."""
+    from splice.watch.blast import blast_radius, refresh_reach
+
+    origin = "inventory:stock.levels"
+    with Workspace.open(ws_dir) as ws:
+        graph = ws.graph()
+    diagnosis: dict[str, Any] = {"blast_radius": {"dashboards": [], "environments": ["kept"]}}
+    with Workspace.open(ws_dir) as ws:
+        refresh_reach(ws, diagnosis, origin)
+        assert ws.graph_cached and not ws._providers  # neither SQLMesh nor dbt loaded
+    reach = diagnosis["blast_radius"]
+    assert {d["node"] for d in reach["dashboards"]} == {
+        n for n in graph.descendants(origin) if graph.nodes[n].kind == "dashboard"
+    } and reach["dashboards"]
+    assert reach["environments"] == ["kept"]  # as diagnosed
+    with Workspace.open(ws_dir) as ws:
+        whole = blast_radius(ws, ws.graph(), origin)  # the diagnosis's own: SQLMesh is asked
+        assert "inventory" in ws._providers and whole["dashboards"] == reach["dashboards"]

@@ -40,7 +40,12 @@ def _sqlmesh_environments(ws: Workspace, project: str, fqns: list[str]) -> list[
     return out
 
 
-def blast_radius(ws: Workspace, graph: Graph, origin: str) -> dict[str, Any]:
+def blast_radius(
+    ws: Workspace, graph: Graph, origin: str, *, environments: bool = True
+) -> dict[str, Any]:
+    """What is downstream of ``origin`` (see the module docstring). ``environments``: also
+    the SQLMesh environments and Splice targets that reprocess (asks SQLMesh's state, which
+    loads the SQLMesh project)."""
     down = graph.descendants(origin)
     nodes: list[dict[str, Any]] = [
         {"node": n, "project": graph.nodes[n].project, "kind": graph.nodes[n].kind,
@@ -76,9 +81,9 @@ def blast_radius(ws: Workspace, graph: Graph, origin: str) -> dict[str, Any]:
     by_project: dict[str, list[str]] = {}
     for n in affected:
         by_project.setdefault(graph.nodes[n].project, []).append(n)
-    environments: list[dict[str, Any]] = []
+    envs_out: list[dict[str, Any]] = []
     reprocessing: dict[str, set[str]] = {}  # project -> environments that reprocess
-    for spec in ws.config.projects:
+    for spec in ws.config.projects if environments else []:
         ids = by_project.get(spec.name)
         if not ids or spec.format != "sqlmesh":
             continue
@@ -86,7 +91,7 @@ def blast_radius(ws: Workspace, graph: Graph, origin: str) -> dict[str, Any]:
         try:
             envs = _sqlmesh_environments(ws, spec.name, fqns)
         except Exception as e:  # noqa: BLE001 - the state may be unreadable; say so
-            environments.append({"project": spec.name, "error": str(e).splitlines()[0]})
+            envs_out.append({"project": spec.name, "error": str(e).splitlines()[0]})
             continue
         for env in envs:
             if env["environment"] == "prod":
@@ -98,8 +103,8 @@ def blast_radius(ws: Workspace, graph: Graph, origin: str) -> dict[str, Any]:
                 what = "not affected: its own versions of the affected models"
             if env["environment"] == "prod" or env["shared"]:
                 reprocessing.setdefault(spec.name, set()).add(env["environment"])
-            environments.append({"project": spec.name, "environment": env["environment"],
-                                 "effect": what, "shared": env["shared"]})  # fmt: skip
+            envs_out.append({"project": spec.name, "environment": env["environment"],
+                             "effect": what, "shared": env["shared"]})  # fmt: skip
     # targets whose other projects read a reprocessing environment rebuild downstream
     for tname, t in sorted(ws.config.targets.items()):
         for spec in ws.config.projects:
@@ -108,7 +113,7 @@ def blast_radius(ws: Workspace, graph: Graph, origin: str) -> dict[str, Any]:
             reads = [p for p, envs in reprocessing.items()
                      if t.environments.get(p) in envs]  # fmt: skip
             if reads:
-                environments.append({
+                envs_out.append({
                     "project": spec.name, "environment": t.environments.get(spec.name),
                     "target": tname,
                     "effect": f"rebuilds: reads {', '.join(reads)} "
@@ -119,7 +124,7 @@ def blast_radius(ws: Workspace, graph: Graph, origin: str) -> dict[str, Any]:
         "dashboards": dashboards,
         "charts": charts,  # a BI tool's charts ([[bi]]), each with its dashboards
         "metrics": metrics,
-        "environments": environments,
+        "environments": envs_out,
         "projects": sorted({graph.nodes[n].project for n in affected}),
     }
 
@@ -135,6 +140,6 @@ def refresh_reach(ws: Workspace, diagnosis: dict[str, Any], origin: str | None) 
     blast = diagnosis.get("blast_radius")
     if not origin or origin not in graph.nodes or not isinstance(blast, dict):
         return
-    now = blast_radius(ws, graph, origin)
+    now = blast_radius(ws, graph, origin, environments=False)
     for key in ("dashboards", "charts", "metrics"):
         blast[key] = now[key]
